@@ -1,0 +1,3 @@
+module github.com/kubelet-compat/kubelet-compat
+
+go 1.23
