@@ -1,0 +1,22 @@
+# kubelet-compat: the main job (`make`) builds every supported Kubernetes
+# version with the compat patches; `make test` runs the test suite that CI runs.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := all
+
+export GOTOOLCHAIN := local
+export GOFLAGS := -mod=mod -buildvcs=false
+# Everything fetched or built outside the work tree lives here (toolchains,
+# module cache of the Kubernetes trees, pristine sources).
+export KC_CACHE ?= $(HOME)/.cache/kubelet-compat
+
+GO ?= go
+
+.PHONY: all test
+all: build
+
+# The pieces keep their own targets next to their code.
+include build/build.mk
+-include rpm/rpm.mk
+-include e2e/e2e.mk
+include hack/hack.mk

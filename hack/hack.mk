@@ -1,0 +1,4 @@
+# Generators and verifiers (owned by hack/).
+.PHONY: test
+test:
+	$(GO) test ./...
