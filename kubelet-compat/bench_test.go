@@ -1,0 +1,70 @@
+package kubeletcompat
+
+import (
+	"encoding/json"
+	"hash/fnv"
+	"testing"
+)
+
+// Benchmarks of the decision on the kubelet's hot path. Compare each with
+// BenchmarkUpstreamHashContainer, which is what upstream spends per container
+// and sync anyway; report ratios from one run (go test -bench . -benchmem).
+
+// BenchmarkUpstreamHashContainer is upstream's HashContainer (1.16..1.30).
+func BenchmarkUpstreamHashContainer(b *testing.B) {
+	c := seccompContainer()
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		data, _ := json.Marshal(c)
+		h := fnv.New32a()
+		deepHashObject(h, data)
+		_ = h.Sum32()
+	}
+}
+
+func BenchmarkDecide(b *testing.B) {
+	spec := seccompContainer()
+	legacy := mustHash(&testing.T{}, "v1.20.15", spec)
+	own, _ := ownContainerHash(Version{Major: 1, Minor: 21, Patch: 14}, spec)
+
+	setup := func(b *testing.B, withFile bool) *Compat {
+		n := &node{t: &testing.T{}, path: b.TempDir() + "/" + DefaultFileName, log: &logRecorder{}}
+		if withFile {
+			f := testFile()
+			if err := WriteFile(n.path, f); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return n.compat("v1.21.14", DefaultRecheckInterval)
+	}
+	run := func(b *testing.B, decide func() Decision, wantKeep bool) {
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			if d := decide(); d.Keep != wantKeep {
+				b.Fatalf("unexpected decision %+v", d)
+			}
+		}
+	}
+
+	b.Run("file-absent/KeepChanged", func(b *testing.B) {
+		c := setup(b, false)
+		r := RunningContainer{Hash: legacy, CreatedAt: beforeStart}
+		run(b, func() Decision { return c.KeepChanged(spec, r) }, false)
+	})
+	b.Run("file-absent/Decide", func(b *testing.B) {
+		c := setup(b, false)
+		r := RunningContainer{Hash: legacy, CreatedAt: beforeStart}
+		run(b, func() Decision { return c.Decide(spec, r) }, false)
+	})
+	b.Run("file-present/hash-equal", func(b *testing.B) {
+		c := setup(b, true)
+		r := RunningContainer{Hash: own, CreatedAt: beforeStart}
+		run(b, func() Decision { return c.Decide(spec, r) }, true)
+	})
+	b.Run("file-present/legacy-hash", func(b *testing.B) {
+		c := setup(b, true)
+		r := RunningContainer{Hash: legacy, CreatedAt: beforeStart}
+		run(b, func() Decision { return c.Decide(spec, r) }, true)
+	})
+}

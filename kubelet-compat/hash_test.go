@@ -1,0 +1,142 @@
+package kubeletcompat
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"gotest.tools/v3/golden"
+)
+
+// TestContainerHashGoldens checks the library's hash of every corpus
+// container for every minor against testdata/hashes.golden, which
+// hack/gen-hash-goldens fills with the output of the REAL
+// kubecontainer.HashContainer compiled inside each upstream tree. The golden
+// is never written from this test.
+func TestContainerHashGoldens(t *testing.T) {
+	corpus := loadCorpus(t)
+	byName := map[string]*v1.Container{}
+	for i := range corpus {
+		byName[corpus[i].Name] = &corpus[i].Container
+	}
+	seen := map[string]bool{}
+	minors := map[int]bool{}
+	for i, line := range strings.Split(string(golden.Get(t, "hashes.golden")), "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		fields := strings.Fields(line)
+		if len(fields) != 3 {
+			t.Fatalf("hashes.golden:%d: want 'minor item hash', got %q", i+1, line)
+		}
+		minor, err := strconv.Atoi(strings.TrimPrefix(fields[0], "1."))
+		if err != nil {
+			t.Fatalf("hashes.golden:%d: bad minor %q", i+1, fields[0])
+		}
+		want, err := strconv.ParseUint(fields[2], 16, 64)
+		if err != nil {
+			t.Fatalf("hashes.golden:%d: bad hash %q", i+1, fields[2])
+		}
+		container, ok := byName[fields[1]]
+		if !ok {
+			t.Fatalf("hashes.golden:%d: %q is not in the corpus (stale golden?)", i+1, fields[1])
+		}
+		minors[minor] = true
+		seen[fmt.Sprintf("%d %s", minor, fields[1])] = true
+		got, err := ContainerHash(Version{Major: 1, Minor: minor}, container)
+		if err != nil {
+			t.Errorf("1.%d %s: %v", minor, fields[1], err)
+			continue
+		}
+		if got != want {
+			t.Errorf("1.%d %s: library hash %x, upstream %x", minor, fields[1], got, want)
+		}
+	}
+	// Every era the library implements must be covered for every container.
+	for minor := firstJSONMinor; minor <= lastKnownMinor; minor++ {
+		if !minors[minor] {
+			t.Errorf("hashes.golden has no hashes of 1.%d", minor)
+			continue
+		}
+		for _, item := range corpus {
+			if !seen[fmt.Sprintf("%d %s", minor, item.Name)] {
+				t.Errorf("hashes.golden lacks 1.%d %s", minor, item.Name)
+			}
+		}
+	}
+}
+
+// TestHashContainerUpstreamPin is upstream's own TestHashContainer case,
+// pinned at 0x3c42280f from 1.16 to 1.30.
+func TestHashContainerUpstreamPin(t *testing.T) {
+	c := &v1.Container{
+		Name:  "test_container",
+		Image: "foo/image:v1",
+		Args:  []string{"/bin/sh", "-c", "echo abc"},
+		Ports: []v1.ContainerPort{{ContainerPort: 8001}},
+	}
+	for minor := firstJSONMinor; minor <= lastJSONMinor; minor++ {
+		got, err := ContainerHash(Version{Major: 1, Minor: minor}, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != 0x3c42280f {
+			t.Errorf("1.%d: hash %x, want 3c42280f", minor, got)
+		}
+	}
+	own, err := ownContainerHash(Version{Major: 1, Minor: 21}, c)
+	if err != nil || own != 0x3c42280f {
+		t.Errorf("own hash = %x, %v", own, err)
+	}
+}
+
+func TestContainerHashErrors(t *testing.T) {
+	c := &v1.Container{Name: "a", Image: "b"}
+	for _, v := range []Version{{Major: 1, Minor: 15}, {Major: 1, Minor: 32}, {Major: 2, Minor: 0}} {
+		if _, err := ContainerHash(v, c); err == nil {
+			t.Errorf("ContainerHash(%s) succeeded", v)
+		}
+	}
+}
+
+func TestHashEra(t *testing.T) {
+	for minor, want := range map[int]string{10: "go-struct", 15: "go-struct", 16: "json", 30: "json", 31: "name-image", 32: "unknown"} {
+		if got := HashEra(minor); got != want {
+			t.Errorf("HashEra(%d) = %s, want %s", minor, got, want)
+		}
+	}
+}
+
+// TestPruneMissingAlwaysField: a field an old version always wrote cannot be
+// reproduced from JSON that lacks it, so no hash is claimed.
+func TestPruneMissingAlwaysField(t *testing.T) {
+	s, err := schemaFor(18)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.prune([]byte(`{"image":"x"}`)); err == nil || !strings.Contains(err.Error(), "Container.name") {
+		t.Fatalf("prune without name = %v", err)
+	}
+	got, err := s.prune([]byte(`{"name":"a","unknownField":{"x":1},"securityContext":{"seccompProfile":{"type":"RuntimeDefault"},"privileged":true},"resources":{}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"name":"a","resources":{},"securityContext":{"privileged":true}}`; string(got) != want {
+		t.Errorf("prune = %s, want %s", got, want)
+	}
+}
+
+func TestSchemasParse(t *testing.T) {
+	for minor := range containerSchemas {
+		if _, err := schemaFor(minor); err != nil {
+			t.Errorf("schema 1.%d: %v", minor, err)
+		}
+	}
+	for minor := firstJSONMinor; minor <= lastJSONMinor; minor++ {
+		if _, ok := containerSchemas[minor]; !ok {
+			t.Errorf("no schema for JSON-era minor 1.%d", minor)
+		}
+	}
+}

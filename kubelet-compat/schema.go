@@ -1,0 +1,226 @@
+package kubeletcompat
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// Container hash eras, by the kubelet minor that computes the hash.
+const (
+	// Kubelets up to 1.15 hash go-spew's dump of the Go struct; the hash
+	// changes with every new field and is not reproduced here.
+	lastGoStructMinor = 15
+	// Kubelets 1.16 to 1.30 hash the container's JSON.
+	firstJSONMinor = 16
+	lastJSONMinor  = 30
+	// Kubelets from 1.31 hash the JSON of {name, image} only.
+	firstNameImageMinor = 31
+	// The newest minor whose hash is known to this package.
+	lastKnownMinor = 31
+)
+
+// HashEra names the algorithm a kubelet minor uses for container hashes.
+func HashEra(minor int) string {
+	switch {
+	case minor <= lastGoStructMinor:
+		return "go-struct"
+	case minor <= lastJSONMinor:
+		return "json"
+	case minor <= lastKnownMinor:
+		return "name-image"
+	}
+	return "unknown"
+}
+
+// ContainerHash returns the hash that a kubelet of the given version computes
+// for container, where container was decoded by the types this package is
+// compiled with. For JSON-era versions the JSON is first pruned to the fields
+// that version's v1.Container had: a kubelet never sees fields its types lack.
+func ContainerHash(v Version, container *v1.Container) (uint64, error) {
+	if v.Major != 1 {
+		return 0, fmt.Errorf("no container hash known for %s", v)
+	}
+	switch {
+	case v.Minor <= lastGoStructMinor:
+		return 0, fmt.Errorf("the container hash of %s (go-spew of the Go struct) is not implemented", v)
+	case v.Minor <= lastJSONMinor:
+		s, err := schemaFor(v.Minor)
+		if err != nil {
+			return 0, err
+		}
+		full, err := json.Marshal(container)
+		if err != nil {
+			return 0, err
+		}
+		pruned, err := s.prune(full)
+		if err != nil {
+			return 0, fmt.Errorf("reproducing the JSON of %s: %v", v, err)
+		}
+		return hashJSON(pruned), nil
+	case v.Minor <= lastKnownMinor:
+		return hashNameImage(container), nil
+	}
+	return 0, fmt.Errorf("no container hash known for %s (newest known minor is 1.%d)", v, lastKnownMinor)
+}
+
+// ownContainerHash is the hash of the kubelet this package is compiled into:
+// upstream's HashContainer, unpruned, since the types are that kubelet's own.
+func ownContainerHash(v Version, container *v1.Container) (uint64, error) {
+	if v.Major == 1 && v.Minor >= firstJSONMinor && v.Minor <= lastJSONMinor {
+		full, err := json.Marshal(container)
+		if err != nil {
+			return 0, err
+		}
+		return hashJSON(full), nil
+	}
+	return ContainerHash(v, container)
+}
+
+type schemaField struct {
+	name   string
+	always bool   // written by encoding/json even when empty
+	typ    string // layout of the object(s) it holds; "" for values copied verbatim
+}
+
+// schema is the JSON shape of v1.Container in one minor: layouts by type name.
+type schema map[string][]schemaField
+
+var (
+	schemaMu    sync.Mutex
+	schemaCache = map[int]schema{}
+)
+
+func schemaFor(minor int) (schema, error) {
+	schemaMu.Lock()
+	defer schemaMu.Unlock()
+	if s, ok := schemaCache[minor]; ok {
+		return s, nil
+	}
+	ids, ok := containerSchemas[minor]
+	if !ok {
+		return nil, fmt.Errorf("no v1.Container schema for 1.%d", minor)
+	}
+	s := schema{}
+	for i, id := range ids {
+		name, fields, err := parseLayout(schemaTypes[id])
+		if err != nil {
+			return nil, err
+		}
+		if i == 0 && name != "Container" {
+			return nil, fmt.Errorf("schema 1.%d starts with %s, not Container", minor, name)
+		}
+		s[name] = fields
+	}
+	for name, fields := range s {
+		for _, f := range fields {
+			if _, ok := s[f.typ]; f.typ != "" && !ok {
+				return nil, fmt.Errorf("schema 1.%d: %s.%s refers to unknown layout %s", minor, name, f.name, f.typ)
+			}
+		}
+	}
+	schemaCache[minor] = s
+	return s, nil
+}
+
+// parseLayout parses "Name(field field! field:Type)".
+func parseLayout(layout string) (string, []schemaField, error) {
+	open := strings.IndexByte(layout, '(')
+	if open <= 0 || !strings.HasSuffix(layout, ")") {
+		return "", nil, fmt.Errorf("bad schema layout %q", layout)
+	}
+	var fields []schemaField
+	for _, word := range strings.Fields(layout[open+1 : len(layout)-1]) {
+		var f schemaField
+		if i := strings.IndexByte(word, ':'); i >= 0 {
+			word, f.typ = word[:i], word[i+1:]
+		}
+		if strings.HasSuffix(word, "!") {
+			word, f.always = strings.TrimSuffix(word, "!"), true
+		}
+		f.name = word
+		fields = append(fields, f)
+	}
+	return layout[:open], fields, nil
+}
+
+// prune rewrites container JSON to exactly what json.Marshal of the schema's
+// v1.Container would have written: that version's fields, in its order, with
+// every value's bytes unchanged.
+func (s schema) prune(containerJSON []byte) ([]byte, error) {
+	var buf bytes.Buffer
+	buf.Grow(len(containerJSON))
+	if err := s.pruneValue(&buf, containerJSON, "Container"); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+func (s schema) pruneValue(buf *bytes.Buffer, raw []byte, typ string) error {
+	switch {
+	case len(raw) == 0:
+		return fmt.Errorf("empty value for %s", typ)
+	case raw[0] == '{':
+		return s.pruneObject(buf, raw, typ)
+	case raw[0] == '[':
+		var items []json.RawMessage
+		if err := json.Unmarshal(raw, &items); err != nil {
+			return err
+		}
+		buf.WriteByte('[')
+		for i, item := range items {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			if err := s.pruneValue(buf, item, typ); err != nil {
+				return err
+			}
+		}
+		buf.WriteByte(']')
+		return nil
+	case string(raw) == "null":
+		buf.Write(raw)
+		return nil
+	}
+	return fmt.Errorf("%s: want an object, got %.20q", typ, raw)
+}
+
+func (s schema) pruneObject(buf *bytes.Buffer, raw []byte, typ string) error {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return err
+	}
+	buf.WriteByte('{')
+	written := 0
+	for _, f := range s[typ] {
+		value, ok := obj[f.name]
+		if !ok {
+			if f.always {
+				// That version wrote this field even when empty; its bytes
+				// cannot be reproduced from JSON that lacks it.
+				return fmt.Errorf("%s.%s is missing but was always written", typ, f.name)
+			}
+			continue
+		}
+		if written > 0 {
+			buf.WriteByte(',')
+		}
+		written++
+		buf.WriteByte('"')
+		buf.WriteString(f.name)
+		buf.WriteString(`":`)
+		if f.typ == "" {
+			buf.Write(value)
+			continue
+		}
+		if err := s.pruneValue(buf, value, f.typ); err != nil {
+			return err
+		}
+	}
+	buf.WriteByte('}')
+	return nil
+}
