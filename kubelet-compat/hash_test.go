@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	v1 "k8s.io/api/core/v1"
 	"gotest.tools/v3/golden"
+	v1 "k8s.io/api/core/v1"
 )
 
 // TestContainerHashGoldens checks the library's hash of every corpus
