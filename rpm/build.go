@@ -1,0 +1,382 @@
+package rpm
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/kubelet-compat/kubelet-compat/build/exec"
+)
+
+// Defaults of Config, documented in rpm/README.md.
+const (
+	DefaultRelease            = "1"
+	DefaultDist               = ".kc"
+	DefaultArch               = "x86_64"
+	DefaultBuildHost          = "build.kubelet-compat"
+	DefaultUnversionedVersion = "1.0.0"
+	// DefaultPayload is xz: EL7's rpm 4.11 cannot read rpm 4.18's zstd payloads.
+	DefaultPayload = "w6.xzdio"
+)
+
+// Config describes one run of the RPM build.
+type Config struct {
+	// InputDir holds the harness output: <InputDir>/<ver>/{kubelet,kubeadm,kubectl}.
+	InputDir string
+	// OutputDir receives the RPMs and SHA256SUMS.
+	OutputDir string
+	// Versions to package, e.g. 1.21.14. kubernetes-unversioned is always built.
+	Versions []string
+	// KubeletCompat is the kubelet-compat CLI binary shipped in every node package.
+	KubeletCompat string
+	// SourceDateEpoch is every file's mtime and the build time in the RPMs.
+	SourceDateEpoch int64
+
+	Release            string // of the versioned packages
+	UnversionedVersion string
+	UnversionedRelease string
+	Dist               string // %{dist}, appended to every Release
+	Arch               string // rpm arch of the binaries
+	BuildHost          string
+	UnitDir            string // %{_unitdir} on the nodes
+	Payload            string // %{_binary_payload}
+
+	// Rpmbuild is the rpmbuild command (default "rpmbuild").
+	Rpmbuild string
+	// Log, when set, receives rpmbuild's output.
+	Log io.Writer
+}
+
+func (c *Config) setDefaults() {
+	def := func(s *string, v string) {
+		if *s == "" {
+			*s = v
+		}
+	}
+	def(&c.Release, DefaultRelease)
+	def(&c.UnversionedVersion, DefaultUnversionedVersion)
+	def(&c.UnversionedRelease, DefaultRelease)
+	def(&c.Dist, DefaultDist)
+	def(&c.Arch, DefaultArch)
+	def(&c.BuildHost, DefaultBuildHost)
+	def(&c.UnitDir, DefaultUnitDir)
+	def(&c.Payload, DefaultPayload)
+	def(&c.Rpmbuild, "rpmbuild")
+}
+
+func (c *Config) validate() error {
+	if c.OutputDir == "" {
+		return errors.New("no output directory")
+	}
+	if c.SourceDateEpoch <= 0 {
+		return errors.New("SOURCE_DATE_EPOCH must be set (seconds since 1970) for reproducible RPMs")
+	}
+	for _, v := range c.Versions {
+		if err := CheckVersion(v); err != nil {
+			return err
+		}
+	}
+	if len(c.Versions) > 0 {
+		if c.InputDir == "" {
+			return errors.New("no input directory")
+		}
+		if err := checkExecutable(c.KubeletCompat); err != nil {
+			return fmt.Errorf("kubelet-compat CLI: %w", err)
+		}
+	}
+	return nil
+}
+
+// Build builds kubernetes-unversioned and the versioned packages of every
+// version in cfg.Versions into cfg.OutputDir, then rewrites
+// OutputDir/SHA256SUMS over every RPM there. It returns the RPMs it built.
+func Build(ctx context.Context, cfg Config) ([]string, error) {
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.OutputDir, 0o755); err != nil {
+		return nil, fmt.Errorf("create output directory: %w", err)
+	}
+	built, err := buildUnversioned(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	for _, v := range cfg.Versions {
+		rpms, err := buildVersioned(ctx, cfg, v)
+		if err != nil {
+			return built, err
+		}
+		built = append(built, rpms...)
+	}
+	if err := writeSHA256Sums(cfg.OutputDir); err != nil {
+		return built, err
+	}
+	return built, nil
+}
+
+// probes are the arguments that make each binary print its version.
+var probes = map[string][]string{
+	"kubelet": {"--version"},
+	"kubeadm": {"version"},
+	"kubectl": {"version", "--client"},
+}
+
+func buildVersioned(ctx context.Context, cfg Config, version string) ([]string, error) {
+	spec, err := RenderVersioned(VersionedSpec{Version: version, Release: cfg.Release, Arch: cfg.Arch})
+	if err != nil {
+		return nil, err
+	}
+	top, err := newTopdir(cfg.OutputDir, version)
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(top)
+	sources := filepath.Join(top, "SOURCES")
+
+	// Check every binary before rpmbuild: a wrong directory in the harness
+	// output must not become a package that lies about its version.
+	for _, name := range []string{"kubelet", "kubeadm", "kubectl"} {
+		bin := filepath.Join(cfg.InputDir, version, name)
+		if err := checkExecutable(bin); err != nil {
+			return nil, fmt.Errorf("kubernetes %s: %w", version, err)
+		}
+		out, err := exec.Command(bin, probes[name]...).Output(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("kubernetes %s: ask %s its version: %w", version, name, err)
+		}
+		if !reportsVersion(out, version) {
+			return nil, fmt.Errorf("kubernetes %s: %s reports another version: %q", version, bin, firstLine(out))
+		}
+		if err := linkSource(bin, filepath.Join(sources, name)); err != nil {
+			return nil, err
+		}
+	}
+	if err := linkSource(cfg.KubeletCompat, filepath.Join(sources, "kubelet-compat")); err != nil {
+		return nil, err
+	}
+	if err := copyShipped(sources, "10-kubeadm.conf"); err != nil {
+		return nil, err
+	}
+	// kubectl writes its own completion; a fixed environment keeps it stable.
+	completion := exec.Command(filepath.Join(cfg.InputDir, version, "kubectl"), "completion", "bash")
+	completion.Env = []string{"HOME=" + top, "LC_ALL=C", "KUBECONFIG=" + filepath.Join(top, "no-kubeconfig")}
+	out, err := completion.Output(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes %s: kubectl bash completion: %w", version, err)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("kubernetes %s: kubectl completion bash printed nothing", version)
+	}
+	if err := os.WriteFile(filepath.Join(sources, "kubectl.bash"), out, 0o644); err != nil {
+		return nil, fmt.Errorf("write kubectl completion: %w", err)
+	}
+	return rpmbuild(ctx, cfg, top, "kubernetes-"+version+".spec", spec, "--target", cfg.Arch)
+}
+
+func buildUnversioned(ctx context.Context, cfg Config) ([]string, error) {
+	spec, err := RenderUnversioned(UnversionedSpec{
+		Version: cfg.UnversionedVersion,
+		Release: cfg.UnversionedRelease,
+		Links:   UnversionedLinks(cfg.UnitDir),
+	})
+	if err != nil {
+		return nil, err
+	}
+	top, err := newTopdir(cfg.OutputDir, "unversioned")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(top)
+	for _, name := range []string{
+		"kubernetes-select", "kubelet.service", "kubelet.sysconfig",
+		"kubelet-compat-sweep.service", "kubelet-compat-sweep.timer", "90-kubelet-compat.preset",
+	} {
+		if err := copyShipped(filepath.Join(top, "SOURCES"), name); err != nil {
+			return nil, err
+		}
+	}
+	return rpmbuild(ctx, cfg, top, UnversionedName+".spec", spec)
+}
+
+// newTopdir makes a private rpmbuild tree next to the output, so that the
+// finished RPMs are moved, not copied, and no half-written file ever
+// appears in the output directory.
+func newTopdir(outputDir, what string) (string, error) {
+	top, err := os.MkdirTemp(outputDir, ".rpmbuild-"+what+"-")
+	if err != nil {
+		return "", fmt.Errorf("create rpmbuild tree: %w", err)
+	}
+	for _, d := range []string{"SOURCES", "SPECS", "BUILD", "BUILDROOT", "RPMS", "SRPMS", "tmp", "rpmdb"} {
+		if err := os.Mkdir(filepath.Join(top, d), 0o755); err != nil {
+			os.RemoveAll(top)
+			return "", fmt.Errorf("create rpmbuild tree: %w", err)
+		}
+	}
+	return top, nil
+}
+
+// Defines returns the macros set on rpmbuild's command line for a build in
+// topdir. Everything that decides the bytes of an RPM is set here rather than
+// taken from the build host (Debian's rpm has no %_unitdir and no %dist, and
+// its defaults differ from EL's).
+func (c Config) Defines(topdir string) []string {
+	return []string{
+		"_topdir " + topdir,
+		"_sourcedir " + filepath.Join(topdir, "SOURCES"),
+		"_specdir " + filepath.Join(topdir, "SPECS"),
+		"_builddir " + filepath.Join(topdir, "BUILD"),
+		"_buildrootdir " + filepath.Join(topdir, "BUILDROOT"),
+		"_rpmdir " + filepath.Join(topdir, "RPMS"),
+		"_srcrpmdir " + filepath.Join(topdir, "SRPMS"),
+		"_tmppath " + filepath.Join(topdir, "tmp"),
+		// rpmbuild needs no database; keep it away from the user's.
+		"_dbpath " + filepath.Join(topdir, "rpmdb"),
+		// Flat output: _output/rpms/<name>-<version>-<release>.<arch>.rpm.
+		"_build_name_fmt %%{NAME}-%%{VERSION}-%%{RELEASE}.%%{ARCH}.rpm",
+		"_unitdir " + c.UnitDir,
+		"_presetdir " + PresetDir,
+		"dist " + c.Dist,
+		"_buildhost " + c.BuildHost,
+		"use_source_date_epoch_as_buildtime 1",
+		"clamp_mtime_to_source_date_epoch 1",
+		"source_date_epoch_from_changelog 0",
+		"debug_package %{nil}",
+		"_build_id_links none",
+		"_binary_payload " + c.Payload,
+		"_binary_filedigest_algorithm 8", // SHA-256, which EL7's rpm verifies
+	}
+}
+
+// rpmbuild writes the spec into topdir, runs rpmbuild -bb and moves the
+// RPMs it made into the output directory.
+func rpmbuild(ctx context.Context, cfg Config, top, specName string, spec []byte, extraArgs ...string) ([]string, error) {
+	specPath := filepath.Join(top, "SPECS", specName)
+	if err := os.WriteFile(specPath, spec, 0o644); err != nil {
+		return nil, fmt.Errorf("write spec: %w", err)
+	}
+	args := []string{"-bb"}
+	for _, d := range cfg.Defines(top) {
+		args = append(args, "--define", d)
+	}
+	args = append(args, extraArgs...)
+	args = append(args, specPath)
+	cmd := exec.Command(cfg.Rpmbuild, args...)
+	cmd.Log = cfg.Log
+	cmd.Env = []string{
+		"SOURCE_DATE_EPOCH=" + strconv.FormatInt(cfg.SourceDateEpoch, 10),
+		"LC_ALL=C", "TZ=UTC",
+		// No ~/.rpmmacros of whoever runs the build.
+		"HOME=" + top,
+	}
+	if _, err := cmd.Output(ctx); err != nil {
+		var cmdErr *exec.Error
+		if errors.As(err, &cmdErr) && cfg.Log == nil {
+			return nil, fmt.Errorf("rpmbuild %s: %w\n%s", specName, err, strings.TrimSpace(cmdErr.Stderr))
+		}
+		return nil, fmt.Errorf("rpmbuild %s: %w", specName, err)
+	}
+	made, err := filepath.Glob(filepath.Join(top, "RPMS", "*.rpm"))
+	if err != nil || len(made) == 0 {
+		return nil, fmt.Errorf("rpmbuild %s made no RPM", specName)
+	}
+	var moved []string
+	for _, src := range made {
+		dst := filepath.Join(cfg.OutputDir, filepath.Base(src))
+		if err := os.Rename(src, dst); err != nil {
+			return moved, fmt.Errorf("move %s into the output: %w", filepath.Base(src), err)
+		}
+		moved = append(moved, dst)
+	}
+	sort.Strings(moved)
+	return moved, nil
+}
+
+// writeSHA256Sums writes OutputDir/SHA256SUMS in sha256sum's format, so that
+// `sha256sum -c` checks a build and two builds compare with diff.
+func writeSHA256Sums(dir string) error {
+	rpms, err := filepath.Glob(filepath.Join(dir, "*.rpm"))
+	if err != nil {
+		return err
+	}
+	sort.Strings(rpms)
+	var b strings.Builder
+	for _, p := range rpms {
+		sum, err := FileSHA256(p)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(&b, "%s  %s\n", sum, filepath.Base(p))
+	}
+	if err := os.WriteFile(filepath.Join(dir, "SHA256SUMS"), []byte(b.String()), 0o644); err != nil {
+		return fmt.Errorf("write SHA256SUMS: %w", err)
+	}
+	return nil
+}
+
+// FileSHA256 returns the hex sha256 of a file.
+func FileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("hash %s: %w", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func checkExecutable(path string) error {
+	if path == "" {
+		return errors.New("no path given")
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if !st.Mode().IsRegular() || st.Mode().Perm()&0o111 == 0 {
+		return fmt.Errorf("%s is not an executable file", path)
+	}
+	return nil
+}
+
+// linkSource puts a large input into SOURCES without copying it.
+func linkSource(src, dst string) error {
+	abs, err := filepath.Abs(src)
+	if err != nil {
+		return err
+	}
+	if err := os.Symlink(abs, dst); err != nil {
+		return fmt.Errorf("stage %s: %w", src, err)
+	}
+	return nil
+}
+
+func copyShipped(dir, name string) error {
+	b, err := shippedFile(name)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+		return fmt.Errorf("stage %s: %w", name, err)
+	}
+	return nil
+}
+
+func firstLine(b []byte) string {
+	s := strings.TrimSpace(string(b))
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}

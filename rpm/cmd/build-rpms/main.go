@@ -1,0 +1,72 @@
+// Command build-rpms builds the side-by-side Kubernetes RPMs from the build
+// harness output; `make rpm` runs it. See rpm/README.md.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kubelet-compat/kubelet-compat/rpm"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintf(os.Stderr, "build-rpms: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	var cfg rpm.Config
+	var versions, epoch string
+	var verbose bool
+	flag.StringVar(&cfg.InputDir, "input", "_output", "harness output: `dir`/<ver>/{kubelet,kubeadm,kubectl}")
+	flag.StringVar(&cfg.OutputDir, "output", "_output/rpms", "where the RPMs go")
+	flag.StringVar(&versions, "versions", "", "Kubernetes versions to package, space or comma separated (e.g. 1.21.14); none builds only kubernetes-unversioned")
+	flag.StringVar(&cfg.KubeletCompat, "kubelet-compat", "", "the kubelet-compat CLI `binary` for the node packages")
+	flag.StringVar(&epoch, "source-date-epoch", os.Getenv("SOURCE_DATE_EPOCH"), "mtime and build time of everything, in `seconds` (default $SOURCE_DATE_EPOCH)")
+	flag.StringVar(&cfg.Release, "release", rpm.DefaultRelease, "Release of the versioned packages (before %{dist})")
+	flag.StringVar(&cfg.UnversionedVersion, "unversioned-version", rpm.DefaultUnversionedVersion, "Version of kubernetes-unversioned")
+	flag.StringVar(&cfg.UnversionedRelease, "unversioned-release", rpm.DefaultRelease, "Release of kubernetes-unversioned")
+	flag.StringVar(&cfg.Dist, "dist", rpm.DefaultDist, "%{dist}")
+	flag.StringVar(&cfg.Arch, "arch", rpm.DefaultArch, "rpm arch of the binaries")
+	flag.BoolVar(&verbose, "v", false, "show rpmbuild's output")
+	flag.Parse()
+	if flag.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", flag.Args())
+	}
+	cfg.Versions = strings.FieldsFunc(versions, func(r rune) bool { return r == ',' || r == ' ' })
+	if epoch == "" {
+		return fmt.Errorf("set -source-date-epoch or SOURCE_DATE_EPOCH")
+	}
+	n, err := strconv.ParseInt(epoch, 10, 64)
+	if err != nil {
+		return fmt.Errorf("source date epoch %q: %w", epoch, err)
+	}
+	cfg.SourceDateEpoch = n
+	if verbose {
+		cfg.Log = os.Stderr
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	start := time.Now()
+	built, err := rpm.Build(ctx, cfg)
+	for _, p := range built {
+		if st, err := os.Stat(p); err == nil {
+			fmt.Printf("%-60s %8.1f MiB\n", filepath.Base(p), float64(st.Size())/(1<<20))
+		}
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Printf("built %d RPMs into %s in %s (SOURCE_DATE_EPOCH=%d)\n", len(built), cfg.OutputDir, time.Since(start).Round(time.Millisecond), cfg.SourceDateEpoch)
+	return nil
+}
