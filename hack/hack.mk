@@ -1,4 +1,50 @@
-# Generators and verifiers (owned by hack/).
-.PHONY: test
-test:
-	$(GO) test ./...
+# Generators and verifiers (owned by hack/), and the test entry point.
+#
+# `make test` is what CI runs: formatting, vet, unit tests (with the
+# compat-file parser's fuzz seeds), the race detector on the library, the
+# library's build with the oldest supported tree's Go (go1.13.15), and the
+# staleness checks of everything generated.
+
+GO_PACKAGES := ./...
+
+.PHONY: test verify-gofmt vet unit race check-library verify-generated generate fuzz bench
+
+test: verify-gofmt vet unit race check-library verify-generated
+
+verify-gofmt:
+	@bad=$$(git ls-files -co --exclude-standard '*.go' | xargs -r gofmt -l); \
+	if [ -n "$$bad" ]; then echo "gofmt would change: $$bad (run gofmt -w)" >&2; exit 1; fi; \
+	echo "gofmt: ok"
+
+vet:
+	$(GO) vet $(GO_PACKAGES)
+
+unit:
+	$(GO) test -count=1 $(GO_PACKAGES)
+
+race:
+	$(GO) test -count=1 -race ./kubelet-compat/
+
+# The library is compiled into kubelet trees: prove it builds with their Go.
+check-library:
+	$(GO) run ./hack/check-library
+
+# Generated files must match their generators' output.
+verify-generated:
+	$(GO) run ./hack/gen-schemas -check
+	$(GO) run ./hack/verify-hash-goldens
+
+# Regenerate the v1.Container schemas (fast). The hash goldens come from real
+# upstream trees and take long: make generate-hash-goldens.
+generate:
+	$(GO) run ./hack/gen-schemas
+
+.PHONY: generate-hash-goldens
+generate-hash-goldens:
+	$(GO) run ./hack/gen-hash-goldens
+
+fuzz:
+	$(GO) test ./kubelet-compat/ -run '^$$' -fuzz FuzzParse -fuzztime $${FUZZTIME:-60s}
+
+bench:
+	$(GO) test ./kubelet-compat/ -run '^$$' -bench . -benchmem -count $${COUNT:-1}

@@ -6,7 +6,7 @@
 // For each version it builds a throwaway module requiring k8s.io/api at that
 // version and runs a small reflection program (reflect.go.tmpl) in it.
 //
-//	go run ./hack/gen-schemas            # every row of build/matrix.json
+//	go run ./hack/gen-schemas            # every row of build/matrix/matrix.json
 //	go run ./hack/gen-schemas -check     # fail if the checked-in file is stale
 package main
 
@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/kubelet-compat/kubelet-compat/build/exec"
+	"github.com/kubelet-compat/kubelet-compat/build/matrix"
 )
 
 //go:embed reflect.go.tmpl
@@ -35,7 +36,7 @@ const outputFile = "kubelet-compat/zz_generated.schemas.go"
 func main() {
 	out := flag.String("o", outputFile, "file to write")
 	check := flag.Bool("check", false, "compare with the existing file instead of writing it")
-	versions := flag.String("versions", "", "comma-separated Kubernetes versions (default: every row of build/matrix.json)")
+	versions := flag.String("versions", "", "comma-separated Kubernetes releases or minors of build/matrix/matrix.json (default: every row)")
 	flag.Parse()
 	if err := run(*out, *check, *versions); err != nil {
 		fmt.Fprintln(os.Stderr, "gen-schemas:", err)
@@ -171,9 +172,23 @@ func render(schemas []minorSchema) ([]byte, error) {
 	return format.Source(b.Bytes())
 }
 
+// kubernetesVersions returns the releases to read: the matrix rows, or the
+// ones named (releases or minors of the matrix).
 func kubernetesVersions(list string) ([]string, error) {
-	if list != "" {
-		return strings.Split(list, ","), nil
+	rows, err := matrix.Load()
+	if err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("-versions is required until build/matrix.json exists")
+	var names []string
+	if list != "" {
+		names = strings.Split(list, ",")
+	}
+	if rows, err = matrix.Select(rows, names); err != nil {
+		return nil, err
+	}
+	versions := make([]string, len(rows))
+	for i, r := range rows {
+		versions[i] = r.Kubernetes
+	}
+	return versions, nil
 }
