@@ -140,3 +140,29 @@ func TestSchemasParse(t *testing.T) {
 		}
 	}
 }
+
+func TestUnknownFields(t *testing.T) {
+	c := seccompContainer()
+	c.Ports = []v1.ContainerPort{{ContainerPort: 80}}
+	tests := []struct {
+		version string
+		want    string
+	}{
+		{"v1.18.19", "livenessProbe.terminationGracePeriodSeconds securityContext.seccompProfile"},
+		{"v1.20.15", "livenessProbe.terminationGracePeriodSeconds"},
+		{"v1.21.14", ""},
+	}
+	for _, tt := range tests {
+		v, _ := ParseVersion(tt.version)
+		got, err := UnknownFields(v, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Join(got, " ") != tt.want {
+			t.Errorf("UnknownFields(%s) = %q, want %q", tt.version, got, tt.want)
+		}
+	}
+	if _, err := UnknownFields(Version{Major: 1, Minor: 15}, c); err == nil {
+		t.Error("UnknownFields(1.15) succeeded")
+	}
+}

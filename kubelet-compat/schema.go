@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 
@@ -154,18 +155,50 @@ func parseLayout(layout string) (string, []schemaField, error) {
 func (s schema) prune(containerJSON []byte) ([]byte, error) {
 	var buf bytes.Buffer
 	buf.Grow(len(containerJSON))
-	if err := s.pruneValue(&buf, containerJSON, "Container"); err != nil {
+	p := pruner{schema: s, buf: &buf}
+	if err := p.value(containerJSON, "Container", ""); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil
 }
 
-func (s schema) pruneValue(buf *bytes.Buffer, raw []byte, typ string) error {
+// UnknownFields lists the JSON paths of container's set fields that the
+// v1.Container of version v does not have: a kubelet of that version never
+// sees them, and they are why its hash differs from a newer kubelet's.
+func UnknownFields(v Version, container *v1.Container) ([]string, error) {
+	if v.Major != 1 || v.Minor < firstJSONMinor || v.Minor > lastJSONMinor {
+		return nil, fmt.Errorf("no v1.Container schema for %s", v)
+	}
+	s, err := schemaFor(v.Minor)
+	if err != nil {
+		return nil, err
+	}
+	full, err := json.Marshal(container)
+	if err != nil {
+		return nil, err
+	}
+	p := pruner{schema: s, buf: &bytes.Buffer{}, dropped: []string{}}
+	if err := p.value(full, "Container", ""); err != nil {
+		return nil, err
+	}
+	return p.dropped, nil
+}
+
+// pruner rewrites JSON to a schema's shape; dropped, when non-nil, collects
+// the paths it leaves out.
+type pruner struct {
+	schema  schema
+	buf     *bytes.Buffer
+	dropped []string
+}
+
+func (p *pruner) value(raw []byte, typ, path string) error {
+	buf := p.buf
 	switch {
 	case len(raw) == 0:
 		return fmt.Errorf("empty value for %s", typ)
 	case raw[0] == '{':
-		return s.pruneObject(buf, raw, typ)
+		return p.object(raw, typ, path)
 	case raw[0] == '[':
 		var items []json.RawMessage
 		if err := json.Unmarshal(raw, &items); err != nil {
@@ -176,7 +209,7 @@ func (s schema) pruneValue(buf *bytes.Buffer, raw []byte, typ string) error {
 			if i > 0 {
 				buf.WriteByte(',')
 			}
-			if err := s.pruneValue(buf, item, typ); err != nil {
+			if err := p.value(item, typ, fmt.Sprintf("%s[%d]", path, i)); err != nil {
 				return err
 			}
 		}
@@ -189,14 +222,19 @@ func (s schema) pruneValue(buf *bytes.Buffer, raw []byte, typ string) error {
 	return fmt.Errorf("%s: want an object, got %.20q", typ, raw)
 }
 
-func (s schema) pruneObject(buf *bytes.Buffer, raw []byte, typ string) error {
+func (p *pruner) object(raw []byte, typ, path string) error {
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &obj); err != nil {
 		return err
 	}
+	buf := p.buf
 	buf.WriteByte('{')
 	written := 0
-	for _, f := range s[typ] {
+	known := p.schema[typ]
+	if p.dropped != nil {
+		p.recordDropped(obj, known, path)
+	}
+	for _, f := range known {
 		value, ok := obj[f.name]
 		if !ok {
 			if f.always {
@@ -217,10 +255,32 @@ func (s schema) pruneObject(buf *bytes.Buffer, raw []byte, typ string) error {
 			buf.Write(value)
 			continue
 		}
-		if err := s.pruneValue(buf, value, f.typ); err != nil {
+		if err := p.value(value, f.typ, joinPath(path, f.name)); err != nil {
 			return err
 		}
 	}
 	buf.WriteByte('}')
 	return nil
+}
+
+func (p *pruner) recordDropped(obj map[string]json.RawMessage, known []schemaField, path string) {
+	var names []string
+	for name := range obj {
+		found := false
+		for _, f := range known {
+			found = found || f.name == name
+		}
+		if !found {
+			names = append(names, joinPath(path, name))
+		}
+	}
+	sort.Strings(names)
+	p.dropped = append(p.dropped, names...)
+}
+
+func joinPath(path, name string) string {
+	if path == "" {
+		return name
+	}
+	return path + "." + name
 }
