@@ -214,7 +214,12 @@ func (c *Compat) StaticPodUID(manifestPath string, data []byte) (string, bool) {
 	if st == nil || st.file == nil {
 		return "", false
 	}
-	sp, ok := st.pods[filepath.Clean(manifestPath)]
+	// The recorded paths are absolute; --pod-manifest-path may be relative.
+	abs, err := filepath.Abs(manifestPath)
+	if err != nil {
+		return "", false
+	}
+	sp, ok := st.pods[abs]
 	if !ok {
 		return "", false
 	}

@@ -226,7 +226,7 @@ func TestImageChangeAlwaysRestarts(t *testing.T) {
 func TestStaticPodUID(t *testing.T) {
 	manifest := []byte("apiVersion: v1\nkind: Pod\n")
 	sum := ManifestSHA256(manifest)
-	path := "/etc/kubernetes/manifests/web.yaml"
+	path := filepath.Join(t.TempDir(), "web.yaml")
 	n := newNode(t)
 	n.record("v1.20.15", StaticPod{ManifestPath: path, SHA256: sum, UID: "recorded-uid"})
 	c := n.compat("v1.21.14", time.Hour)
@@ -234,8 +234,13 @@ func TestStaticPodUID(t *testing.T) {
 	if uid, ok := c.StaticPodUID(path, manifest); !ok || uid != "recorded-uid" {
 		t.Errorf("StaticPodUID(recorded manifest) = %q, %v", uid, ok)
 	}
-	if uid, ok := c.StaticPodUID("/etc/kubernetes/./manifests/web.yaml", manifest); !ok || uid != "recorded-uid" {
+	if uid, ok := c.StaticPodUID(filepath.Dir(path)+"/./web.yaml", manifest); !ok || uid != "recorded-uid" {
 		t.Errorf("StaticPodUID(unclean path) = %q, %v", uid, ok)
+	}
+	dir, file := filepath.Split(path)
+	t.Chdir(dir)
+	if uid, ok := c.StaticPodUID(file, manifest); !ok || uid != "recorded-uid" {
+		t.Errorf("StaticPodUID(relative path) = %q, %v", uid, ok)
 	}
 	changed := append([]byte(nil), manifest...)
 	changed = append(changed, "# edited\n"...)
@@ -247,7 +252,7 @@ func TestStaticPodUID(t *testing.T) {
 	if got := n.log.count("changed since it was recorded"); got != 1 {
 		t.Errorf("changed manifest logged %d times, want once", got)
 	}
-	if _, ok := c.StaticPodUID("/etc/kubernetes/manifests/other.yaml", manifest); ok {
+	if _, ok := c.StaticPodUID(filepath.Join(filepath.Dir(path), "other.yaml"), manifest); ok {
 		t.Error("StaticPodUID(unrecorded manifest) returned a UID")
 	}
 
