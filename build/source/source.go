@@ -26,6 +26,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kubelet-compat/kubelet-compat/build/cachelock"
 	"github.com/kubelet-compat/kubelet-compat/build/exec"
 	"github.com/kubelet-compat/kubelet-compat/build/matrix"
 	"github.com/kubelet-compat/kubelet-compat/build/modfetch"
@@ -68,6 +69,13 @@ func Ensure(ctx context.Context, cacheDir string, row matrix.Row, progress io.Wr
 		}
 		return dir, nil
 	}
+
+	// Other harness processes may be assembling the same tree.
+	unlock, err := cachelock.Lock(ctx, filepath.Join(cacheDir, "locks", "src-"+row.Kubernetes+".lock"))
+	if err != nil {
+		return "", fmt.Errorf("[%s] source: %w", row.Kubernetes, err)
+	}
+	defer unlock()
 
 	dst := filepath.Join(cacheDir, "src", row.Kubernetes)
 	want := fingerprint(row)
@@ -149,6 +157,11 @@ func fromUser(ctx context.Context, cacheDir string, row matrix.Row, src string, 
 	}
 	start := time.Now()
 	fmt.Fprintf(progress, "[%s] copying user source %s (not checked against the matrix sum)...\n", row.Kubernetes, src)
+	unlock, err := cachelock.Lock(ctx, filepath.Join(cacheDir, "locks", "src-"+row.Kubernetes+"+user.lock"))
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
 	dst := filepath.Join(cacheDir, "src", row.Kubernetes+"+user")
 	err = intoPlace(ctx, dst, func(tmp string) error {
 		if fi.IsDir() {

@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kubelet-compat/kubelet-compat/build/cachelock"
 	"github.com/kubelet-compat/kubelet-compat/build/exec"
 	"github.com/kubelet-compat/kubelet-compat/build/modfetch"
 )
@@ -56,6 +57,13 @@ func Ensure(ctx context.Context, cacheDir, goVersion, wantSum string, progress i
 		}
 		return goroot, nil
 	}
+
+	// Other harness processes may be installing the same toolchain.
+	unlock, err := cachelock.Lock(ctx, filepath.Join(cacheDir, "locks", "toolchain-go"+goVersion+".lock"))
+	if err != nil {
+		return "", fmt.Errorf("toolchain go%s: %w", goVersion, err)
+	}
+	defer unlock()
 
 	dst := Dir(cacheDir, goVersion)
 	if installedSum(dst) == wantSum {

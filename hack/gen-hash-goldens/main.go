@@ -20,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kubelet-compat/kubelet-compat/build/cachelock"
 	"github.com/kubelet-compat/kubelet-compat/build/exec"
 	"github.com/kubelet-compat/kubelet-compat/build/matrix"
 	"github.com/kubelet-compat/kubelet-compat/build/source"
@@ -167,6 +168,11 @@ func hashTree(ctx context.Context, cacheDir string, row matrix.Row, corpusPath s
 		return nil, err
 	}
 	work := filepath.Join(cacheDir, "work", "hash-goldens", row.Kubernetes)
+	unlock, err := cachelock.Lock(ctx, filepath.Join(cacheDir, "locks", "work-hash-goldens-"+row.Kubernetes+".lock"))
+	if err != nil {
+		return nil, fmt.Errorf("[%s] %w", row.Kubernetes, err)
+	}
+	defer unlock()
 	if err := source.WorkTree(ctx, pristine, work); err != nil {
 		return nil, fmt.Errorf("[%s] %w", row.Kubernetes, err)
 	}
