@@ -32,12 +32,14 @@ check-library:
 # Generated files must match their generators' output.
 verify-generated:
 	$(GO) run ./hack/gen-schemas -check
+	./hack/verify-patches
 	$(GO) run ./hack/verify-hash-goldens
 
 # Regenerate the v1.Container schemas (fast). The hash goldens come from real
 # upstream trees and take long: make generate-hash-goldens.
 generate:
 	$(GO) run ./hack/gen-schemas
+	./hack/update-patches
 
 .PHONY: generate-hash-goldens
 generate-hash-goldens:
