@@ -12,6 +12,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/kubelet-compat/kubelet-compat/build/exec"
 )
@@ -23,7 +25,9 @@ const (
 	DefaultArch               = "x86_64"
 	DefaultBuildHost          = "build.kubelet-compat"
 	DefaultUnversionedVersion = "1.0.0"
-	// DefaultPayload is xz: EL7's rpm 4.11 cannot read rpm 4.18's zstd payloads.
+	// DefaultPayload is xz: EL7's rpm 4.11 cannot read rpm 4.18's zstd
+	// payloads. Single-threaded on purpose: rpm's multithreaded xz ("w6T.xzdio")
+	// writes different bytes for different thread counts, hence build hosts.
 	DefaultPayload = "w6.xzdio"
 )
 
@@ -49,6 +53,9 @@ type Config struct {
 	UnitDir            string // %{_unitdir} on the nodes
 	Payload            string // %{_binary_payload}
 
+	// Jobs is how many versions build at once (default 1); the RPMs do not
+	// depend on it.
+	Jobs int
 	// Rpmbuild is the rpmbuild command (default "rpmbuild").
 	Rpmbuild string
 	// Log, when set, receives rpmbuild's output.
@@ -70,6 +77,9 @@ func (c *Config) setDefaults() {
 	def(&c.UnitDir, DefaultUnitDir)
 	def(&c.Payload, DefaultPayload)
 	def(&c.Rpmbuild, "rpmbuild")
+	if c.Jobs < 1 {
+		c.Jobs = 1
+	}
 }
 
 func (c *Config) validate() error {
@@ -110,17 +120,58 @@ func Build(ctx context.Context, cfg Config) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, v := range cfg.Versions {
-		rpms, err := buildVersioned(ctx, cfg, v)
-		if err != nil {
-			return built, err
-		}
-		built = append(built, rpms...)
+	versioned, err := buildAllVersions(ctx, cfg)
+	built = append(built, versioned...)
+	if err != nil {
+		return built, err
 	}
 	if err := writeSHA256Sums(cfg.OutputDir); err != nil {
 		return built, err
 	}
 	return built, nil
+}
+
+// buildAllVersions runs up to cfg.Jobs versions at once; xz compression of
+// the 100 MB kubelets is single-threaded, so this is what uses the cores.
+// After a failure no further version starts; running ones finish.
+func buildAllVersions(ctx context.Context, cfg Config) ([]string, error) {
+	type outcome struct {
+		rpms []string
+		err  error
+	}
+	outcomes := make([]outcome, len(cfg.Versions))
+	slots := make(chan struct{}, cfg.Jobs)
+	var failed atomic.Bool
+	var wg sync.WaitGroup
+	for i, v := range cfg.Versions {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			if failed.Load() || ctx.Err() != nil {
+				return
+			}
+			rpms, err := buildVersioned(ctx, cfg, v)
+			if err != nil {
+				failed.Store(true)
+			}
+			outcomes[i] = outcome{rpms, err}
+		}()
+	}
+	wg.Wait()
+	var built []string
+	var errs []error
+	for _, o := range outcomes {
+		built = append(built, o.rpms...)
+		if o.err != nil {
+			errs = append(errs, o.err)
+		}
+	}
+	if len(errs) == 0 && ctx.Err() != nil {
+		errs = append(errs, ctx.Err())
+	}
+	return built, errors.Join(errs...)
 }
 
 // probes are the arguments that make each binary print its version.
@@ -147,7 +198,7 @@ func buildVersioned(ctx context.Context, cfg Config, version string) ([]string, 
 	for _, name := range []string{"kubelet", "kubeadm", "kubectl"} {
 		bin := filepath.Join(cfg.InputDir, version, name)
 		if err := checkExecutable(bin); err != nil {
-			return nil, fmt.Errorf("kubernetes %s: %w", version, err)
+			return nil, fmt.Errorf("kubernetes %s: %w (is the harness output there?)", version, err)
 		}
 		out, err := exec.Command(bin, probes[name]...).Output(ctx)
 		if err != nil {

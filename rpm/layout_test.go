@@ -9,12 +9,12 @@ import (
 func TestUnversionedLinksResolveIntoCurrent(t *testing.T) {
 	for _, unitDir := range []string{DefaultUnitDir, "/lib/systemd/system"} {
 		want := map[string]string{
-			"/usr/bin/kubeadm":        CurrentDir + "/stage1/usr/bin/kubeadm",
-			"/usr/bin/kubelet":        CurrentDir + "/stage2/usr/bin/kubelet",
-			"/usr/bin/kubelet-compat": CurrentDir + "/stage2/usr/bin/kubelet-compat",
-			"/usr/bin/kubectl":        CurrentDir + "/stage2/usr/bin/kubectl",
+			"/usr/bin/kubeadm":                               CurrentDir + "/stage1/usr/bin/kubeadm",
+			"/usr/bin/kubelet":                               CurrentDir + "/stage2/usr/bin/kubelet",
+			"/usr/bin/kubelet-compat":                        CurrentDir + "/stage2/usr/bin/kubelet-compat",
+			"/usr/bin/kubectl":                               CurrentDir + "/stage2/usr/bin/kubectl",
 			"/usr/share/bash-completion/completions/kubectl": CurrentDir + "/stage2/" + CompletionRel,
-			unitDir + "/kubelet.service.d/10-kubeadm.conf":    CurrentDir + "/stage2/" + DropInRel,
+			unitDir + "/kubelet.service.d/10-kubeadm.conf":   CurrentDir + "/stage2/" + DropInRel,
 		}
 		links := UnversionedLinks(unitDir)
 		if len(links) != len(want) {

@@ -156,3 +156,29 @@ func TestDefinesSetEverythingThatShapesTheRPM(t *testing.T) {
 		}
 	}
 }
+
+// The sweeper runs the selected CLI with the kubelet's environment, and
+// sweep's "file kept" (exit 2) is not a failed unit.
+func TestSweeperUnit(t *testing.T) {
+	unit, err := shippedFile("kubelet-compat-sweep.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"\nType=oneshot\n",
+		"\nEnvironmentFile=-/etc/sysconfig/kubelet\n",
+		"\nExecStart=" + CurrentDir + "/stage2/usr/bin/kubelet-compat sweep\n",
+		"\nSuccessExitStatus=2\n",
+	} {
+		if !strings.Contains(string(unit), want) {
+			t.Errorf("kubelet-compat-sweep.service lacks %q", strings.TrimSpace(want))
+		}
+	}
+	timer, err := shippedFile("kubelet-compat-sweep.timer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(timer), "\nWantedBy=timers.target\n") {
+		t.Error("timer is not installable")
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -37,6 +38,8 @@ func run() error {
 	flag.StringVar(&cfg.UnversionedRelease, "unversioned-release", rpm.DefaultRelease, "Release of kubernetes-unversioned")
 	flag.StringVar(&cfg.Dist, "dist", rpm.DefaultDist, "%{dist}")
 	flag.StringVar(&cfg.Arch, "arch", rpm.DefaultArch, "rpm arch of the binaries")
+	flag.StringVar(&cfg.Payload, "payload", rpm.DefaultPayload, "%{_binary_payload}; EL7 reads gzdio and xzdio only")
+	flag.IntVar(&cfg.Jobs, "jobs", runtime.NumCPU(), "versions to build at once")
 	flag.BoolVar(&verbose, "v", false, "show rpmbuild's output")
 	flag.Parse()
 	if flag.NArg() > 0 {
@@ -61,7 +64,7 @@ func run() error {
 	built, err := rpm.Build(ctx, cfg)
 	for _, p := range built {
 		if st, err := os.Stat(p); err == nil {
-			fmt.Printf("%-60s %8.1f MiB\n", filepath.Base(p), float64(st.Size())/(1<<20))
+			fmt.Printf("%-55s %10.1f KiB\n", filepath.Base(p), float64(st.Size())/1024)
 		}
 	}
 	if err != nil {
