@@ -9,7 +9,13 @@ GO_PACKAGES := ./...
 
 .PHONY: test verify-gofmt vet unit race check-library verify-generated generate fuzz bench
 
-test: verify-gofmt vet unit race check-library verify-generated
+test: deps verify-gofmt vet unit race check-library verify-generated
+
+# Debian packages the tests need (rpmbuild for the RPM tests, patch for
+# verify-patches); installed when missing.
+.PHONY: deps
+deps: rpm-deps
+	@command -v patch >/dev/null || { export DEBIAN_FRONTEND=noninteractive; apt-get install -y patch || { apt-get update && apt-get install -y patch; }; }
 
 verify-gofmt:
 	@bad=$$(git ls-files -co --exclude-standard '*.go' | xargs -r gofmt -l); \
