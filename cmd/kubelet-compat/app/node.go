@@ -1,0 +1,229 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/kubelet-compat/kubelet-compat/cmd/kubelet-compat/internal/kubelet"
+	"github.com/kubelet-compat/kubelet-compat/cmd/kubelet-compat/internal/manifest"
+	"github.com/kubelet-compat/kubelet-compat/cmd/kubelet-compat/pkg/cri"
+	kubeletcompat "github.com/kubelet-compat/kubelet-compat/kubelet-compat"
+	"github.com/spf13/pflag"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Defaults of the kubelet and containerd.
+const (
+	defaultManifestDir = "/etc/kubernetes/manifests"
+	defaultRootDir     = "/var/lib/kubelet"
+)
+
+// nodeOptions are the flags of the commands that look at this node.
+type nodeOptions struct {
+	runtimeEndpoint string
+	criTimeout      time.Duration
+	nodeName        string
+	manifestDir     string
+	rootDir         string
+	file            string
+	kubeletPID      int
+	kubeletBinary   string
+	kubeconfig      string
+}
+
+func (o *nodeOptions) addRuntimeFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.runtimeEndpoint, "runtime-endpoint", cri.DefaultRuntimeEndpoint, "CRI socket of the container runtime")
+	fs.DurationVar(&o.criTimeout, "cri-timeout", cri.DefaultCallTimeout, "timeout of each CRI call")
+	fs.StringVar(&o.nodeName, "node-name", "", "the kubelet's node name (default: the hostname, lowercased, as the kubelet does)")
+	fs.StringVar(&o.manifestDir, "manifest-dir", defaultManifestDir, "the kubelet's static pod manifest directory (--pod-manifest-path)")
+}
+
+func (o *nodeOptions) addFileFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.rootDir, "root-dir", defaultRootDir, "the kubelet's --root-dir")
+	fs.StringVar(&o.file, "file", "", "the compat file (default: $"+kubeletcompat.PathEnv+", else <root-dir>/"+kubeletcompat.DefaultFileName+")")
+}
+
+func (o *nodeOptions) addKubeletFlags(fs *pflag.FlagSet) {
+	fs.IntVar(&o.kubeletPID, "kubelet-pid", 0, "PID of the running kubelet (default: the only process named kubelet)")
+	fs.StringVar(&o.kubeletBinary, "kubelet-binary", "", "kubelet binary to ask for its version (default: the running kubelet's own binary)")
+}
+
+func (o *nodeOptions) addKubeconfigFlag(fs *pflag.FlagSet) {
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig to read this node's pod specs from the API server (static pods are read from --manifest-dir)")
+}
+
+func (o *nodeOptions) compatPath() string {
+	if o.file != "" {
+		return o.file
+	}
+	return kubeletcompat.DefaultPath(o.rootDir)
+}
+
+func (o *nodeOptions) node(env Env) (string, error) {
+	if o.nodeName != "" {
+		return strings.ToLower(o.nodeName), nil
+	}
+	h, err := env.Hostname()
+	if err != nil {
+		return "", fmt.Errorf("node name: %w (use --node-name)", err)
+	}
+	return strings.ToLower(strings.TrimSpace(h)), nil
+}
+
+func (o *nodeOptions) dial(ctx context.Context) (*cri.Client, error) {
+	return cri.Dial(ctx, o.runtimeEndpoint, cri.Options{Timeout: o.criTimeout})
+}
+
+// runningKubelet is the kubelet process and its version.
+type runningKubelet struct {
+	pid     int
+	start   time.Time
+	version kubeletcompat.Version
+}
+
+// findKubelet finds the running kubelet and asks its binary (or
+// --kubelet-binary) for the version.
+func (o *nodeOptions) findKubelet(ctx context.Context, env Env) (*runningKubelet, error) {
+	p, err := kubelet.Find(env.ProcRoot, o.kubeletPID)
+	if err != nil {
+		return nil, err
+	}
+	binary := o.kubeletBinary
+	if binary == "" {
+		binary = p.Exe
+	}
+	v, err := kubelet.Version(ctx, binary)
+	if err != nil {
+		return nil, err
+	}
+	return &runningKubelet{pid: p.PID, start: p.StartTime, version: v}, nil
+}
+
+// specIndex finds the spec of a running container's pod: static pods by
+// namespace and name from the manifest directory, API pods by UID.
+type specIndex struct {
+	static  map[string]manifest.Static // "namespace/name-node"
+	byUID   map[string]*v1.Pod
+	sources []string
+}
+
+type podSpec struct {
+	pod    *v1.Pod
+	source string
+	static *manifest.Static
+}
+
+func (o *nodeOptions) loadSpecs(ctx context.Context, node string) (*specIndex, error) {
+	idx := &specIndex{static: map[string]manifest.Static{}, byUID: map[string]*v1.Pod{}}
+	statics, err := manifest.ReadStaticDir(o.manifestDir)
+	switch {
+	case errors.Is(err, os.ErrNotExist) && o.manifestDir == defaultManifestDir:
+		// no static pods on this node
+	case err != nil:
+		return nil, err
+	default:
+		idx.sources = append(idx.sources, o.manifestDir)
+	}
+	for _, s := range statics {
+		idx.static[manifest.Namespace(s.Pod)+"/"+manifest.StaticPodName(s.Pod.Name, node)] = s
+	}
+	if o.kubeconfig != "" {
+		pods, err := listNodePods(ctx, o.kubeconfig, node)
+		if err != nil {
+			return nil, err
+		}
+		for i := range pods {
+			p := &pods[i]
+			idx.byUID[string(p.UID)] = p
+			// A mirror pod carries the static pod's UID in an annotation.
+			if uid := p.Annotations[cri.ConfigMirrorAnnotation]; uid != "" {
+				idx.byUID[uid] = p
+			}
+		}
+		idx.sources = append(idx.sources, "API server")
+	}
+	return idx, nil
+}
+
+func listNodePods(ctx context.Context, kubeconfig, node string) ([]v1.Pod, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
+	}
+	cfg.Timeout = 30 * time.Second
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
+	}
+	list, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
+	if err != nil {
+		return nil, fmt.Errorf("listing the pods of node %s: %w", node, err)
+	}
+	return list.Items, nil
+}
+
+// lookup returns the pod spec of a container, preferring the static manifest
+// (the kubelet runs the file, not the mirror pod).
+func (idx *specIndex) lookup(sb *cri.Sandbox, c cri.Container) (podSpec, bool) {
+	ns, name := c.PodNamespace, c.PodName
+	if sb != nil {
+		ns, name = sb.Namespace, sb.Name
+	}
+	if s, ok := idx.static[ns+"/"+name]; ok && (sb == nil || sb.IsStatic()) {
+		s := s
+		return podSpec{pod: s.Pod, source: s.Path, static: &s}, true
+	}
+	uid := c.PodUID
+	if sb != nil && sb.UID != "" {
+		uid = sb.UID
+	}
+	if p, ok := idx.byUID[uid]; ok {
+		return podSpec{pod: p, source: "API server"}, true
+	}
+	return podSpec{}, false
+}
+
+// container returns the named container of a pod spec (regular or init).
+func container(pod *v1.Pod, name string) (*v1.Container, bool) {
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name == name {
+			return &pod.Spec.Containers[i], false
+		}
+	}
+	for i := range pod.Spec.InitContainers {
+		if pod.Spec.InitContainers[i].Name == name {
+			return &pod.Spec.InitContainers[i], true
+		}
+	}
+	return nil, false
+}
+
+// nodeState is the runtime's view with sandboxes by ID.
+type nodeState struct {
+	sandboxes  []cri.Sandbox
+	byID       map[string]*cri.Sandbox
+	containers []cri.Container
+}
+
+func readNode(ctx context.Context, client *cri.Client) (*nodeState, error) {
+	sbs, err := client.ListSandboxes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := client.ListContainers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	st := &nodeState{sandboxes: sbs, byID: map[string]*cri.Sandbox{}, containers: cs}
+	for i := range sbs {
+		st.byID[sbs[i].ID] = &st.sandboxes[i]
+	}
+	return st, nil
+}

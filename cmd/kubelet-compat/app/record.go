@@ -1,0 +1,185 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/kubelet-compat/kubelet-compat/cmd/kubelet-compat/internal/kubelet"
+	"github.com/kubelet-compat/kubelet-compat/cmd/kubelet-compat/internal/manifest"
+	"github.com/kubelet-compat/kubelet-compat/cmd/kubelet-compat/pkg/cri"
+	kubeletcompat "github.com/kubelet-compat/kubelet-compat/kubelet-compat"
+	"github.com/spf13/cobra"
+)
+
+func newRecordCommand(env Env) *cobra.Command {
+	o := &nodeOptions{}
+	cmd := &cobra.Command{
+		Use:   "record",
+		Short: "Write the compat file before the kubelet binary is swapped",
+		Long: `record writes the compat file that a patched kubelet reads after an in-place
+upgrade: the version of the kubelet that runs now (from --kubelet-binary, or
+the running kubelet process), the time, and for every static pod manifest in
+--manifest-dir its path, sha256 and the UID its running sandbox has.
+
+Run it on the node BEFORE the kubelet binary is replaced. The file is written
+atomically (root-owned, mode 0644): it is either complete or not there. record
+refuses when the file already records a newer kubelet version.
+
+A manifest without a running sandbox is skipped with a warning; a manifest
+that matches several running sandboxes of different UIDs is an error.
+
+Exit codes: 0 recorded, 1 error (nothing written, an existing file unchanged).`,
+		Example: `  kubelet-compat record
+  kubelet-compat record --kubelet-binary /usr/bin/kubelet --manifest-dir /etc/kubernetes/manifests`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runRecord(cmd.Context(), env, o) },
+	}
+	o.addRuntimeFlags(cmd.Flags())
+	o.addFileFlags(cmd.Flags())
+	o.addKubeletFlags(cmd.Flags())
+	return cmd
+}
+
+func runRecord(ctx context.Context, env Env, o *nodeOptions) error {
+	node, err := o.node(env)
+	if err != nil {
+		return err
+	}
+	version, err := o.recordedVersion(ctx, env)
+	if err != nil {
+		return err
+	}
+	if version.Major != 1 || kubeletcompat.HashEra(version.Minor) == "unknown" {
+		return fmt.Errorf("kubelet %s is not a version kubelet-compat knows (1.x up to 1.31)", version)
+	}
+	statics, err := manifest.ReadStaticDir(o.manifestDir)
+	if err != nil {
+		return err
+	}
+	client, err := o.dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	sandboxes, err := client.ListSandboxes(ctx)
+	if err != nil {
+		return err
+	}
+	f := &kubeletcompat.File{
+		APIVersion:      kubeletcompat.APIVersion,
+		Kind:            kubeletcompat.Kind,
+		PreviousVersion: version.String(),
+		RecordedAt:      env.Now().UTC().Truncate(1e9),
+	}
+	var names []string
+	for _, s := range statics {
+		uid, podName, err := staticPodUID(sandboxes, s, node)
+		if err != nil {
+			return err
+		}
+		if uid == "" {
+			warnf(env, "%s: no sandbox of static pod %s runs on node %s; not recorded", s.Path, podName, node)
+			continue
+		}
+		if s.Pod.UID != "" && string(s.Pod.UID) != uid {
+			warnf(env, "%s: metadata.uid %s differs from the running pod's UID %s; recording the running UID", s.Path, s.Pod.UID, uid)
+		}
+		f.StaticPods = append(f.StaticPods, kubeletcompat.StaticPod{ManifestPath: s.Path, SHA256: kubeletcompat.ManifestSHA256(s.Data), UID: uid})
+		names = append(names, fmt.Sprintf("  %s  uid %s  %s", podName, uid, s.Path))
+	}
+	path := o.compatPath()
+	if err := refuseNewerRecord(env, path, version); err != nil {
+		return err
+	}
+	if err := kubeletcompat.WriteFile(path, f); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if env.Geteuid() == 0 {
+		if err := os.Chown(path, 0, 0); err != nil {
+			return fmt.Errorf("chown root:root %s: %w", path, err)
+		}
+	} else {
+		warnf(env, "not running as root: the kubelet ignores %s unless root owns it", path)
+	}
+	fmt.Fprintf(env.Stdout, "recorded %s: previous kubelet %s at %s, %d static pod(s)\n", path, version, f.RecordedAt.Format("2006-01-02T15:04:05Z07:00"), len(f.StaticPods))
+	for _, n := range names {
+		fmt.Fprintln(env.Stdout, n)
+	}
+	return nil
+}
+
+func (o *nodeOptions) recordedVersion(ctx context.Context, env Env) (kubeletcompat.Version, error) {
+	if o.kubeletBinary != "" {
+		return kubelet.Version(ctx, o.kubeletBinary)
+	}
+	k, err := o.findKubelet(ctx, env)
+	if err != nil {
+		return kubeletcompat.Version{}, fmt.Errorf("%w (or give --kubelet-binary)", err)
+	}
+	return k.version, nil
+}
+
+// staticPodUID finds the UID of the running sandbox of a static pod: the
+// kubelet names it <pod>-<node> in the manifest's namespace and annotates it
+// kubernetes.io/config.source=file. Ready sandboxes win; different UIDs
+// among the candidates are an error rather than a guess.
+func staticPodUID(sandboxes []cri.Sandbox, s manifest.Static, node string) (string, string, error) {
+	ns, name := manifest.Namespace(s.Pod), manifest.StaticPodName(s.Pod.Name, node)
+	podName := ns + "/" + name
+	ready, notReady := map[string]bool{}, map[string]bool{}
+	for _, sb := range sandboxes {
+		if sb.Namespace != ns || sb.Name != name || !sb.IsStatic() || sb.UID == "" {
+			continue
+		}
+		if sb.Ready {
+			ready[sb.UID] = true
+		} else {
+			notReady[sb.UID] = true
+		}
+	}
+	pick := ready
+	if len(ready) == 0 {
+		pick = notReady
+	}
+	switch len(pick) {
+	case 0:
+		return "", podName, nil
+	case 1:
+		for uid := range pick {
+			return uid, podName, nil
+		}
+	}
+	var uids []string
+	for uid := range pick {
+		uids = append(uids, uid)
+	}
+	sort.Strings(uids)
+	return "", podName, fmt.Errorf("%s: static pod %s matches sandboxes of %d UIDs (%s); refusing to guess: wait until the old sandboxes are gone", s.Path, podName, len(uids), strings.Join(uids, ", "))
+}
+
+// refuseNewerRecord stops record from overwriting the record of a newer
+// kubelet: that would make the patched kubelet compare against the wrong
+// version. An unreadable existing file is replaced with a warning.
+func refuseNewerRecord(env Env, path string, version kubeletcompat.Version) error {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading the existing %s: %w", path, err)
+	}
+	old, err := kubeletcompat.Parse(data)
+	if err != nil {
+		warnf(env, "replacing the invalid %s (%v)", path, err)
+		return nil
+	}
+	prev, _ := kubeletcompat.ParseVersion(old.PreviousVersion)
+	if version.LessThan(prev) {
+		return fmt.Errorf("%s already records kubelet %s, newer than %s: refusing to overwrite it (delete it if that record is stale)", path, prev, version)
+	}
+	return nil
+}

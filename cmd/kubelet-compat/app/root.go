@@ -1,0 +1,101 @@
+// Package app holds the kubelet-compat commands: record, status, sweep and
+// preflight. The logic lives in the library and in small packages; the
+// commands wire flags, the runtime and the output together.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes shared by every command.
+const (
+	ExitOK    = 0
+	ExitError = 1
+	// ExitKept is sweep's answer when the compat file is still needed.
+	ExitKept = 2
+)
+
+// Env is what the commands take from the machine; tests replace it.
+type Env struct {
+	Stdout, Stderr io.Writer
+	// ProcRoot is where processes are looked up (/proc).
+	ProcRoot string
+	Now      func() time.Time
+	Hostname func() (string, error)
+	// OwnerUID is the owner the kubelet requires of the compat file (root).
+	OwnerUID int
+	// Geteuid decides whether record chowns the file to root.
+	Geteuid func() int
+}
+
+// DefaultEnv is the real machine.
+func DefaultEnv() Env {
+	return Env{Stdout: os.Stdout, Stderr: os.Stderr, ProcRoot: "/proc", Now: time.Now,
+		Hostname: os.Hostname, OwnerUID: 0, Geteuid: os.Geteuid}
+}
+
+// exitError carries an exit code other than ExitError.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+
+// NewCommand returns the kubelet-compat root command.
+func NewCommand(env Env) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "kubelet-compat",
+		Short: "Make in-place kubelet upgrades keep the running containers",
+		Long: `kubelet-compat prepares and checks in-place kubelet upgrades with a kubelet
+built with the kubelet-compat patches.
+
+  record     before swapping the kubelet binary: write the compat file
+  status     after the swap: which containers the compat file keeps
+  sweep      delete the compat file once nothing needs it
+  preflight  predict what an upgrade restarts, with and without the patches
+
+Errors are one line on stderr prefixed "kubelet-compat: " and exit 1.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(env.Stdout)
+	root.SetErr(env.Stderr)
+	root.CompletionOptions.DisableDefaultCmd = true
+	root.AddCommand(newRecordCommand(env), newStatusCommand(env), newSweepCommand(env), newPreflightCommand(env))
+	return root
+}
+
+// Run executes the command line and returns the process exit code, printing
+// any error as one line.
+func Run(ctx context.Context, env Env, args []string) int {
+	cmd := NewCommand(env)
+	cmd.SetArgs(args)
+	err := cmd.ExecuteContext(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	code := ExitError
+	var ee *exitError
+	if errors.As(err, &ee) {
+		code = ee.code
+	}
+	fmt.Fprintf(env.Stderr, "kubelet-compat: %s\n", oneLine(err.Error()))
+	return code
+}
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
+}
+
+func warnf(env Env, format string, args ...interface{}) {
+	fmt.Fprintf(env.Stderr, "kubelet-compat: warning: "+format+"\n", args...)
+}

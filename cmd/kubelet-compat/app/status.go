@@ -1,0 +1,176 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	kubeletcompat "github.com/kubelet-compat/kubelet-compat/kubelet-compat"
+	"github.com/spf13/cobra"
+)
+
+type statusOptions struct {
+	nodeOptions
+	output string
+}
+
+func newStatusCommand(env Env) *cobra.Command {
+	o := &statusOptions{}
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show the compat file and the containers created before the kubelet started",
+		Long: `status shows what the running kubelet does with the containers its predecessor
+created: the kubelet's start time and version, the compat file's state as the
+kubelet sees it (active, absent, or ignored and why), and for every running
+container created before the kubelet started (legacy): its pod, creation time,
+stored hash, the hash the running kubelet computes for its spec, and the
+decision of the kubelet-compat library (keep or restart, with the reason).
+
+Pod specs come from --manifest-dir (static pods) and, with --kubeconfig, from
+the API server.
+
+Exit codes: 0 shown, 1 error.`,
+		Example: `  kubelet-compat status
+  kubelet-compat status -o json --kubeconfig /etc/kubernetes/kubelet.conf`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runStatus(cmd.Context(), env, o) },
+	}
+	o.addRuntimeFlags(cmd.Flags())
+	o.addFileFlags(cmd.Flags())
+	o.addKubeletFlags(cmd.Flags())
+	o.addKubeconfigFlag(cmd.Flags())
+	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "output format: table or json")
+	return cmd
+}
+
+type statusReport struct {
+	Node           string          `json:"node"`
+	KubeletPID     int             `json:"kubeletPID"`
+	KubeletVersion string          `json:"kubeletVersion"`
+	KubeletStart   time.Time       `json:"kubeletStart"`
+	CRIAPI         string          `json:"criAPIVersion"`
+	File           compatFileState `json:"compatFile"`
+	Legacy         []legacyStatus  `json:"legacyContainers"`
+	StaticPods     []staticPodNeed `json:"staticPodsOnRecordedUID,omitempty"`
+}
+
+type legacyStatus struct {
+	Pod         string    `json:"pod"`
+	Container   string    `json:"container"`
+	ID          string    `json:"id"`
+	Created     time.Time `json:"created"`
+	StoredHash  string    `json:"storedHash"`
+	CurrentHash string    `json:"currentHash,omitempty"`
+	SpecSource  string    `json:"specSource,omitempty"`
+	Keep        *bool     `json:"keep,omitempty"`
+	Decision    string    `json:"decision"`
+}
+
+func runStatus(ctx context.Context, env Env, o *statusOptions) error {
+	if o.output != "table" && o.output != "json" {
+		return fmt.Errorf("unknown output format %q (want table or json)", o.output)
+	}
+	node, err := o.node(env)
+	if err != nil {
+		return err
+	}
+	k, err := o.findKubelet(ctx, env)
+	if err != nil {
+		return err
+	}
+	client, err := o.dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	st, err := readNode(ctx, client)
+	if err != nil {
+		return err
+	}
+	idx, err := o.loadSpecs(ctx, node)
+	if err != nil {
+		return err
+	}
+	path := o.compatPath()
+	r := statusReport{Node: node, KubeletPID: k.pid, KubeletVersion: k.version.String(), KubeletStart: k.start.UTC(),
+		CRIAPI: client.APIVersion(), File: readCompatFile(path, env.OwnerUID, k.version), Legacy: []legacyStatus{}}
+	compat := kubeletcompat.New(kubeletcompat.Config{Path: path, KubeletVersion: k.version.String(), StartTime: k.start, OwnerUID: env.OwnerUID})
+	for _, l := range findLegacy(st, k.start, idx, k.version) {
+		ls := legacyStatus{Pod: l.pod, Container: l.c.Name, ID: l.c.ID, Created: l.c.CreatedAt.UTC(), StoredHash: fmt.Sprintf("%x", l.c.Hash)}
+		if l.c.HashErr != nil {
+			ls.StoredHash = "none"
+		}
+		if l.hasSpec {
+			ls.SpecSource = l.spec.source
+		}
+		switch {
+		case l.container == nil:
+			ls.Decision = "unknown: " + l.needsFile()
+		case l.init:
+			ls.Decision = "init container: not hash-checked"
+		case l.currentErr != nil:
+			ls.Decision = "unknown: " + l.currentErr.Error()
+		default:
+			ls.CurrentHash = fmt.Sprintf("%x", l.currentHash)
+			image, err := client.ContainerImage(ctx, l.c.ID)
+			if err != nil {
+				return err
+			}
+			d := compat.Decide(l.container, kubeletcompat.RunningContainer{ID: l.c.ID, Hash: l.c.Hash, CreatedAt: l.c.CreatedAt, Image: image})
+			keep := d.Keep
+			ls.Keep, ls.Decision = &keep, d.Reason
+		}
+		r.Legacy = append(r.Legacy, ls)
+	}
+	if r.File.State == fileActive {
+		r.StaticPods = staticPodsNeedingFile(r.File.file, st)
+	}
+	if o.output == "json" {
+		return writeJSON(env.Stdout, r)
+	}
+	return writeStatusTable(env.Stdout, r)
+}
+
+func writeJSON(w io.Writer, v interface{}) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func writeStatusTable(w io.Writer, r statusReport) error {
+	fmt.Fprintf(w, "node %s: kubelet %s (pid %d) started %s, CRI %s\n", r.Node, r.KubeletVersion, r.KubeletPID, r.KubeletStart.Format(time.RFC3339), r.CRIAPI)
+	f := r.File
+	switch f.State {
+	case fileActive:
+		fmt.Fprintf(w, "compat file %s: active, previous kubelet %s recorded %s, %d static pod(s)\n", f.Path, f.PreviousVersion, f.RecordedAt.Format(time.RFC3339), f.StaticPods)
+	case fileAbsent:
+		fmt.Fprintf(w, "compat file %s: absent (the kubelet behaves as upstream)\n", f.Path)
+	default:
+		fmt.Fprintf(w, "compat file %s: ignored: %s\n", f.Path, f.Reason)
+	}
+	if len(r.Legacy) == 0 {
+		fmt.Fprintln(w, "no running container was created before the kubelet started")
+	} else {
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "POD\tCONTAINER\tCREATED\tSTORED\tCURRENT\tKEEP\tDECISION")
+		for _, l := range r.Legacy {
+			keep := "?"
+			if l.Keep != nil {
+				keep = map[bool]string{true: "yes", false: "no"}[*l.Keep]
+			}
+			cur := l.CurrentHash
+			if cur == "" {
+				cur = "-"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", l.Pod, l.Container, l.Created.Format(time.RFC3339), l.StoredHash, cur, keep, l.Decision)
+		}
+		tw.Flush()
+	}
+	for _, sp := range r.StaticPods {
+		fmt.Fprintf(w, "static pod %s runs under the recorded UID %s (%s)\n", sp.Pod, sp.UID, sp.ManifestPath)
+	}
+	return nil
+}

@@ -1,0 +1,327 @@
+// Package preflight predicts what an in-place kubelet upgrade does to running
+// containers: which ones an unpatched kubelet restarts and why, and what the
+// patched kubelet (the kubelet-compat library) does instead.
+package preflight
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	kubeletcompat "github.com/kubelet-compat/kubelet-compat/kubelet-compat"
+	v1 "k8s.io/api/core/v1"
+)
+
+// Outcomes of an upgrade for one container.
+const (
+	Keep           = "keep"
+	Restart        = "restart"
+	RecreatePod    = "recreate pod"
+	MayRecreatePod = "may recreate pod"
+	Unknown        = "unknown"
+)
+
+// Pod is one pod to check.
+type Pod struct {
+	// Namespace and Name identify the pod in the report (for a static pod on
+	// a node, the kubelet's name including the node name).
+	Namespace, Name string
+	// Source says where the spec came from (a file, the API server...).
+	Source string
+	// Object is the pod as the kubelet sees it (defaults applied); nil when
+	// no spec was found, in which case only Running is reported.
+	Object *v1.Pod
+	// Static marks a pod the kubelet reads from its manifest directory.
+	Static bool
+	// Running holds what the runtime reports per container name; empty for
+	// pods given as manifests, whose stored hashes are computed as vFrom would.
+	Running map[string]Running
+}
+
+// Running is a running container's stored state.
+type Running struct {
+	ID        string
+	Hash      uint64
+	HashKnown bool
+	Image     string
+}
+
+// Row is the verdict for one container.
+type Row struct {
+	Pod       string `json:"pod"`
+	Source    string `json:"source,omitempty"`
+	Container string `json:"container"`
+	Init      bool   `json:"init,omitempty"`
+	// StoredHash is the hash on the running container (from the runtime, or
+	// what vFrom computes); empty when not known.
+	StoredHash string `json:"storedHash,omitempty"`
+	// NewHash is what an unpatched vTo computes.
+	NewHash       string   `json:"newHash,omitempty"`
+	Unpatched     string   `json:"unpatched"`
+	Reasons       []string `json:"reasons,omitempty"`
+	Patched       string   `json:"patched"`
+	PatchedReason string   `json:"patchedReason"`
+}
+
+// Report is the whole preflight answer.
+type Report struct {
+	From    string   `json:"from"`
+	To      string   `json:"to"`
+	Eras    string   `json:"hashEras"`
+	Rows    []Row    `json:"containers"`
+	Notes   []string `json:"notes,omitempty"`
+	Summary Summary  `json:"summary"`
+}
+
+// Summary counts the rows.
+type Summary struct {
+	Containers         int `json:"containers"`
+	UnpatchedRestarts  int `json:"unpatchedRestarts"`
+	UnpatchedRecreated int `json:"unpatchedPodsRecreated"`
+	PatchedRestarts    int `json:"patchedRestarts"`
+	Unknown            int `json:"unknown"`
+}
+
+// CheckVersions validates an upgrade from -> to that this tool can predict.
+func CheckVersions(from, to kubeletcompat.Version) error {
+	if from.Major != 1 || to.Major != 1 {
+		return fmt.Errorf("only Kubernetes 1.x is known (got %s -> %s)", from, to)
+	}
+	if !from.LessThan(to) {
+		return fmt.Errorf("--from %s must be older than --to %s", from, to)
+	}
+	if kubeletcompat.HashEra(from.Minor) == "unknown" {
+		return fmt.Errorf("unknown version %s: the newest known minor is 1.31", from)
+	}
+	if era := kubeletcompat.HashEra(to.Minor); era != "json" && era != "name-image" {
+		return fmt.Errorf("unsupported --to %s: the patched kubelet exists for 1.16 to 1.31", to)
+	}
+	return nil
+}
+
+// uidSteps are the measured minor-to-minor changes of the UID the kubelet
+// derives for a static pod without metadata.uid (true: it changes).
+var uidSteps = map[int]bool{18: true, 19: false, 20: true}
+
+// staticUIDChange says whether a static pod without metadata.uid gets a new
+// UID from from to to: RecreatePod (measured), MayRecreatePod (a step was
+// not measured) or "" (no change), with the reason.
+func staticUIDChange(from, to kubeletcompat.Version) (string, string) {
+	if from.Minor == to.Minor {
+		return "", ""
+	}
+	var changed, unmeasured []string
+	for m := from.Minor; m < to.Minor; m++ {
+		step := fmt.Sprintf("1.%d and 1.%d", m, m+1)
+		switch c, ok := uidSteps[m]; {
+		case !ok:
+			unmeasured = append(unmeasured, step)
+		case c:
+			changed = append(changed, step)
+		}
+	}
+	switch {
+	case len(changed) > 0:
+		return RecreatePod, "static pod without metadata.uid: the UID derivation changes between " + strings.Join(changed, " and between ") + " (measured)"
+	case len(unmeasured) > 0:
+		return MayRecreatePod, "static pod without metadata.uid: the UID derivation may change between " + strings.Join(unmeasured, ", ") + " (not measured)"
+	}
+	return "", ""
+}
+
+// Run builds the report. now stands for the upgrade time.
+func Run(from, to kubeletcompat.Version, pods []Pod, now time.Time) (*Report, error) {
+	if err := CheckVersions(from, to); err != nil {
+		return nil, err
+	}
+	patched, cleanup, err := patchedKubelet(from, to, now)
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+	r := &Report{From: from.String(), To: to.String(),
+		Eras: kubeletcompat.HashEra(from.Minor) + " -> " + kubeletcompat.HashEra(to.Minor)}
+	for _, p := range pods {
+		r.Rows = append(r.Rows, checkPod(from, to, p, patched, now)...)
+	}
+	recreated := map[string]bool{}
+	for _, row := range r.Rows {
+		r.Summary.Containers++
+		switch row.Unpatched {
+		case Restart:
+			r.Summary.UnpatchedRestarts++
+		case RecreatePod, MayRecreatePod:
+			r.Summary.UnpatchedRestarts++
+			recreated[row.Pod] = true
+		case Unknown:
+			r.Summary.Unknown++
+		}
+		if row.Patched == Restart {
+			r.Summary.PatchedRestarts++
+		}
+	}
+	r.Summary.UnpatchedRecreated = len(recreated)
+	return r, nil
+}
+
+// patchedKubelet is the library exactly as a patched kubelet vTo runs it,
+// with a compat file that records vFrom.
+func patchedKubelet(from, to kubeletcompat.Version, now time.Time) (*kubeletcompat.Compat, func(), error) {
+	dir, err := os.MkdirTemp("", "kubelet-compat-preflight")
+	if err != nil {
+		return nil, nil, err
+	}
+	cleanup := func() { os.RemoveAll(dir) }
+	path := filepath.Join(dir, kubeletcompat.DefaultFileName)
+	f := &kubeletcompat.File{APIVersion: kubeletcompat.APIVersion, Kind: kubeletcompat.Kind, PreviousVersion: from.String(), RecordedAt: now}
+	if err := kubeletcompat.WriteFile(path, f); err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	c := kubeletcompat.New(kubeletcompat.Config{Path: path, KubeletVersion: to.String(), StartTime: now, OwnerUID: os.Getuid()})
+	if _, ok := c.Active(); !ok {
+		cleanup()
+		return nil, nil, fmt.Errorf("the compat library does not accept %s -> %s", from, to)
+	}
+	return c, cleanup, nil
+}
+
+func hex(h uint64) string { return fmt.Sprintf("%x", h) }
+
+func checkPod(from, to kubeletcompat.Version, p Pod, patched *kubeletcompat.Compat, now time.Time) []Row {
+	name := p.Namespace + "/" + p.Name
+	if p.Object == nil {
+		var rows []Row
+		for cname := range p.Running {
+			rows = append(rows, Row{Pod: name, Source: p.Source, Container: cname, Unpatched: Unknown,
+				Reasons: []string{"no pod spec found (give --manifest-dir or --kubeconfig)"}, Patched: Unknown,
+				PatchedReason: "no pod spec found"})
+		}
+		sort.Slice(rows, func(i, j int) bool { return rows[i].Container < rows[j].Container })
+		return rows
+	}
+	podVerdict, podReason := "", ""
+	if p.Static && p.Object.UID == "" {
+		podVerdict, podReason = staticUIDChange(from, to)
+	}
+	var rows []Row
+	for _, c := range p.Object.Spec.InitContainers {
+		row := Row{Pod: name, Source: p.Source, Container: c.Name, Init: true, Unpatched: Keep,
+			Reasons: []string{"init container: not hash-checked once it completed"},
+			Patched: Keep, PatchedReason: "kept: not hash-checked once it completed"}
+		if podVerdict != "" {
+			row.Unpatched, row.Reasons = podVerdict, []string{podReason + ": init containers run again"}
+			row.PatchedReason = "kept: pod keeps the UID recorded by `kubelet-compat record` while its manifest is unchanged"
+		}
+		rows = append(rows, row)
+	}
+	for i := range p.Object.Spec.Containers {
+		rows = append(rows, checkContainer(from, to, p, name, &p.Object.Spec.Containers[i], podVerdict, podReason, patched, now))
+	}
+	return rows
+}
+
+func checkContainer(from, to kubeletcompat.Version, p Pod, podName string, c *v1.Container, podVerdict, podReason string, patched *kubeletcompat.Compat, now time.Time) Row {
+	row := Row{Pod: podName, Source: p.Source, Container: c.Name}
+	newHash, err := kubeletcompat.ContainerHash(to, c)
+	if err != nil {
+		row.Unpatched, row.Reasons = Unknown, []string{err.Error()}
+		row.Patched, row.PatchedReason = Unknown, err.Error()
+		return row
+	}
+	row.NewHash = hex(newHash)
+
+	running, onNode := p.Running[c.Name]
+	if p.Running != nil && !onNode {
+		row.Unpatched, row.Reasons = Keep, []string{"not running on this node"}
+		row.Patched, row.PatchedReason = Keep, "not running"
+		return row
+	}
+	stored, storedKnown := running.Hash, running.HashKnown
+	image := running.Image
+	if !onNode {
+		image = c.Image
+		if h, err := kubeletcompat.ContainerHash(from, c); err == nil {
+			stored, storedKnown = h, true
+		}
+	}
+	if storedKnown {
+		row.StoredHash = hex(stored)
+	}
+
+	var reasons []string
+	verdict := Keep
+	fromEra, toEra := kubeletcompat.HashEra(from.Minor), kubeletcompat.HashEra(to.Minor)
+	switch {
+	case fromEra != toEra:
+		verdict = Restart
+		reasons = append(reasons, fmt.Sprintf("hash algorithm changed (%s -> %s)", fromEra, toEra))
+	case !storedKnown:
+		verdict = Restart
+		reasons = append(reasons, "no stored hash on the container")
+	case stored != newHash:
+		verdict = Restart
+		reasons = append(reasons, hashChangeReason(from, to, c, stored, onNode))
+	}
+	if podVerdict != "" {
+		verdict = podVerdict
+		reasons = append([]string{podReason}, reasons...)
+	}
+	row.Unpatched, row.Reasons = verdict, reasons
+
+	d := patched.Decide(c, kubeletcompat.RunningContainer{ID: running.ID, Hash: stored, CreatedAt: now.Add(-time.Hour), Image: image})
+	row.Patched, row.PatchedReason = Restart, d.Reason
+	if d.Keep {
+		row.Patched = Keep
+		if d.Reason == "hash matches" {
+			row.PatchedReason = "kept: hash unchanged"
+		}
+	}
+	if podVerdict != "" && d.Keep {
+		row.PatchedReason += "; pod keeps the UID recorded by `kubelet-compat record` while its manifest is unchanged"
+	}
+	return row
+}
+
+// hashChangeReason explains why vTo's hash differs from the stored one
+// within one hash era.
+func hashChangeReason(from, to kubeletcompat.Version, c *v1.Container, stored uint64, onNode bool) string {
+	if onNode {
+		if legacy, err := kubeletcompat.ContainerHash(from, c); err == nil && legacy != stored {
+			return fmt.Sprintf("definition changed since the container was created (stored hash %x, %s computes %x for the current spec)", stored, from, legacy)
+		}
+	}
+	if unknown := newFields(from, to, c); len(unknown) > 0 {
+		return fmt.Sprintf("fields unknown to %s: %s", from, strings.Join(unknown, ", "))
+	}
+	return fmt.Sprintf("hash changed (%x -> %x)", stored, mustHash(to, c))
+}
+
+func mustHash(v kubeletcompat.Version, c *v1.Container) uint64 {
+	h, _ := kubeletcompat.ContainerHash(v, c)
+	return h
+}
+
+// newFields lists the set fields vTo knows and vFrom does not.
+func newFields(from, to kubeletcompat.Version, c *v1.Container) []string {
+	unknownFrom, err := kubeletcompat.UnknownFields(from, c)
+	if err != nil {
+		return nil
+	}
+	unknownTo := map[string]bool{}
+	if toList, err := kubeletcompat.UnknownFields(to, c); err == nil {
+		for _, f := range toList {
+			unknownTo[f] = true
+		}
+	}
+	var out []string
+	for _, f := range unknownFrom {
+		if !unknownTo[f] {
+			out = append(out, f)
+		}
+	}
+	return out
+}
