@@ -202,7 +202,7 @@ func writePreflightTable(w io.Writer, r *preflight.Report) error {
 	}
 	tw.Flush()
 	s := r.Summary
-	fmt.Fprintf(w, "\nunpatched: %d of %d containers restart (%d pods recreated)", s.UnpatchedRestarts, s.Containers, s.UnpatchedRecreated)
+	fmt.Fprintf(w, "\nunpatched: %d of %d containers restart (pods recreated: %d, maybe: %d)", s.UnpatchedRestarts, s.Containers, s.UnpatchedRecreated, s.UnpatchedMaybe)
 	if s.Unknown > 0 {
 		fmt.Fprintf(w, ", %d unknown", s.Unknown)
 	}

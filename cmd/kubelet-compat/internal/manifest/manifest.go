@@ -129,6 +129,9 @@ func decodePod(js []byte) (*v1.Pod, string, error) {
 		return nil, "", errors.New("no kind")
 	}
 	if meta.Kind != "Pod" || meta.APIVersion != "v1" {
+		if meta.APIVersion == "" {
+			return nil, meta.Kind + " without apiVersion", nil
+		}
 		return nil, meta.APIVersion + " " + meta.Kind, nil
 	}
 	var pod v1.Pod

@@ -81,6 +81,7 @@ type Summary struct {
 	Containers         int `json:"containers"`
 	UnpatchedRestarts  int `json:"unpatchedRestarts"`
 	UnpatchedRecreated int `json:"unpatchedPodsRecreated"`
+	UnpatchedMaybe     int `json:"unpatchedPodsMaybeRecreated"`
 	PatchedRestarts    int `json:"patchedRestarts"`
 	Unknown            int `json:"unknown"`
 }
@@ -101,6 +102,9 @@ func CheckVersions(from, to kubeletcompat.Version) error {
 	}
 	return nil
 }
+
+// recordedUID is what the patched kubelet does for a static pod.
+const recordedUID = "static pod keeps its recorded UID while the manifest is unchanged"
 
 // uidSteps are the measured minor-to-minor changes of the UID the kubelet
 // derives for a static pod without metadata.uid (true: it changes).
@@ -147,15 +151,18 @@ func Run(from, to kubeletcompat.Version, pods []Pod, now time.Time) (*Report, er
 	for _, p := range pods {
 		r.Rows = append(r.Rows, checkPod(from, to, p, patched, now)...)
 	}
-	recreated := map[string]bool{}
+	recreated, maybe := map[string]bool{}, map[string]bool{}
 	for _, row := range r.Rows {
 		r.Summary.Containers++
 		switch row.Unpatched {
 		case Restart:
 			r.Summary.UnpatchedRestarts++
-		case RecreatePod, MayRecreatePod:
+		case RecreatePod:
 			r.Summary.UnpatchedRestarts++
 			recreated[row.Pod] = true
+		case MayRecreatePod:
+			r.Summary.UnpatchedRestarts++
+			maybe[row.Pod] = true
 		case Unknown:
 			r.Summary.Unknown++
 		}
@@ -163,7 +170,7 @@ func Run(from, to kubeletcompat.Version, pods []Pod, now time.Time) (*Report, er
 			r.Summary.PatchedRestarts++
 		}
 	}
-	r.Summary.UnpatchedRecreated = len(recreated)
+	r.Summary.UnpatchedRecreated, r.Summary.UnpatchedMaybe = len(recreated), len(maybe)
 	return r, nil
 }
 
@@ -214,7 +221,7 @@ func checkPod(from, to kubeletcompat.Version, p Pod, patched *kubeletcompat.Comp
 			Patched: Keep, PatchedReason: "kept: not hash-checked once it completed"}
 		if podVerdict != "" {
 			row.Unpatched, row.Reasons = podVerdict, []string{podReason + ": init containers run again"}
-			row.PatchedReason = "kept: pod keeps the UID recorded by `kubelet-compat record` while its manifest is unchanged"
+			row.PatchedReason = "kept: " + recordedUID
 		}
 		rows = append(rows, row)
 	}
@@ -272,7 +279,12 @@ func checkContainer(from, to kubeletcompat.Version, p Pod, podName string, c *v1
 	}
 	row.Unpatched, row.Reasons = verdict, reasons
 
-	d := patched.Decide(c, kubeletcompat.RunningContainer{ID: running.ID, Hash: stored, CreatedAt: now.Add(-time.Hour), Image: image})
+	seen, err := asSeenBy(to, c)
+	if err != nil {
+		row.Patched, row.PatchedReason = Unknown, err.Error()
+		return row
+	}
+	d := patched.Decide(seen, kubeletcompat.RunningContainer{ID: running.ID, Hash: stored, CreatedAt: now.Add(-time.Hour), Image: image})
 	row.Patched, row.PatchedReason = Restart, d.Reason
 	if d.Keep {
 		row.Patched = Keep
@@ -281,7 +293,7 @@ func checkContainer(from, to kubeletcompat.Version, p Pod, podName string, c *v1
 		}
 	}
 	if podVerdict != "" && d.Keep {
-		row.PatchedReason += "; pod keeps the UID recorded by `kubelet-compat record` while its manifest is unchanged"
+		row.PatchedReason += "; " + recordedUID
 	}
 	return row
 }

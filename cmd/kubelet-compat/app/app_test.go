@@ -1,0 +1,200 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kubelet-compat/kubelet-compat/cmd/kubelet-compat/internal/manifest"
+	"github.com/kubelet-compat/kubelet-compat/cmd/kubelet-compat/pkg/cri"
+	"github.com/kubelet-compat/kubelet-compat/cmd/kubelet-compat/pkg/crifake"
+	kubeletcompat "github.com/kubelet-compat/kubelet-compat/kubelet-compat"
+)
+
+const (
+	testNode   = "node-1"
+	bootTime   = 1700000000
+	kubeletPID = 4242
+)
+
+// The kubelet of the tests started at boot + 1000 s; legacy containers were
+// created before, new ones after.
+var (
+	kubeletStart = time.Unix(bootTime+1000, 0)
+	beforeStart  = kubeletStart.Add(-time.Hour)
+	afterStart   = kubeletStart.Add(time.Minute)
+	now          = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+)
+
+// fixture is one node: a manifest dir, a kubelet root dir, a fake /proc with
+// a kubelet process, and a CRI server.
+type fixture struct {
+	t              *testing.T
+	dir            string
+	manifestDir    string
+	rootDir        string
+	procRoot       string
+	srv            *crifake.Server
+	stdout, stderr bytes.Buffer
+}
+
+func newFixture(t *testing.T, apis ...string) *fixture {
+	t.Helper()
+	dir := t.TempDir()
+	f := &fixture{t: t, dir: dir, manifestDir: filepath.Join(dir, "manifests"), rootDir: filepath.Join(dir, "kubelet"), procRoot: filepath.Join(dir, "proc")}
+	for _, d := range []string{f.manifestDir, f.rootDir, f.procRoot} {
+		if err := os.MkdirAll(d, 0755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.srv = crifake.Start(t, apis...)
+	f.write(filepath.Join(f.procRoot, "stat"), "cpu 1 2 3\nbtime "+strconv.Itoa(bootTime)+"\n")
+	return f
+}
+
+func (f *fixture) write(path, content string) {
+	f.t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0755); err != nil {
+		f.t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0644); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// kubeletBinary writes a script that prints `Kubernetes <version>`.
+func (f *fixture) kubeletBinary(version string) string {
+	f.t.Helper()
+	p := filepath.Join(f.dir, "bin", "kubelet-"+version)
+	f.write(p, "#!/bin/sh\necho Kubernetes "+version+"\n")
+	os.Chmod(p, 0755)
+	return p
+}
+
+// runKubelet makes the fake /proc show a kubelet of version that started at kubeletStart.
+func (f *fixture) runKubelet(version string) {
+	f.t.Helper()
+	pd := filepath.Join(f.procRoot, strconv.Itoa(kubeletPID))
+	f.write(filepath.Join(pd, "comm"), "kubelet\n")
+	ticks := strconv.Itoa(1000 * 100)
+	f.write(filepath.Join(pd, "stat"), strconv.Itoa(kubeletPID)+" (kubelet) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 "+ticks+" 1 1\n")
+	os.Remove(filepath.Join(pd, "exe"))
+	if err := os.Symlink(f.kubeletBinary(version), filepath.Join(pd, "exe")); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func (f *fixture) env() Env {
+	return Env{Stdout: &f.stdout, Stderr: &f.stderr, ProcRoot: f.procRoot, Now: func() time.Time { return now },
+		Hostname: func() (string, error) { return "Node-1", nil }, OwnerUID: os.Getuid(), Geteuid: os.Geteuid}
+}
+
+func (f *fixture) compatPath() string { return filepath.Join(f.rootDir, kubeletcompat.DefaultFileName) }
+
+// run runs a command with the fixture's node flags appended.
+func (f *fixture) run(args ...string) int {
+	f.t.Helper()
+	f.stdout.Reset()
+	f.stderr.Reset()
+	// Flags given later win: the test's own come last.
+	full := []string{args[0], "--runtime-endpoint", f.srv.Endpoint, "--manifest-dir", f.manifestDir}
+	if args[0] != "preflight" {
+		full = append(full, "--root-dir", f.rootDir)
+	}
+	return Run(context.Background(), f.env(), append(full, args[1:]...))
+}
+
+// pod is a static pod manifest with the sandbox and containers a kubelet of
+// version created for it.
+type pod struct {
+	file, yaml string
+	uid        string
+	created    time.Time
+	ready      bool
+}
+
+func (f *fixture) addStaticPods(version string, pods ...pod) {
+	f.t.Helper()
+	v, err := kubeletcompat.ParseVersion(version)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	var sbs []cri.Sandbox
+	var cs []cri.Container
+	for i, p := range pods {
+		f.write(filepath.Join(f.manifestDir, p.file), p.yaml)
+		obj, err := manifest.DecodeStaticPod([]byte(p.yaml))
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		ns, name := manifest.Namespace(obj), manifest.StaticPodName(obj.Name, testNode)
+		sbID := "sb-" + strconv.Itoa(i) + "-" + p.uid
+		sbs = append(sbs, cri.Sandbox{ID: sbID, Name: name, Namespace: ns, UID: p.uid, Ready: p.ready, CreatedAt: p.created,
+			Labels:      map[string]string{cri.PodNameLabel: name, cri.PodNamespaceLabel: ns, cri.PodUIDLabel: p.uid},
+			Annotations: map[string]string{cri.ConfigSourceAnnotation: cri.ConfigSourceFile}})
+		if !p.ready {
+			continue
+		}
+		for _, c := range obj.Spec.Containers {
+			h, err := kubeletcompat.ContainerHash(v, &c)
+			if err != nil {
+				f.t.Fatal(err)
+			}
+			cs = append(cs, cri.Container{ID: "c-" + p.uid + "-" + c.Name, SandboxID: sbID, Name: c.Name, Image: c.Image, State: cri.ContainerRunning, CreatedAt: p.created,
+				Labels:      map[string]string{cri.PodNameLabel: name, cri.PodNamespaceLabel: ns, cri.PodUIDLabel: p.uid, cri.ContainerNameLabel: c.Name},
+				Annotations: map[string]string{cri.ContainerHashAnnotation: strconv.FormatUint(h, 16), cri.RestartCountAnnotation: "0"}})
+		}
+	}
+	f.srv.Set(sbs, cs)
+}
+
+const etcdYAML = `apiVersion: v1
+kind: Pod
+metadata:
+  name: etcd
+  namespace: kube-system
+spec:
+  containers:
+  - name: etcd
+    image: registry.k8s.io/etcd:3.4.13-0
+`
+
+const seccompYAML = `apiVersion: v1
+kind: Pod
+metadata:
+  name: seccomp
+  uid: pinned-uid
+spec:
+  containers:
+  - name: app
+    image: busybox:1.36
+    securityContext:
+      seccompProfile:
+        type: RuntimeDefault
+`
+
+var apiVersions = [][]string{{cri.APIv1}, {cri.APIv1alpha2}, {cri.APIv1, cri.APIv1alpha2}}
+
+func apiName(apis []string) string { return strings.Join(apis, "+") }
+
+func assertOneErrorLine(t *testing.T, stderr, want string) {
+	t.Helper()
+	lines := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n")
+	var errs []string
+	for _, l := range lines {
+		if !strings.HasPrefix(l, "kubelet-compat: warning:") {
+			errs = append(errs, l)
+		}
+	}
+	if len(errs) != 1 || !strings.HasPrefix(errs[0], "kubelet-compat: ") || !strings.Contains(errs[0], want) {
+		t.Errorf("stderr = %q, want one line `kubelet-compat: ...%s...`", stderr, want)
+	}
+	if strings.Contains(stderr, "Usage:") || strings.Contains(stderr, "goroutine") {
+		t.Errorf("stderr has usage or a stack: %q", stderr)
+	}
+}
