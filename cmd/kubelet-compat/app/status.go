@@ -137,6 +137,7 @@ func runStatus(ctx context.Context, env Env, o *statusOptions) error {
 func writeJSON(w io.Writer, v interface{}) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
 	return enc.Encode(v)
 }
 
