@@ -1,17 +1,19 @@
-# Targets of the build harness (owned by build/).
-.PHONY: build
+# Targets of the build harness (owned by build/); see build/README.md.
+#   make                                  the four versions, patched, into _output/<ver>/
+#   make build VERSIONS=1.21.14           one version
+#   make build PATCHED=false              upstream as released, into _output/<ver>-unpatched/
+#   make build BINARIES=kubelet,kube-apiserver
+#   make verify-trees                     patch, build the kubelet and run the patched packages' tests, per version
+
+VERSIONS ?=
+PATCHED ?= true
+BINARIES ?= kubelet,kubeadm,kubectl
+
+KCBUILD = $(GO) run ./build/cmd/kcbuild
+
+.PHONY: build verify-trees
 build:
-	@echo "build: not yet implemented" >&2; exit 1
+	$(KCBUILD) build -versions "$(VERSIONS)" -patched=$(PATCHED) -binaries "$(BINARIES)"
 
-# Recompute kubelet-compat/testdata/hashes.golden inside every real upstream
-# tree of build/matrix (slow: toolchains, modules and compiles; one tree at a
-# time). HASH_GOLDEN_VERSIONS=1.18.19,1.21 regenerates only those minors.
-HASH_GOLDEN_VERSIONS ?=
-.PHONY: hash-goldens
-hash-goldens:
-	$(GO) run ./hack/gen-hash-goldens -versions '$(HASH_GOLDEN_VERSIONS)'
-
-# Cheap and offline; `make test` runs the same check as a Go test.
-.PHONY: verify-hash-goldens
-verify-hash-goldens:
-	$(GO) run ./hack/verify-hash-goldens
+verify-trees:
+	$(KCBUILD) verify-trees -versions "$(VERSIONS)"

@@ -1,0 +1,112 @@
+// Command kcbuild is the build harness behind `make`: it builds the matrix's
+// Kubernetes versions with their own Go toolchains, with or without the
+// kubelet-compat patch series.
+//
+//	kcbuild build [-versions 1.21.14,1.20] [-patched=false] [-binaries kubelet,kubeadm,kubectl]
+//	kcbuild verify-trees [-versions ...]   # patch, build the kubelet, run the patched packages' tests
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kubelet-compat/kubelet-compat/build/harness"
+	"github.com/kubelet-compat/kubelet-compat/build/matrix"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "kcbuild:", err)
+		os.Exit(1)
+	}
+}
+
+func usage() error {
+	return fmt.Errorf("usage: kcbuild build|verify-trees [-versions V,...] [-patched=true|false] [-binaries B,...]")
+}
+
+func run(args []string) error {
+	if len(args) == 0 {
+		return usage()
+	}
+	cmd := args[0]
+	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
+	versions := fs.String("versions", "", "comma- or space-separated releases or minors of the matrix's build rows (default: all)")
+	patched := fs.Bool("patched", true, "apply the kubelet-compat patch series (false: upstream as released)")
+	binaries := fs.String("binaries", strings.Join(harness.DefaultBinaries, ","), "binaries to build")
+	output := fs.String("output", "_output", "output directory")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	rows, err := matrix.Build()
+	if err != nil {
+		return err
+	}
+	if rows, err = matrix.Select(rows, splitList(*versions)); err != nil {
+		return err
+	}
+	var epoch int64
+	if s := os.Getenv("SOURCE_DATE_EPOCH"); s != "" {
+		if epoch, err = strconv.ParseInt(s, 10, 64); err != nil {
+			return fmt.Errorf("SOURCE_DATE_EPOCH=%q is not a number of seconds", s)
+		}
+	}
+	h := harness.New(harness.Options{
+		CacheDir:        cacheDir(),
+		OutputDir:       *output,
+		PatchesDir:      "patches",
+		Patched:         *patched,
+		SourceDateEpoch: epoch,
+		Progress:        os.Stdout,
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Hour)
+	defer cancel()
+	start := time.Now()
+	for _, row := range rows {
+		rowStart := time.Now()
+		tree, err := h.Prepare(ctx, row)
+		if err != nil {
+			return err
+		}
+		switch cmd {
+		case "build":
+			bins := splitList(*binaries)
+			if err := tree.Build(ctx, bins); err != nil {
+				return err
+			}
+			if err := tree.CheckBinaries(ctx, bins); err != nil {
+				return err
+			}
+		case "verify-trees":
+			if err := tree.Build(ctx, []string{"kubelet"}); err != nil {
+				return err
+			}
+			if err := tree.Test(ctx); err != nil {
+				return err
+			}
+		default:
+			return usage()
+		}
+		fmt.Printf("[%s] done in %s: %s\n", row.Kubernetes, time.Since(rowStart).Round(time.Second), h.OutputDir(row))
+	}
+	fmt.Printf("kcbuild %s: %d versions in %s\n", cmd, len(rows), time.Since(start).Round(time.Second))
+	return nil
+}
+
+func splitList(s string) []string {
+	return strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' })
+}
+
+func cacheDir() string {
+	if d := os.Getenv("KC_CACHE"); d != "" {
+		return d
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".cache", "kubelet-compat")
+}

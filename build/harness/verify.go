@@ -1,0 +1,60 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/kubelet-compat/kubelet-compat/build/exec"
+)
+
+// TestPackages are the kubelet packages the series patches and tests.
+var TestPackages = []string{"./pkg/kubelet/kuberuntime/", "./pkg/kubelet/config/"}
+
+// Test runs the patched packages' unit tests (upstream's and the series')
+// with the row's Go.
+func (t *Tree) Test(ctx context.Context) error {
+	start := time.Now()
+	t.h.logf(t.Row, "testing %s with go%s...", strings.Join(TestPackages, " "), t.Row.Go)
+	args := append([]string{"test", "-count=1"}, TestPackages...)
+	if err := t.run(ctx, "test", t.goBin(), args...); err != nil {
+		return err
+	}
+	t.h.logf(t.Row, "tests passed in %s", time.Since(start).Round(time.Second))
+	return nil
+}
+
+// CheckBinaries checks that every built binary reports the stamped version
+// and was built by the row's Go.
+func (t *Tree) CheckBinaries(ctx context.Context, binaries []string) error {
+	out := t.h.OutputDir(t.Row)
+	for _, bin := range binaries {
+		path := filepath.Join(out, bin)
+		args := []string{"--version"}
+		if bin == "kubectl" {
+			args = []string{"version", "--client"}
+		}
+		if bin == "kubeadm" {
+			args = []string{"version", "-o", "short"}
+		}
+		got, err := exec.Command(path, args...).Output(ctx)
+		if err != nil {
+			return fmt.Errorf("[%s] %s: %w", t.Row.Kubernetes, bin, err)
+		}
+		if !strings.Contains(string(got), t.Version) {
+			return fmt.Errorf("[%s] %s reports %q, want %s", t.Row.Kubernetes, bin, strings.TrimSpace(string(got)), t.Version)
+		}
+		gov, err := exec.Command(t.goBin(), "version", path).Output(ctx)
+		if err != nil {
+			// go1.13's `go version FILE` works; keep the message useful if not.
+			return fmt.Errorf("[%s] go version %s: %w", t.Row.Kubernetes, path, err)
+		}
+		if !strings.Contains(string(gov), "go"+t.Row.Go) {
+			return fmt.Errorf("[%s] %s was built with %q, want go%s", t.Row.Kubernetes, bin, strings.TrimSpace(string(gov)), t.Row.Go)
+		}
+	}
+	t.h.logf(t.Row, "%s report %s, built with go%s", strings.Join(binaries, ", "), t.Version, t.Row.Go)
+	return nil
+}
