@@ -55,7 +55,7 @@ func TestSweep(t *testing.T) {
 		{name: "containers created by this kubelet are not legacy", pods: []pod{{file: "seccomp.yaml", yaml: seccompYAML, uid: "pinned-uid", created: afterStart, ready: true}},
 			wantCode: ExitOK, wantOut: "deleted ", wantFile: false},
 		{name: "a legacy container without a spec: kept", pods: []pod{plain}, wantCode: ExitKept, wantFile: true,
-			tweak: func(f *fixture) { os.Remove(f.manifestDir + "/plain.yaml") },
+			tweak:   func(f *fixture) { os.Remove(f.manifestDir + "/plain.yaml") },
 			wantOut: "container default/plain-node-1/app (c-plain-uid-a): no pod spec found"},
 	} {
 		for _, apis := range apiVersions {

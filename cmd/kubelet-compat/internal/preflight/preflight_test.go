@@ -1,0 +1,75 @@
+package preflight
+
+import (
+	"testing"
+	"time"
+
+	kubeletcompat "github.com/kubelet-compat/kubelet-compat/kubelet-compat"
+	v1 "k8s.io/api/core/v1"
+)
+
+func mustVersion(t *testing.T, s string) kubeletcompat.Version {
+	v, err := kubeletcompat.ParseVersion(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func TestStaticUIDChange(t *testing.T) {
+	for _, tc := range []struct{ from, to, want string }{
+		{"v1.18.19", "v1.19.16", RecreatePod},
+		{"v1.19.16", "v1.20.15", ""},
+		{"v1.20.15", "v1.21.14", RecreatePod},
+		{"v1.18.19", "v1.21.14", RecreatePod},
+		{"v1.21.1", "v1.21.14", ""},
+		{"v1.21.14", "v1.22.17", MayRecreatePod},
+		{"v1.30.14", "v1.31.14", MayRecreatePod},
+	} {
+		got, why := staticUIDChange(mustVersion(t, tc.from), mustVersion(t, tc.to))
+		if got != tc.want {
+			t.Errorf("%s -> %s: %q (%s), want %q", tc.from, tc.to, got, why, tc.want)
+		}
+	}
+}
+
+func TestAsSeenByDropsNewerFields(t *testing.T) {
+	grace := int64(10)
+	c := &v1.Container{Name: "a", Image: "b",
+		LivenessProbe: &v1.Probe{TerminationGracePeriodSeconds: &grace, PeriodSeconds: 10},
+		Ports:         []v1.ContainerPort{{ContainerPort: 80}}}
+	seen, err := asSeenBy(mustVersion(t, "v1.20.15"), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seen.LivenessProbe.TerminationGracePeriodSeconds != nil || seen.LivenessProbe.PeriodSeconds != 10 || c.LivenessProbe.TerminationGracePeriodSeconds == nil {
+		t.Errorf("asSeenBy(1.20) = %+v (input %+v)", seen.LivenessProbe, c.LivenessProbe)
+	}
+	h1, _ := kubeletcompat.ContainerHash(mustVersion(t, "v1.20.15"), c)
+	h2, _ := kubeletcompat.ContainerHash(mustVersion(t, "v1.20.15"), seen)
+	if h1 != h2 {
+		t.Errorf("dropping unknown fields changed the 1.20 hash: %x != %x", h1, h2)
+	}
+	if err := deletePath(map[string]interface{}{"ports": []interface{}{map[string]interface{}{"x": 1}}}, "ports[0].x"); err != nil {
+		t.Errorf("deletePath with an index: %v", err)
+	}
+}
+
+func TestRunCountsAndVersions(t *testing.T) {
+	pods := []Pod{{Namespace: "default", Name: "p", Static: true, Object: &v1.Pod{Spec: v1.PodSpec{
+		InitContainers: []v1.Container{{Name: "init", Image: "busybox:1.36"}},
+		Containers:     []v1.Container{{Name: "a", Image: "busybox:1.36"}, {Name: "b", Image: "busybox:1.36"}}}}}}
+	r, err := Run(mustVersion(t, "v1.18.19"), mustVersion(t, "v1.19.16"), pods, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Summary{Containers: 3, UnpatchedRestarts: 3, UnpatchedRecreated: 1}
+	if r.Summary != want {
+		t.Errorf("summary %+v, want %+v", r.Summary, want)
+	}
+	for _, bad := range [][2]string{{"v1.19.0", "v1.19.0"}, {"v1.18.0", "v1.32.0"}, {"v2.0.0", "v2.1.0"}, {"v1.10.0", "v1.15.0"}} {
+		if err := CheckVersions(mustVersion(t, bad[0]), mustVersion(t, bad[1])); err == nil {
+			t.Errorf("%s -> %s accepted", bad[0], bad[1])
+		}
+	}
+}
