@@ -63,6 +63,7 @@ type Compat struct {
 
 	logMu  sync.Mutex
 	logged map[string]bool
+	kept   map[string]bool // container IDs kept through the compat path
 }
 
 // fileState is one loaded version of the compat file.
@@ -91,6 +92,10 @@ type RunningContainer struct {
 type Decision struct {
 	Keep   bool
 	Reason string
+	// FirstKeep is set the first time this Compat keeps a container (by
+	// ID) through the compat path, so that callers log each container once
+	// rather than on every sync.
+	FirstKeep bool
 }
 
 var defaultCompat atomic.Value // *Compat
@@ -118,6 +123,7 @@ func New(cfg Config) *Compat {
 		interval: cfg.RecheckInterval,
 		base:     time.Now(),
 		logged:   map[string]bool{},
+		kept:     map[string]bool{},
 	}
 	if c.path == "" {
 		c.path = DefaultPath(cfg.RootDir)
@@ -194,7 +200,21 @@ func (c *Compat) KeepChanged(container *v1.Container, running RunningContainer) 
 	if legacy != running.Hash {
 		return Decision{Reason: fmt.Sprintf("definition changed (stored hash %x is neither this kubelet's nor %s's %x)", running.Hash, st.prev, legacy)}
 	}
-	return Decision{Keep: true, Reason: fmt.Sprintf("kept: stored hash %x is what %s computes for the current spec", legacy, st.prev)}
+	return c.keep(running, fmt.Sprintf("kept: stored hash %x is what %s computes for the current spec", legacy, st.prev))
+}
+
+// keep returns a keep decision, marking the first one per container.
+func (c *Compat) keep(running RunningContainer, reason string) Decision {
+	c.logMu.Lock()
+	defer c.logMu.Unlock()
+	first := !c.kept[running.ID]
+	if first {
+		if len(c.kept) >= maxLogKeys {
+			c.kept = map[string]bool{}
+		}
+		c.kept[running.ID] = true
+	}
+	return Decision{Keep: true, Reason: reason, FirstKeep: first}
 }
 
 // keepByAge is the rule for previous kubelets whose hash is not reproduced:
@@ -204,7 +224,7 @@ func (c *Compat) keepByAge(container *v1.Container, running RunningContainer, pr
 		return Decision{Reason: fmt.Sprintf("definition changed (image %q is not the running %q)", container.Image, running.Image)}
 	}
 	c.logOnce("age "+running.ID, "kubelet-compat: keeping container %s (%s) created by %s: that version's hash is not reproduced, so only an image change restarts it", running.ID, container.Name, prev)
-	return Decision{Keep: true, Reason: fmt.Sprintf("kept: created by %s before this kubelet started, image unchanged", prev)}
+	return c.keep(running, fmt.Sprintf("kept: created by %s before this kubelet started, image unchanged", prev))
 }
 
 // StaticPodUID returns the UID recorded for a static pod manifest when the

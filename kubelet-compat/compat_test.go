@@ -175,6 +175,25 @@ func TestDecide(t *testing.T) {
 	}
 }
 
+func TestFirstKeep(t *testing.T) {
+	spec := seccompContainer()
+	n := newNode(t)
+	n.record("v1.20.15")
+	c := n.compat("v1.21.14", time.Hour)
+	running := RunningContainer{ID: "c1", Hash: mustHash(t, "v1.20.15", spec), CreatedAt: beforeStart}
+	other := running
+	other.ID = "c2"
+	for i, tt := range []struct {
+		running   RunningContainer
+		wantFirst bool
+	}{{running, true}, {running, false}, {other, true}, {running, false}} {
+		d := c.Decide(spec, tt.running)
+		if !d.Keep || d.FirstKeep != tt.wantFirst {
+			t.Errorf("call %d (%s): %+v, want FirstKeep=%v", i, tt.running.ID, d, tt.wantFirst)
+		}
+	}
+}
+
 func TestNilCompatIsUpstream(t *testing.T) {
 	var c *Compat
 	got := c.Decide(seccompContainer(), RunningContainer{Hash: 1, CreatedAt: beforeStart})
