@@ -252,3 +252,31 @@ func TestEnsureUserSource(t *testing.T) {
 		t.Errorf("Ensure of a non-Kubernetes dir: %v", err)
 	}
 }
+
+func TestEnsureRealSource(t *testing.T) {
+	if os.Getenv("KC_SLOW") == "" {
+		t.Skip("downloads k8s.io/kubernetes through the proxy; set KC_SLOW=1")
+	}
+	t.Setenv("KUBE_SRC", "")
+	row, err := matrix.Lookup("1.18.19")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := os.Getenv("KC_CACHE")
+	if cache == "" {
+		cache = t.TempDir()
+	}
+	dir, err := Ensure(context.Background(), cache, row, os.Stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gomod, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"k8s.io/api => k8s.io/api v0.18.19", "vbom.ml/util => ./_kc_stubs/vbom.ml/util"} {
+		if !strings.Contains(string(gomod), want) {
+			t.Errorf("go.mod lacks %q", want)
+		}
+	}
+}
