@@ -15,7 +15,7 @@ import (
 	"github.com/spf13/pflag"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
@@ -158,11 +158,12 @@ func listNodePods(ctx context.Context, kubeconfig, node string) ([]v1.Pod, error
 		return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
 	}
 	cfg.Timeout = 30 * time.Second
-	cs, err := kubernetes.NewForConfig(cfg)
+	// Only the core/v1 client: the full clientset triples the binary.
+	cs, err := corev1client.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
 	}
-	list, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
+	list, err := cs.Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
 	if err != nil {
 		return nil, fmt.Errorf("listing the pods of node %s: %w", node, err)
 	}
