@@ -1,0 +1,127 @@
+// Command e2e is the real-node end-to-end test of kubelet-compat (issue 6):
+// in-place kubelet upgrades on a local node (containerd, runc, bridge CNI
+// from Debian) must restart nothing with the patched kubelet, while the
+// unpatched kubelet, as the negative control on the same corpus, restarts
+// what upstream is known to restart. Run as root through `make e2e`.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/cleanup"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/scenario"
+)
+
+// plans are the modes of `make e2e E2E=<mode>`.
+var plans = map[string]struct {
+	steps    []scenario.Step
+	pods     int
+	extras   bool
+	controls bool
+}{
+	"ci":    {steps: []scenario.Step{{From: "1.20.15", To: "1.21.14"}}, pods: 10, extras: true, controls: true},
+	"full":  {steps: []scenario.Step{{From: "1.18.19", To: "1.19.16"}, {From: "1.19.16", To: "1.20.15"}, {From: "1.20.15", To: "1.21.14"}}, pods: 30, extras: true, controls: true},
+	"bench": {steps: []scenario.Step{{From: "1.20.15", To: "1.21.14"}}, pods: 100, controls: true},
+}
+
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	mode := flag.String("mode", "ci", "ci (1.20 -> 1.21, 10 pods), full (1.18 -> 1.19 -> 1.20 -> 1.21, 30 pods) or bench (1.20 -> 1.21, 100 pods)")
+	pods := flag.Int("pods", 0, "pods in the corpus (default: the mode's)")
+	provider := flag.String("provider", "local", "local, or kind (needs Docker; skipped without it)")
+	output := flag.String("output", "_output", "the repository's _output: kubelets in <ver>/ and <ver>-unpatched/, the CLI")
+	reportDir := flag.String("report-dir", "_output/e2e", "where report.json, report.txt and logs/ go")
+	root := flag.String("root", "/var/lib/kubelet-compat-e2e", "private state directory of the node (removed afterwards)")
+	nodeName := flag.String("node-name", "kc-e2e-node", "the kubelet's --hostname-override")
+	syncFreq := flag.Duration("sync-frequency", 10*time.Second, "the kubelet's --sync-frequency")
+	flag.Parse()
+
+	plan, ok := plans[*mode]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "e2e: unknown mode %q (ci, full, bench)\n", *mode)
+		return 2
+	}
+	if *pods > 0 {
+		plan.pods = *pods
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	if *provider == "kind" {
+		err := kind.Run(ctx)
+		if errors.Is(err, kind.ErrSkip) {
+			fmt.Printf("e2e: kind provider SKIPPED: %v\n", err)
+			return 0
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "e2e: kind provider: %v\n", err)
+			return 1
+		}
+		return 0
+	}
+	if *provider != "local" {
+		fmt.Fprintf(os.Stderr, "e2e: unknown provider %q\n", *provider)
+		return 2
+	}
+	repoRoot, err := os.Getwd()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	abs := func(p string) string {
+		if filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(repoRoot, p)
+	}
+	rep := &report.Report{Mode: *mode, Provider: *provider, StartedAt: time.Now()}
+	stack := cleanup.New(os.Stdout)
+	opts := scenario.Options{Mode: *mode, Steps: plan.steps, Pods: plan.pods, Output: abs(*output), ReportDir: abs(*reportDir),
+		Root: *root, RepoRoot: repoRoot, NodeName: *nodeName, SyncFrequency: *syncFreq, Controls: plan.controls,
+		Extras: plan.extras, Log: os.Stdout}
+	var steps []string
+	for _, s := range plan.steps {
+		steps = append(steps, s.String())
+	}
+	fmt.Printf("e2e %s: %s, %d pods, local provider, state in %s\n", *mode, strings.Join(steps, ", "), plan.pods, *root)
+
+	runErr := scenario.Run(ctx, opts, stack, rep)
+	if runErr != nil {
+		fmt.Fprintf(os.Stderr, "e2e: %v\n", runErr)
+	}
+	// Undo everything, even after a failure or a signal: a fresh context,
+	// bounded, and a second signal no longer interrupts the cleanup.
+	stop()
+	cctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	cleanErr := stack.Run(cctx, 2*time.Minute)
+	cancel()
+	if cleanErr != nil {
+		fmt.Fprintf(os.Stderr, "e2e: cleanup: %v\n", cleanErr)
+	}
+	rep.Finish(time.Now(), errors.Join(runErr, cleanErr))
+	if err := rep.Write(opts.ReportDir); err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: writing the report: %v\n", err)
+		return 1
+	}
+	fmt.Println()
+	rep.Table(os.Stdout)
+	fmt.Printf("report: %s\n", filepath.Join(opts.ReportDir, "report.json"))
+	if !rep.Passed {
+		return 1
+	}
+	return 0
+}

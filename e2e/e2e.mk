@@ -1,0 +1,34 @@
+# Targets of the real-node e2e (owned by e2e/); see e2e/README.md. Run as root.
+#   make e2e                  CI form: 1.20.15 -> 1.21.14, patched + unpatched control, 10 pods
+#   make e2e E2E=full         chain 1.18.19 -> 1.19.16 -> 1.20.15 -> 1.21.14, 30 pods
+#   make e2e E2E=bench        1.20.15 -> 1.21.14 with 100 pods: the upgrade window
+#   make e2e E2E_PROVIDER=kind    kind cluster (needs Docker; skipped without it)
+#   make e2e E2E_ARGS='-pods 20'  anything else for e2e/cmd/e2e
+
+E2E ?= ci
+E2E_PROVIDER ?= local
+E2E_ARGS ?=
+
+E2E_VERSIONS_ci := 1.20.15,1.21.14
+E2E_UNPATCHED_ci := 1.21.14
+E2E_VERSIONS_bench := $(E2E_VERSIONS_ci)
+E2E_UNPATCHED_bench := $(E2E_UNPATCHED_ci)
+E2E_VERSIONS_full := 1.18.19,1.19.16,1.20.15,1.21.14
+E2E_UNPATCHED_full := 1.19.16,1.20.15,1.21.14
+
+.PHONY: e2e e2e-binaries e2e-unit
+e2e: e2e-binaries
+	$(GO) build -o _output/e2e/e2e ./e2e/cmd/e2e
+	./_output/e2e/e2e -mode $(E2E) -provider $(E2E_PROVIDER) $(E2E_ARGS)
+
+# The kubelets (incremental: instant when built) and the CLI.
+e2e-binaries:
+ifeq ($(E2E_PROVIDER),local)
+	$(MAKE) build VERSIONS=$(E2E_VERSIONS_$(E2E)) BINARIES=kubelet
+	$(MAKE) build VERSIONS=$(E2E_UNPATCHED_$(E2E)) PATCHED=false BINARIES=kubelet
+endif
+	$(GO) build -o _output/kubelet-compat ./cmd/kubelet-compat
+
+# The e2e's fast unit tests (also part of `go test ./...`).
+e2e-unit:
+	$(GO) test -count=1 ./e2e/...

@@ -1,0 +1,255 @@
+// Package corpus generates the e2e's workload: static pod manifests that
+// cover what an in-place kubelet upgrade can break (hostNetwork and bridge
+// pods, several containers, init containers, probes of every kind,
+// resources, env, emptyDir and hostPath volumes, pods with and without
+// metadata.uid, seccompProfile, a probe's terminationGracePeriodSeconds),
+// and what upstream's kubelet restarts for each of them on each step.
+package corpus
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/yaml"
+)
+
+// Images the corpus runs; the local provider builds and imports them.
+const (
+	BusyboxImage        = "kubelet-compat.local/e2e/busybox:1"
+	BusyboxVariantImage = "kubelet-compat.local/e2e/busybox:2" // for the genuine change
+	PauseImage          = "kubelet-compat.local/e2e/pause:1"
+	Namespace           = "kc-e2e"
+)
+
+// Kinds of pods, in the order the corpus cycles through them: the first
+// eight pods hold one of each.
+const (
+	KindWeb        = "web"        // bridge network, http readiness, exec liveness, resources, env
+	KindHostNet    = "hostnet"    // hostNetwork, tcp readiness and http liveness on 127.0.0.1
+	KindMulti      = "multi"      // two containers sharing an emptyDir, exec readiness
+	KindInit       = "init"       // an init container fills the emptyDir the server serves
+	KindHostPath   = "hostpath"   // a hostPath volume
+	KindSeccomp    = "seccomp"    // seccompProfile RuntimeDefault, explicit metadata.uid
+	KindProbeGrace = "probegrace" // liveness probe with terminationGracePeriodSeconds, explicit uid
+	KindPinned     = "pinned"     // explicit metadata.uid, otherwise like web
+)
+
+var kinds = []string{KindWeb, KindHostNet, KindMulti, KindInit, KindHostPath, KindSeccomp, KindProbeGrace, KindPinned}
+
+// Options shape a corpus.
+type Options struct {
+	Pods     int
+	NodeName string
+	// HostPathRoot holds the hostPath volumes' directories.
+	HostPathRoot string
+	// FirstHostPort is the first 127.0.0.1 port of the hostNetwork pods.
+	FirstHostPort int
+}
+
+// Pod is one pod of the corpus with what the e2e needs to know about it.
+type Pod struct {
+	Name string // as in the manifest
+	Kind string
+	// RuntimeName is namespace/name as the runtime sees it: static pods are
+	// named <name>-<node>.
+	RuntimeName string
+	HostNetwork bool
+	// Port is where the pod serves HTTP: on the pod IP, or on 127.0.0.1
+	// for hostNetwork pods.
+	Port       int
+	PinnedUID  bool
+	Containers int
+	Spec       *v1.Pod
+}
+
+// Corpus is the generated set of pods.
+type Corpus struct {
+	Pods []Pod
+}
+
+// New generates o.Pods pods.
+func New(o Options) *Corpus {
+	c := &Corpus{}
+	for i := 0; i < o.Pods; i++ {
+		kind := kinds[i%len(kinds)]
+		name := fmt.Sprintf("%s-%03d", kind, i)
+		p := build(kind, name, i, o)
+		c.Pods = append(c.Pods, Pod{Name: name, Kind: kind, RuntimeName: Namespace + "/" + name + "-" + o.NodeName,
+			HostNetwork: p.Spec.HostNetwork, Port: port(kind, i, o), PinnedUID: p.UID != "",
+			Containers: len(p.Spec.Containers), Spec: p})
+	}
+	return c
+}
+
+// Containers is the number of regular containers.
+func (c *Corpus) Containers() int {
+	n := 0
+	for _, p := range c.Pods {
+		n += p.Containers
+	}
+	return n
+}
+
+// Find returns the pod with the given runtime name.
+func (c *Corpus) Find(runtimeName string) (Pod, bool) {
+	for _, p := range c.Pods {
+		if p.RuntimeName == runtimeName {
+			return p, true
+		}
+	}
+	return Pod{}, false
+}
+
+// Write writes one manifest per pod into dir.
+func (c *Corpus) Write(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, p := range c.Pods {
+		if err := WritePod(dir, p.Spec); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WritePod writes one manifest atomically (the kubelet polls the directory).
+func WritePod(dir string, pod *v1.Pod) error {
+	data, err := yaml.Marshal(pod)
+	if err != nil {
+		return fmt.Errorf("manifest of %s: %w", pod.Name, err)
+	}
+	path := filepath.Join(dir, pod.Name+".yaml")
+	// A dot-file is ignored by the kubelet until renamed.
+	tmp := filepath.Join(dir, "."+pod.Name+".yaml.tmp")
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+func port(kind string, i int, o Options) int {
+	if kind == KindHostNet {
+		return o.FirstHostPort + i
+	}
+	return 8080
+}
+
+// pinnedUID is a fixed UID per pod index for the pods that set metadata.uid.
+func pinnedUID(i int) types.UID {
+	return types.UID(fmt.Sprintf("6b636f6d-7061-4e32-8065-%012d", i))
+}
+
+func build(kind, name string, i int, o Options) *v1.Pod {
+	grace := int64(2)
+	p := &v1.Pod{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: Namespace, Labels: map[string]string{"app": kind, "e2e.kubelet-compat.io/pod": name}},
+		Spec:       v1.PodSpec{TerminationGracePeriodSeconds: &grace, RestartPolicy: v1.RestartPolicyAlways},
+	}
+	serve := func(addr string) []string {
+		return []string{"sh", "-c", "mkdir -p /www && echo " + name + " > /www/index.html && exec httpd -f -p " + addr + " -h /www"}
+	}
+	web := v1.Container{
+		Name: "httpd", Image: BusyboxImage, Command: serve("8080"),
+		Env: []v1.EnvVar{{Name: "POD_KIND", Value: kind}, {Name: "GREETING", Value: "hello from " + name}},
+		Resources: v1.ResourceRequirements{
+			Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("5m"), v1.ResourceMemory: resource.MustParse("8Mi")},
+			Limits:   v1.ResourceList{v1.ResourceMemory: resource.MustParse("64Mi")},
+		},
+		ReadinessProbe: &v1.Probe{ProbeHandler: v1.ProbeHandler{HTTPGet: &v1.HTTPGetAction{Path: "/", Port: intstr.FromInt(8080)}}, PeriodSeconds: 5},
+		LivenessProbe:  &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"test", "-f", "/www/index.html"}}}, PeriodSeconds: 10, FailureThreshold: 3},
+	}
+	switch kind {
+	case KindWeb:
+		p.Spec.Containers = []v1.Container{web}
+	case KindPinned:
+		p.UID = pinnedUID(i)
+		p.Spec.Containers = []v1.Container{web}
+	case KindHostNet:
+		pt := port(kind, i, o)
+		p.Spec.HostNetwork = true
+		c := web
+		c.Command = serve(fmt.Sprintf("127.0.0.1:%d", pt))
+		c.ReadinessProbe = &v1.Probe{ProbeHandler: v1.ProbeHandler{TCPSocket: &v1.TCPSocketAction{Host: "127.0.0.1", Port: intstr.FromInt(pt)}}, PeriodSeconds: 5}
+		c.LivenessProbe = &v1.Probe{ProbeHandler: v1.ProbeHandler{HTTPGet: &v1.HTTPGetAction{Host: "127.0.0.1", Path: "/", Port: intstr.FromInt(pt)}}, PeriodSeconds: 10, FailureThreshold: 3}
+		p.Spec.Containers = []v1.Container{c}
+	case KindMulti:
+		shared := v1.VolumeMount{Name: "shared", MountPath: "/shared"}
+		c := web
+		c.VolumeMounts = []v1.VolumeMount{shared}
+		side := v1.Container{Name: "sidecar", Image: BusyboxImage,
+			Command:        []string{"sh", "-c", "touch /shared/alive; trap 'exit 0' TERM; while true; do date > /shared/now; sleep 5; done"},
+			VolumeMounts:   []v1.VolumeMount{shared},
+			ReadinessProbe: &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"cat", "/shared/alive"}}}, PeriodSeconds: 5}}
+		p.Spec.Volumes = []v1.Volume{{Name: "shared", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}}
+		p.Spec.Containers = []v1.Container{c, side}
+	case KindInit:
+		www := v1.VolumeMount{Name: "www", MountPath: "/www"}
+		p.Spec.Volumes = []v1.Volume{{Name: "www", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}}
+		p.Spec.InitContainers = []v1.Container{{Name: "fill", Image: BusyboxImage, Command: []string{"sh", "-c", "echo " + name + " > /www/index.html"}, VolumeMounts: []v1.VolumeMount{www}}}
+		c := web
+		c.Command = []string{"httpd", "-f", "-p", "8080", "-h", "/www"}
+		c.VolumeMounts = []v1.VolumeMount{www}
+		p.Spec.Containers = []v1.Container{c}
+	case KindHostPath:
+		dirType := v1.HostPathDirectoryOrCreate
+		p.Spec.Volumes = []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: filepath.Join(o.HostPathRoot, name), Type: &dirType}}}}
+		c := web
+		c.Command = []string{"sh", "-c", "mkdir -p /data/www && echo " + name + " > /data/www/index.html && exec httpd -f -p 8080 -h /data/www"}
+		c.VolumeMounts = []v1.VolumeMount{{Name: "data", MountPath: "/data"}}
+		c.LivenessProbe = &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"test", "-f", "/data/www/index.html"}}}, PeriodSeconds: 10}
+		p.Spec.Containers = []v1.Container{c}
+	case KindSeccomp:
+		p.UID = pinnedUID(i)
+		c := web
+		c.SecurityContext = &v1.SecurityContext{SeccompProfile: &v1.SeccompProfile{Type: v1.SeccompProfileTypeRuntimeDefault}}
+		p.Spec.Containers = []v1.Container{c}
+	case KindProbeGrace:
+		p.UID = pinnedUID(i)
+		c := web
+		tgps := int64(5)
+		c.LivenessProbe = c.LivenessProbe.DeepCopy()
+		c.LivenessProbe.TerminationGracePeriodSeconds = &tgps
+		p.Spec.Containers = []v1.Container{c}
+	}
+	return p
+}
+
+// Expectation is what upstream's kubelet does to one pod on a step.
+type Expectation struct {
+	Pod    string `json:"pod"` // runtime name
+	Reason string `json:"reason"`
+}
+
+// UpstreamRestarts lists the pods an unpatched kubelet restarts (recreates
+// or restarts a container of) when it replaces kubelet 1.<from> in place as
+// kubelet 1.<to>, as measured upstream (FIELD-NOTES section 4):
+// static pods without metadata.uid get a new UID at 1.19 and 1.21; the
+// container hash changes at 1.19 for seccompProfile and at 1.21 for a
+// probe's terminationGracePeriodSeconds.
+func (c *Corpus) UpstreamRestarts(from, to int) []Expectation {
+	var out []Expectation
+	crosses := func(minor int) bool { return from < minor && to >= minor }
+	for _, p := range c.Pods {
+		switch {
+		case !p.PinnedUID && crosses(19):
+			out = append(out, Expectation{p.RuntimeName, "static pod without metadata.uid: new UID derivation in 1.19"})
+		case !p.PinnedUID && crosses(21):
+			out = append(out, Expectation{p.RuntimeName, "static pod without metadata.uid: UID includes node name and path in 1.21"})
+		case p.Kind == KindSeccomp && crosses(19):
+			out = append(out, Expectation{p.RuntimeName, "container hash includes seccompProfile from 1.19"})
+		case p.Kind == KindProbeGrace && crosses(21):
+			out = append(out, Expectation{p.RuntimeName, "container hash includes the probe's terminationGracePeriodSeconds from 1.21"})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Pod < out[j].Pod })
+	return out
+}

@@ -1,0 +1,183 @@
+// Package kubelet runs one kubelet binary of the e2e (standalone with
+// static pods, or against an API server) and reads its log for the pods it
+// has synced.
+package kubelet
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/proc"
+)
+
+// Config is one kubelet run.
+type Config struct {
+	Binary          string
+	Version         string // for logs and reports
+	RootDir         string
+	ManifestDir     string
+	NodeName        string
+	RuntimeEndpoint string
+	PauseImage      string
+	LogFile         string
+	// Kubeconfig switches to API mode.
+	Kubeconfig string
+	// SyncFrequency is --sync-frequency.
+	SyncFrequency time.Duration
+	// Minor is the kubelet's minor version: flags differ by era.
+	Minor int
+}
+
+// Args are the kubelet's flags (FIELD-NOTES section 3; they work from 1.18
+// to 1.26, and without --container-runtime from 1.27).
+func (c Config) Args() []string {
+	args := []string{
+		"--root-dir=" + c.RootDir,
+		"--cert-dir=" + filepath.Join(c.RootDir, "pki"),
+		"--volume-plugin-dir=" + filepath.Join(c.RootDir, "volume-plugins"),
+		"--pod-manifest-path=" + c.ManifestDir,
+		"--container-runtime-endpoint=" + c.RuntimeEndpoint,
+		"--cgroup-driver=cgroupfs",
+		"--fail-swap-on=false",
+		"--hostname-override=" + c.NodeName,
+		"--pod-infra-container-image=" + c.PauseImage,
+		"--address=127.0.0.1",
+		"--healthz-bind-address=127.0.0.1",
+		"--read-only-port=0",
+		"--sync-frequency=" + c.SyncFrequency.String(),
+		"--file-check-frequency=5s",
+		// The node's disk may be fuller than the kubelet's default
+		// thresholds: the e2e must never see evictions or image GC.
+		"--eviction-hard=memory.available<1Mi,nodefs.available<1%,imagefs.available<1%",
+		"--image-gc-high-threshold=100",
+		"--image-gc-low-threshold=99",
+		// computePodActions is logged at V(3): how the e2e sees each pod synced.
+		"--v=3",
+	}
+	if c.Minor < 27 {
+		args = append(args, "--container-runtime=remote")
+	}
+	if c.Kubeconfig != "" {
+		args = append(args, "--kubeconfig="+c.Kubeconfig)
+	}
+	return args
+}
+
+// Kubelet is a running kubelet.
+type Kubelet struct {
+	Config
+	*proc.Process
+	logOffset int64
+}
+
+// Start starts the kubelet. Its log is appended to LogFile; SyncedPods
+// only reads what this run wrote.
+func Start(c Config) (*Kubelet, error) {
+	for _, d := range []string{c.RootDir, c.ManifestDir, filepath.Dir(c.LogFile)} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	var offset int64
+	if fi, err := os.Stat(c.LogFile); err == nil {
+		offset = fi.Size()
+	}
+	p, err := proc.Start("kubelet "+c.Version, c.Binary, c.Args(), nil, c.LogFile)
+	if err != nil {
+		return nil, err
+	}
+	return &Kubelet{Config: c, Process: p, logOffset: offset}, nil
+}
+
+// Alive fails when the kubelet has exited.
+func (k *Kubelet) Alive() error {
+	if ended, err := k.Exited(); ended {
+		return fmt.Errorf("kubelet %s (pid %d) exited: %v; see %s", k.Version, k.PID, err, k.LogFile)
+	}
+	return nil
+}
+
+// Stop stops the kubelet (SIGTERM, SIGKILL after 15s).
+func (k *Kubelet) Stop(ctx context.Context) error { return k.Process.Stop(ctx, 15*time.Second) }
+
+// SyncedPods returns the pods (by manifest name prefix matching, see
+// Synced) that this run has computed actions for.
+func (k *Kubelet) SyncedPods(names []PodRef) (map[PodRef]bool, error) {
+	f, err := os.Open(k.LogFile)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if _, err := f.Seek(k.logOffset, io.SeekStart); err != nil {
+		return nil, err
+	}
+	return Synced(f, names)
+}
+
+// PodRef names a pod as the runtime does.
+type PodRef struct{ Namespace, Name string }
+
+func (p PodRef) String() string { return p.Namespace + "/" + p.Name }
+
+// ParsePodRef reads namespace/name.
+func ParsePodRef(s string) PodRef {
+	ns, name, _ := strings.Cut(s, "/")
+	return PodRef{ns, name}
+}
+
+// Synced scans a kubelet log for the computePodActions line of each pod:
+//
+//	1.18-1.20: computePodActions got {...} for pod "name_namespace(uid)"
+//	1.21+:     "computePodActions got for pod" podActions={...} pod="namespace/name"
+func Synced(r io.Reader, pods []PodRef) (map[PodRef]bool, error) {
+	byOld := map[string]PodRef{}
+	byNew := map[string]PodRef{}
+	for _, p := range pods {
+		byOld[`"`+p.Name+"_"+p.Namespace+"("] = p
+		byNew[`pod="`+p.Namespace+"/"+p.Name+`"`] = p
+	}
+	out := map[PodRef]bool{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.Contains(line, "computePodActions got") {
+			continue
+		}
+		if i := strings.LastIndex(line, ` for pod "`); i >= 0 {
+			rest := line[i+len(` for pod `):]
+			if j := strings.Index(rest, "("); j >= 0 {
+				if p, ok := byOld[rest[:j+1]]; ok {
+					out[p] = true
+				}
+			}
+			continue
+		}
+		if i := strings.LastIndex(line, `pod="`); i >= 0 {
+			rest := line[i:]
+			if j := strings.Index(rest[len(`pod="`):], `"`); j >= 0 {
+				if p, ok := byNew[rest[:len(`pod="`)+j+1]]; ok {
+					out[p] = true
+				}
+			}
+		}
+	}
+	return out, sc.Err()
+}
+
+// Minor returns the minor of a version such as 1.21.14.
+func Minor(version string) int {
+	parts := strings.Split(strings.TrimPrefix(version, "v"), ".")
+	if len(parts) < 2 {
+		return 0
+	}
+	m, _ := strconv.Atoi(parts[1])
+	return m
+}

@@ -1,0 +1,48 @@
+package report
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
+	"gotest.tools/v3/assert"
+	"gotest.tools/v3/golden"
+)
+
+func sample() *Report {
+	start := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	r := &Report{Mode: "ci", Provider: "local", StartedAt: start, Runs: []Run{
+		{Step: "1.20.15 -> 1.21.14", From: "1.20.15", To: "1.21.14", Variant: Unpatched, Pods: 10, Containers: 11, Restarts: 7, RecreatedPods: 6, WindowSeconds: 12.34,
+			Expected: []Expectation{{Pod: "kc-e2e/web-000-node", Reason: "static pod without metadata.uid"}},
+			Diff:     snapshot.Diff{Pods: 10, Containers: 11, Restarts: 7, RecreatedPods: 6}, Passed: true, Verdict: "restarts as upstream (7 expected pods)"},
+		{Step: "1.20.15 -> 1.21.14", From: "1.20.15", To: "1.21.14", Variant: Patched, Pods: 10, Containers: 11, WindowSeconds: 3.21,
+			Diff: snapshot.Diff{Pods: 10, Containers: 11}, Passed: true, Verdict: "0 restarts"},
+		{Step: "1.20.15 -> 1.21.14", From: "1.20.15", To: "1.21.14", Variant: Patched, Faults: []string{"containerd restart", "SIGKILL mid-sync"}, Pods: 10, Containers: 11, WindowSeconds: 9.5,
+			Passed: true, Verdict: "0 restarts"},
+	}, Checks: []Check{{Name: "sweep keeps the file while legacy containers run", Passed: true, Detail: "exit 2"}}}
+	r.Finish(start.Add(321*time.Second), nil)
+	return r
+}
+
+func TestTableGolden(t *testing.T) {
+	var sb strings.Builder
+	sample().Table(&sb)
+	golden.Assert(t, sb.String(), "table.golden")
+}
+
+func TestFinish(t *testing.T) {
+	r := sample()
+	assert.Assert(t, r.Passed)
+	r.Checks = append(r.Checks, Check{Name: "x"})
+	r.Finish(r.StartedAt, nil)
+	assert.Assert(t, !r.Passed)
+	empty := &Report{}
+	empty.Finish(time.Now(), nil)
+	assert.Assert(t, !empty.Passed, "a report without runs must not pass")
+}
+
+func TestWrite(t *testing.T) {
+	dir := t.TempDir()
+	assert.NilError(t, sample().Write(dir))
+}

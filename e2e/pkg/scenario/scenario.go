@@ -1,0 +1,578 @@
+// Package scenario drives the e2e: baselines on kubelet vN, `kubelet-compat
+// record`, the swap to vN+1 (patched, or unpatched as the negative
+// control), snapshots through the CRI and the assertions.
+package scenario
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	osexec "os/exec"
+
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/cleanup"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/corpus"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kubelet"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/local"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
+)
+
+// Step is one in-place upgrade.
+type Step struct{ From, To string }
+
+func (s Step) String() string { return s.From + " -> " + s.To }
+
+// Options configure a scenario.
+type Options struct {
+	Mode  string
+	Steps []Step
+	Pods  int
+	// Output is the repository's _output (binaries in <ver>/ and
+	// <ver>-unpatched/, the CLI at kubelet-compat).
+	Output string
+	// ReportDir receives report.{json,txt} and logs/.
+	ReportDir     string
+	Root          string
+	RepoRoot      string
+	NodeName      string
+	SyncFrequency time.Duration
+	// Controls runs the unpatched negative control per step.
+	Controls bool
+	// Extras runs the genuine change, the faults and sweep after the last
+	// patched step.
+	Extras bool
+	Log    io.Writer
+}
+
+// Scenario is one e2e run on one node.
+type Scenario struct {
+	opts    Options
+	stack   *cleanup.Stack
+	node    *local.Node
+	rt      *snapshot.Runtime
+	corpus  *corpus.Corpus
+	kubelet *kubelet.Kubelet
+	phase   int
+	Report  *report.Report
+}
+
+func (s *Scenario) logf(format string, args ...interface{}) {
+	fmt.Fprintf(s.opts.Log, "%s e2e: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+func (s *Scenario) kubeletDir() string   { return filepath.Join(s.opts.Root, "kubelet") }
+func (s *Scenario) manifestDir() string  { return filepath.Join(s.opts.Root, "manifests") }
+func (s *Scenario) hostPathRoot() string { return filepath.Join(s.opts.Root, "hostpath") }
+func (s *Scenario) logDir() string       { return filepath.Join(s.opts.ReportDir, "logs") }
+func (s *Scenario) cli() string          { return filepath.Join(s.opts.Output, "kubelet-compat") }
+
+// Binary is the kubelet of a version, patched or as released.
+func (s *Scenario) Binary(version string, patched bool) string {
+	dir := version
+	if !patched {
+		dir += "-unpatched"
+	}
+	return filepath.Join(s.opts.Output, dir, "kubelet")
+}
+
+// Preflight checks that every binary the plan needs was built.
+func Preflight(o Options) error {
+	s := &Scenario{opts: o}
+	need := map[string]bool{s.cli(): true}
+	for i, st := range o.Steps {
+		if i == 0 || o.Controls {
+			need[s.Binary(st.From, true)] = true
+		}
+		need[s.Binary(st.To, true)] = true
+		if o.Controls {
+			need[s.Binary(st.To, false)] = true
+		}
+	}
+	var missing []string
+	for p := range need {
+		if _, err := os.Stat(p); err != nil {
+			missing = append(missing, p)
+		}
+	}
+	sort.Strings(missing)
+	if len(missing) > 0 {
+		return fmt.Errorf("missing binaries (make build VERSIONS=... [PATCHED=false]; go build -o _output/kubelet-compat ./cmd/kubelet-compat): %s", strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// Run runs the whole plan. Everything it starts is undone by stack.
+func Run(ctx context.Context, o Options, stack *cleanup.Stack, rep *report.Report) error {
+	if err := Preflight(o); err != nil {
+		return err
+	}
+	s := &Scenario{opts: o, stack: stack, Report: rep}
+	s.corpus = corpus.New(corpus.Options{Pods: o.Pods, NodeName: o.NodeName, HostPathRoot: s.hostPathRoot(), FirstHostPort: 19100})
+	if err := os.MkdirAll(s.logDir(), 0o755); err != nil {
+		return err
+	}
+	node, err := local.Up(ctx, local.Options{Root: o.Root, LogDir: s.logDir(), RepoRoot: o.RepoRoot, Log: o.Log}, stack)
+	if err != nil {
+		return fmt.Errorf("local node: %w", err)
+	}
+	s.node = node
+	rt, err := snapshot.Dial(ctx, node.RuntimeEndpoint())
+	if err != nil {
+		return err
+	}
+	s.rt = rt
+	stack.Push("close the CRI connection", func(context.Context) error { return rt.Close() })
+	stack.Push("remove the e2e's pods through the CRI", func(ctx context.Context) error {
+		n, err := rt.RemoveAll(ctx, "")
+		s.logf("cleanup: removed %d sandboxes", n)
+		return err
+	})
+	stack.Push("stop the kubelet", func(ctx context.Context) error { return s.stopKubelet(ctx) })
+	s.logf("corpus: %d pods, %d containers; node %s; sync frequency %s", len(s.corpus.Pods), s.corpus.Containers(), o.NodeName, o.SyncFrequency)
+
+	var errs []error
+	if o.Controls {
+		for _, st := range o.Steps {
+			if err := s.controlRun(ctx, st); err != nil {
+				return err
+			}
+		}
+	}
+	// The patched chain: one baseline on the first version, then every
+	// step in place.
+	if err := s.baseline(ctx, o.Steps[0].From); err != nil {
+		return err
+	}
+	for _, st := range o.Steps {
+		run, err := s.swap(ctx, st, true, nil)
+		if err != nil {
+			return err
+		}
+		assertPatched(run)
+		s.Report.Runs = append(s.Report.Runs, *run)
+		if !run.Passed {
+			errs = append(errs, fmt.Errorf("%s patched: %s", st, run.Verdict))
+		}
+	}
+	if o.Extras {
+		last := o.Steps[len(o.Steps)-1]
+		if err := s.extras(ctx, last); err != nil {
+			return err
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// controlRun is the negative control of one step: a fresh baseline on the
+// old kubelet, then the UNPATCHED new one.
+func (s *Scenario) controlRun(ctx context.Context, st Step) error {
+	if err := s.baseline(ctx, st.From); err != nil {
+		return err
+	}
+	run, err := s.swap(ctx, st, false, nil)
+	if err != nil {
+		return err
+	}
+	exp := s.corpus.UpstreamRestarts(kubelet.Minor(st.From), kubelet.Minor(st.To))
+	for _, e := range exp {
+		run.Expected = append(run.Expected, report.Expectation{Pod: e.Pod, Reason: e.Reason})
+	}
+	assertControl(run)
+	s.Report.Runs = append(s.Report.Runs, *run)
+	if !run.Passed {
+		return fmt.Errorf("%s unpatched control: %s", st, run.Verdict)
+	}
+	return nil
+}
+
+// assertPatched: the patched kubelet restarts nothing.
+func assertPatched(run *report.Run) {
+	rerun := 0
+	for _, c := range run.Diff.Changes {
+		if c.Kind == snapshot.InitRerun {
+			rerun++
+		}
+	}
+	run.Passed = run.Restarts == 0 && run.RecreatedPods == 0 && rerun == 0 && run.Pods > 0
+	if run.Passed {
+		run.Verdict = "pass: 0 restarts"
+		return
+	}
+	run.Verdict = fmt.Sprintf("FAIL: %d restarts, %d pods recreated, %d init reruns: %s", run.Restarts, run.RecreatedPods, rerun, strings.Join(run.Diff.RestartedPods, " "))
+}
+
+// assertControl: the unpatched kubelet restarts at least what upstream is
+// known to restart; a step where upstream restarts nothing is reported.
+func assertControl(run *report.Run) {
+	restarted := map[string]bool{}
+	for _, p := range run.Diff.RestartedPods {
+		restarted[p] = true
+	}
+	var missed []string
+	for _, e := range run.Expected {
+		if !restarted[e.Pod] {
+			missed = append(missed, e.Pod)
+		}
+	}
+	switch {
+	case len(run.Expected) == 0:
+		run.Passed = true
+		run.Verdict = fmt.Sprintf("reported, not asserted: upstream restarts nothing on this step (seen: %d restarts)", run.Restarts)
+	case len(missed) > 0:
+		run.Verdict = fmt.Sprintf("FAIL: the control did not restart %s: this e2e could not tell the patch from upstream", strings.Join(missed, " "))
+	default:
+		run.Passed = true
+		run.Verdict = fmt.Sprintf("pass: restarts as upstream (%d/%d expected pods, %d pods in all)", len(run.Expected), len(run.Expected), len(run.Diff.RestartedPods))
+	}
+}
+
+// reset removes every pod and the kubelet's state: the next baseline
+// starts from an empty node.
+func (s *Scenario) reset(ctx context.Context) error {
+	if err := s.stopKubelet(ctx); err != nil {
+		return err
+	}
+	n, err := s.rt.RemoveAll(ctx, "")
+	if err != nil {
+		return err
+	}
+	s.logf("reset: removed %d sandboxes, the kubelet's root dir, manifests and pod logs", n)
+	for _, d := range []string{s.kubeletDir(), s.manifestDir(), s.hostPathRoot()} {
+		if err := local.UnmountUnder(d); err != nil {
+			return err
+		}
+		if err := os.RemoveAll(d); err != nil {
+			return err
+		}
+	}
+	return local.RemovePodLogs(corpus.Namespace)
+}
+
+func (s *Scenario) stopKubelet(ctx context.Context) error {
+	if s.kubelet == nil {
+		return nil
+	}
+	err := s.kubelet.Stop(ctx)
+	s.kubelet = nil
+	return err
+}
+
+func (s *Scenario) startKubelet(version string, patched bool) error {
+	s.phase++
+	variant := "patched"
+	if !patched {
+		variant = "unpatched"
+	}
+	k, err := kubelet.Start(kubelet.Config{
+		Binary: s.Binary(version, patched), Version: version + " " + variant, Minor: kubelet.Minor(version),
+		RootDir: s.kubeletDir(), ManifestDir: s.manifestDir(), NodeName: s.opts.NodeName,
+		RuntimeEndpoint: s.node.RuntimeEndpoint(), PauseImage: corpus.PauseImage, SyncFrequency: s.opts.SyncFrequency,
+		LogFile: filepath.Join(s.logDir(), fmt.Sprintf("%02d-kubelet-%s-%s.log", s.phase, version, variant)),
+	})
+	if err != nil {
+		return err
+	}
+	s.kubelet = k
+	s.logf("kubelet %s %s started, pid %d, log %s", version, variant, k.PID, k.LogFile)
+	return nil
+}
+
+// baseline starts from an empty node: the corpus on kubelet version
+// (patched build, no compat file: behaves as upstream), all pods running,
+// ready and serving, and stable for one sync period.
+func (s *Scenario) baseline(ctx context.Context, version string) error {
+	if err := s.reset(ctx); err != nil {
+		return fmt.Errorf("reset: %w", err)
+	}
+	if err := s.corpus.Write(s.manifestDir()); err != nil {
+		return err
+	}
+	if err := s.startKubelet(version, true); err != nil {
+		return err
+	}
+	start := time.Now()
+	if _, err := s.waitReady(ctx, 4*time.Minute, false); err != nil {
+		return fmt.Errorf("baseline on %s: %w", version, err)
+	}
+	s.logf("baseline on %s: all %d pods ready and serving after %.1fs; checking it is stable", version, len(s.corpus.Pods), time.Since(start).Seconds())
+	for attempt := 0; ; attempt++ {
+		a, err := s.rt.Take(ctx, corpus.Namespace)
+		if err != nil {
+			return err
+		}
+		if err := sleep(ctx, s.opts.SyncFrequency+2*time.Second); err != nil {
+			return err
+		}
+		b, err := s.rt.Take(ctx, corpus.Namespace)
+		if err != nil {
+			return err
+		}
+		d := snapshot.Compare(a, b)
+		if d.Restarts == 0 && d.RecreatedPods == 0 && d.Pods == len(s.corpus.Pods) {
+			return nil
+		}
+		if attempt == 3 {
+			return fmt.Errorf("baseline on %s never became stable: %d restarts in one sync period (%s)", version, d.Restarts, strings.Join(d.RestartedPods, " "))
+		}
+		s.logf("baseline not stable yet (%d restarts: %s); waiting", d.Restarts, strings.Join(d.RestartedPods, " "))
+	}
+}
+
+// Fault names.
+const (
+	FaultContainerdRestart = "containerd restart"
+	FaultSigkillMidSync    = "SIGKILL mid-first-sync"
+)
+
+// swap records, snapshots, replaces the running kubelet with st.To and
+// snapshots again after the window and three sync periods.
+func (s *Scenario) swap(ctx context.Context, st Step, patched bool, faults []string) (*report.Run, error) {
+	variant := report.Unpatched
+	if patched {
+		variant = report.Patched
+	}
+	run := &report.Run{Step: st.String(), From: st.From, To: st.To, Variant: variant, Faults: faults}
+	if err := s.record(ctx); err != nil {
+		return nil, err
+	}
+	before, err := s.rt.Take(ctx, corpus.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	s.logf("swap %s (%s): stopping kubelet %s", st, variant, st.From)
+	if err := s.stopKubelet(ctx); err != nil {
+		return nil, err
+	}
+	if has(faults, FaultContainerdRestart) {
+		s.logf("fault: restarting containerd between the two kubelets")
+		if err := s.node.RestartContainerd(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.startKubelet(st.To, patched); err != nil {
+		return nil, err
+	}
+	started := s.kubelet.Started
+	if has(faults, FaultSigkillMidSync) {
+		if err := s.killMidFirstSync(ctx, st.To, patched); err != nil {
+			return nil, err
+		}
+	}
+	window, err := s.waitReady(ctx, 4*time.Minute, true)
+	run.WindowSeconds = time.Since(started).Seconds()
+	if err != nil {
+		if patched {
+			return nil, fmt.Errorf("after the swap to %s %s: %w", st.To, variant, err)
+		}
+		s.logf("control: not every pod is back after 4 minutes (%v); reporting what is there", err)
+	} else {
+		run.WindowSeconds = window.Sub(started).Seconds()
+	}
+	settle := 3*s.opts.SyncFrequency + 3*time.Second
+	s.logf("swap %s (%s): all pods synced and serving %.1fs after the kubelet started; waiting %s (three sync periods and PLEG relists)", st, variant, run.WindowSeconds, settle)
+	if err := sleep(ctx, settle); err != nil {
+		return nil, err
+	}
+	if err := s.kubelet.Alive(); err != nil {
+		return nil, err
+	}
+	after, err := s.rt.Take(ctx, corpus.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.serving(ctx, after); err != nil && patched {
+		return nil, fmt.Errorf("pods not serving after the swap: %w", err)
+	}
+	run.Diff = snapshot.Compare(before, after)
+	run.Pods, run.Containers, run.Restarts, run.RecreatedPods = run.Diff.Pods, run.Diff.Containers, run.Diff.Restarts, run.Diff.RecreatedPods
+	s.logf("swap %s (%s): %d pods, %d containers, %d restarts, %d pods recreated", st, variant, run.Pods, run.Containers, run.Restarts, run.RecreatedPods)
+	return run, nil
+}
+
+// killMidFirstSync SIGKILLs the new kubelet as soon as its log shows the
+// first pod sync, then starts it again.
+func (s *Scenario) killMidFirstSync(ctx context.Context, version string, patched bool) error {
+	refs := s.podRefs()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		synced, err := s.kubelet.SyncedPods(refs)
+		if err != nil {
+			return err
+		}
+		if len(synced) > 0 {
+			s.logf("fault: SIGKILL kubelet pid %d after it synced %d of %d pods", s.kubelet.PID, len(synced), len(refs))
+			if err := s.kubelet.Kill(ctx); err != nil {
+				return err
+			}
+			s.kubelet = nil
+			return s.startKubelet(version, patched)
+		}
+		if err := s.kubelet.Alive(); err != nil {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the kubelet synced no pod within 2 minutes")
+		}
+		if err := sleep(ctx, 20*time.Millisecond); err != nil {
+			return err
+		}
+	}
+}
+
+func (s *Scenario) podRefs() []kubelet.PodRef {
+	var refs []kubelet.PodRef
+	for _, p := range s.corpus.Pods {
+		refs = append(refs, kubelet.ParsePodRef(p.RuntimeName))
+	}
+	return refs
+}
+
+// record runs `kubelet-compat record` against the running kubelet.
+func (s *Scenario) record(ctx context.Context) error {
+	out, err := s.cliRun(ctx, "record")
+	if err != nil {
+		return fmt.Errorf("kubelet-compat record: %w: %s", err, out)
+	}
+	s.logf("%s", strings.TrimSpace(strings.SplitN(out, "\n", 2)[0]))
+	return nil
+}
+
+// cliRun runs the CLI with the node's flags and returns its combined output;
+// an *exec.ExitError carries its exit code.
+func (s *Scenario) cliRun(ctx context.Context, command string, extra ...string) (string, error) {
+	args := []string{command, "--manifest-dir", s.manifestDir(), "--root-dir", s.kubeletDir(),
+		"--runtime-endpoint", s.node.RuntimeEndpoint(), "--node-name", s.opts.NodeName}
+	if s.kubelet != nil {
+		args = append(args, "--kubelet-pid", fmt.Sprint(s.kubelet.PID))
+		if command == "record" {
+			args = append(args, "--kubelet-binary", s.kubelet.Binary)
+		}
+	}
+	args = append(args, extra...)
+	cctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	out, err := osexec.CommandContext(cctx, s.cli(), args...).CombinedOutput()
+	return string(out), err
+}
+
+// waitReady waits until every pod of the corpus has a ready sandbox with
+// all its containers running and serves HTTP; with synced, also until the
+// running kubelet has synced every pod. It returns when that was first seen.
+func (s *Scenario) waitReady(ctx context.Context, timeout time.Duration, synced bool) (time.Time, error) {
+	deadline := time.Now().Add(timeout)
+	refs := s.podRefs()
+	lastReport := time.Now()
+	for {
+		var why string
+		if err := s.kubelet.Alive(); err != nil {
+			return time.Time{}, err
+		}
+		snap, err := s.rt.Take(ctx, corpus.Namespace)
+		switch {
+		case err != nil:
+			why = err.Error() // containerd may be restarting
+		default:
+			why = s.notReady(snap)
+			if why == "" {
+				if err := s.serving(ctx, snap); err != nil {
+					why = err.Error()
+				}
+			}
+		}
+		if why == "" && synced {
+			done, err := s.kubelet.SyncedPods(refs)
+			if err != nil {
+				return time.Time{}, err
+			}
+			if len(done) < len(refs) {
+				why = fmt.Sprintf("the kubelet has synced %d of %d pods", len(done), len(refs))
+			}
+		}
+		if why == "" {
+			return time.Now(), nil
+		}
+		if time.Now().After(deadline) {
+			return time.Time{}, fmt.Errorf("not ready after %s: %s", timeout, why)
+		}
+		if time.Since(lastReport) > 15*time.Second {
+			s.logf("waiting: %s", why)
+			lastReport = time.Now()
+		}
+		if err := sleep(ctx, 200*time.Millisecond); err != nil {
+			return time.Time{}, err
+		}
+	}
+}
+
+// notReady says which pod is not running all its containers, or "".
+func (s *Scenario) notReady(snap *snapshot.Snapshot) string {
+	var missing []string
+	for _, p := range s.corpus.Pods {
+		if n := len(snap.Running(p.RuntimeName)); n != p.Containers {
+			missing = append(missing, fmt.Sprintf("%s (%d/%d running)", p.RuntimeName, n, p.Containers))
+		}
+	}
+	if len(missing) == 0 {
+		return ""
+	}
+	if len(missing) > 3 {
+		return fmt.Sprintf("%d pods not running: %s ...", len(missing), strings.Join(missing[:3], ", "))
+	}
+	return "not running: " + strings.Join(missing, ", ")
+}
+
+var httpClient = &http.Client{Timeout: 2 * time.Second}
+
+// serving GETs every pod's HTTP server (pod IP on the bridge, 127.0.0.1
+// for hostNetwork pods).
+func (s *Scenario) serving(ctx context.Context, snap *snapshot.Snapshot) error {
+	for _, p := range s.corpus.Pods {
+		host := "127.0.0.1"
+		if !p.HostNetwork {
+			sb, ok := snap.ReadySandbox(p.RuntimeName)
+			if !ok || sb.IP == "" {
+				return fmt.Errorf("%s has no pod IP", p.RuntimeName)
+			}
+			host = sb.IP
+		}
+		url := fmt.Sprintf("http://%s:%d/", host, p.Port)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		resp, err := httpClient.Do(req)
+		if err != nil {
+			return fmt.Errorf("%s not serving: %v", p.RuntimeName, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("%s: GET %s: %s", p.RuntimeName, url, resp.Status)
+		}
+	}
+	return nil
+}
+
+func has(list []string, x string) bool {
+	for _, v := range list {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
