@@ -67,6 +67,12 @@ func New(opts Options) *Harness {
 	if opts.Progress == nil {
 		opts.Progress = io.Discard
 	}
+	// Steps run inside the work tree: every path handed to them is absolute.
+	for _, p := range []*string{&opts.OutputDir, &opts.PatchesDir, &opts.CacheDir} {
+		if abs, err := filepath.Abs(*p); err == nil && *p != "" {
+			*p = abs
+		}
+	}
 	return &Harness{opts: opts}
 }
 

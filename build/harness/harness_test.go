@@ -21,7 +21,8 @@ func TestOutputDir(t *testing.T) {
 		{false, "_output/1.21.14-unpatched"},
 	} {
 		h := New(Options{OutputDir: "_output", Patched: tt.patched})
-		if got := h.OutputDir(row121); got != tt.want {
+		wd, _ := os.Getwd()
+		if got := h.OutputDir(row121); got != filepath.Join(wd, tt.want) {
 			t.Errorf("OutputDir(patched=%v) = %s, want %s", tt.patched, got, tt.want)
 		}
 	}
