@@ -171,6 +171,26 @@ func Run(ctx context.Context, o Options, stack *cleanup.Stack, rep *report.Repor
 	return errors.Join(errs...)
 }
 
+// NodeOnly brings the local node up (containerd, images) and lists what
+// the CRI sees; the caller's cleanup takes it down.
+func NodeOnly(ctx context.Context, o Options, stack *cleanup.Stack) error {
+	node, err := local.Up(ctx, local.Options{Root: o.Root, LogDir: filepath.Join(o.ReportDir, "logs"), RepoRoot: o.RepoRoot, Log: o.Log}, stack)
+	if err != nil {
+		return err
+	}
+	rt, err := snapshot.Dial(ctx, node.RuntimeEndpoint())
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	snap, err := rt.Take(ctx, corpus.Namespace)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(o.Log, "node is up: CRI answers, %d sandboxes of %s\n", len(snap.Sandboxes), corpus.Namespace)
+	return nil
+}
+
 // controlRun is the negative control of one step: a fresh baseline on the
 // old kubelet, then the UNPATCHED new one.
 func (s *Scenario) controlRun(ctx context.Context, st Step) error {
@@ -391,6 +411,11 @@ func (s *Scenario) swap(ctx context.Context, st Step, patched bool, faults []str
 	if err := s.serving(ctx, after); err != nil && patched {
 		return nil, fmt.Errorf("pods not serving after the swap: %w", err)
 	}
+	// A recreated pod may look ready while its old sandbox still runs: the
+	// window also lasts until the last container this kubelet started.
+	if last := lastStartAfter(after, started); last.Sub(started).Seconds() > run.WindowSeconds {
+		run.WindowSeconds = last.Sub(started).Seconds()
+	}
 	run.Diff = snapshot.Compare(before, after)
 	run.Pods, run.Containers, run.Restarts, run.RecreatedPods = run.Diff.Pods, run.Diff.Containers, run.Diff.Restarts, run.Diff.RecreatedPods
 	s.logf("swap %s (%s): %d pods, %d containers, %d restarts, %d pods recreated", st, variant, run.Pods, run.Containers, run.Restarts, run.RecreatedPods)
@@ -555,6 +580,18 @@ func (s *Scenario) serving(ctx context.Context, snap *snapshot.Snapshot) error {
 		}
 	}
 	return nil
+}
+
+// lastStartAfter is the latest start of a running container started
+// after t (t itself when none was).
+func lastStartAfter(snap *snapshot.Snapshot, t time.Time) time.Time {
+	last := t
+	for _, c := range snap.Containers {
+		if c.State == "RUNNING" && c.StartedAt.After(last) {
+			last = c.StartedAt
+		}
+	}
+	return last
 }
 
 func has(list []string, x string) bool {
