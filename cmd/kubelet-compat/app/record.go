@@ -57,7 +57,10 @@ func runRecord(ctx context.Context, env Env, o *nodeOptions) error {
 		return fmt.Errorf("kubelet %s is not a version kubelet-compat knows (1.x up to 1.31)", version)
 	}
 	statics, err := manifest.ReadStaticDir(o.manifestDir)
-	if err != nil {
+	switch {
+	case errors.Is(err, os.ErrNotExist) && o.manifestDir == defaultManifestDir:
+		warnf(env, "no manifest directory %s: recording no static pods", o.manifestDir)
+	case err != nil:
 		return err
 	}
 	client, err := o.dial(ctx)

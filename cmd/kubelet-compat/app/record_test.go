@@ -185,3 +185,11 @@ func TestRecordFailuresLeaveNoPartialFile(t *testing.T) {
 		}
 	}
 }
+
+func TestRecordManifestDir(t *testing.T) {
+	f := newFixture(t, cri.APIv1)
+	if code := f.run("record", "--kubelet-binary", f.kubeletBinary("v1.18.19"), "--manifest-dir", f.dir+"/missing"); code != ExitError {
+		t.Errorf("an explicit missing --manifest-dir: exit %d", code)
+	}
+	assertOneErrorLine(t, f.stderr.String(), "reading manifest directory")
+}
