@@ -257,7 +257,10 @@ func TestStaticPodUID(t *testing.T) {
 		t.Errorf("StaticPodUID(unclean path) = %q, %v", uid, ok)
 	}
 	dir, file := filepath.Split(path)
-	t.Chdir(dir)
+	wd, err := os.Getwd()
+	must(t, err)
+	must(t, os.Chdir(dir))
+	defer os.Chdir(wd)
 	if uid, ok := c.StaticPodUID(file, manifest); !ok || uid != "recorded-uid" {
 		t.Errorf("StaticPodUID(relative path) = %q, %v", uid, ok)
 	}

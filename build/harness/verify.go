@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kubelet-compat/kubelet-compat/build/exec"
+	"github.com/kubelet-compat/kubelet-compat/build/toolchain"
 )
 
 // TestPackages are the kubelet packages the series patches and tests.
@@ -46,7 +47,8 @@ func (t *Tree) CheckBinaries(ctx context.Context, binaries []string) error {
 		if !strings.Contains(string(got), t.Version) {
 			return fmt.Errorf("[%s] %s reports %q, want %s", t.Row.Kubernetes, bin, strings.TrimSpace(string(got)), t.Version)
 		}
-		gov, err := exec.Command(t.goBin(), "version", path).Output(ctx)
+		goVersion := &exec.Cmd{Name: t.goBin(), Args: []string{"version", path}, Env: toolchain.Env(t.GOROOT, t.Row.Go, t.h.opts.CacheDir)}
+		gov, err := goVersion.Output(ctx)
 		if err != nil {
 			// go1.13's `go version FILE` works; keep the message useful if not.
 			return fmt.Errorf("[%s] go version %s: %w", t.Row.Kubernetes, path, err)
