@@ -1,11 +1,12 @@
 package main
 
 import (
-	"github.com/kubelet-compat/kubelet-compat/build/matrix"
 	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/kubelet-compat/kubelet-compat/build/matrix"
 )
 
 func TestTouchedFiles(t *testing.T) {
