@@ -14,6 +14,9 @@ RPM_OUTPUT ?= _output/rpms
 RPM_KUBELET_COMPAT ?=
 RPM_CLI := $(or $(RPM_KUBELET_COMPAT),_output/.rpm/kubelet-compat)
 RPM_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
+# rpm payload compression; empty: w2.xzdio, as EL's own packages. w6.xzdio
+# makes the RPMs ~20% smaller for ~3x the CPU time. EL7 reads gzdio and xzdio only.
+RPM_PAYLOAD ?=
 # Every mtime and the build time inside the RPMs. Default: the commit time of
 # HEAD, so rebuilding one commit gives byte-identical RPMs; outside git,
 # 1577836800 (2020-01-01). An exported SOURCE_DATE_EPOCH wins.
@@ -44,7 +47,7 @@ endif
 rpm: rpm-deps rpm-cli
 	$(GO) run ./rpm/cmd/build-rpms -input $(RPM_INPUT) -output $(RPM_OUTPUT) \
 	  -versions "$(RPM_VERSIONS)" -kubelet-compat $(RPM_CLI) \
-	  -source-date-epoch $(SOURCE_DATE_EPOCH) -jobs $(RPM_JOBS)
+	  -source-date-epoch $(SOURCE_DATE_EPOCH) -jobs $(RPM_JOBS) $(if $(RPM_PAYLOAD),-payload $(RPM_PAYLOAD))
 
 # Builds a second time elsewhere and checks every RPM against the first build.
 rpm-reproducible: rpm

@@ -149,7 +149,7 @@ func TestDefinesSetEverythingThatShapesTheRPM(t *testing.T) {
 		"clamp_mtime_to_source_date_epoch 1\n",
 		"debug_package %{nil}\n",
 		"_build_id_links none\n",
-		"_binary_payload w6.xzdio\n",
+		"_binary_payload w2.xzdio\n",
 	} {
 		if !strings.Contains(defines, want) {
 			t.Errorf("defines lack %q", want)
