@@ -47,6 +47,8 @@ func run() int {
 	reportDir := flag.String("report-dir", "_output/e2e", "where report.json, report.txt and logs/ go")
 	root := flag.String("root", "/var/lib/kubelet-compat-e2e", "private state directory of the node (removed afterwards)")
 	nodeName := flag.String("node-name", "kc-e2e-node", "the kubelet's --hostname-override")
+	stepsFlag := flag.String("steps", "", "override the mode's steps: from:to,from:to (e.g. 1.18.19:1.21.14)")
+	patchedRuns := flag.Bool("patched", true, "run the patched chain (false: only the unpatched controls)")
 	syncFreq := flag.Duration("sync-frequency", 10*time.Second, "the kubelet's --sync-frequency")
 	flag.Parse()
 
@@ -63,6 +65,21 @@ func run() int {
 	}
 	if *pods > 0 {
 		plan.pods = *pods
+	}
+	if *stepsFlag != "" {
+		plan.steps = nil
+		for _, st := range strings.Split(*stepsFlag, ",") {
+			from, to, ok := strings.Cut(st, ":")
+			if !ok {
+				fmt.Fprintf(os.Stderr, "e2e: bad -steps entry %q (want from:to)\n", st)
+				return 2
+			}
+			plan.steps = append(plan.steps, scenario.Step{From: from, To: to})
+		}
+	}
+	if !*patchedRuns {
+		plan.extras = false
+		plan.controls = true
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -98,7 +115,7 @@ func run() int {
 	stack := cleanup.New(os.Stdout)
 	opts := scenario.Options{Mode: *mode, Steps: plan.steps, Pods: plan.pods, Output: abs(*output), ReportDir: abs(*reportDir),
 		Root: *root, RepoRoot: repoRoot, NodeName: *nodeName, SyncFrequency: *syncFreq, Controls: plan.controls,
-		Extras: plan.extras, Log: os.Stdout}
+		Extras: plan.extras, SkipPatched: !*patchedRuns, Log: os.Stdout}
 	var steps []string
 	for _, s := range plan.steps {
 		steps = append(steps, s.String())

@@ -46,6 +46,8 @@ type Options struct {
 	SyncFrequency time.Duration
 	// Controls runs the unpatched negative control per step.
 	Controls bool
+	// SkipPatched runs only the controls.
+	SkipPatched bool
 	// Extras runs the genuine change, the faults and sweep after the last
 	// patched step.
 	Extras bool
@@ -91,7 +93,9 @@ func Preflight(o Options) error {
 		if i == 0 || o.Controls {
 			need[s.Binary(st.From, true)] = true
 		}
-		need[s.Binary(st.To, true)] = true
+		if !o.SkipPatched {
+			need[s.Binary(st.To, true)] = true
+		}
 		if o.Controls {
 			need[s.Binary(st.To, false)] = true
 		}
@@ -145,6 +149,9 @@ func Run(ctx context.Context, o Options, stack *cleanup.Stack, rep *report.Repor
 				return err
 			}
 		}
+	}
+	if o.SkipPatched {
+		return nil
 	}
 	// The patched chain: one baseline on the first version, then every
 	// step in place.
