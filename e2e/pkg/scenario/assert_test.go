@@ -1,0 +1,55 @@
+package scenario
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
+	"gotest.tools/v3/assert"
+)
+
+func TestAssertPatched(t *testing.T) {
+	tests := []struct {
+		name    string
+		run     report.Run
+		want    bool
+		verdict string
+	}{
+		{name: "nothing moved", run: report.Run{Pods: 3}, want: true, verdict: "pass"},
+		{name: "a restart", run: report.Run{Pods: 3, Restarts: 1, Diff: snapshot.Diff{RestartedPods: []string{"ns/a"}}}, verdict: "FAIL: 1 restarts, 0 pods recreated, 0 init reruns: ns/a"},
+		{name: "an init container ran again", run: report.Run{Pods: 3, Diff: snapshot.Diff{Changes: []snapshot.Change{{Kind: snapshot.InitRerun}}}}, verdict: "FAIL"},
+		{name: "no pods at all", run: report.Run{}, verdict: "FAIL"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			run := tt.run
+			assertPatched(&run)
+			assert.Equal(t, run.Passed, tt.want)
+			assert.Assert(t, strings.HasPrefix(run.Verdict, tt.verdict), run.Verdict)
+		})
+	}
+}
+
+func TestAssertControl(t *testing.T) {
+	exp := []report.Expectation{{Pod: "ns/a"}, {Pod: "ns/b"}}
+	tests := []struct {
+		name      string
+		expected  []report.Expectation
+		restarted []string
+		want      bool
+		verdict   string
+	}{
+		{name: "restarts what upstream restarts", expected: exp, restarted: []string{"ns/a", "ns/b"}, want: true, verdict: "pass: restarts as upstream (2/2"},
+		{name: "misses one: the e2e cannot tell", expected: exp, restarted: []string{"ns/a"}, verdict: "FAIL: the control did not restart ns/b"},
+		{name: "upstream restarts nothing on this step", restarted: nil, want: true, verdict: "reported, not asserted"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			run := report.Run{Expected: tt.expected, Diff: snapshot.Diff{RestartedPods: tt.restarted}}
+			assertControl(&run)
+			assert.Equal(t, run.Passed, tt.want)
+			assert.Assert(t, strings.HasPrefix(run.Verdict, tt.verdict), run.Verdict)
+		})
+	}
+}
