@@ -91,10 +91,15 @@ func (c *Config) validate() error {
 	if c.SourceDateEpoch <= 0 {
 		return errors.New("SOURCE_DATE_EPOCH must be set (seconds since 1970) for reproducible RPMs")
 	}
+	seen := map[string]bool{}
 	for _, v := range c.Versions {
 		if err := CheckVersion(v); err != nil {
 			return err
 		}
+		if seen[v] {
+			return fmt.Errorf("version %s given twice", v)
+		}
+		seen[v] = true
 	}
 	if len(c.Versions) > 0 {
 		if c.InputDir == "" {
