@@ -167,7 +167,7 @@ func TestSweeperUnit(t *testing.T) {
 	for _, want := range []string{
 		"\nType=oneshot\n",
 		"\nEnvironmentFile=-/etc/sysconfig/kubelet\n",
-		"\nExecStart=" + CurrentDir + "/stage2/usr/bin/kubelet-compat sweep\n",
+		"\nExecStart=" + CurrentDir + "/stage2/usr/bin/kubelet-compat sweep $KUBELET_COMPAT_SWEEP_ARGS\n",
 		"\nSuccessExitStatus=2\n",
 	} {
 		if !strings.Contains(string(unit), want) {
