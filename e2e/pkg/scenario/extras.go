@@ -102,6 +102,7 @@ func (s *Scenario) genuineChange(ctx context.Context) report.Check {
 	}
 	start := time.Now()
 	var after *snapshot.Snapshot
+	seen := time.Duration(0)
 	for time.Since(start) < 2*time.Minute {
 		if err := sleep(ctx, time.Second); err != nil {
 			c.Detail = err.Error()
@@ -112,6 +113,7 @@ func (s *Scenario) genuineChange(ctx context.Context) report.Check {
 			continue
 		}
 		if running, ok := after.Running(target.RuntimeName)["httpd"]; ok && running.Image == corpus.BusyboxVariantImage {
+			seen = time.Since(start)
 			break
 		}
 	}
@@ -132,7 +134,8 @@ func (s *Scenario) genuineChange(ctx context.Context) report.Check {
 	d := snapshot.Compare(before, after)
 	running := after.Running(target.RuntimeName)["httpd"]
 	c.Passed = running.Image == corpus.BusyboxVariantImage && d.Restarts == 1 && len(d.RestartedPods) == 1 && d.RestartedPods[0] == target.RuntimeName
-	c.Detail = fmt.Sprintf("%s now runs %s after %.0fs; restarts on the node: %d (%s)", target.RuntimeName, running.Image, time.Since(start).Seconds(), d.Restarts, strings.Join(d.RestartedPods, " "))
+	c.Detail = fmt.Sprintf("%s runs %s %.0fs after the manifest changed; restarts on the node after three more sync periods: %d (%s), pods recreated: %d",
+		target.RuntimeName, running.Image, seen.Seconds(), d.Restarts, strings.Join(d.RestartedPods, " "), d.RecreatedPods)
 	// Put the manifest back so that later runs start from the corpus.
 	if err := corpus.WritePod(s.manifestDir(), target.Spec); err != nil {
 		c.Passed, c.Detail = false, c.Detail+"; restoring the manifest: "+err.Error()
