@@ -1,6 +1,7 @@
 # Targets of the real-node e2e (owned by e2e/); see e2e/README.md. Run as root.
 #   make e2e                  CI form: 1.20.15 -> 1.21.14, patched + unpatched control, 10 pods
 #   make e2e E2E=full         chain 1.18.19 -> 1.19.16 -> 1.20.15 -> 1.21.14, 30 pods
+#   make e2e E2E=api          CI form in API mode: etcd + kube-apiserver (upgraded first), API pods
 #   make e2e E2E=bench        1.20.15 -> 1.21.14 with 100 pods: the upgrade window
 #   make e2e E2E_PROVIDER=kind    kind cluster (needs Docker; skipped without it)
 #   make e2e E2E_ARGS='-pods 20'  anything else for e2e/cmd/e2e
@@ -13,6 +14,9 @@ E2E_VERSIONS_ci := 1.20.15,1.21.14
 E2E_UNPATCHED_ci := 1.21.14
 E2E_VERSIONS_bench := $(E2E_VERSIONS_ci)
 E2E_UNPATCHED_bench := $(E2E_UNPATCHED_ci)
+E2E_VERSIONS_api := $(E2E_VERSIONS_ci)
+E2E_UNPATCHED_api := $(E2E_UNPATCHED_ci)
+E2E_BINARIES_api := kubelet,kube-apiserver
 E2E_VERSIONS_full := 1.18.19,1.19.16,1.20.15,1.21.14
 E2E_UNPATCHED_full := 1.19.16,1.20.15,1.21.14
 
@@ -24,7 +28,7 @@ e2e: e2e-binaries
 # The kubelets (incremental: instant when built) and the CLI.
 e2e-binaries:
 ifeq ($(E2E_PROVIDER),local)
-	$(MAKE) build VERSIONS=$(E2E_VERSIONS_$(E2E)) BINARIES=kubelet
+	$(MAKE) build VERSIONS=$(E2E_VERSIONS_$(E2E)) BINARIES=$(or $(E2E_BINARIES_$(E2E)),kubelet)
 	$(MAKE) build VERSIONS=$(E2E_UNPATCHED_$(E2E)) PATCHED=false BINARIES=kubelet
 endif
 	$(GO) build -o _output/kubelet-compat ./cmd/kubelet-compat

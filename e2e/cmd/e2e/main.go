@@ -29,9 +29,11 @@ var plans = map[string]struct {
 	pods     int
 	extras   bool
 	controls bool
+	api      bool
 }{
 	"ci":    {steps: []scenario.Step{{From: "1.20.15", To: "1.21.14"}}, pods: 10, extras: true, controls: true},
 	"full":  {steps: []scenario.Step{{From: "1.18.19", To: "1.19.16"}, {From: "1.19.16", To: "1.20.15"}, {From: "1.20.15", To: "1.21.14"}}, pods: 30, extras: true, controls: true},
+	"api":   {steps: []scenario.Step{{From: "1.20.15", To: "1.21.14"}}, pods: 10, controls: true, api: true},
 	"bench": {steps: []scenario.Step{{From: "1.20.15", To: "1.21.14"}}, pods: 100, controls: true},
 }
 
@@ -40,7 +42,8 @@ func main() {
 }
 
 func run() int {
-	mode := flag.String("mode", "ci", "ci (1.20 -> 1.21, 10 pods), full (1.18 -> 1.19 -> 1.20 -> 1.21, 30 pods) or bench (1.20 -> 1.21, 100 pods)")
+	mode := flag.String("mode", "ci", "ci (1.20 -> 1.21, 10 pods), full (1.18 -> 1.19 -> 1.20 -> 1.21, 30 pods), api (ci against etcd and kube-apiserver) or bench (1.20 -> 1.21, 100 pods)")
+	api := flag.Bool("api", false, "API mode for any mode: etcd and kube-apiserver, pods through the API")
 	pods := flag.Int("pods", 0, "pods in the corpus (default: the mode's)")
 	provider := flag.String("provider", "local", "local, or kind (needs Docker; skipped without it)")
 	output := flag.String("output", "_output", "the repository's _output: kubelets in <ver>/ and <ver>-unpatched/, the CLI")
@@ -60,11 +63,14 @@ func run() int {
 		plan.steps = []scenario.Step{{}}
 	}
 	if !ok {
-		fmt.Fprintf(os.Stderr, "e2e: unknown mode %q (ci, full, bench)\n", *mode)
+		fmt.Fprintf(os.Stderr, "e2e: unknown mode %q (ci, full, api, bench)\n", *mode)
 		return 2
 	}
 	if *pods > 0 {
 		plan.pods = *pods
+	}
+	if *api {
+		plan.api = true
 	}
 	if *stepsFlag != "" {
 		plan.steps = nil
@@ -115,12 +121,16 @@ func run() int {
 	stack := cleanup.New(os.Stdout)
 	opts := scenario.Options{Mode: *mode, Steps: plan.steps, Pods: plan.pods, Output: abs(*output), ReportDir: abs(*reportDir),
 		Root: *root, RepoRoot: repoRoot, NodeName: *nodeName, SyncFrequency: *syncFreq, Controls: plan.controls,
-		Extras: plan.extras, SkipPatched: !*patchedRuns, Log: os.Stdout}
+		Extras: plan.extras, SkipPatched: !*patchedRuns, API: plan.api, Log: os.Stdout}
 	var steps []string
 	for _, s := range plan.steps {
 		steps = append(steps, s.String())
 	}
-	fmt.Printf("e2e %s: %s, %d pods, local provider, state in %s\n", *mode, strings.Join(steps, ", "), plan.pods, *root)
+	kind := "static pods"
+	if plan.api {
+		kind = "API pods (etcd, kube-apiserver)"
+	}
+	fmt.Printf("e2e %s: %s, %d %s, local provider, state in %s\n", *mode, strings.Join(steps, ", "), plan.pods, kind, *root)
 
 	var runErr error
 	if *mode == "node" {

@@ -39,7 +39,11 @@ const (
 	KindSeccomp    = "seccomp"    // seccompProfile RuntimeDefault, explicit metadata.uid
 	KindProbeGrace = "probegrace" // liveness probe with terminationGracePeriodSeconds, explicit uid
 	KindPinned     = "pinned"     // explicit metadata.uid, otherwise like web
+	KindConfigMap  = "configmap"  // API mode only: serves a configMap volume
 )
+
+// ConfigMapName is the configMap the configmap pods mount (API mode).
+const ConfigMapName = "kc-e2e-www"
 
 var kinds = []string{KindWeb, KindHostNet, KindMulti, KindInit, KindHostPath, KindSeccomp, KindProbeGrace, KindPinned}
 
@@ -51,6 +55,10 @@ type Options struct {
 	HostPathRoot string
 	// FirstHostPort is the first 127.0.0.1 port of the hostNetwork pods.
 	FirstHostPort int
+	// API makes API pods instead of static pods: spec.nodeName set, no
+	// metadata.uid (the API server assigns it), no service account token,
+	// and configMap volumes among the kinds.
+	API bool
 }
 
 // Pod is one pod of the corpus with what the e2e needs to know about it.
@@ -72,16 +80,30 @@ type Pod struct {
 // Corpus is the generated set of pods.
 type Corpus struct {
 	Pods []Pod
+	API  bool
 }
 
 // New generates o.Pods pods.
 func New(o Options) *Corpus {
 	c := &Corpus{}
+	ks := kinds
+	if o.API {
+		ks = append([]string{KindConfigMap}, kinds...)
+	}
 	for i := 0; i < o.Pods; i++ {
-		kind := kinds[i%len(kinds)]
+		kind := ks[i%len(ks)]
 		name := fmt.Sprintf("%s-%03d", kind, i)
 		p := build(kind, name, i, o)
-		c.Pods = append(c.Pods, Pod{Name: name, Kind: kind, RuntimeName: Namespace + "/" + name + "-" + o.NodeName,
+		runtimeName := Namespace + "/" + name + "-" + o.NodeName
+		if o.API {
+			no := false
+			p.UID = ""
+			p.Spec.NodeName = o.NodeName
+			p.Spec.AutomountServiceAccountToken = &no
+			runtimeName = Namespace + "/" + name
+		}
+		c.API = o.API
+		c.Pods = append(c.Pods, Pod{Name: name, Kind: kind, RuntimeName: runtimeName,
 			HostNetwork: p.Spec.HostNetwork, Port: port(kind, i, o), PinnedUID: p.UID != "",
 			Containers: len(p.Spec.Containers), Spec: p})
 	}
@@ -105,6 +127,12 @@ func (c *Corpus) Find(runtimeName string) (Pod, bool) {
 		}
 	}
 	return Pod{}, false
+}
+
+// ConfigMap is the configMap the configmap pods serve (API mode).
+func ConfigMap() *v1.ConfigMap {
+	return &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: ConfigMapName, Namespace: Namespace},
+		Data: map[string]string{"index.html": "served from a configMap\n"}}
 }
 
 // Write writes one manifest per pod into dir.
@@ -170,6 +198,13 @@ func build(kind, name string, i int, o Options) *v1.Pod {
 	switch kind {
 	case KindWeb:
 		p.Spec.Containers = []v1.Container{web}
+	case KindConfigMap:
+		c := web
+		c.Command = []string{"httpd", "-f", "-p", "8080", "-h", "/www"}
+		c.VolumeMounts = []v1.VolumeMount{{Name: "www", MountPath: "/www", ReadOnly: true}}
+		p.Spec.Volumes = []v1.Volume{{Name: "www", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{
+			LocalObjectReference: v1.LocalObjectReference{Name: ConfigMapName}}}}}
+		p.Spec.Containers = []v1.Container{c}
 	case KindPinned:
 		p.UID = pinnedUID(i)
 		p.Spec.Containers = []v1.Container{web}
@@ -235,8 +270,16 @@ type Expectation struct {
 // static pods without metadata.uid get a new UID at 1.19 and 1.21; the
 // container hash changes at 1.19 for seccompProfile and at 1.21 for a
 // probe's terminationGracePeriodSeconds.
+//
+// API pods restart nothing of that: they have API server assigned UIDs, and
+// an older API server drops the fields it does not know (seccompProfile
+// before 1.19, the probe's terminationGracePeriodSeconds before 1.21) when
+// the pod is created, so the newer kubelet never sees them.
 func (c *Corpus) UpstreamRestarts(from, to int) []Expectation {
 	var out []Expectation
+	if c.API {
+		return nil
+	}
 	crosses := func(minor int) bool { return from < minor && to >= minor }
 	for _, p := range c.Pods {
 		switch {

@@ -55,3 +55,14 @@ func TestWriteRoundTrips(t *testing.T) {
 	assert.Equal(t, p.Spec.Containers[0].SecurityContext.SeccompProfile.Type, v1.SeccompProfileTypeRuntimeDefault)
 	assert.Assert(t, p.UID != "")
 }
+
+func TestAPICorpus(t *testing.T) {
+	c := New(Options{Pods: 9, NodeName: "n", HostPathRoot: "/tmp/hp", FirstHostPort: 19000, API: true})
+	assert.Equal(t, c.Pods[0].Kind, KindConfigMap)
+	for _, p := range c.Pods {
+		assert.Equal(t, p.Spec.Spec.NodeName, "n")
+		assert.Equal(t, string(p.Spec.UID), "")
+		assert.Equal(t, p.RuntimeName, Namespace+"/"+p.Name)
+	}
+	assert.Equal(t, len(c.UpstreamRestarts(20, 21)), 0)
+}

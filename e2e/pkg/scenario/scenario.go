@@ -18,6 +18,7 @@ import (
 	osexec "os/exec"
 
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/cleanup"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/controlplane"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/corpus"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kubelet"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/local"
@@ -46,6 +47,9 @@ type Options struct {
 	SyncFrequency time.Duration
 	// Controls runs the unpatched negative control per step.
 	Controls bool
+	// API runs the kubelets against etcd and the harness's kube-apiserver
+	// (upgraded before the kubelet) with API pods instead of static pods.
+	API bool
 	// SkipPatched runs only the controls.
 	SkipPatched bool
 	// Extras runs the genuine change, the faults and sweep after the last
@@ -62,6 +66,7 @@ type Scenario struct {
 	rt      *snapshot.Runtime
 	corpus  *corpus.Corpus
 	kubelet *kubelet.Kubelet
+	cp      *controlplane.ControlPlane
 	phase   int
 	Report  *report.Report
 }
@@ -85,6 +90,11 @@ func (s *Scenario) Binary(version string, patched bool) string {
 	return filepath.Join(s.opts.Output, dir, "kubelet")
 }
 
+// APIServer is the harness's kube-apiserver of a version.
+func (s *Scenario) APIServer(version string) string {
+	return filepath.Join(s.opts.Output, version, "kube-apiserver")
+}
+
 // Preflight checks that every binary the plan needs was built.
 func Preflight(o Options) error {
 	s := &Scenario{opts: o}
@@ -98,6 +108,10 @@ func Preflight(o Options) error {
 		}
 		if o.Controls {
 			need[s.Binary(st.To, false)] = true
+		}
+		if o.API {
+			need[s.APIServer(st.From)] = true
+			need[s.APIServer(st.To)] = true
 		}
 	}
 	var missing []string
@@ -119,11 +133,15 @@ func Run(ctx context.Context, o Options, stack *cleanup.Stack, rep *report.Repor
 		return err
 	}
 	s := &Scenario{opts: o, stack: stack, Report: rep}
-	s.corpus = corpus.New(corpus.Options{Pods: o.Pods, NodeName: o.NodeName, HostPathRoot: s.hostPathRoot(), FirstHostPort: 19100})
+	s.corpus = corpus.New(corpus.Options{Pods: o.Pods, NodeName: o.NodeName, HostPathRoot: s.hostPathRoot(), FirstHostPort: 19100, API: o.API})
 	if err := os.MkdirAll(s.logDir(), 0o755); err != nil {
 		return err
 	}
-	node, err := local.Up(ctx, local.Options{Root: o.Root, LogDir: s.logDir(), RepoRoot: o.RepoRoot, Log: o.Log}, stack)
+	var extra []string
+	if o.API {
+		extra = []string{"etcd-server"}
+	}
+	node, err := local.Up(ctx, local.Options{Root: o.Root, LogDir: s.logDir(), RepoRoot: o.RepoRoot, Log: o.Log, ExtraPackages: extra}, stack)
 	if err != nil {
 		return fmt.Errorf("local node: %w", err)
 	}
@@ -139,6 +157,14 @@ func Run(ctx context.Context, o Options, stack *cleanup.Stack, rep *report.Repor
 		s.logf("cleanup: removed %d sandboxes", n)
 		return err
 	})
+	if o.API {
+		cp, err := controlplane.New(controlplane.Options{Dir: filepath.Join(o.Root, "controlplane"), LogDir: s.logDir(), APIServer: s.APIServer})
+		if err != nil {
+			return err
+		}
+		s.cp = cp
+		stack.Push("stop kube-apiserver and etcd", func(ctx context.Context) error { return cp.Stop(ctx) })
+	}
 	stack.Push("stop the kubelet", func(ctx context.Context) error { return s.stopKubelet(ctx) })
 	s.logf("corpus: %d pods, %d containers; node %s; sync frequency %s", len(s.corpus.Pods), s.corpus.Containers(), o.NodeName, o.SyncFrequency)
 
@@ -169,7 +195,7 @@ func Run(ctx context.Context, o Options, stack *cleanup.Stack, rep *report.Repor
 			errs = append(errs, fmt.Errorf("%s patched: %s", st, run.Verdict))
 		}
 	}
-	if o.Extras {
+	if o.Extras && !o.API {
 		last := o.Steps[len(o.Steps)-1]
 		if err := s.extras(ctx, last); err != nil {
 			return err
@@ -298,10 +324,15 @@ func (s *Scenario) startKubelet(version string, patched bool) error {
 	if !patched {
 		variant = "unpatched"
 	}
+	kubeconfig := ""
+	if s.cp != nil {
+		kubeconfig = s.cp.PKI.Kubeconfig()
+	}
 	k, err := kubelet.Start(kubelet.Config{
 		Binary: s.Binary(version, patched), Version: version + " " + variant, Minor: kubelet.Minor(version),
 		RootDir: s.kubeletDir(), ManifestDir: s.manifestDir(), NodeName: s.opts.NodeName,
 		RuntimeEndpoint: s.node.RuntimeEndpoint(), PauseImage: corpus.PauseImage, SyncFrequency: s.opts.SyncFrequency,
+		Kubeconfig: kubeconfig,
 		LogFile: filepath.Join(s.logDir(), fmt.Sprintf("%02d-kubelet-%s-%s.log", s.phase, version, variant)),
 	})
 	if err != nil {
@@ -319,7 +350,14 @@ func (s *Scenario) baseline(ctx context.Context, version string) error {
 	if err := s.reset(ctx); err != nil {
 		return fmt.Errorf("reset: %w", err)
 	}
-	if err := s.corpus.Write(s.manifestDir()); err != nil {
+	if s.cp != nil {
+		if err := s.startControlPlane(ctx, version); err != nil {
+			return err
+		}
+	} else if err := s.corpus.Write(s.manifestDir()); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(s.manifestDir(), 0o755); err != nil {
 		return err
 	}
 	if err := s.startKubelet(version, true); err != nil {
@@ -377,6 +415,12 @@ func (s *Scenario) swap(ctx context.Context, st Step, patched bool, faults []str
 	s.logf("swap %s (%s): stopping kubelet %s", st, variant, st.From)
 	if err := s.stopKubelet(ctx); err != nil {
 		return nil, err
+	}
+	if s.cp != nil {
+		s.logf("swap %s: upgrading kube-apiserver first (%s -> %s)", st, s.cp.Version, st.To)
+		if err := s.cp.UpgradeAPIServer(ctx, st.To); err != nil {
+			return nil, err
+		}
 	}
 	if has(faults, FaultContainerdRestart) {
 		s.logf("fault: restarting containerd between the two kubelets")

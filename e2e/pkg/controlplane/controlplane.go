@@ -1,0 +1,191 @@
+package controlplane
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/proc"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Ports on 127.0.0.1, away from the defaults of a real control plane.
+const (
+	EtcdClientPort = 23790
+	EtcdPeerPort   = 23800
+	APIServerPort  = 16443
+	// ServiceCIDR is only an allocation range of the API server: no
+	// traffic is ever routed to it.
+	ServiceCIDR = "10.217.78.0/24"
+)
+
+// Options configure a control plane.
+type Options struct {
+	Dir    string // state: pki/, etcd/
+	LogDir string
+	// APIServer returns the kube-apiserver binary of a version.
+	APIServer func(version string) string
+}
+
+// ControlPlane is etcd and one kube-apiserver.
+type ControlPlane struct {
+	opts      Options
+	PKI       PKI
+	etcd      *proc.Process
+	apiserver *proc.Process
+	Version   string
+}
+
+// Server is the API server's URL.
+func Server() string { return fmt.Sprintf("https://127.0.0.1:%d", APIServerPort) }
+
+// New prepares the PKI; Start starts etcd and the API server.
+func New(o Options) (*ControlPlane, error) {
+	cp := &ControlPlane{opts: o, PKI: PKI{Dir: filepath.Join(o.Dir, "pki")}}
+	if err := cp.PKI.Generate(Server()); err != nil {
+		return nil, fmt.Errorf("control plane certificates: %w", err)
+	}
+	return cp, nil
+}
+
+// Start starts a fresh etcd (empty data dir) and kube-apiserver version.
+func (cp *ControlPlane) Start(ctx context.Context, version string) error {
+	dataDir := filepath.Join(cp.opts.Dir, "etcd")
+	if err := os.RemoveAll(dataDir); err != nil {
+		return err
+	}
+	peer := fmt.Sprintf("http://127.0.0.1:%d", EtcdPeerPort)
+	client := fmt.Sprintf("http://127.0.0.1:%d", EtcdClientPort)
+	etcd, err := proc.Start("etcd", "etcd", []string{"--name=e2e", "--data-dir=" + dataDir,
+		"--listen-client-urls=" + client, "--advertise-client-urls=" + client,
+		"--listen-peer-urls=" + peer, "--initial-advertise-peer-urls=" + peer, "--initial-cluster=e2e=" + peer,
+		"--unsafe-no-fsync"}, nil, filepath.Join(cp.opts.LogDir, "etcd.log"))
+	if err != nil {
+		return err
+	}
+	cp.etcd = etcd
+	if err := waitHTTP(ctx, client+"/health", nil, 60*time.Second, etcd); err != nil {
+		return fmt.Errorf("etcd: %w", err)
+	}
+	return cp.StartAPIServer(ctx, version)
+}
+
+// StartAPIServer starts kube-apiserver version on the running etcd.
+func (cp *ControlPlane) StartAPIServer(ctx context.Context, version string) error {
+	p := cp.PKI
+	args := []string{
+		fmt.Sprintf("--etcd-servers=http://127.0.0.1:%d", EtcdClientPort),
+		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+		fmt.Sprintf("--secure-port=%d", APIServerPort), "--insecure-port=0",
+		"--endpoint-reconciler-type=none",
+		"--service-cluster-ip-range=" + ServiceCIDR,
+		"--tls-cert-file=" + p.ServingCert(), "--tls-private-key-file=" + p.ServingKey(),
+		"--client-ca-file=" + p.CACert(),
+		"--authorization-mode=AlwaysAllow",
+		"--service-account-key-file=" + p.SAPub(), "--service-account-signing-key-file=" + p.SAKey(),
+		"--service-account-issuer=https://kubernetes.default.svc",
+		"--cert-dir=" + filepath.Join(cp.opts.Dir, "apiserver-certs"),
+		"--allow-privileged=true",
+	}
+	ap, err := proc.Start("kube-apiserver "+version, cp.opts.APIServer(version), args, nil, filepath.Join(cp.opts.LogDir, "kube-apiserver.log"))
+	if err != nil {
+		return err
+	}
+	cp.apiserver, cp.Version = ap, version
+	tlsCfg, err := cp.clientTLS()
+	if err != nil {
+		return err
+	}
+	if err := waitHTTP(ctx, Server()+"/readyz", tlsCfg, 3*time.Minute, ap); err != nil {
+		return fmt.Errorf("kube-apiserver %s: %w (see %s)", version, err, filepath.Join(cp.opts.LogDir, "kube-apiserver.log"))
+	}
+	return nil
+}
+
+// UpgradeAPIServer replaces the running API server by version (etcd and
+// its data stay): the control plane goes first, as upstream requires.
+func (cp *ControlPlane) UpgradeAPIServer(ctx context.Context, version string) error {
+	if err := cp.apiserver.Stop(ctx, 20*time.Second); err != nil {
+		return err
+	}
+	return cp.StartAPIServer(ctx, version)
+}
+
+// Stop stops the API server and etcd.
+func (cp *ControlPlane) Stop(ctx context.Context) error {
+	var errs []string
+	for _, p := range []*proc.Process{cp.apiserver, cp.etcd} {
+		if p == nil {
+			continue
+		}
+		if err := p.Stop(ctx, 20*time.Second); err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
+	cp.apiserver, cp.etcd = nil, nil
+	if len(errs) > 0 {
+		return fmt.Errorf("stopping the control plane: %s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// Client is a clientset for the admin kubeconfig.
+func (cp *ControlPlane) Client() (kubernetes.Interface, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", cp.PKI.Kubeconfig())
+	if err != nil {
+		return nil, err
+	}
+	cfg.Timeout = 30 * time.Second
+	return kubernetes.NewForConfig(cfg)
+}
+
+func (cp *ControlPlane) clientTLS() (*tls.Config, error) {
+	pool := x509.NewCertPool()
+	ca, err := os.ReadFile(cp.PKI.CACert())
+	if err != nil {
+		return nil, err
+	}
+	pool.AppendCertsFromPEM(ca)
+	cert, err := tls.LoadX509KeyPair(cp.PKI.AdminCert(), cp.PKI.AdminKey())
+	if err != nil {
+		return nil, err
+	}
+	return &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}}, nil
+}
+
+func waitHTTP(ctx context.Context, url string, tlsCfg *tls.Config, timeout time.Duration, p *proc.Process) error {
+	client := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{TLSClientConfig: tlsCfg}}
+	deadline := time.Now().Add(timeout)
+	var last string
+	for {
+		if ended, err := p.Exited(); ended {
+			return fmt.Errorf("exited: %v", err)
+		}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		resp, err := client.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			last = resp.Status
+		} else {
+			last = err.Error()
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s not ready after %s: %s", url, timeout, last)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
