@@ -19,10 +19,12 @@ type Paths struct {
 func (p Paths) ContainerdRoot() string   { return filepath.Join(p.Root, "containerd", "root") }
 func (p Paths) ContainerdState() string  { return filepath.Join(p.Root, "containerd", "state") }
 func (p Paths) ContainerdConfig() string { return filepath.Join(p.Root, "containerd", "config.toml") }
-func (p Paths) ContainerdSocket() string { return filepath.Join(p.Root, "containerd", "containerd.sock") }
-func (p Paths) CNIConfDir() string       { return filepath.Join(p.Root, "cni", "net.d") }
-func (p Paths) CNIDataDir() string       { return filepath.Join(p.Root, "cni", "ipam") }
-func (p Paths) RuntimeEndpoint() string  { return "unix://" + p.ContainerdSocket() }
+func (p Paths) ContainerdSocket() string {
+	return filepath.Join(p.Root, "containerd", "containerd.sock")
+}
+func (p Paths) CNIConfDir() string      { return filepath.Join(p.Root, "cni", "net.d") }
+func (p Paths) CNIDataDir() string      { return filepath.Join(p.Root, "cni", "ipam") }
+func (p Paths) RuntimeEndpoint() string { return "unix://" + p.ContainerdSocket() }
 
 // Network is the bridge CNI network: a private subnet that exists only
 // inside this machine (no masquerading, nothing leaves).

@@ -333,7 +333,7 @@ func (s *Scenario) startKubelet(version string, patched bool) error {
 		RootDir: s.kubeletDir(), ManifestDir: s.manifestDir(), NodeName: s.opts.NodeName,
 		RuntimeEndpoint: s.node.RuntimeEndpoint(), PauseImage: corpus.PauseImage, SyncFrequency: s.opts.SyncFrequency,
 		Kubeconfig: kubeconfig,
-		LogFile: filepath.Join(s.logDir(), fmt.Sprintf("%02d-kubelet-%s-%s.log", s.phase, version, variant)),
+		LogFile:    filepath.Join(s.logDir(), fmt.Sprintf("%02d-kubelet-%s-%s.log", s.phase, version, variant)),
 	})
 	if err != nil {
 		return err
