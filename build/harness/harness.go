@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kubelet-compat/kubelet-compat/build/cachelock"
 	"github.com/kubelet-compat/kubelet-compat/build/exec"
 	"github.com/kubelet-compat/kubelet-compat/build/matrix"
 	"github.com/kubelet-compat/kubelet-compat/build/source"
@@ -109,6 +110,17 @@ func (h *Harness) OutputDir(row matrix.Row) string {
 
 func (h *Harness) logf(row matrix.Row, format string, args ...interface{}) {
 	fmt.Fprintf(h.opts.Progress, "[%s] "+format+"\n", append([]interface{}{row.Kubernetes}, args...)...)
+}
+
+// Lock serialises harness runs on the same row and flavor (work tree and
+// output dir), across processes. Call the returned func when done.
+func (h *Harness) Lock(ctx context.Context, row matrix.Row) (func(), error) {
+	path := filepath.Join(h.opts.CacheDir, "locks", "work-"+row.Kubernetes+"-"+h.flavor()+".lock")
+	unlock, err := cachelock.Lock(ctx, path)
+	if err != nil {
+		return nil, fmt.Errorf("[%s] locking the %s work tree: %w", row.Kubernetes, h.flavor(), err)
+	}
+	return unlock, nil
 }
 
 // Prepare makes the row's work tree: toolchain, pristine source, a writable

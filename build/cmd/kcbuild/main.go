@@ -32,7 +32,7 @@ func usage() error {
 }
 
 func run(args []string) error {
-	if len(args) == 0 {
+	if len(args) == 0 || (args[0] != "build" && args[0] != "verify-trees") {
 		return usage()
 	}
 	cmd := args[0]
@@ -70,33 +70,40 @@ func run(args []string) error {
 	start := time.Now()
 	for _, row := range rows {
 		rowStart := time.Now()
-		tree, err := h.Prepare(ctx, row)
-		if err != nil {
+		if err := buildRow(ctx, h, row, cmd, splitList(*binaries)); err != nil {
 			return err
-		}
-		switch cmd {
-		case "build":
-			bins := splitList(*binaries)
-			if err := tree.Build(ctx, bins); err != nil {
-				return err
-			}
-			if err := tree.CheckBinaries(ctx, bins); err != nil {
-				return err
-			}
-		case "verify-trees":
-			if err := tree.Build(ctx, []string{"kubelet"}); err != nil {
-				return err
-			}
-			if err := tree.Test(ctx); err != nil {
-				return err
-			}
-		default:
-			return usage()
 		}
 		fmt.Printf("[%s] done in %s: %s\n", row.Kubernetes, time.Since(rowStart).Round(time.Second), h.OutputDir(row))
 	}
 	fmt.Printf("kcbuild %s: %d versions in %s\n", cmd, len(rows), time.Since(start).Round(time.Second))
 	return nil
+}
+
+// buildRow runs one command on one row, holding the row's work tree lock so
+// that concurrent harness runs wait for each other.
+func buildRow(ctx context.Context, h *harness.Harness, row matrix.Row, cmd string, bins []string) error {
+	unlock, err := h.Lock(ctx, row)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	tree, err := h.Prepare(ctx, row)
+	if err != nil {
+		return err
+	}
+	switch cmd {
+	case "build":
+		if err := tree.Build(ctx, bins); err != nil {
+			return err
+		}
+		return tree.CheckBinaries(ctx, bins)
+	case "verify-trees":
+		if err := tree.Build(ctx, []string{"kubelet"}); err != nil {
+			return err
+		}
+		return tree.Test(ctx)
+	}
+	return usage()
 }
 
 func splitList(s string) []string {
