@@ -111,3 +111,26 @@ func RewriteGoMod(gomod []byte, row matrix.Row) ([]byte, error) {
 func StubGoMod(path string) []byte {
 	return []byte("// Stub written by kubelet-compat build/source: the module proxy does not\n// serve " + path + " and nothing built from this tree imports it.\nmodule " + path + "\n")
 }
+
+// shims are stubs with content: modules the proxy does not serve whose code
+// moved to a module it does serve. kubectl 1.16-1.19 imports
+// vbom.ml/util/sortorder, published today as github.com/fvbommel/sortorder.
+var shims = map[string]map[string][]byte{
+	"vbom.ml/util": {
+		"go.mod": []byte("// Shim written by kubelet-compat build/source: the module proxy does not\n" +
+			"// serve vbom.ml/util; its sortorder package lives on as github.com/fvbommel/sortorder.\n" +
+			"module vbom.ml/util\n\nrequire github.com/fvbommel/sortorder v1.0.1\n"),
+		"sortorder/sortorder.go": []byte(`// Package sortorder forwards to github.com/fvbommel/sortorder, where
+// vbom.ml/util/sortorder moved.
+package sortorder
+
+import upstream "github.com/fvbommel/sortorder"
+
+// Natural sorts strings in natural order.
+type Natural = upstream.Natural
+
+// NaturalLess compares two strings in natural order.
+func NaturalLess(str1, str2 string) bool { return upstream.NaturalLess(str1, str2) }
+`),
+	},
+}

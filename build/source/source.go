@@ -38,7 +38,7 @@ const markerFile = ".kc-source.json"
 
 // assemblyVersion changes whenever Ensure starts assembling trees differently,
 // so older cached trees are rebuilt.
-const assemblyVersion = 1
+const assemblyVersion = 2
 
 // download is replaced in tests.
 var download = func(ctx context.Context, cacheDir string, row matrix.Row) (modfetch.Module, error) {
@@ -129,8 +129,18 @@ func Assemble(dir string, row matrix.Row) error {
 		if err := os.MkdirAll(stubDir, 0o755); err != nil {
 			return err
 		}
-		if err := os.WriteFile(filepath.Join(stubDir, "go.mod"), StubGoMod(stub), 0o644); err != nil {
-			return err
+		files := map[string][]byte{"go.mod": StubGoMod(stub)}
+		if shim, ok := shims[stub]; ok {
+			files = shim
+		}
+		for name, data := range files {
+			path := filepath.Join(stubDir, filepath.FromSlash(name))
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				return err
+			}
+			if err := os.WriteFile(path, data, 0o644); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -280,3 +280,25 @@ func TestEnsureRealSource(t *testing.T) {
 		}
 	}
 }
+
+// TestAssembleWritesShim: kubectl 1.16-1.19 imports vbom.ml/util/sortorder,
+// which the proxy does not serve; the stub must carry a forwarding package.
+func TestAssembleWritesShim(t *testing.T) {
+	dir := t.TempDir()
+	gomod := "module k8s.io/kubernetes\n\ngo 1.13\n\nreplace vbom.ml/util => vbom.ml/util v0.0.0-20160121211510-db5cfe13f5cc\n"
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte(gomod), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	row := matrix.Row{Kubernetes: "1.18.19", Stubs: []string{"vbom.ml/util"}}
+	if err := Assemble(dir, row); err != nil {
+		t.Fatal(err)
+	}
+	stub := filepath.Join(dir, filepath.FromSlash(StubPath("vbom.ml/util")))
+	mod, err := os.ReadFile(filepath.Join(stub, "go.mod"))
+	if err != nil || !strings.Contains(string(mod), "require github.com/fvbommel/sortorder v1.0.1") {
+		t.Errorf("shim go.mod = %q, %v", mod, err)
+	}
+	if src, err := os.ReadFile(filepath.Join(stub, "sortorder", "sortorder.go")); err != nil || !strings.Contains(string(src), "type Natural = upstream.Natural") {
+		t.Errorf("shim package = %q, %v", src, err)
+	}
+}
