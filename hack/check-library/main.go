@@ -17,6 +17,7 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/build/exec"
 	"github.com/kubelet-compat/kubelet-compat/build/matrix"
 	"github.com/kubelet-compat/kubelet-compat/build/toolchain"
+	"github.com/kubelet-compat/kubelet-compat/hack/internal/libfiles"
 )
 
 // goSpewVersion is what every supported tree vendors.
@@ -72,7 +73,7 @@ func check(ctx context.Context, cacheDir, libDir string, row matrix.Row) error {
 	}
 	defer os.RemoveAll(work)
 	pkgDir := filepath.Join(work, "kubeletcompat")
-	if err := copyLibrary(libDir, pkgDir); err != nil {
+	if err := libfiles.Copy(libDir, pkgDir); err != nil {
 		return err
 	}
 	gomod := fmt.Sprintf("module kubeletcompatcheck\n\ngo 1.13\n\nrequire (\n\tgithub.com/davecgh/go-spew %s\n\tk8s.io/api %s\n\tk8s.io/apimachinery %s\n)\n",
@@ -92,36 +93,6 @@ func check(ctx context.Context, cacheDir, libDir string, row matrix.Row) error {
 				return fmt.Errorf("go%s %s (GOOS=%s): %w", row.Go, strings.Join(args, " "), goos, err)
 			}
 		}
-	}
-	return nil
-}
-
-// copyLibrary copies the files a kubelet tree receives: non-test Go files.
-func copyLibrary(src, dst string) error {
-	if err := os.MkdirAll(dst, 0o755); err != nil {
-		return err
-	}
-	entries, err := os.ReadDir(src)
-	if err != nil {
-		return err
-	}
-	n := 0
-	for _, e := range entries {
-		name := e.Name()
-		if e.IsDir() || !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
-			continue
-		}
-		data, err := os.ReadFile(filepath.Join(src, name))
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(filepath.Join(dst, name), data, 0o644); err != nil {
-			return err
-		}
-		n++
-	}
-	if n == 0 {
-		return fmt.Errorf("no Go files in %s", src)
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/build/exec"
 	"github.com/kubelet-compat/kubelet-compat/build/matrix"
 	"github.com/kubelet-compat/kubelet-compat/build/source"
+	"github.com/kubelet-compat/kubelet-compat/hack/internal/libfiles"
 )
 
 const (
@@ -121,7 +122,7 @@ func (g generator) render(ctx context.Context, row matrix.Row) (map[string][]byt
 		return nil, nil, err
 	}
 
-	if err := copyLibrary(g.libDir, filepath.Join(repo, libraryPackage)); err != nil {
+	if err := libfiles.Copy(g.libDir, filepath.Join(repo, libraryPackage)); err != nil {
 		return nil, nil, err
 	}
 	if err := git(ctx, nil, "add", "-A"); err != nil {
@@ -306,29 +307,6 @@ func gitIn(repo string) func(ctx context.Context, env []string, args ...string) 
 		}, env...)}
 		return cmd.Run(ctx)
 	}
-}
-
-// copyLibrary copies what a kubelet tree receives: the non-test Go files.
-func copyLibrary(src, dst string) error {
-	entries, err := os.ReadDir(src)
-	if err != nil {
-		return err
-	}
-	n := 0
-	for _, e := range entries {
-		name := e.Name()
-		if e.IsDir() || !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
-			continue
-		}
-		if err := copyFile(filepath.Join(src, name), filepath.Join(dst, name)); err != nil {
-			return err
-		}
-		n++
-	}
-	if n == 0 {
-		return fmt.Errorf("no library files in %s", src)
-	}
-	return nil
 }
 
 func copyFile(src, dst string) error {

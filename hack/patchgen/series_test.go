@@ -41,23 +41,6 @@ func TestReadSeries(t *testing.T) {
 	}
 }
 
-func TestCopyLibrarySkipsTests(t *testing.T) {
-	src, dst := t.TempDir(), t.TempDir()
-	write(t, filepath.Join(src, "a.go"), "package a\n")
-	write(t, filepath.Join(src, "a_test.go"), "package a\n")
-	write(t, filepath.Join(src, "README.md"), "x\n")
-	if err := copyLibrary(src, dst); err != nil {
-		t.Fatal(err)
-	}
-	entries, _ := os.ReadDir(dst)
-	if len(entries) != 1 || entries[0].Name() != "a.go" {
-		t.Errorf("copied %v, want only a.go", entries)
-	}
-	if err := copyLibrary(t.TempDir(), dst); err == nil {
-		t.Error("copyLibrary of an empty dir succeeded")
-	}
-}
-
 func write(t *testing.T, path, data string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
