@@ -48,7 +48,7 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	if rows, err = matrix.Select(rows, splitList(*versions)); err != nil {
+	if rows, err = selectBuildRows(rows, splitList(*versions)); err != nil {
 		return err
 	}
 	var epoch int64
@@ -116,4 +116,23 @@ func cacheDir() string {
 	}
 	home, _ := os.UserHomeDir()
 	return filepath.Join(home, ".cache", "kubelet-compat")
+}
+
+// selectBuildRows picks the named build rows, telling an unknown version
+// from a reference row that has no patch series.
+func selectBuildRows(buildRows []matrix.Row, names []string) ([]matrix.Row, error) {
+	var known []string
+	for _, r := range buildRows {
+		known = append(known, r.Kubernetes)
+	}
+	for _, name := range names {
+		if _, err := matrix.Select(buildRows, []string{name}); err == nil {
+			continue
+		}
+		if row, err := matrix.Lookup(name); err == nil {
+			return nil, fmt.Errorf("kubernetes %s is a reference row of the matrix without a patch series; buildable: %s", row.Kubernetes, strings.Join(known, ", "))
+		}
+		return nil, fmt.Errorf("kubernetes %q is not in build/matrix/matrix.json; buildable: %s (adding a version is adding a matrix row and a patches/v<minor> series)", name, strings.Join(known, ", "))
+	}
+	return matrix.Select(buildRows, names)
 }
