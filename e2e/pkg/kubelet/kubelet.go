@@ -121,6 +121,31 @@ func (k *Kubelet) SyncedPods(names []PodRef) (map[PodRef]bool, error) {
 	return Synced(f, names)
 }
 
+// KeptMessage starts the patched kubelet's log line for a container it
+// keeps (all patched minors, logged once per container at V(2)).
+const KeptMessage = "Keeping container"
+
+// CountLines counts the lines of this run's log containing substr.
+func (k *Kubelet) CountLines(substr string) (int, error) {
+	f, err := os.Open(k.LogFile)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	if _, err := f.Seek(k.logOffset, io.SeekStart); err != nil {
+		return 0, err
+	}
+	n := 0
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), substr) {
+			n++
+		}
+	}
+	return n, sc.Err()
+}
+
 // PodRef names a pod as the runtime does.
 type PodRef struct{ Namespace, Name string }
 

@@ -40,6 +40,9 @@ type Run struct {
 	Restarts      int     `json:"restarts"`
 	RecreatedPods int     `json:"recreatedPods"`
 	WindowSeconds float64 `json:"windowSeconds"`
+	// KeptLogLines counts the new kubelet's "Keeping container" lines: the
+	// containers the compat path kept (their hash differs from its own).
+	KeptLogLines int `json:"keptLogLines"`
 	// Expected lists what upstream restarts on this step (controls only).
 	Expected []Expectation `json:"expected,omitempty"`
 	Diff     snapshot.Diff `json:"diff"`

@@ -134,6 +134,10 @@ func Run(ctx context.Context, o Options, stack *cleanup.Stack, rep *report.Repor
 	}
 	s := &Scenario{opts: o, stack: stack, Report: rep}
 	s.corpus = corpus.New(corpus.Options{Pods: o.Pods, NodeName: o.NodeName, HostPathRoot: s.hostPathRoot(), FirstHostPort: 19100, API: o.API})
+	// Logs of an earlier run would mix with this run's.
+	if err := os.RemoveAll(s.logDir()); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(s.logDir(), 0o755); err != nil {
 		return err
 	}
@@ -467,9 +471,12 @@ func (s *Scenario) swap(ctx context.Context, st Step, patched bool, faults []str
 	if last := lastStartAfter(after, started); last.Sub(started).Seconds() > run.WindowSeconds {
 		run.WindowSeconds = last.Sub(started).Seconds()
 	}
+	if run.KeptLogLines, err = s.kubelet.CountLines(kubelet.KeptMessage); err != nil {
+		return nil, err
+	}
 	run.Diff = snapshot.Compare(before, after)
 	run.Pods, run.Containers, run.Restarts, run.RecreatedPods = run.Diff.Pods, run.Diff.Containers, run.Diff.Restarts, run.Diff.RecreatedPods
-	s.logf("swap %s (%s): %d pods, %d containers, %d restarts, %d pods recreated", st, variant, run.Pods, run.Containers, run.Restarts, run.RecreatedPods)
+	s.logf("swap %s (%s): %d pods, %d containers, %d restarts, %d pods recreated, %d containers kept by the compat path", st, variant, run.Pods, run.Containers, run.Restarts, run.RecreatedPods, run.KeptLogLines)
 	return run, nil
 }
 
