@@ -90,15 +90,15 @@ func (r *Report) Finish(end time.Time, err error) {
 func (r *Report) Table(w io.Writer) {
 	r.summary(w)
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "| step | variant | pods | containers | restarts | recreated pods | upgrade window (s) | result |\n")
-	fmt.Fprintf(w, "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |\n")
+	fmt.Fprintf(w, "| step | variant | pods | containers | restarts | recreated pods | kept by the compat path | upgrade window (s) | result |\n")
+	fmt.Fprintf(w, "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n")
 	for _, run := range r.Runs {
 		variant := run.Variant
 		if len(run.Faults) > 0 {
 			variant += " + " + strings.Join(run.Faults, " + ")
 		}
-		fmt.Fprintf(w, "| %s | %s | %d | %d | %d | %d | %.1f | %s |\n", run.Step, variant, run.Pods, run.Containers,
-			run.Restarts, run.RecreatedPods, run.WindowSeconds, run.Verdict)
+		fmt.Fprintf(w, "| %s | %s | %d | %d | %d | %d | %d | %.1f | %s |\n", run.Step, variant, run.Pods, run.Containers,
+			run.Restarts, run.RecreatedPods, run.KeptLogLines, run.WindowSeconds, run.Verdict)
 	}
 	if len(r.Checks) > 0 {
 		fmt.Fprintln(w)

@@ -16,7 +16,7 @@ func sample() *Report {
 		{Step: "1.20.15 -> 1.21.14", From: "1.20.15", To: "1.21.14", Variant: Unpatched, Pods: 10, Containers: 11, Restarts: 7, RecreatedPods: 6, WindowSeconds: 12.34,
 			Expected: []Expectation{{Pod: "kc-e2e/web-000-node", Reason: "static pod without metadata.uid"}},
 			Diff:     snapshot.Diff{Pods: 10, Containers: 11, Restarts: 7, RecreatedPods: 6}, Passed: true, Verdict: "restarts as upstream (7 expected pods)"},
-		{Step: "1.20.15 -> 1.21.14", From: "1.20.15", To: "1.21.14", Variant: Patched, Pods: 10, Containers: 11, WindowSeconds: 3.21,
+		{Step: "1.20.15 -> 1.21.14", From: "1.20.15", To: "1.21.14", Variant: Patched, Pods: 10, Containers: 11, WindowSeconds: 3.21, KeptLogLines: 1,
 			Diff: snapshot.Diff{Pods: 10, Containers: 11}, Passed: true, Verdict: "0 restarts"},
 		{Step: "1.20.15 -> 1.21.14", From: "1.20.15", To: "1.21.14", Variant: Patched, Faults: []string{"containerd restart", "SIGKILL mid-sync"}, Pods: 10, Containers: 11, WindowSeconds: 9.5,
 			Passed: true, Verdict: "0 restarts"},
