@@ -5,10 +5,14 @@
 #   make e2e E2E=bench        1.20.15 -> 1.21.14 with 100 pods: the upgrade window
 #   make e2e E2E_PROVIDER=kind    kind cluster (needs Docker; skipped without it)
 #   make e2e E2E_ARGS='-pods 20'  anything else for e2e/cmd/e2e
+#   make e2e E2E_BUILD=false      use the binaries already in _output
 
 E2E ?= ci
 E2E_PROVIDER ?= local
 E2E_ARGS ?=
+# E2E_BUILD=false uses the binaries already in _output (e.g. while another
+# harness run holds the work trees).
+E2E_BUILD ?= true
 
 E2E_VERSIONS_ci := 1.20.15,1.21.14
 E2E_UNPATCHED_ci := 1.21.14
@@ -27,7 +31,7 @@ e2e: e2e-binaries
 
 # The kubelets (incremental: instant when built) and the CLI.
 e2e-binaries:
-ifeq ($(E2E_PROVIDER),local)
+ifeq ($(E2E_PROVIDER)$(E2E_BUILD),localtrue)
 	$(MAKE) build VERSIONS=$(E2E_VERSIONS_$(E2E)) BINARIES=$(or $(E2E_BINARIES_$(E2E)),kubelet)
 	$(MAKE) build VERSIONS=$(E2E_UNPATCHED_$(E2E)) PATCHED=false BINARIES=kubelet
 endif
