@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -72,6 +73,7 @@ type fileState struct {
 	stamp   [4]int64 // identity of what was read, to skip unchanged reloads
 	file    *File    // nil unless the file is active
 	prev    Version
+	history []Version            // prev, then the older versions, newest first
 	pods    map[string]StaticPod // by manifest path
 }
 
@@ -189,18 +191,33 @@ func (c *Compat) KeepChanged(container *v1.Container, running RunningContainer) 
 	if running.CreatedAt.IsZero() || !running.CreatedAt.Before(c.start) {
 		return Decision{Reason: "definition changed (created by this kubelet)"}
 	}
-	if st.prev.Minor <= lastGoStructMinor {
-		return c.keepByAge(container, running, st.prev)
+	// The container may come from the previous kubelet or, kept through
+	// earlier upgrades, from an older one: its stored hash must be what one
+	// of them computes for the current spec.
+	var tried []string
+	var byAge *Version
+	for i := range st.history {
+		v := st.history[i]
+		if v.Minor <= lastGoStructMinor {
+			if byAge == nil {
+				byAge = &st.history[i]
+			}
+			continue
+		}
+		legacy, err := ContainerHash(v, container)
+		if err != nil {
+			c.logOnce("hash "+err.Error(), "kubelet-compat: %v; containers restart as upstream does", err)
+			continue
+		}
+		if legacy == running.Hash {
+			return c.keep(running, fmt.Sprintf("kept: stored hash %x is what %s computes for the current spec", legacy, v))
+		}
+		tried = append(tried, fmt.Sprintf("%s's %x", v, legacy))
 	}
-	legacy, err := ContainerHash(st.prev, container)
-	if err != nil {
-		c.logOnce("hash "+err.Error(), "kubelet-compat: %v; containers restart as upstream does", err)
-		return Decision{Reason: "definition changed (" + err.Error() + ")"}
+	if byAge != nil {
+		return c.keepByAge(container, running, *byAge)
 	}
-	if legacy != running.Hash {
-		return Decision{Reason: fmt.Sprintf("definition changed (stored hash %x is neither this kubelet's nor %s's %x)", running.Hash, st.prev, legacy)}
-	}
-	return c.keep(running, fmt.Sprintf("kept: stored hash %x is what %s computes for the current spec", legacy, st.prev))
+	return Decision{Reason: fmt.Sprintf("definition changed (stored hash %x is neither this kubelet's nor %s)", running.Hash, strings.Join(tried, ", "))}
 }
 
 // keep returns a keep decision, marking the first one per container.
@@ -244,7 +261,7 @@ func (c *Compat) StaticPodUID(manifestPath string, data []byte) (string, bool) {
 		return "", false
 	}
 	if ManifestSHA256(data) != sp.SHA256 {
-		c.logOnce("manifest "+manifestPath+" "+sp.SHA256, "kubelet-compat: %s changed since it was recorded; its pod gets a new UID", manifestPath)
+		c.logOnce("manifest "+manifestPath+" "+sp.SHA256, "kubelet-compat: %s changed since it was recorded: its recorded UID is not used", manifestPath)
 		return "", false
 	}
 	return sp.UID, true
@@ -301,12 +318,16 @@ func (c *Compat) reload(old *fileState) *fileState {
 		c.logOnce("version "+f.PreviousVersion, "kubelet-compat: ignoring %s: previous version %s is not older than this kubelet %s", c.path, prev, c.own)
 		return st
 	}
-	st.file, st.prev = f, prev
+	st.file, st.prev, st.history = f, prev, f.Versions()
 	st.pods = make(map[string]StaticPod, len(f.StaticPods))
 	for _, sp := range f.StaticPods {
 		st.pods[sp.ManifestPath] = sp
 	}
-	c.logOnce(fmt.Sprintf("active %s %v", prev, st.stamp), "kubelet-compat: %s is active: previous kubelet %s recorded at %s, %d static pods", c.path, prev, f.RecordedAt.Format(time.RFC3339), len(f.StaticPods))
+	older := ""
+	if len(f.OlderVersions) > 0 {
+		older = " (before it " + strings.Join(f.OlderVersions, ", ") + ")"
+	}
+	c.logOnce(fmt.Sprintf("active %s %v", prev, st.stamp), "kubelet-compat: %s is active: previous kubelet %s%s recorded at %s, %d static pods", c.path, prev, older, f.RecordedAt.Format(time.RFC3339), len(f.StaticPods))
 	return st
 }
 

@@ -63,6 +63,17 @@ func (n *node) record(previous string, pods ...StaticPod) {
 	must(n.t, WriteFile(n.path, f))
 }
 
+// recordChain writes a file whose previous version is previous and whose
+// older versions are older (newest first).
+func (n *node) recordChain(previous string, older ...string) {
+	n.t.Helper()
+	f := testFile()
+	f.PreviousVersion = previous
+	f.OlderVersions = older
+	f.StaticPods = nil
+	must(n.t, WriteFile(n.path, f))
+}
+
 func (n *node) compat(own string, interval time.Duration) *Compat {
 	return New(Config{
 		Path:            n.path,
@@ -191,6 +202,36 @@ func TestFirstKeep(t *testing.T) {
 		if !d.Keep || d.FirstKeep != tt.wantFirst {
 			t.Errorf("call %d (%s): %+v, want FirstKeep=%v", i, tt.running.ID, d, tt.wantFirst)
 		}
+	}
+}
+
+// TestKeptThroughTwoUpgrades is the chain 1.18 -> 1.19 -> 1.20: a container
+// created by 1.18 and kept by the patched 1.19 still carries 1.18's hash when
+// 1.20 replaces 1.19 (found by the e2e's full chain).
+func TestKeptThroughTwoUpgrades(t *testing.T) {
+	spec := seccompContainer()
+	spec.LivenessProbe = nil // no field of 1.21
+	running := RunningContainer{ID: "c1", Hash: mustHash(t, "v1.18.19", spec), CreatedAt: beforeStart}
+	if h := mustHash(t, "v1.19.16", spec); h == running.Hash {
+		t.Fatal("1.18 and 1.19 must hash this container differently")
+	}
+
+	withoutHistory := newNode(t)
+	withoutHistory.record("v1.19.16")
+	if d := withoutHistory.compat("v1.20.15", time.Hour).Decide(spec, running); d.Keep {
+		t.Errorf("kept without the history: %+v", d)
+	}
+
+	withHistory := newNode(t)
+	withHistory.recordChain("v1.19.16", "v1.18.19")
+	d := withHistory.compat("v1.20.15", time.Hour).Decide(spec, running)
+	if !d.Keep || !strings.Contains(d.Reason, "v1.18.19 computes") {
+		t.Errorf("not kept with the history: %+v", d)
+	}
+	changed := spec.DeepCopy()
+	changed.Args = []string{"--genuine-change"}
+	if d := withHistory.compat("v1.20.15", time.Hour).Decide(changed, running); d.Keep || !strings.Contains(d.Reason, "v1.19.16's") || !strings.Contains(d.Reason, "v1.18.19's") {
+		t.Errorf("genuine change with the history: %+v", d)
 	}
 }
 

@@ -37,9 +37,16 @@ type File struct {
 	PreviousVersion string `json:"previousVersion"`
 	// RecordedAt is when the file was written.
 	RecordedAt time.Time `json:"recordedAt"`
+	// OlderVersions lists, newest first, the kubelets that ran before
+	// PreviousVersion and whose containers may still run: a container kept
+	// through one upgrade still carries its creator's hash at the next one.
+	OlderVersions []string `json:"olderVersions,omitempty"`
 	// StaticPods lists the static pods that ran when the file was written.
 	StaticPods []StaticPod `json:"staticPods,omitempty"`
 }
+
+// MaxOlderVersions bounds the upgrade history a file carries.
+const MaxOlderVersions = 8
 
 // StaticPod ties a manifest, as it was when recorded, to the UID its pod ran under.
 type StaticPod struct {
@@ -82,8 +89,23 @@ func (f *File) Validate() error {
 	if f.APIVersion != APIVersion || f.Kind != Kind {
 		return fmt.Errorf("unknown apiVersion/kind %q/%q, want %q/%q", f.APIVersion, f.Kind, APIVersion, Kind)
 	}
-	if _, err := ParseVersion(f.PreviousVersion); err != nil {
+	prev, err := ParseVersion(f.PreviousVersion)
+	if err != nil {
 		return fmt.Errorf("previousVersion: %v", err)
+	}
+	if len(f.OlderVersions) > MaxOlderVersions {
+		return fmt.Errorf("olderVersions lists %d versions, at most %d", len(f.OlderVersions), MaxOlderVersions)
+	}
+	newer := prev
+	for i, s := range f.OlderVersions {
+		v, err := ParseVersion(s)
+		if err != nil {
+			return fmt.Errorf("olderVersions[%d]: %v", i, err)
+		}
+		if !v.LessThan(newer) {
+			return fmt.Errorf("olderVersions[%d]: %s is not older than %s (newest first)", i, v, newer)
+		}
+		newer = v
 	}
 	if f.RecordedAt.IsZero() {
 		return errors.New("recordedAt is missing")
@@ -239,4 +261,16 @@ func checkFileInfo(fi os.FileInfo, ownerUID int) error {
 		return problemf("%s is owned by uid %d, not %d", fi.Name(), uid, ownerUID)
 	}
 	return nil
+}
+
+// Versions returns the previous version and the older ones, newest first.
+// The file must be valid.
+func (f *File) Versions() []Version {
+	out := make([]Version, 0, 1+len(f.OlderVersions))
+	for _, s := range append([]string{f.PreviousVersion}, f.OlderVersions...) {
+		if v, err := ParseVersion(s); err == nil {
+			out = append(out, v)
+		}
+	}
+	return out
 }

@@ -33,6 +33,11 @@ func TestParse(t *testing.T) {
 			return `{"apiVersion":"kubelet-compat.io/v1alpha1","kind":"UpgradeCompat","previousVersion":"v1.18.19","recordedAt":"2026-11-29T10:00:00Z"}`
 		}},
 		{name: "build metadata", edit: replace(`"v1.20.15"`, `"v1.20.15+compat.1"`)},
+		{name: "older versions", edit: replace(`"recordedAt"`, `"olderVersions": ["v1.19.16", "v1.18.19+compat.1"], "recordedAt"`)},
+		{name: "older version not older", edit: replace(`"recordedAt"`, `"olderVersions": ["v1.20.15"], "recordedAt"`), wantErr: "is not older than"},
+		{name: "older versions not newest first", edit: replace(`"recordedAt"`, `"olderVersions": ["v1.18.19", "v1.19.16"], "recordedAt"`), wantErr: "newest first"},
+		{name: "older version unparsable", edit: replace(`"recordedAt"`, `"olderVersions": ["1.19"], "recordedAt"`), wantErr: "olderVersions[0]"},
+		{name: "too many older versions", edit: replace(`"recordedAt"`, `"olderVersions": ["v1.19.9","v1.19.8","v1.19.7","v1.19.6","v1.19.5","v1.19.4","v1.19.3","v1.19.2","v1.19.1"], "recordedAt"`), wantErr: "at most"},
 		{name: "not json", edit: func(string) string { return "apiVersion: v1" }, wantErr: "unparsable"},
 		{name: "empty", edit: func(string) string { return "" }, wantErr: "unparsable"},
 		{name: "trailing data", edit: func(s string) string { return s + "{}" }, wantErr: "trailing data"},
@@ -88,6 +93,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(validFileJSON))
 	f.Add([]byte(`{"apiVersion":"kubelet-compat.io/v1alpha1","kind":"UpgradeCompat","previousVersion":"v1.18.19","recordedAt":"2026-11-29T10:00:00Z"}`))
 	f.Add([]byte(`{"apiVersion":"kubelet-compat.io/v1alpha1","kind":"UpgradeCompat","previousVersion":"v1.18.19-rc.0+x","recordedAt":"2026-11-29T10:00:00Z","staticPods":null}`))
+	f.Add([]byte(`{"apiVersion":"kubelet-compat.io/v1alpha1","kind":"UpgradeCompat","previousVersion":"v1.20.15","olderVersions":["v1.19.16","v1.18.19"],"recordedAt":"2026-11-29T10:00:00Z"}`))
 	f.Add([]byte(`{}`))
 	f.Add([]byte(`[]`))
 	f.Add([]byte(`null`))

@@ -95,7 +95,7 @@ func runRecord(ctx context.Context, env Env, o *nodeOptions) error {
 		names = append(names, fmt.Sprintf("  %s  uid %s  %s", podName, uid, s.Path))
 	}
 	path := o.compatPath()
-	if err := refuseNewerRecord(env, path, version); err != nil {
+	if f.OlderVersions, err = carriedHistory(env, path, version); err != nil {
 		return err
 	}
 	if err := kubeletcompat.WriteFile(path, f); err != nil {
@@ -109,6 +109,9 @@ func runRecord(ctx context.Context, env Env, o *nodeOptions) error {
 		warnf(env, "not running as root: the kubelet ignores %s unless root owns it", path)
 	}
 	fmt.Fprintf(env.Stdout, "recorded %s: previous kubelet %s at %s, %d static pod(s)\n", path, version, f.RecordedAt.Format("2006-01-02T15:04:05Z07:00"), len(f.StaticPods))
+	if len(f.OlderVersions) > 0 {
+		fmt.Fprintf(env.Stdout, "  containers kept from earlier upgrades may carry hashes of %s\n", strings.Join(f.OlderVersions, ", "))
+	}
 	for _, n := range names {
 		fmt.Fprintln(env.Stdout, n)
 	}
@@ -167,22 +170,32 @@ func staticPodUID(sandboxes []cri.Sandbox, s manifest.Static, node string) (stri
 // refuseNewerRecord stops record from overwriting the record of a newer
 // kubelet: that would make the patched kubelet compare against the wrong
 // version. An unreadable existing file is replaced with a warning.
-func refuseNewerRecord(env Env, path string, version kubeletcompat.Version) error {
+// carriedHistory refuses to replace a file that records a newer kubelet,
+// and returns the versions the new file must still accept hashes of: the
+// existing file's previous and older versions. A container kept through one
+// upgrade still carries its creator's hash at the next one.
+func carriedHistory(env Env, path string, version kubeletcompat.Version) ([]string, error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil
+		return nil, nil
 	}
 	if err != nil {
-		return fmt.Errorf("reading the existing %s: %w", path, err)
+		return nil, fmt.Errorf("reading the existing %s: %w", path, err)
 	}
 	old, err := kubeletcompat.Parse(data)
 	if err != nil {
 		warnf(env, "replacing the invalid %s (%v)", path, err)
-		return nil
+		return nil, nil
 	}
 	prev, _ := kubeletcompat.ParseVersion(old.PreviousVersion)
 	if version.LessThan(prev) {
-		return fmt.Errorf("%s already records kubelet %s, newer than %s: refusing to overwrite it (delete it if that record is stale)", path, prev, version)
+		return nil, fmt.Errorf("%s already records kubelet %s, newer than %s: refusing to overwrite it (delete it if that record is stale)", path, prev, version)
 	}
-	return nil
+	var history []string
+	for _, v := range old.Versions() {
+		if v.LessThan(version) && len(history) < kubeletcompat.MaxOlderVersions {
+			history = append(history, v.String())
+		}
+	}
+	return history, nil
 }

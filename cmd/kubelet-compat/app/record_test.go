@@ -47,6 +47,39 @@ func TestRecord(t *testing.T) {
 	}
 }
 
+// TestRecordCarriesHistory: a container kept through the 1.18 -> 1.19
+// upgrade still carries 1.18's hash at 1.19 -> 1.20, so the new record keeps
+// the versions of the file it replaces.
+func TestRecordCarriesHistory(t *testing.T) {
+	for _, tc := range []struct {
+		name, existing, recorded string
+		wantOlder                []string
+	}{
+		{name: "no file before", recorded: "v1.19.16"},
+		{name: "one upgrade before", existing: `"previousVersion":"v1.18.19"`, recorded: "v1.19.16", wantOlder: []string{"v1.18.19"}},
+		{name: "two upgrades before", existing: `"previousVersion":"v1.19.16","olderVersions":["v1.18.19"]`, recorded: "v1.20.15", wantOlder: []string{"v1.19.16", "v1.18.19"}},
+		{name: "recorded again", existing: `"previousVersion":"v1.19.16","olderVersions":["v1.18.19"]`, recorded: "v1.19.16", wantOlder: []string{"v1.18.19"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, cri.APIv1)
+			f.addStaticPods(tc.recorded, pod{file: "etcd.yaml", yaml: etcdYAML, uid: "etcd-uid", created: beforeStart, ready: true})
+			if tc.existing != "" {
+				f.write(f.compatPath(), `{"apiVersion":"kubelet-compat.io/v1alpha1","kind":"UpgradeCompat",`+tc.existing+`,"recordedAt":"2025-01-01T00:00:00Z"}`+"\n")
+			}
+			if code := f.run("record", "--kubelet-binary", f.kubeletBinary(tc.recorded)); code != 0 {
+				t.Fatalf("record exit %d: %s", code, f.stderr.String())
+			}
+			got, _, err := kubeletcompat.ReadFile(f.compatPath(), os.Getuid())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.PreviousVersion != tc.recorded || strings.Join(got.OlderVersions, ",") != strings.Join(tc.wantOlder, ",") {
+				t.Errorf("recorded %s with older %v, want %s with %v", got.PreviousVersion, got.OlderVersions, tc.recorded, tc.wantOlder)
+			}
+		})
+	}
+}
+
 func TestRecordFromRunningKubelet(t *testing.T) {
 	f := newFixture(t, cri.APIv1alpha2)
 	f.addStaticPods("v1.20.15", pod{file: "etcd.yaml", yaml: etcdYAML, uid: "etcd-uid", created: beforeStart, ready: true})
