@@ -251,6 +251,14 @@ func (t *Tree) Build(ctx context.Context, binaries []string) error {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
+	for _, bin := range binaries {
+		if openAPIBinaries[bin] {
+			if err := t.GenerateOpenAPI(ctx); err != nil {
+				return err
+			}
+			break
+		}
+	}
 	ldflags := t.ldflags()
 	for _, bin := range binaries {
 		pkg, ok := Binaries[bin]

@@ -104,3 +104,35 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+func TestOpenAPIInputs(t *testing.T) {
+	tree := t.TempDir()
+	api := t.TempDir()
+	write := func(path, content string) {
+		must(t, os.MkdirAll(filepath.Dir(path), 0o755))
+		must(t, os.WriteFile(path, []byte(content), 0o644))
+	}
+	write(filepath.Join(tree, "pkg/apis/a/v1/doc.go"), "// +k8s:openapi-gen=true\npackage v1\n")
+	write(filepath.Join(tree, "pkg/apis/b/doc.go"), "// +k8s:deepcopy-gen=package\npackage b\n")
+	write(filepath.Join(tree, "_output/x/doc.go"), "// +k8s:openapi-gen=true\npackage x\n")
+	write(filepath.Join(tree, "vendor/k8s.io/api/doc.go"), "// +k8s:openapi-gen=true\npackage api\n")
+	write(filepath.Join(tree, "pkg/c/_examples/doc.go"), "//   +k8s:openapi-gen=false\npackage c\n")
+	write(filepath.Join(api, "core/v1/types.go"), "package v1\n\n// +k8s:openapi-gen=true\ntype T struct{}\n")
+
+	tr := &Tree{Row: row121, Dir: tree}
+	mods := "k8s.io/kubernetes \n" +
+		"k8s.io/api k8s.io/api v0.21.14 " + api + "\n" +
+		"k8s.io/utils k8s.io/utils v0.0.0-2021 /nowhere\n" +
+		"k8s.io/code-generator k8s.io/code-generator v0.21.14 /cg\n" +
+		"k8s.io/sample-apiserver k8s.io/sample-apiserver v0.21.14 /sample\n"
+	roots, boilerplate := tr.openAPIRoots([]byte(mods))
+	if boilerplate != "/cg/hack/boilerplate.go.txt" || len(roots) != 2 || roots["k8s.io/api"] != api {
+		t.Fatalf("openAPIRoots = %v, %q", roots, boilerplate)
+	}
+	got, err := taggedPackages(roots)
+	must(t, err)
+	want := "k8s.io/api/core/v1 k8s.io/kubernetes/pkg/apis/a/v1 k8s.io/kubernetes/pkg/c/_examples"
+	if strings.Join(got, " ") != want {
+		t.Fatalf("taggedPackages = %v, want %s", got, want)
+	}
+}

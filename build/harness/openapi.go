@@ -1,0 +1,213 @@
+package harness
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/kubelet-compat/kubelet-compat/build/exec"
+	"github.com/kubelet-compat/kubelet-compat/build/toolchain"
+)
+
+// openAPIBinaries import k8s.io/kubernetes/pkg/generated/openapi, which
+// upstream generates at build time (`make generated_files`) and the module
+// zip therefore lacks.
+var openAPIBinaries = map[string]bool{
+	"kube-apiserver":          true,
+	"kube-controller-manager": true,
+	"kube-scheduler":          true,
+}
+
+const (
+	openAPIPackage = "k8s.io/kubernetes/pkg/generated/openapi"
+	openAPIBase    = "zz_generated.openapi"
+	// openAPIViolations is what upstream's Makefile diffs the API rule
+	// report against: the same report means the same input packages.
+	openAPIViolations = "api/api-rules/violation_exceptions.list"
+)
+
+// tagLine is the file filter of build/root/Makefile.generated_files
+// (ALL_K8S_TAG_FILES); a file of it that mentions +k8s:openapi-gen= puts its
+// directory on openapi-gen's input list.
+var tagLine = regexp.MustCompile(`(?m)^// *\+k8s:`)
+
+// GenerateOpenAPI writes pkg/generated/openapi/zz_generated.openapi.go into
+// the work tree as build/root/Makefile.generated_files does (KUBE target):
+// the openapi-gen of the tree's own k8s.io/kube-openapi, run with the row's
+// Go, over every directory of the tree and of the staging modules that
+// carries a +k8s:openapi-gen= tag, except code-generator and
+// sample-apiserver. The staging modules are read from the module cache (the
+// module zip has no staging/). openapi-gen runs in module mode; its API rule
+// report must equal the tree's known violations, as upstream requires.
+// Skipped when the output was made for the same tree fingerprint.
+func (t *Tree) GenerateOpenAPI(ctx context.Context) error {
+	dst := filepath.Join(t.Dir, filepath.FromSlash(strings.TrimPrefix(openAPIPackage, "k8s.io/kubernetes/")), openAPIBase+".go")
+	stamp := filepath.Join(t.Dir, ".kc-openapi")
+	if got, err := os.ReadFile(stamp); err == nil && string(got) == t.Fingerprint {
+		if _, err := os.Stat(dst); err == nil {
+			t.h.logf(t.Row, "openapi up to date: %s", dst)
+			return nil
+		}
+	}
+	start := time.Now()
+	t.h.logf(t.Row, "generating %s with the tree's openapi-gen...", openAPIPackage)
+	os.Remove(stamp)
+	logPath := filepath.Join(t.logDir, "openapi-gen.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	fail := func(err error) error {
+		fmt.Fprintf(logFile, "ERROR: %v\n", err)
+		return fmt.Errorf("[%s] step openapi-gen failed: %v: see %s", t.Row.Kubernetes, err, logPath)
+	}
+	tmp, err := os.MkdirTemp("", "kc-openapi-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	env := append(toolchain.Env(t.GOROOT, t.Row.Go, t.h.opts.CacheDir), "CGO_ENABLED=0")
+	run := func(log bool, name string, args ...string) ([]byte, error) {
+		cmd := &exec.Cmd{Name: name, Args: args, Dir: t.Dir, Env: env}
+		if log {
+			cmd.Log = logFile
+		} else {
+			fmt.Fprintf(logFile, "+ %s\n", cmd)
+		}
+		return cmd.Output(ctx)
+	}
+
+	gen := filepath.Join(tmp, "openapi-gen")
+	if _, err := run(true, t.goBin(), "build", "-o", gen, "k8s.io/kube-openapi/cmd/openapi-gen"); err != nil {
+		return fail(fmt.Errorf("building the tree's openapi-gen: %w", err))
+	}
+	mods, err := run(false, t.goBin(), "list", "-m", "-f", "{{.Path}} {{with .Replace}}{{.Path}} {{.Version}} {{.Dir}}{{end}}", "all")
+	if err != nil {
+		return fail(fmt.Errorf("listing the tree's modules: %w", err))
+	}
+	roots, boilerplate := t.openAPIRoots(mods)
+	if boilerplate == "" {
+		return fail(fmt.Errorf("k8s.io/code-generator %s is not in the module graph (its hack/boilerplate.go.txt heads the file)", t.Row.ModuleVersion("k8s.io/code-generator")))
+	}
+	inputs, err := taggedPackages(roots)
+	if err != nil {
+		return fail(fmt.Errorf("finding +k8s:openapi-gen tags: %w", err))
+	}
+	fmt.Fprintf(logFile, "%d input packages from %d roots:\n%s\n", len(inputs), len(roots), strings.Join(inputs, "\n"))
+
+	report := filepath.Join(tmp, "violations.report")
+	if _, err := run(true, gen, "--logtostderr",
+		"-i", strings.Join(inputs, ","),
+		"-p", openAPIPackage,
+		"-O", openAPIBase,
+		"-h", boilerplate,
+		"-r", report,
+		"-o", filepath.Join(tmp, "out")); err != nil {
+		return fail(err)
+	}
+	got, err := os.ReadFile(report)
+	if err != nil {
+		return fail(err)
+	}
+	known, err := os.ReadFile(filepath.Join(t.Dir, openAPIViolations))
+	if err != nil && !os.IsNotExist(err) {
+		return fail(err)
+	}
+	if !bytes.Equal(got, known) {
+		os.WriteFile(logPath+".report", got, 0o644)
+		return fail(fmt.Errorf("the API rule report (%s.report) differs from the tree's %s: the input packages differ from upstream's", logPath, openAPIViolations))
+	}
+	data, err := os.ReadFile(filepath.Join(tmp, "out", filepath.FromSlash(openAPIPackage), openAPIBase+".go"))
+	if err != nil {
+		return fail(err)
+	}
+	if err := os.WriteFile(dst+".tmp", data, 0o644); err != nil {
+		return err
+	}
+	if err := os.Rename(dst+".tmp", dst); err != nil {
+		return err
+	}
+	if err := os.WriteFile(stamp, []byte(t.Fingerprint), 0o644); err != nil {
+		return err
+	}
+	t.h.logf(t.Row, "generated openapi from %d packages in %s", len(inputs), time.Since(start).Round(time.Second))
+	return nil
+}
+
+// openAPIRoots parses `go list -m -f '{{.Path}} {{with .Replace}}{{.Path}}
+// {{.Version}} {{.Dir}}{{end}}' all` into the directories to scan, by import
+// path prefix: the tree itself and every staging module (replaced by the
+// published module at the row's staging version or override), minus
+// code-generator and sample-apiserver as upstream's KUBE target. It also
+// returns code-generator's hack/boilerplate.go.txt, upstream's header file.
+func (t *Tree) openAPIRoots(mods []byte) (map[string]string, string) {
+	roots := map[string]string{"k8s.io/kubernetes": t.Dir}
+	boilerplate := ""
+	sc := bufio.NewScanner(bytes.NewReader(mods))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) != 4 || f[0] != f[1] || !strings.HasPrefix(f[0], "k8s.io/") || f[2] != t.Row.ModuleVersion(f[0]) {
+			continue
+		}
+		switch f[0] {
+		case "k8s.io/code-generator":
+			boilerplate = filepath.Join(f[3], "hack", "boilerplate.go.txt")
+		case "k8s.io/sample-apiserver":
+		default:
+			roots[f[0]] = f[3]
+		}
+	}
+	return roots, boilerplate
+}
+
+// taggedPackages lists, sorted, the import paths of the directories under
+// roots holding a Go file with a `// +k8s:` tag line and +k8s:openapi-gen=.
+// In the tree, top-level entries starting with _ or . and vendor/ are
+// skipped, as hack/make-rules/helpers/cache_go_dirs.sh does.
+func taggedPackages(roots map[string]string) ([]string, error) {
+	seen := map[string]bool{}
+	for prefix, root := range roots {
+		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(root, path)
+			if d.IsDir() {
+				if prefix == "k8s.io/kubernetes" && rel != "." && !strings.Contains(rel, string(filepath.Separator)) &&
+					(strings.HasPrefix(rel, "_") || strings.HasPrefix(rel, ".") || rel == "vendor") {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			if !strings.HasSuffix(path, ".go") || seen[prefix+"/"+filepath.Dir(rel)] {
+				return nil
+			}
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			if tagLine.Match(data) && bytes.Contains(data, []byte("+k8s:openapi-gen=")) {
+				seen[prefix+"/"+filepath.Dir(rel)] = true
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	var out []string
+	for p := range seen {
+		out = append(out, strings.TrimSuffix(filepath.ToSlash(p), "/."))
+	}
+	sort.Strings(out)
+	return out, nil
+}
