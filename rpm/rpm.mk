@@ -41,7 +41,7 @@ ifeq ($(RPM_KUBELET_COMPAT),)
 	@ls cmd/kubelet-compat/*.go >/dev/null 2>&1 || { \
 	  echo "rpm: ./cmd/kubelet-compat does not exist yet, so there is no kubelet-compat CLI for the node packages;" >&2; \
 	  echo "rpm: set RPM_KUBELET_COMPAT=/path/to/kubelet-compat to package a prebuilt one" >&2; exit 1; }
-	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags=-buildid= -o $(RPM_CLI) ./cmd/kubelet-compat
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags='-s -w -buildid=' -o $(RPM_CLI) ./cmd/kubelet-compat
 endif
 
 rpm: rpm-deps rpm-cli
