@@ -11,7 +11,7 @@
 // previous kubelet version and the UIDs the static pods run under. While it
 // is active, a container created before this kubelet process started is kept
 // when its stored hash equals the hash the previous version computes for the
-// current spec; any genuine change still restarts it. A missing or bad file
+// current spec; every genuine change still restarts it. A missing or bad file
 // makes the kubelet behave exactly like upstream.
 //
 // This package is compiled into kubelet trees from 1.18 on: it may import only

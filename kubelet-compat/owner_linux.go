@@ -17,7 +17,7 @@ func fileOwner(fi os.FileInfo) (int, bool) {
 }
 
 // changeStamp identifies a version of the file on disk: the cache reloads
-// when any of these move (a rename, a rewrite, a chmod or chown).
+// when one of these moves (a rename, a rewrite, a chmod or chown).
 func changeStamp(fi os.FileInfo) [4]int64 {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
