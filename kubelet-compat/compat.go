@@ -181,8 +181,9 @@ func (c *Compat) Decide(container *v1.Container, running RunningContainer) Decis
 // KeepChanged is for a container whose stored hash differs from this
 // kubelet's own: it is kept only when the compat file is active, the
 // container was created before this kubelet started, and its stored hash is
-// what the previous kubelet computes for the current spec. Without an active
-// file this is a cached check and no hashing at all.
+// what the previous kubelet (or an older one the file lists) computes for the
+// current spec. Without an active file this is a cached check and no hashing
+// at all.
 func (c *Compat) KeepChanged(container *v1.Container, running RunningContainer) Decision {
 	st := c.current()
 	if st == nil || st.file == nil {
@@ -216,6 +217,9 @@ func (c *Compat) KeepChanged(container *v1.Container, running RunningContainer) 
 	}
 	if byAge != nil {
 		return c.keepByAge(container, running, *byAge)
+	}
+	if len(tried) == 0 {
+		return Decision{Reason: "definition changed (no recorded version's hash can be computed)"}
 	}
 	return Decision{Reason: fmt.Sprintf("definition changed (stored hash %x is neither this kubelet's nor %s)", running.Hash, strings.Join(tried, ", "))}
 }
