@@ -62,6 +62,16 @@ func BenchmarkDecide(b *testing.B) {
 		r := RunningContainer{Hash: own, CreatedAt: beforeStart}
 		run(b, func() Decision { return c.Decide(spec, r) }, true)
 	})
+	b.Run("file-present/legacy-hash-uncached", func(b *testing.B) {
+		c := setup(b, true)
+		r := RunningContainer{Hash: legacy, CreatedAt: beforeStart}
+		run(b, func() Decision {
+			legacyHashes.mu.Lock()
+			legacyHashes.entries = map[legacyHashKey]uint64{}
+			legacyHashes.mu.Unlock()
+			return c.Decide(spec, r)
+		}, true)
+	})
 	b.Run("file-present/legacy-hash", func(b *testing.B) {
 		c := setup(b, true)
 		r := RunningContainer{Hash: legacy, CreatedAt: beforeStart}

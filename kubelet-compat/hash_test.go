@@ -166,3 +166,43 @@ func TestUnknownFields(t *testing.T) {
 		t.Error("UnknownFields(1.15) succeeded")
 	}
 }
+
+// TestLegacyHashCache: a cached hash is the computed one, per minor and spec.
+func TestLegacyHashCache(t *testing.T) {
+	legacyHashes.mu.Lock()
+	legacyHashes.entries = map[legacyHashKey]uint64{}
+	legacyHashes.mu.Unlock()
+	c := &v1.Container{Name: "a", Image: "b", SecurityContext: &v1.SecurityContext{SeccompProfile: &v1.SeccompProfile{Type: v1.SeccompProfileTypeRuntimeDefault}}}
+	v18, v19 := Version{Major: 1, Minor: 18}, Version{Major: 1, Minor: 19}
+	first18, err := ContainerHash(v18, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first19, _ := ContainerHash(v19, c)
+	if first18 == first19 {
+		t.Fatal("1.18 and 1.19 must differ for a seccompProfile container")
+	}
+	for i := 0; i < 3; i++ {
+		if h, _ := ContainerHash(v18, c); h != first18 {
+			t.Errorf("cached 1.18 hash %x, want %x", h, first18)
+		}
+		if h, _ := ContainerHash(v19, c); h != first19 {
+			t.Errorf("cached 1.19 hash %x, want %x", h, first19)
+		}
+	}
+	changed := c.DeepCopy()
+	changed.Image = "c"
+	if h, _ := ContainerHash(v18, changed); h == first18 {
+		t.Error("a changed spec got the cached hash")
+	}
+	for i := 0; i < maxLegacyHashes+10; i++ {
+		changed.Args = []string{fmt.Sprint(i)}
+		ContainerHash(v18, changed)
+	}
+	legacyHashes.mu.Lock()
+	n := len(legacyHashes.entries)
+	legacyHashes.mu.Unlock()
+	if n > maxLegacyHashes {
+		t.Errorf("cache holds %d entries, at most %d", n, maxLegacyHashes)
+	}
+}

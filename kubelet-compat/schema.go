@@ -58,11 +58,17 @@ func ContainerHash(v Version, container *v1.Container) (uint64, error) {
 		if err != nil {
 			return 0, err
 		}
+		key := legacyHashKey{minor: v.Minor, containerJSON: string(full)}
+		if h, ok := legacyHashes.get(key); ok {
+			return h, nil
+		}
 		pruned, err := s.prune(full)
 		if err != nil {
 			return 0, fmt.Errorf("reproducing the JSON of %s: %v", v, err)
 		}
-		return hashJSON(pruned), nil
+		h := hashJSON(pruned)
+		legacyHashes.put(key, h)
+		return h, nil
 	case v.Minor <= lastKnownMinor:
 		return hashNameImage(container), nil
 	}
@@ -283,4 +289,38 @@ func joinPath(path, name string) string {
 		return name
 	}
 	return path + "." + name
+}
+
+// legacyHashes remembers pruned hashes by minor and container JSON: the
+// kubelet asks again for every kept container on every sync of its pod,
+// and pruning and hashing cost several times the JSON encoding.
+var legacyHashes = &hashCache{entries: map[legacyHashKey]uint64{}}
+
+// maxLegacyHashes bounds the cache (a container's JSON is a few KiB).
+const maxLegacyHashes = 512
+
+type legacyHashKey struct {
+	minor         int
+	containerJSON string
+}
+
+type hashCache struct {
+	mu      sync.Mutex
+	entries map[legacyHashKey]uint64
+}
+
+func (c *hashCache) get(k legacyHashKey) (uint64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h, ok := c.entries[k]
+	return h, ok
+}
+
+func (c *hashCache) put(k legacyHashKey, h uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.entries) >= maxLegacyHashes {
+		c.entries = map[legacyHashKey]uint64{}
+	}
+	c.entries[k] = h
 }
