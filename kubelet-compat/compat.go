@@ -197,6 +197,7 @@ func (c *Compat) KeepChanged(container *v1.Container, running RunningContainer) 
 	// of them computes for the current spec.
 	var tried []string
 	var byAge *Version
+	hashes := &containerHashes{container: container}
 	for i := range st.history {
 		v := st.history[i]
 		if v.Minor <= lastGoStructMinor {
@@ -205,7 +206,7 @@ func (c *Compat) KeepChanged(container *v1.Container, running RunningContainer) 
 			}
 			continue
 		}
-		legacy, err := ContainerHash(v, container)
+		legacy, err := hashes.of(v)
 		if err != nil {
 			c.logOnce("hash "+err.Error(), "kubelet-compat: %v; containers restart as upstream does", err)
 			continue

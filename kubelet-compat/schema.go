@@ -43,6 +43,17 @@ func HashEra(minor int) string {
 // compiled with. For JSON-era versions the JSON is first pruned to the fields
 // that version's v1.Container had: a kubelet never sees fields its types lack.
 func ContainerHash(v Version, container *v1.Container) (uint64, error) {
+	return (&containerHashes{container: container}).of(v)
+}
+
+// containerHashes computes one container's hashes for several versions,
+// encoding its JSON once.
+type containerHashes struct {
+	container *v1.Container
+	json      []byte
+}
+
+func (h *containerHashes) of(v Version) (uint64, error) {
 	if v.Major != 1 {
 		return 0, fmt.Errorf("no container hash known for %s", v)
 	}
@@ -54,23 +65,24 @@ func ContainerHash(v Version, container *v1.Container) (uint64, error) {
 		if err != nil {
 			return 0, err
 		}
-		full, err := json.Marshal(container)
-		if err != nil {
-			return 0, err
+		if h.json == nil {
+			if h.json, err = json.Marshal(h.container); err != nil {
+				return 0, err
+			}
 		}
-		key := legacyHashKey{minor: v.Minor, containerJSON: string(full)}
-		if h, ok := legacyHashes.get(key); ok {
-			return h, nil
+		key := legacyHashKey{minor: v.Minor, containerJSON: string(h.json)}
+		if hash, ok := legacyHashes.get(key); ok {
+			return hash, nil
 		}
-		pruned, err := s.prune(full)
+		pruned, err := s.prune(h.json)
 		if err != nil {
 			return 0, fmt.Errorf("reproducing the JSON of %s: %v", v, err)
 		}
-		h := hashJSON(pruned)
-		legacyHashes.put(key, h)
-		return h, nil
+		hash := hashJSON(pruned)
+		legacyHashes.put(key, hash)
+		return hash, nil
 	case v.Minor <= lastKnownMinor:
-		return hashNameImage(container), nil
+		return hashNameImage(h.container), nil
 	}
 	return 0, fmt.Errorf("no container hash known for %s (newest known minor is 1.%d)", v, lastKnownMinor)
 }
