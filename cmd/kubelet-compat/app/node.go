@@ -40,7 +40,7 @@ type nodeOptions struct {
 
 func (o *nodeOptions) addRuntimeFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.runtimeEndpoint, "runtime-endpoint", cri.DefaultRuntimeEndpoint, "CRI socket of the container runtime")
-	fs.DurationVar(&o.criTimeout, "cri-timeout", cri.DefaultCallTimeout, "timeout of each CRI call")
+	positiveDurationVar(fs, &o.criTimeout, "cri-timeout", cri.DefaultCallTimeout, "timeout of each CRI call (positive)")
 	fs.StringVar(&o.nodeName, "node-name", "", "the kubelet's node name (default: the hostname, lowercased, as the kubelet does)")
 	fs.StringVar(&o.manifestDir, "manifest-dir", defaultManifestDir, "the kubelet's static pod manifest directory (--pod-manifest-path)")
 }

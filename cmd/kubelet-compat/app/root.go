@@ -67,6 +67,7 @@ Errors are one line on stderr prefixed "kubelet-compat: " and exit 1.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.SetFlagErrorFunc(flagError)
 	root.SetOut(env.Stdout)
 	root.SetErr(env.Stderr)
 	root.CompletionOptions.DisableDefaultCmd = true
@@ -88,7 +89,7 @@ func Run(ctx context.Context, env Env, args []string) int {
 	if errors.As(err, &ee) {
 		code = ee.code
 	}
-	fmt.Fprintf(env.Stderr, "kubelet-compat: %s\n", oneLine(err.Error()))
+	fmt.Fprintf(env.Stderr, "kubelet-compat: %s\n", shortenEchoes(oneLine(err.Error())))
 	return code
 }
 
