@@ -3,7 +3,7 @@ package app
 import (
 	"errors"
 	"fmt"
-	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -41,34 +41,31 @@ type flagValueError struct{ msg string }
 
 func (e *flagValueError) Error() string { return e.msg }
 
-var (
-	// quoted matches a Go-quoted string as %q renders it.
-	quoted = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
-	// flagToken matches a flag as typed (unknown flag: --x...).
-	flagToken = regexp.MustCompile(`(^|\s)-[^\s]+`)
-)
-
-// shortenEchoes cuts the values an error line repeats from the command line
-// to maxEchoed characters plus "...": quoted values (%q) and flags. Other
-// text, such as paths, is left alone.
-func shortenEchoes(s string) string {
-	s = quoted.ReplaceAllStringFunc(s, func(q string) string {
-		v, err := strconv.Unquote(q)
-		if err != nil || len([]rune(v)) <= maxEchoed {
-			return q
+// shortenEchoes cuts the command-line arguments (and the values of
+// --flag=value) that an error line repeats to maxEchoed characters plus
+// "...", as typed or as %q renders them. Text that did not come from the
+// command line, such as a path read from /proc, is left alone.
+func shortenEchoes(msg string, args []string) string {
+	var long []string
+	for _, a := range args {
+		if i := strings.IndexByte(a, '='); strings.HasPrefix(a, "-") && i > 0 {
+			long = append(long, a[i+1:])
 		}
-		short := strconv.Quote(string([]rune(v)[:maxEchoed]))
-		return strings.TrimSuffix(short, `"`) + `..."`
-	})
-	return flagToken.ReplaceAllStringFunc(s, func(tok string) string {
-		r := []rune(tok)
-		lead := 0
-		if len(r) > 0 && r[0] != '-' {
-			lead = 1 // the whitespace before the flag
+		long = append(long, a)
+	}
+	// Longest first: a flag's value must not cut the flag it is part of.
+	sort.SliceStable(long, func(i, j int) bool { return len(long[i]) > len(long[j]) })
+	for _, a := range long {
+		r := []rune(a)
+		if len(r) <= maxEchoed {
+			continue
 		}
-		if len(r)-lead <= maxEchoed {
-			return tok
+		short := string(r[:maxEchoed]) + "..."
+		msg = strings.ReplaceAll(msg, a, short)
+		if quoted := strconv.Quote(a); quoted[1:len(quoted)-1] != a {
+			q := strconv.Quote(short)
+			msg = strings.ReplaceAll(msg, quoted[1:len(quoted)-1], q[1:len(q)-1])
 		}
-		return string(r[:lead+maxEchoed]) + "..."
-	})
+	}
+	return msg
 }

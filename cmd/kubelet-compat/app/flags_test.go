@@ -73,14 +73,21 @@ func TestHugeBadArgumentsAreShortened(t *testing.T) {
 
 func TestShortenEchoes(t *testing.T) {
 	long := strings.Repeat("ä", 100)
-	for _, tc := range []struct{ in, want string }{
-		{in: `short "value" stays`, want: `short "value" stays`},
-		{in: `bad "` + long + `": x`, want: `bad "` + strings.Repeat("ä", maxEchoed) + `...": x`},
-		{in: `escaped "a\"b` + strings.Repeat("y", 100) + `"`, want: `escaped "a\"b` + strings.Repeat("y", maxEchoed-3) + `..."`},
-		{in: "unknown flag: --" + strings.Repeat("z", 100), want: "unknown flag: --" + strings.Repeat("z", maxEchoed-2) + "..."},
-		{in: "/a/long/path/" + strings.Repeat("p", 100) + " is kept", want: "/a/long/path/" + strings.Repeat("p", 100) + " is kept"},
+	path := "/a/long/path/" + strings.Repeat("p", 100)
+	for _, tc := range []struct {
+		in   string
+		args []string
+		want string
+	}{
+		{in: `short "value" stays`, args: []string{"value"}, want: `short "value" stays`},
+		{in: `bad "` + long + `": x`, args: []string{"--from", long}, want: `bad "` + strings.Repeat("ä", maxEchoed) + `...": x`},
+		{in: `bad "` + long + `": x`, args: []string{"--from=" + long}, want: `bad "` + strings.Repeat("ä", maxEchoed) + `...": x`},
+		{in: `escaped "a\"b` + strings.Repeat("y", 100) + `"`, args: []string{`a"b` + strings.Repeat("y", 100)}, want: `escaped "a\"b` + strings.Repeat("y", maxEchoed-3) + `..."`},
+		{in: "unknown flag: --" + strings.Repeat("z", 100), args: []string{"--" + strings.Repeat("z", 100)}, want: "unknown flag: --" + strings.Repeat("z", maxEchoed-2) + "..."},
+		{in: path + " is not from the command line", args: []string{"status"}, want: path + " is not from the command line"},
+		{in: `runs "` + path + `"`, args: nil, want: `runs "` + path + `"`},
 	} {
-		if got := shortenEchoes(tc.in); got != tc.want {
+		if got := shortenEchoes(tc.in, tc.args); got != tc.want {
 			t.Errorf("shortenEchoes(%.40q...) = %q, want %q", tc.in, got, tc.want)
 		}
 	}

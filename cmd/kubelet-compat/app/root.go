@@ -89,7 +89,7 @@ func Run(ctx context.Context, env Env, args []string) int {
 	if errors.As(err, &ee) {
 		code = ee.code
 	}
-	fmt.Fprintf(env.Stderr, "kubelet-compat: %s\n", shortenEchoes(oneLine(err.Error())))
+	fmt.Fprintf(env.Stderr, "kubelet-compat: %s\n", shortenEchoes(oneLine(err.Error()), args))
 	return code
 }
 
