@@ -8,7 +8,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/kubelet-compat/kubelet-compat/cmd/kubelet-compat/internal/kubelet"
 	"github.com/kubelet-compat/kubelet-compat/cmd/kubelet-compat/internal/manifest"
 	"github.com/kubelet-compat/kubelet-compat/cmd/kubelet-compat/pkg/cri"
 	kubeletcompat "github.com/kubelet-compat/kubelet-compat/kubelet-compat"
@@ -22,7 +21,7 @@ func newRecordCommand(env Env) *cobra.Command {
 		Short: "Write the compat file before the kubelet binary is swapped",
 		Long: `record writes the compat file that a patched kubelet reads after an in-place
 upgrade: the version of the kubelet that runs now (from --kubelet-binary, or
-the running kubelet process), the time, and for every static pod manifest in
+the running kubelet process: see the flags), the time, and for every static pod manifest in
 --manifest-dir its path, sha256 and the UID its running sandbox has.
 
 Run it on the node BEFORE the kubelet binary is replaced. The file is written
@@ -116,17 +115,6 @@ func runRecord(ctx context.Context, env Env, o *nodeOptions) error {
 		fmt.Fprintln(env.Stdout, n)
 	}
 	return nil
-}
-
-func (o *nodeOptions) recordedVersion(ctx context.Context, env Env) (kubeletcompat.Version, error) {
-	if o.kubeletBinary != "" {
-		return kubelet.Version(ctx, o.kubeletBinary)
-	}
-	k, err := o.findKubelet(ctx, env)
-	if err != nil {
-		return kubeletcompat.Version{}, fmt.Errorf("%w (or give --kubelet-binary)", err)
-	}
-	return k.version, nil
 }
 
 // staticPodUID finds the UID of the running sandbox of a static pod: the

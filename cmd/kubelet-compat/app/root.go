@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kubelet-compat/kubelet-compat/cmd/kubelet-compat/internal/kubelet"
 	"github.com/spf13/cobra"
 )
 
@@ -34,12 +35,19 @@ type Env struct {
 	OwnerUID int
 	// Geteuid decides whether record chowns the file to root.
 	Geteuid func() int
+	// KubeletBinary is the default of --kubelet-binary (/usr/bin/kubelet).
+	KubeletBinary string
+	// Systemd is asked for the kubelet unit's main PID.
+	Systemd kubelet.Systemd
+	// RootUID must own the kubelet binary and run the kubelet (root).
+	RootUID int
 }
 
 // DefaultEnv is the real machine.
 func DefaultEnv() Env {
 	return Env{Stdout: os.Stdout, Stderr: os.Stderr, ProcRoot: "/proc", Now: time.Now,
-		Hostname: os.Hostname, OwnerUID: 0, Geteuid: os.Geteuid}
+		Hostname: os.Hostname, OwnerUID: 0, Geteuid: os.Geteuid,
+		KubeletBinary: kubelet.DefaultBinary, Systemd: kubelet.DefaultSystemd, RootUID: 0}
 }
 
 // exitError carries an exit code other than ExitError.
@@ -62,6 +70,12 @@ built with the kubelet-compat patches.
   status     after the swap: which containers the compat file keeps
   sweep      delete the compat file once nothing needs it
   preflight  predict what an upgrade restarts, with and without the patches
+
+The running kubelet is --kubelet-pid, else the PID in --kubelet-pidfile, else
+the MainPID of systemd's kubelet.service, else the only root process of the
+host PID namespace whose executable is --kubelet-binary (default
+/usr/bin/kubelet). Process names are never trusted, and the only program run
+for the version is --kubelet-binary, a root-owned file only root may write.
 
 Errors are one line on stderr prefixed "kubelet-compat: " and exit 1.`,
 		SilenceUsage:  true,
