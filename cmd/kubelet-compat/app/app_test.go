@@ -42,6 +42,8 @@ type fixture struct {
 	procRoot       string
 	srv            *crifake.Server
 	stdout, stderr bytes.Buffer
+	// clocks is the machine's: booted at bootTime unless a test says otherwise.
+	clocks kubelet.Clocks
 }
 
 func newFixture(t *testing.T, apis ...string) *fixture {
@@ -54,7 +56,7 @@ func newFixture(t *testing.T, apis ...string) *fixture {
 		}
 	}
 	f.srv = crifake.Start(t, apis...)
-	f.write(filepath.Join(f.procRoot, "stat"), "cpu 1 2 3\nbtime "+strconv.Itoa(bootTime)+"\n")
+	f.clocks = bootedAt(time.Unix(bootTime, 0))
 	if err := os.MkdirAll(filepath.Join(f.procRoot, "1", "ns"), 0755); err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +108,9 @@ func (f *fixture) runKubelet(version string) {
 	f.selectKubelet(version)
 	pd := filepath.Join(f.procRoot, strconv.Itoa(kubeletPID))
 	f.write(filepath.Join(pd, "comm"), "kubelet\n")
-	ticks := strconv.Itoa(1000 * 100)
+	// The kernel truncates the start to a tick and the CLI rounds it up:
+	// the tick before kubeletStart is read as kubeletStart.
+	ticks := strconv.Itoa(1000*100 - 1)
 	f.write(filepath.Join(pd, "stat"), strconv.Itoa(kubeletPID)+" (kubelet) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 "+ticks+" 1 1\n")
 	uid := strconv.Itoa(os.Getuid())
 	f.write(filepath.Join(pd, "status"), "Name:\tkubelet\nUid:\t"+uid+"\t"+uid+"\t"+uid+"\t"+uid+"\n")
@@ -125,7 +129,15 @@ func (f *fixture) env() Env {
 	return Env{Stdout: &f.stdout, Stderr: &f.stderr, ProcRoot: f.procRoot, Now: func() time.Time { return now },
 		Hostname: func() (string, error) { return "Node-1", nil }, OwnerUID: os.Getuid(), Geteuid: os.Geteuid,
 		KubeletBinary: f.defaultKubeletBinary(), Systemd: kubelet.Systemd{RunDir: filepath.Join(f.dir, "run", "systemd", "system"), Systemctl: filepath.Join(f.dir, "bin", "systemctl")},
-		RootUID: os.Getuid()}
+		RootUID: os.Getuid(), Clocks: f.clocks}
+}
+
+// bootedAt is a machine's clocks an hour and a half after boot.
+func bootedAt(boot time.Time) kubelet.Clocks {
+	return func() (time.Duration, time.Time, error) {
+		since := 90 * time.Minute
+		return since, boot.Add(since), nil
+	}
 }
 
 func (f *fixture) compatPath() string { return filepath.Join(f.rootDir, kubeletcompat.DefaultFileName) }

@@ -111,7 +111,7 @@ func (o *nodeOptions) kubeletConfig(env Env) kubelet.Config {
 		binary = env.KubeletBinary
 	}
 	return kubelet.Config{ProcRoot: env.ProcRoot, PID: o.kubeletPID, PIDFile: o.kubeletPIDFile, Binary: binary,
-		Systemd: env.Systemd, RootUID: env.RootUID}
+		Systemd: env.Systemd, RootUID: env.RootUID, Clocks: env.Clocks}
 }
 
 // recordedVersion is the version record writes: that of --kubelet-binary

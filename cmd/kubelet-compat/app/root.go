@@ -41,13 +41,15 @@ type Env struct {
 	Systemd kubelet.Systemd
 	// RootUID must own the kubelet binary and run the kubelet (root).
 	RootUID int
+	// Clocks gives the boot time the kubelet's start time counts from.
+	Clocks kubelet.Clocks
 }
 
 // DefaultEnv is the real machine.
 func DefaultEnv() Env {
 	return Env{Stdout: os.Stdout, Stderr: os.Stderr, ProcRoot: "/proc", Now: time.Now,
 		Hostname: os.Hostname, OwnerUID: 0, Geteuid: os.Geteuid,
-		KubeletBinary: kubelet.DefaultBinary, Systemd: kubelet.DefaultSystemd, RootUID: 0}
+		KubeletBinary: kubelet.DefaultBinary, Systemd: kubelet.DefaultSystemd, RootUID: 0, Clocks: kubelet.SystemClocks}
 }
 
 // exitError carries an exit code other than ExitError.

@@ -26,6 +26,8 @@ type Config struct {
 	Systemd Systemd
 	// RootUID must own the binary and the pidfile and run the kubelet (0).
 	RootUID int
+	// Clocks gives the boot time; nil: SystemClocks.
+	Clocks Clocks
 }
 
 // Process is the running kubelet.
@@ -59,7 +61,7 @@ func Find(ctx context.Context, c Config) (*Process, error) {
 	if err := c.checkRuns(pid, foundBy, bin); err != nil {
 		return nil, err
 	}
-	start, err := StartTime(c.ProcRoot, pid)
+	start, err := StartTime(c.ProcRoot, pid, c.Clocks)
 	if err != nil {
 		return nil, err
 	}

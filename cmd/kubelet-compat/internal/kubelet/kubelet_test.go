@@ -28,12 +28,11 @@ type fakeProcess struct {
 	ticks  string // starttime, field 22 of stat
 }
 
-// fakeProc writes a minimal /proc: btime, PID 1's PID namespace and, per
+// fakeProc writes a minimal /proc: PID 1's PID namespace and, per
 // process, comm, stat, status, ns/pid and exe.
 func fakeProc(t *testing.T, procs ...fakeProcess) string {
 	t.Helper()
 	root := t.TempDir()
-	write(t, filepath.Join(root, "stat"), "cpu  1 2 3\nbtime "+strconv.Itoa(testBtime)+"\nprocesses 9\n", 0644)
 	symlink(t, hostNS, filepath.Join(root, "1", "ns", "pid"))
 	for _, p := range procs {
 		dir := filepath.Join(root, strconv.Itoa(p.pid))
@@ -309,12 +308,87 @@ func TestParseVersionOutput(t *testing.T) {
 }
 
 func TestStartTime(t *testing.T) {
-	root := fakeProc(t, fakeProcess{pid: 42, ticks: "12345"}, fakeProcess{pid: 8, comm: "a b) (c"})
-	got, err := StartTime(root, 42)
-	if want := time.Unix(testBtime, 0).Add(123450 * time.Millisecond); err != nil || !got.Equal(want) {
+	root := fakeProc(t, fakeProcess{pid: 42, ticks: "12345"}, fakeProcess{pid: 8, comm: "a b) (c"},
+		fakeProcess{pid: 9, ticks: "-1"}, fakeProcess{pid: 10, ticks: "184467440737095516150"})
+	clocks := func() (time.Duration, time.Time, error) {
+		return time.Hour, time.Unix(testBtime, 0).Add(time.Hour), nil
+	}
+	got, err := StartTime(root, 42, clocks)
+	if want := time.Unix(testBtime, 0).Add(123460 * time.Millisecond); err != nil || !got.Equal(want) {
 		t.Errorf("StartTime = %s, %v; want %s", got, err, want)
 	}
-	if _, err := StartTime(root, 8); err != nil {
+	if _, err := StartTime(root, 8, clocks); err != nil {
 		t.Errorf("a comm with spaces and parentheses: %v", err)
+	}
+	for _, pid := range []int{9, 10} {
+		if _, err := StartTime(root, pid, clocks); err == nil || !strings.Contains(err.Error(), "bad starttime") {
+			t.Errorf("pid %d: %v", pid, err)
+		}
+	}
+}
+
+// TestStartTimeIsNeverEarly: the start time counts from the boot time that
+// CLOCK_REALTIME - CLOCK_BOOTTIME give (not btime, whole seconds), and
+// starttime's ticks are rounded up: the result is never before the true
+// start, and at most a tick after it.
+func TestStartTimeIsNeverEarly(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		boot  time.Time // btime in the fake /proc is its whole seconds
+		ticks uint64
+	}{
+		{name: "boot at .7 s", boot: time.Unix(testBtime, 7e8), ticks: 100000},
+		{name: "boot on the second", boot: time.Unix(testBtime, 0), ticks: 100000},
+		{name: "boot just before the next second", boot: time.Unix(testBtime, 999999999), ticks: 12345},
+		{name: "started at boot", boot: time.Unix(testBtime, 5e8), ticks: 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := fakeProc(t, fakeProcess{pid: 42, ticks: strconv.FormatUint(tc.ticks, 10)})
+			clocks := func() (time.Duration, time.Time, error) {
+				since := 36 * time.Hour
+				return since, tc.boot.Add(since), nil
+			}
+			got, err := StartTime(root, 42, clocks)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The kernel truncates the start to a tick: the true start is in
+			// [ticks, ticks+1) ticks after boot.
+			earliest := tc.boot.Add(time.Duration(tc.ticks) * 10 * time.Millisecond)
+			latest := earliest.Add(10 * time.Millisecond)
+			if got.Before(latest) || got.After(latest) {
+				t.Errorf("StartTime = %s, want %s (the true start is in [%s, %s)); btime gives %s",
+					got.Format(time.RFC3339Nano), latest.Format(time.RFC3339Nano), earliest.Format(time.RFC3339Nano),
+					latest.Format(time.RFC3339Nano), time.Unix(testBtime, 0).Add(time.Duration(tc.ticks)*10*time.Millisecond).Format(time.RFC3339Nano))
+			}
+		})
+	}
+	failing := func() (time.Duration, time.Time, error) { return 0, time.Time{}, os.ErrPermission }
+	if _, err := StartTime(fakeProc(t, fakeProcess{pid: 42}), 42, failing); err == nil || !strings.Contains(err.Error(), "boot time") {
+		t.Errorf("a failing clock: %v", err)
+	}
+}
+
+// TestSystemClocks: the machine's boot time from its clocks agrees with
+// btime, which is the same boot time truncated to the second (give or take
+// a second of clock adjustments since boot).
+func TestSystemClocks(t *testing.T) {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		t.Skip(err)
+	}
+	var btime int64
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) == 2 && f[0] == "btime" {
+			btime, _ = strconv.ParseInt(f[1], 10, 64)
+		}
+	}
+	since, now, err := SystemClocks()
+	if err != nil {
+		t.Fatal(err)
+	}
+	boot := now.Add(-since)
+	if d := boot.Sub(time.Unix(btime, 0)); d < -time.Second || d > 2*time.Second {
+		t.Errorf("boot time from the clocks %s, btime %d: %s apart", boot.Format(time.RFC3339Nano), btime, d)
 	}
 }

@@ -62,48 +62,59 @@ func readPIDFile(path string, rootUID int) (int, error) {
 	return pid, nil
 }
 
-// StartTime is when process pid started: field 22 of /proc/<pid>/stat
-// (clock ticks since boot) plus the boot time (btime in /proc/stat).
-func StartTime(procRoot string, pid int) (time.Time, error) {
+// StartTime is when process pid started, never earlier than it did: field
+// 22 of /proc/<pid>/stat (clock ticks since boot, truncated by the kernel)
+// rounded up to the next tick, plus the boot time CLOCK_REALTIME -
+// CLOCK_BOOTTIME (btime in /proc/stat is whole seconds: up to a second
+// early). nil clocks are SystemClocks.
+func StartTime(procRoot string, pid int, clocks Clocks) (time.Time, error) {
+	ticks, err := startTicks(procRoot, pid)
+	if err != nil {
+		return time.Time{}, err
+	}
+	boot, err := bootTime(clocks)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return boot.Add(time.Duration(ticks+1) * time.Second / clockTicks), nil
+}
+
+func startTicks(procRoot string, pid int) (uint64, error) {
 	stat, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(pid), "stat"))
 	if err != nil {
-		return time.Time{}, fmt.Errorf("kubelet process %d: %w", pid, err)
+		return 0, fmt.Errorf("kubelet process %d: %w", pid, err)
 	}
 	// The command name (field 2) may hold spaces and parentheses: fields
 	// after it start behind the last ')'.
 	i := bytes.LastIndexByte(stat, ')')
 	if i < 0 {
-		return time.Time{}, fmt.Errorf("kubelet process %d: malformed stat", pid)
+		return 0, fmt.Errorf("kubelet process %d: malformed stat", pid)
 	}
 	fields := strings.Fields(string(stat[i+1:]))
 	// fields[0] is field 3 (state), so field 22 is fields[19].
 	if len(fields) < 20 {
-		return time.Time{}, fmt.Errorf("kubelet process %d: stat has %d fields", pid, len(fields)+2)
+		return 0, fmt.Errorf("kubelet process %d: stat has %d fields", pid, len(fields)+2)
 	}
 	ticks, err := strconv.ParseUint(fields[19], 10, 64)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("kubelet process %d: bad starttime %q", pid, fields[19])
+	if err != nil || ticks > maxStartTicks {
+		return 0, fmt.Errorf("kubelet process %d: bad starttime %q", pid, fields[19])
 	}
-	boot, err := bootTime(procRoot)
-	if err != nil {
-		return time.Time{}, err
-	}
-	return boot.Add(time.Duration(ticks) * time.Second / clockTicks), nil
+	return ticks, nil
 }
 
-func bootTime(procRoot string) (time.Time, error) {
-	data, err := os.ReadFile(filepath.Join(procRoot, "stat"))
+// maxStartTicks keeps the conversion to a time.Duration from overflowing
+// (about 290 years of uptime).
+const maxStartTicks = uint64(1<<63-1) / uint64(time.Second/clockTicks)
+
+// bootTime is CLOCK_REALTIME - CLOCK_BOOTTIME: to the nanosecond, and late
+// rather than early by the time between the two reads.
+func bootTime(clocks Clocks) (time.Time, error) {
+	if clocks == nil {
+		clocks = SystemClocks
+	}
+	sinceBoot, now, err := clocks()
 	if err != nil {
 		return time.Time{}, fmt.Errorf("boot time: %w", err)
 	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if f := strings.Fields(line); len(f) == 2 && f[0] == "btime" {
-			s, err := strconv.ParseInt(f[1], 10, 64)
-			if err != nil {
-				return time.Time{}, fmt.Errorf("boot time: bad btime %q", f[1])
-			}
-			return time.Unix(s, 0), nil
-		}
-	}
-	return time.Time{}, fmt.Errorf("boot time: no btime in %s", filepath.Join(procRoot, "stat"))
+	return now.Add(-sinceBoot), nil
 }
