@@ -147,12 +147,19 @@ func (f *fixture) run(args ...string) int {
 	f.t.Helper()
 	f.stdout.Reset()
 	f.stderr.Reset()
+	return f.runTo(context.Background(), &f.stdout, &f.stderr, args...)
+}
+
+// runTo runs a command with its own output buffers, e.g. next to another.
+func (f *fixture) runTo(ctx context.Context, stdout, stderr *bytes.Buffer, args ...string) int {
 	// Flags given later win: the test's own come last.
 	full := []string{args[0], "--runtime-endpoint", f.srv.Endpoint, "--manifest-dir", f.manifestDir}
 	if args[0] != "preflight" {
 		full = append(full, "--root-dir", f.rootDir)
 	}
-	return Run(context.Background(), f.env(), append(full, args[1:]...))
+	env := f.env()
+	env.Stdout, env.Stderr = stdout, stderr
+	return Run(ctx, env, append(full, args[1:]...))
 }
 
 // pod is a static pod manifest with the sandbox and containers a kubelet of

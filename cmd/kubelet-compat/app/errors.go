@@ -42,7 +42,7 @@ type flagValueError struct{ msg string }
 func (e *flagValueError) Error() string { return e.msg }
 
 // shortenEchoes cuts the command-line arguments (and the values of
-// --flag=value) that an error line repeats to maxEchoed characters plus
+// --flag=value) that an error line repeats to maxEchoed characters around
 // "...", as typed or as %q renders them. Text that did not come from the
 // command line, such as a path read from /proc, is left alone.
 func shortenEchoes(msg string, args []string) string {
@@ -60,7 +60,7 @@ func shortenEchoes(msg string, args []string) string {
 		if len(r) <= maxEchoed {
 			continue
 		}
-		short := string(r[:maxEchoed]) + "..."
+		short := elide(r)
 		msg = strings.ReplaceAll(msg, a, short)
 		if quoted := strconv.Quote(a); quoted[1:len(quoted)-1] != a {
 			q := strconv.Quote(short)
@@ -68,4 +68,12 @@ func shortenEchoes(msg string, args []string) string {
 		}
 	}
 	return msg
+}
+
+// elide keeps the head and the tail of a long value, where a path has its
+// most telling parts: maxEchoed characters in all, "..." in the middle.
+func elide(r []rune) string {
+	head := (maxEchoed - 3) / 2
+	tail := maxEchoed - 3 - head
+	return string(r[:head]) + "..." + string(r[len(r)-tail:])
 }

@@ -48,7 +48,7 @@ func TestHugeBadArgumentsAreShortened(t *testing.T) {
 		args []string
 		want string
 	}{
-		{name: "bad duration", args: []string{"record", "--cri-timeout=" + huge}, want: `--cri-timeout: invalid duration "` + strings.Repeat("x", maxEchoed) + `..."`},
+		{name: "bad duration", args: []string{"record", "--cri-timeout=" + huge}, want: `--cri-timeout: invalid duration "` + strings.Repeat("x", 38) + "..." + strings.Repeat("x", 39) + `"`},
 		{name: "unknown flag", args: []string{"record", "--bogus-" + huge}, want: "unknown flag: --bogus-xxx"},
 		{name: "unknown command", args: []string{"recordd" + huge}, want: `unknown command "recordd`},
 		{name: "extra argument", args: []string{"sweep", huge}, want: `unknown command "xxx`},
@@ -73,6 +73,7 @@ func TestHugeBadArgumentsAreShortened(t *testing.T) {
 
 func TestShortenEchoes(t *testing.T) {
 	long := strings.Repeat("ä", 100)
+	elided := strings.Repeat("ä", 38) + "..." + strings.Repeat("ä", 39)
 	path := "/a/long/path/" + strings.Repeat("p", 100)
 	for _, tc := range []struct {
 		in   string
@@ -80,10 +81,11 @@ func TestShortenEchoes(t *testing.T) {
 		want string
 	}{
 		{in: `short "value" stays`, args: []string{"value"}, want: `short "value" stays`},
-		{in: `bad "` + long + `": x`, args: []string{"--from", long}, want: `bad "` + strings.Repeat("ä", maxEchoed) + `...": x`},
-		{in: `bad "` + long + `": x`, args: []string{"--from=" + long}, want: `bad "` + strings.Repeat("ä", maxEchoed) + `...": x`},
-		{in: `escaped "a\"b` + strings.Repeat("y", 100) + `"`, args: []string{`a"b` + strings.Repeat("y", 100)}, want: `escaped "a\"b` + strings.Repeat("y", maxEchoed-3) + `..."`},
-		{in: "unknown flag: --" + strings.Repeat("z", 100), args: []string{"--" + strings.Repeat("z", 100)}, want: "unknown flag: --" + strings.Repeat("z", maxEchoed-2) + "..."},
+		{in: `bad "` + long + `": x`, args: []string{"--from", long}, want: `bad "` + elided + `": x`},
+		{in: `bad "` + long + `": x`, args: []string{"--from=" + long}, want: `bad "` + elided + `": x`},
+		{in: `escaped "a\"b` + strings.Repeat("y", 100) + `"`, args: []string{`a"b` + strings.Repeat("y", 100)}, want: `escaped "a\"b` + strings.Repeat("y", 35) + "..." + strings.Repeat("y", 39) + `"`},
+		{in: "unknown flag: --" + strings.Repeat("z", 100), args: []string{"--" + strings.Repeat("z", 100)}, want: "unknown flag: --" + strings.Repeat("z", 36) + "..." + strings.Repeat("z", 39)},
+		{in: "reading " + path + "/upgrade-compat.json: denied", args: []string{"--root-dir", path}, want: "reading /a/long/path/" + strings.Repeat("p", 25) + "..." + strings.Repeat("p", 39) + "/upgrade-compat.json: denied"},
 		{in: path + " is not from the command line", args: []string{"status"}, want: path + " is not from the command line"},
 		{in: `runs "` + path + `"`, args: nil, want: `runs "` + path + `"`},
 	} {

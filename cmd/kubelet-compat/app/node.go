@@ -37,6 +37,7 @@ type nodeOptions struct {
 	kubeletPIDFile  string
 	kubeletBinary   string
 	kubeconfig      string
+	lockTimeout     time.Duration
 }
 
 func (o *nodeOptions) addRuntimeFlags(fs *pflag.FlagSet) {
@@ -55,6 +56,11 @@ func (o *nodeOptions) addKubeletFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.kubeletPID, "kubelet-pid", 0, "PID of the running kubelet (default: --kubelet-pidfile, else the main PID of systemd's kubelet.service, else the only root process of the host PID namespace running --kubelet-binary)")
 	fs.StringVar(&o.kubeletPIDFile, "kubelet-pidfile", "", "file holding the running kubelet's PID (root-owned, writable only by root)")
 	fs.StringVar(&o.kubeletBinary, "kubelet-binary", "", "the kubelet binary, an absolute path (default "+kubelet.DefaultBinary+"); the running kubelet must run it, and it is the only program run for the version (it must be a root-owned regular file only root may write)")
+}
+
+// addLockFlag is for the commands that change the compat file.
+func (o *nodeOptions) addLockFlag(fs *pflag.FlagSet) {
+	positiveDurationVar(fs, &o.lockTimeout, "lock-timeout", defaultLockTimeout, "how long to wait for another record or sweep to finish with the compat file (the lock <dir>/.<file>.lock)")
 }
 
 func (o *nodeOptions) addKubeconfigFlag(fs *pflag.FlagSet) {

@@ -26,7 +26,8 @@ the running kubelet process: see the flags), the time, and for every static pod 
 
 Run it on the node BEFORE the kubelet binary is replaced. The file is written
 atomically (root-owned, mode 0644): it is either complete or not there. record
-refuses when the file already records a newer kubelet version.
+refuses when the file already records a newer kubelet version. It holds
+the lock sweep takes (<dir>/.<file>.lock) for its whole run.
 
 A manifest without a running sandbox is skipped with a warning; a manifest
 that matches several running sandboxes of different UIDs is an error.
@@ -40,10 +41,17 @@ Exit codes: 0 recorded, 1 error (nothing written, an existing file unchanged).`,
 	o.addRuntimeFlags(cmd.Flags())
 	o.addFileFlags(cmd.Flags())
 	o.addKubeletFlags(cmd.Flags())
+	o.addLockFlag(cmd.Flags())
 	return cmd
 }
 
 func runRecord(ctx context.Context, env Env, o *nodeOptions) error {
+	// Under the lock sweep takes; checks of the target first (record_guard.go).
+	release, err := o.prepareRecord(ctx, env)
+	if err != nil {
+		return err
+	}
+	defer release()
 	node, err := o.node(env)
 	if err != nil {
 		return err

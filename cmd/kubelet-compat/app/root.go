@@ -105,7 +105,11 @@ func Run(ctx context.Context, env Env, args []string) int {
 	if errors.As(err, &ee) {
 		code = ee.code
 	}
-	fmt.Fprintf(env.Stderr, "kubelet-compat: %s\n", shortenEchoes(oneLine(err.Error()), args))
+	msg := shortenEchoes(oneLine(err.Error()), args)
+	if ctx.Err() != nil {
+		msg = "interrupted: " + msg
+	}
+	fmt.Fprintf(env.Stderr, "kubelet-compat: %s\n", msg)
 	return code
 }
 
