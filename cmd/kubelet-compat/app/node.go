@@ -38,6 +38,7 @@ type nodeOptions struct {
 	kubeletBinary   string
 	kubeconfig      string
 	lockTimeout     time.Duration
+	force           bool
 }
 
 func (o *nodeOptions) addRuntimeFlags(fs *pflag.FlagSet) {
@@ -61,6 +62,11 @@ func (o *nodeOptions) addKubeletFlags(fs *pflag.FlagSet) {
 // addLockFlag is for the commands that change the compat file.
 func (o *nodeOptions) addLockFlag(fs *pflag.FlagSet) {
 	positiveDurationVar(fs, &o.lockTimeout, "lock-timeout", defaultLockTimeout, "how long to wait for another record or sweep to finish with the compat file (the lock <dir>/.<file>.lock)")
+}
+
+// addForceFlag is record's.
+func (o *nodeOptions) addForceFlag(fs *pflag.FlagSet) {
+	fs.BoolVar(&o.force, "force", false, "replace an existing file that is not a compat file")
 }
 
 func (o *nodeOptions) addKubeconfigFlag(fs *pflag.FlagSet) {

@@ -21,13 +21,17 @@ func newRecordCommand(env Env) *cobra.Command {
 		Short: "Write the compat file before the kubelet binary is swapped",
 		Long: `record writes the compat file that a patched kubelet reads after an in-place
 upgrade: the version of the kubelet that runs now (from --kubelet-binary, or
-the running kubelet process: see the flags), the time, and for every static pod manifest in
+the running kubelet process), the time, and for every static pod manifest in
 --manifest-dir its path, sha256 and the UID its running sandbox has.
 
 Run it on the node BEFORE the kubelet binary is replaced. The file is written
 atomically (root-owned, mode 0644): it is either complete or not there. record
 refuses when the file already records a newer kubelet version. It holds
 the lock sweep takes (<dir>/.<file>.lock) for its whole run.
+
+record refuses a path that is not a regular file (FIFO, directory, symlink),
+and an existing file that does not parse as a compat file unless --force. It
+removes the temporary files (.<file>.tmp-*) that interrupted records left.
 
 A manifest without a running sandbox is skipped with a warning; a manifest
 that matches several running sandboxes of different UIDs is an error.
@@ -42,6 +46,7 @@ Exit codes: 0 recorded, 1 error (nothing written, an existing file unchanged).`,
 	o.addFileFlags(cmd.Flags())
 	o.addKubeletFlags(cmd.Flags())
 	o.addLockFlag(cmd.Flags())
+	o.addForceFlag(cmd.Flags())
 	return cmd
 }
 

@@ -131,6 +131,7 @@ func TestAcquireWaits(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer held.Release()
+			start := time.Now() // before the timers: they start counting now
 			if tc.releaseIn > 0 {
 				time.AfterFunc(tc.releaseIn, func() { held.Release() })
 			}
@@ -139,7 +140,6 @@ func TestAcquireWaits(t *testing.T) {
 			if tc.cancelIn > 0 {
 				time.AfterFunc(tc.cancelIn, cancel)
 			}
-			start := time.Now()
 			l, err := Acquire(ctx, path, tc.timeout)
 			took := time.Since(start)
 			l.Release()
