@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubelet-compat/kubelet-compat/cmd/kubelet-compat/internal/kubelet"
 	"github.com/kubelet-compat/kubelet-compat/cmd/kubelet-compat/internal/manifest"
 	"github.com/kubelet-compat/kubelet-compat/cmd/kubelet-compat/pkg/cri"
 	"github.com/kubelet-compat/kubelet-compat/cmd/kubelet-compat/pkg/crifake"
@@ -41,6 +42,8 @@ type fixture struct {
 	procRoot       string
 	srv            *crifake.Server
 	stdout, stderr bytes.Buffer
+	// clocks is the machine's: booted at bootTime unless a test says otherwise.
+	clocks kubelet.Clocks
 }
 
 func newFixture(t *testing.T, apis ...string) *fixture {
@@ -53,7 +56,13 @@ func newFixture(t *testing.T, apis ...string) *fixture {
 		}
 	}
 	f.srv = crifake.Start(t, apis...)
-	f.write(filepath.Join(f.procRoot, "stat"), "cpu 1 2 3\nbtime "+strconv.Itoa(bootTime)+"\n")
+	f.clocks = bootedAt(time.Unix(bootTime, 0))
+	if err := os.MkdirAll(filepath.Join(f.procRoot, "1", "ns"), 0755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(hostPIDNamespace, filepath.Join(f.procRoot, "1", "ns", "pid")); err != nil {
+		t.Fatal(err)
+	}
 	return f
 }
 
@@ -76,14 +85,41 @@ func (f *fixture) kubeletBinary(version string) string {
 	return p
 }
 
-// runKubelet makes the fake /proc show a kubelet of version that started at kubeletStart.
+// defaultKubeletBinary is the fixture's /usr/bin/kubelet: a symlink to the
+// selected version, as kubernetes-select makes it.
+func (f *fixture) defaultKubeletBinary() string { return filepath.Join(f.dir, "usr", "bin", "kubelet") }
+
+// selectKubelet points the fixture's /usr/bin/kubelet at version.
+func (f *fixture) selectKubelet(version string) {
+	f.t.Helper()
+	bin := f.kubeletBinary(version)
+	os.MkdirAll(filepath.Dir(f.defaultKubeletBinary()), 0755)
+	os.Remove(f.defaultKubeletBinary())
+	if err := os.Symlink(bin, f.defaultKubeletBinary()); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// runKubelet selects version and makes the fake /proc show a kubelet
+// started from it at kubeletStart: a root process (the test's uid) of the
+// host PID namespace.
 func (f *fixture) runKubelet(version string) {
 	f.t.Helper()
+	f.selectKubelet(version)
 	pd := filepath.Join(f.procRoot, strconv.Itoa(kubeletPID))
 	f.write(filepath.Join(pd, "comm"), "kubelet\n")
-	ticks := strconv.Itoa(1000 * 100)
+	// The kernel truncates the start to a tick and the CLI rounds it up:
+	// the tick before kubeletStart is read as kubeletStart.
+	ticks := strconv.Itoa(1000*100 - 1)
 	f.write(filepath.Join(pd, "stat"), strconv.Itoa(kubeletPID)+" (kubelet) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 "+ticks+" 1 1\n")
+	uid := strconv.Itoa(os.Getuid())
+	f.write(filepath.Join(pd, "status"), "Name:\tkubelet\nUid:\t"+uid+"\t"+uid+"\t"+uid+"\t"+uid+"\n")
+	os.MkdirAll(filepath.Join(pd, "ns"), 0755)
+	os.Remove(filepath.Join(pd, "ns", "pid"))
 	os.Remove(filepath.Join(pd, "exe"))
+	if err := os.Symlink(hostPIDNamespace, filepath.Join(pd, "ns", "pid")); err != nil {
+		f.t.Fatal(err)
+	}
 	if err := os.Symlink(f.kubeletBinary(version), filepath.Join(pd, "exe")); err != nil {
 		f.t.Fatal(err)
 	}
@@ -91,7 +127,17 @@ func (f *fixture) runKubelet(version string) {
 
 func (f *fixture) env() Env {
 	return Env{Stdout: &f.stdout, Stderr: &f.stderr, ProcRoot: f.procRoot, Now: func() time.Time { return now },
-		Hostname: func() (string, error) { return "Node-1", nil }, OwnerUID: os.Getuid(), Geteuid: os.Geteuid}
+		Hostname: func() (string, error) { return "Node-1", nil }, OwnerUID: os.Getuid(), Geteuid: os.Geteuid,
+		KubeletBinary: f.defaultKubeletBinary(), Systemd: kubelet.Systemd{RunDir: filepath.Join(f.dir, "run", "systemd", "system"), Systemctl: filepath.Join(f.dir, "bin", "systemctl")},
+		RootUID: os.Getuid(), Clocks: f.clocks}
+}
+
+// bootedAt is a machine's clocks an hour and a half after boot.
+func bootedAt(boot time.Time) kubelet.Clocks {
+	return func() (time.Duration, time.Time, error) {
+		since := 90 * time.Minute
+		return since, boot.Add(since), nil
+	}
 }
 
 func (f *fixture) compatPath() string { return filepath.Join(f.rootDir, kubeletcompat.DefaultFileName) }
@@ -101,12 +147,19 @@ func (f *fixture) run(args ...string) int {
 	f.t.Helper()
 	f.stdout.Reset()
 	f.stderr.Reset()
+	return f.runTo(context.Background(), &f.stdout, &f.stderr, args...)
+}
+
+// runTo runs a command with its own output buffers, e.g. next to another.
+func (f *fixture) runTo(ctx context.Context, stdout, stderr *bytes.Buffer, args ...string) int {
 	// Flags given later win: the test's own come last.
 	full := []string{args[0], "--runtime-endpoint", f.srv.Endpoint, "--manifest-dir", f.manifestDir}
 	if args[0] != "preflight" {
 		full = append(full, "--root-dir", f.rootDir)
 	}
-	return Run(context.Background(), f.env(), append(full, args[1:]...))
+	env := f.env()
+	env.Stdout, env.Stderr = stdout, stderr
+	return Run(ctx, env, append(full, args[1:]...))
 }
 
 // pod is a static pod manifest with the sandbox and containers a kubelet of

@@ -174,7 +174,7 @@ func staticPodsNeedingFile(f *kubeletcompat.File, st *nodeState) []staticPodNeed
 	}
 	var out []staticPodNeed
 	for _, sp := range f.StaticPods {
-		data, err := os.ReadFile(sp.ManifestPath)
+		data, err := manifest.ReadFile(sp.ManifestPath)
 		if err != nil || kubeletcompat.ManifestSHA256(data) != sp.SHA256 {
 			continue // the kubelet no longer uses this record
 		}

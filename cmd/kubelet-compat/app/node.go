@@ -34,13 +34,16 @@ type nodeOptions struct {
 	rootDir         string
 	file            string
 	kubeletPID      int
+	kubeletPIDFile  string
 	kubeletBinary   string
 	kubeconfig      string
+	lockTimeout     time.Duration
+	force           bool
 }
 
 func (o *nodeOptions) addRuntimeFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.runtimeEndpoint, "runtime-endpoint", cri.DefaultRuntimeEndpoint, "CRI socket of the container runtime")
-	fs.DurationVar(&o.criTimeout, "cri-timeout", cri.DefaultCallTimeout, "timeout of each CRI call")
+	positiveDurationVar(fs, &o.criTimeout, "cri-timeout", cri.DefaultCallTimeout, "timeout of each CRI call (positive)")
 	fs.StringVar(&o.nodeName, "node-name", "", "the kubelet's node name (default: the hostname, lowercased, as the kubelet does)")
 	fs.StringVar(&o.manifestDir, "manifest-dir", defaultManifestDir, "the kubelet's static pod manifest directory (--pod-manifest-path)")
 }
@@ -51,8 +54,19 @@ func (o *nodeOptions) addFileFlags(fs *pflag.FlagSet) {
 }
 
 func (o *nodeOptions) addKubeletFlags(fs *pflag.FlagSet) {
-	fs.IntVar(&o.kubeletPID, "kubelet-pid", 0, "PID of the running kubelet (default: the only process named kubelet)")
-	fs.StringVar(&o.kubeletBinary, "kubelet-binary", "", "kubelet binary to ask for its version (default: the running kubelet's own binary)")
+	fs.IntVar(&o.kubeletPID, "kubelet-pid", 0, "PID of the running kubelet (default: --kubelet-pidfile, else the main PID of systemd's kubelet.service, else the only root process of the host PID namespace running --kubelet-binary)")
+	fs.StringVar(&o.kubeletPIDFile, "kubelet-pidfile", "", "file holding the running kubelet's PID (root-owned, writable only by root)")
+	fs.StringVar(&o.kubeletBinary, "kubelet-binary", "", "the kubelet binary, an absolute path (default "+kubelet.DefaultBinary+"); the running kubelet must run it, and it is the only program run for the version (it must be a root-owned regular file only root may write)")
+}
+
+// addLockFlag is for the commands that change the compat file.
+func (o *nodeOptions) addLockFlag(fs *pflag.FlagSet) {
+	positiveDurationVar(fs, &o.lockTimeout, "lock-timeout", defaultLockTimeout, "how long to wait for another record or sweep to finish with the compat file (the lock <dir>/.<file>.lock)")
+}
+
+// addForceFlag is record's.
+func (o *nodeOptions) addForceFlag(fs *pflag.FlagSet) {
+	fs.BoolVar(&o.force, "force", false, "replace an existing file that is not a compat file")
 }
 
 func (o *nodeOptions) addKubeconfigFlag(fs *pflag.FlagSet) {
@@ -88,22 +102,41 @@ type runningKubelet struct {
 	version kubeletcompat.Version
 }
 
-// findKubelet finds the running kubelet and asks its binary (or
-// --kubelet-binary) for the version.
+// findKubelet identifies the running kubelet (see package kubelet: never by
+// its name, never running anything found through /proc) and asks the
+// configured binary, which that process runs, for the version.
 func (o *nodeOptions) findKubelet(ctx context.Context, env Env) (*runningKubelet, error) {
-	p, err := kubelet.Find(env.ProcRoot, o.kubeletPID)
+	p, err := kubelet.Find(ctx, o.kubeletConfig(env))
 	if err != nil {
 		return nil, err
 	}
-	binary := o.kubeletBinary
-	if binary == "" {
-		binary = p.Exe
-	}
-	v, err := kubelet.Version(ctx, binary)
+	v, err := p.Binary.Version(ctx, env.RootUID)
 	if err != nil {
 		return nil, err
 	}
 	return &runningKubelet{pid: p.PID, start: p.StartTime, version: v}, nil
+}
+
+func (o *nodeOptions) kubeletConfig(env Env) kubelet.Config {
+	binary := o.kubeletBinary
+	if binary == "" {
+		binary = env.KubeletBinary
+	}
+	return kubelet.Config{ProcRoot: env.ProcRoot, PID: o.kubeletPID, PIDFile: o.kubeletPIDFile, Binary: binary,
+		Systemd: env.Systemd, RootUID: env.RootUID, Clocks: env.Clocks}
+}
+
+// recordedVersion is the version record writes: that of --kubelet-binary
+// when given (the kubelet need not run), else the running kubelet's.
+func (o *nodeOptions) recordedVersion(ctx context.Context, env Env) (kubeletcompat.Version, error) {
+	if o.kubeletBinary != "" {
+		return kubelet.Version(ctx, o.kubeletBinary, env.RootUID)
+	}
+	k, err := o.findKubelet(ctx, env)
+	if err != nil {
+		return kubeletcompat.Version{}, fmt.Errorf("%w (or give --kubelet-binary)", err)
+	}
+	return k.version, nil
 }
 
 // specIndex finds the spec of a running container's pod: static pods by

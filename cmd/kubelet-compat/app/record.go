@@ -8,7 +8,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/kubelet-compat/kubelet-compat/cmd/kubelet-compat/internal/kubelet"
 	"github.com/kubelet-compat/kubelet-compat/cmd/kubelet-compat/internal/manifest"
 	"github.com/kubelet-compat/kubelet-compat/cmd/kubelet-compat/pkg/cri"
 	kubeletcompat "github.com/kubelet-compat/kubelet-compat/kubelet-compat"
@@ -27,7 +26,12 @@ the running kubelet process), the time, and for every static pod manifest in
 
 Run it on the node BEFORE the kubelet binary is replaced. The file is written
 atomically (root-owned, mode 0644): it is either complete or not there. record
-refuses when the file already records a newer kubelet version.
+refuses when the file already records a newer kubelet version. It holds
+the lock sweep takes (<dir>/.<file>.lock) for its whole run.
+
+record refuses a path that is not a regular file (FIFO, directory, symlink),
+and an existing file that does not parse as a compat file unless --force. It
+removes the temporary files (.<file>.tmp-*) that interrupted records left.
 
 A manifest without a running sandbox is skipped with a warning; a manifest
 that matches several running sandboxes of different UIDs is an error.
@@ -41,10 +45,18 @@ Exit codes: 0 recorded, 1 error (nothing written, an existing file unchanged).`,
 	o.addRuntimeFlags(cmd.Flags())
 	o.addFileFlags(cmd.Flags())
 	o.addKubeletFlags(cmd.Flags())
+	o.addLockFlag(cmd.Flags())
+	o.addForceFlag(cmd.Flags())
 	return cmd
 }
 
 func runRecord(ctx context.Context, env Env, o *nodeOptions) error {
+	// Under the lock sweep takes; checks of the target first (record_guard.go).
+	release, err := o.prepareRecord(ctx, env)
+	if err != nil {
+		return err
+	}
+	defer release()
 	node, err := o.node(env)
 	if err != nil {
 		return err
@@ -119,17 +131,6 @@ func runRecord(ctx context.Context, env Env, o *nodeOptions) error {
 		fmt.Fprintln(env.Stdout, n)
 	}
 	return nil
-}
-
-func (o *nodeOptions) recordedVersion(ctx context.Context, env Env) (kubeletcompat.Version, error) {
-	if o.kubeletBinary != "" {
-		return kubelet.Version(ctx, o.kubeletBinary)
-	}
-	k, err := o.findKubelet(ctx, env)
-	if err != nil {
-		return kubeletcompat.Version{}, fmt.Errorf("%w (or give --kubelet-binary)", err)
-	}
-	return k.version, nil
 }
 
 // staticPodUID finds the UID of the running sandbox of a static pod: the

@@ -205,7 +205,11 @@ func TestRecordFailuresLeaveNoPartialFile(t *testing.T) {
 		{name: "unparsable kubelet version", wantErr: "unexpected `--version` output", setup: func(f *fixture) []string {
 			return []string{"--kubelet-binary", f.kubeletBinary("")}
 		}},
-		{name: "no kubelet running and no binary", wantErr: "no running kubelet process found", setup: func(f *fixture) []string {
+		{name: "no kubelet running and no binary", wantErr: "no running kubelet: no process of the host PID namespace runs", setup: func(f *fixture) []string {
+			f.selectKubelet("v1.18.19")
+			return []string{"--kubelet-binary", ""}
+		}},
+		{name: "no kubelet binary", wantErr: "/usr/bin/kubelet does not exist (give --kubelet-binary)", setup: func(f *fixture) []string {
 			return []string{"--kubelet-binary", ""}
 		}},
 		{name: "file records a newer kubelet", wantErr: "already records kubelet v1.21.14, newer than v1.18.19: refusing", setup: func(f *fixture) []string {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kubelet-compat/kubelet-compat/cmd/kubelet-compat/internal/kubelet"
 	"github.com/spf13/cobra"
 )
 
@@ -34,12 +35,21 @@ type Env struct {
 	OwnerUID int
 	// Geteuid decides whether record chowns the file to root.
 	Geteuid func() int
+	// KubeletBinary is the default of --kubelet-binary (/usr/bin/kubelet).
+	KubeletBinary string
+	// Systemd is asked for the kubelet unit's main PID.
+	Systemd kubelet.Systemd
+	// RootUID must own the kubelet binary and run the kubelet (root).
+	RootUID int
+	// Clocks gives the boot time the kubelet's start time counts from.
+	Clocks kubelet.Clocks
 }
 
 // DefaultEnv is the real machine.
 func DefaultEnv() Env {
 	return Env{Stdout: os.Stdout, Stderr: os.Stderr, ProcRoot: "/proc", Now: time.Now,
-		Hostname: os.Hostname, OwnerUID: 0, Geteuid: os.Geteuid}
+		Hostname: os.Hostname, OwnerUID: 0, Geteuid: os.Geteuid,
+		KubeletBinary: kubelet.DefaultBinary, Systemd: kubelet.DefaultSystemd, RootUID: 0, Clocks: kubelet.SystemClocks}
 }
 
 // exitError carries an exit code other than ExitError.
@@ -63,10 +73,17 @@ built with the kubelet-compat patches.
   sweep      delete the compat file once nothing needs it
   preflight  predict what an upgrade restarts, with and without the patches
 
+The running kubelet is --kubelet-pid, else the PID in --kubelet-pidfile, else
+the MainPID of systemd's kubelet.service, else the only root process of the
+host PID namespace whose executable is --kubelet-binary (default
+/usr/bin/kubelet). Process names are never trusted, and the only program run
+for the version is --kubelet-binary, a root-owned file only root may write.
+
 Errors are one line on stderr prefixed "kubelet-compat: " and exit 1.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.SetFlagErrorFunc(flagError)
 	root.SetOut(env.Stdout)
 	root.SetErr(env.Stderr)
 	root.CompletionOptions.DisableDefaultCmd = true
@@ -88,7 +105,11 @@ func Run(ctx context.Context, env Env, args []string) int {
 	if errors.As(err, &ee) {
 		code = ee.code
 	}
-	fmt.Fprintf(env.Stderr, "kubelet-compat: %s\n", oneLine(err.Error()))
+	msg := shortenEchoes(oneLine(err.Error()), args)
+	if ctx.Err() != nil {
+		msg = "interrupted: " + msg
+	}
+	fmt.Fprintf(env.Stderr, "kubelet-compat: %s\n", msg)
 	return code
 }
 

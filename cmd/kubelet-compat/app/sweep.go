@@ -2,9 +2,7 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
 
 	kubeletcompat "github.com/kubelet-compat/kubelet-compat/kubelet-compat"
 	"github.com/spf13/cobra"
@@ -32,9 +30,13 @@ and never while something might:
     runs under needs it (without the file the kubelet derives another UID and
     recreates the pod), unless the manifest sets that UID as metadata.uid.
 
+sweep holds the lock record takes (<dir>/.<file>.lock) from its check to the
+delete, so it never deletes a file record wrote meanwhile, and it deletes
+only the very file it checked (same inode, size, mtime and ctime).
+
 Exit codes:
   0  the file was deleted (with --dry-run: would be), or there is no file
-  1  error (nothing deleted)
+  1  error, or the file changed while sweep checked it (nothing deleted)
   2  the file is kept: the listed containers or static pods still need it`,
 		Example: `  kubelet-compat sweep --dry-run
   kubelet-compat sweep --kubeconfig /etc/kubernetes/kubelet.conf`,
@@ -45,13 +47,20 @@ Exit codes:
 	o.addFileFlags(cmd.Flags())
 	o.addKubeletFlags(cmd.Flags())
 	o.addKubeconfigFlag(cmd.Flags())
+	o.addLockFlag(cmd.Flags())
 	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "say what would be done, delete nothing")
 	return cmd
 }
 
 func runSweep(ctx context.Context, env Env, o *sweepOptions) error {
 	path := o.compatPath()
-	if _, err := os.Lstat(path); errors.Is(err, os.ErrNotExist) {
+	// Check and delete under the lock record takes (see lock.go).
+	checked, release, err := o.lockForSweep(ctx, path)
+	if err != nil {
+		return err
+	}
+	defer release()
+	if checked == nil {
 		fmt.Fprintf(env.Stdout, "no compat file at %s: nothing to do\n", path)
 		return nil
 	}
@@ -108,8 +117,8 @@ func runSweep(ctx context.Context, env Env, o *sweepOptions) error {
 		fmt.Fprintf(env.Stdout, "would delete %s: no running container needs it\n", path)
 		return nil
 	}
-	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("deleting %s: %w", path, err)
+	if err := deleteChecked(path, checked); err != nil {
+		return err
 	}
 	fmt.Fprintf(env.Stdout, "deleted %s: no running container needs it\n", path)
 	return nil

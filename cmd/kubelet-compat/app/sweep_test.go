@@ -98,10 +98,11 @@ func TestSweepNothingToDoAndErrors(t *testing.T) {
 	}
 
 	f.write(f.compatPath(), "{not json")
+	f.selectKubelet("v1.19.16")
 	if code := f.run("sweep"); code != ExitError {
 		t.Errorf("no kubelet: exit %d", code)
 	}
-	assertOneErrorLine(t, f.stderr.String(), "no running kubelet process found")
+	assertOneErrorLine(t, f.stderr.String(), "no running kubelet: no process of the host PID namespace runs")
 
 	f.runKubelet("v1.19.16")
 	if code := f.run("sweep"); code != ExitError {

@@ -536,10 +536,9 @@ func (s *Scenario) cliRun(ctx context.Context, command string, extra ...string) 
 	args := []string{command, "--manifest-dir", s.manifestDir(), "--root-dir", s.kubeletDir(),
 		"--runtime-endpoint", s.node.RuntimeEndpoint(), "--node-name", s.opts.NodeName}
 	if s.kubelet != nil {
-		args = append(args, "--kubelet-pid", fmt.Sprint(s.kubelet.PID))
-		if command == "record" {
-			args = append(args, "--kubelet-binary", s.kubelet.Binary)
-		}
+		// The CLI runs only the configured binary, which the process
+		// must run: the node has no /usr/bin/kubelet.
+		args = append(args, "--kubelet-pid", fmt.Sprint(s.kubelet.PID), "--kubelet-binary", s.kubelet.Binary)
 	}
 	args = append(args, extra...)
 	cctx, cancel := context.WithTimeout(ctx, time.Minute)

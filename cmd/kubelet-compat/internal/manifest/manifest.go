@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 
 	v1 "k8s.io/api/core/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -69,7 +70,7 @@ func ReadStaticDir(dir string) ([]Static, error) {
 		if err != nil || !fi.Mode().IsRegular() {
 			continue // the kubelet skips directories, sockets and dangling links
 		}
-		data, err := readFile(path)
+		data, err := ReadFile(path)
 		if err != nil {
 			return nil, err
 		}
@@ -83,12 +84,22 @@ func ReadStaticDir(dir string) ([]Static, error) {
 	return out, nil
 }
 
-func readFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
+// ReadFile reads a manifest without ever blocking: it opens non-blocking and
+// reads only a regular file, so a FIFO swapped in after a check cannot stall
+// a command that holds the compat file's lock.
+func ReadFile(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (mode %s)", path, fi.Mode())
+	}
 	data, err := io.ReadAll(io.LimitReader(f, maxManifestSize+1))
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", path, err)
@@ -190,7 +201,7 @@ func Load(paths []string) ([]Source, []string, error) {
 	var pods []Source
 	var notes []string
 	for _, file := range files {
-		data, err := readFile(file)
+		data, err := ReadFile(file)
 		if err != nil {
 			return nil, nil, err
 		}

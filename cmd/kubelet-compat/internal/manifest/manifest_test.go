@@ -4,7 +4,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 )
@@ -107,5 +109,29 @@ spec: {containers: [{name: a, image: b}]}
 	os.WriteFile(f, []byte("apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec: {containers: [{name: a, image: b, ports: \"nope\"}]}\n"), 0644)
 	if _, _, err := Load([]string{f}); err == nil || !strings.Contains(err.Error(), "document 1: invalid Pod") {
 		t.Errorf("malformed: %v", err)
+	}
+}
+
+// A FIFO where a manifest was (swapped in after a check) must not block.
+func TestReadFileNeverBlocks(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "etcd.yaml")
+	if err := syscall.Mkfifo(path, 0644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := ReadFile(path)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "not a regular file") {
+			t.Errorf("ReadFile(fifo) = %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		if fh, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			fh.Close()
+		}
+		t.Fatal("ReadFile blocked on a FIFO")
 	}
 }

@@ -26,6 +26,7 @@ type Runtime struct {
 	containers []cri.Container
 	images     map[string]string // container ID -> status image
 	fail       map[string]error  // method name -> error to return
+	hooks      map[string]func() // method name -> run before answering
 }
 
 // Server is a running fake runtime.
@@ -95,6 +96,7 @@ func (r *Runtime) Fail(method string, err error) {
 }
 
 func (r *Runtime) snapshot(method string) ([]cri.Sandbox, []cri.Container, map[string]string, error) {
+	r.runHook(method)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]cri.Sandbox(nil), r.sandboxes...), append([]cri.Container(nil), r.containers...), r.images, r.fail[method]
