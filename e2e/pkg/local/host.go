@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/kubelet-compat/kubelet-compat/build/exec"
 )
@@ -108,118 +107,6 @@ func SaveSysctls(names []string) (func(context.Context) error, error) {
 	}, nil
 }
 
-// iptablesTables are the tables the kubelet adds chains to.
-var iptablesTables = []string{"filter", "nat", "mangle"}
-
-type ruleSet map[string][]string // table -> `iptables -S` lines
-
-func readRules(ctx context.Context, bin string) (ruleSet, error) {
-	rs := ruleSet{}
-	for _, t := range iptablesTables {
-		out, err := exec.Command(bin, "-w", "5", "-t", t, "-S").Output(ctx)
-		if err != nil {
-			return nil, err
-		}
-		rs[t] = strings.Split(strings.TrimSpace(string(out)), "\n")
-	}
-	return rs, nil
-}
-
-// SaveIptables remembers the rules and chains of iptables and ip6tables and
-// returns a func that deletes the rules and chains added since (the
-// kubelet's KUBE-* chains).
-func SaveIptables(ctx context.Context) (func(context.Context) error, error) {
-	before := map[string]ruleSet{}
-	for _, bin := range []string{"iptables", "ip6tables"} {
-		rs, err := readRules(ctx, bin)
-		if err != nil {
-			if bin == "ip6tables" {
-				continue
-			}
-			return nil, fmt.Errorf("reading %s rules: %w", bin, err)
-		}
-		before[bin] = rs
-	}
-	return func(ctx context.Context) error {
-		var errs []string
-		for bin, old := range before {
-			now, err := readRules(ctx, bin)
-			if err != nil {
-				errs = append(errs, err.Error())
-				continue
-			}
-			for _, t := range iptablesTables {
-				rules, chains := Added(old[t], now[t])
-				for _, r := range rules {
-					args := append([]string{"-w", "5", "-t", t, "-D"}, splitRule(r)...)
-					if err := exec.Command(bin, args...).Run(ctx); err != nil {
-						errs = append(errs, err.Error())
-					}
-				}
-				for _, c := range chains {
-					if err := exec.Command(bin, "-w", "5", "-t", t, "-X", c).Run(ctx); err != nil {
-						errs = append(errs, err.Error())
-					}
-				}
-			}
-		}
-		if len(errs) > 0 {
-			return fmt.Errorf("restoring iptables: %s", strings.Join(errs, "; "))
-		}
-		return nil
-	}, nil
-}
-
-// Added returns the `-A` rules (without "-A ") and `-N` chains present in
-// now but not in before, rules first in reverse order.
-func Added(before, now []string) (rules, chains []string) {
-	had := map[string]bool{}
-	for _, l := range before {
-		had[l] = true
-	}
-	for i := len(now) - 1; i >= 0; i-- {
-		l := now[i]
-		if had[l] {
-			continue
-		}
-		switch {
-		case strings.HasPrefix(l, "-A "):
-			rules = append(rules, strings.TrimPrefix(l, "-A "))
-		case strings.HasPrefix(l, "-N "):
-			chains = append(chains, strings.TrimPrefix(l, "-N "))
-		}
-	}
-	sort.Strings(chains)
-	return rules, chains
-}
-
-// splitRule splits an `iptables -S` rule into arguments, honouring the
-// double quotes iptables puts around comments.
-func splitRule(r string) []string {
-	var out []string
-	var cur strings.Builder
-	inQuote, has := false, false
-	for _, ch := range r {
-		switch {
-		case ch == '"':
-			inQuote, has = !inQuote, true
-		case ch == ' ' && !inQuote:
-			if has {
-				out = append(out, cur.String())
-				cur.Reset()
-				has = false
-			}
-		default:
-			cur.WriteRune(ch)
-			has = true
-		}
-	}
-	if has {
-		out = append(out, cur.String())
-	}
-	return out
-}
-
 // MountsUnder lists the mount points at or under dir, deepest first.
 func MountsUnder(dir string) ([]string, error) {
 	f, err := os.Open("/proc/self/mountinfo")
@@ -227,8 +114,13 @@ func MountsUnder(dir string) ([]string, error) {
 		return nil, err
 	}
 	defer f.Close()
+	return mountsUnder(f, dir)
+}
+
+// mountsUnder reads a mountinfo file.
+func mountsUnder(r io.Reader, dir string) ([]string, error) {
 	var out []string
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
@@ -245,7 +137,7 @@ func MountsUnder(dir string) ([]string, error) {
 		out[i], out[j] = out[j], out[i]
 	}
 	sort.SliceStable(out, func(i, j int) bool { return strings.Count(out[i], "/") > strings.Count(out[j], "/") })
-	return out, nil
+	return out, sc.Err()
 }
 
 func unescapeMount(s string) string {
@@ -274,64 +166,6 @@ func UnmountUnder(dir string) error {
 		return fmt.Errorf("still mounted under %s: %s", dir, strings.Join(mps, ", "))
 	}
 	return nil
-}
-
-// RemoveCgroups removes the cgroup directories named name (e.g. kubepods)
-// directly under each cgroup v1 hierarchy (or the v2 root), deepest first.
-// Only empty cgroups can be removed; it retries for a while as processes
-// exit.
-func RemoveCgroups(ctx context.Context, name string) error {
-	roots, _ := filepath.Glob("/sys/fs/cgroup/*/" + name)
-	if v2 := "/sys/fs/cgroup/" + name; isDir(v2) {
-		roots = append(roots, v2)
-	}
-	var last error
-	for attempt := 0; attempt < 20; attempt++ {
-		last = nil
-		for _, r := range roots {
-			var dirs []string
-			_ = filepath.Walk(r, func(p string, fi os.FileInfo, err error) error {
-				if err == nil && fi.IsDir() {
-					dirs = append(dirs, p)
-				}
-				return nil
-			})
-			for i := len(dirs) - 1; i >= 0; i-- {
-				killCgroupProcs(dirs[i])
-				if err := syscall.Rmdir(dirs[i]); err != nil && !os.IsNotExist(err) {
-					last = fmt.Errorf("rmdir %s: %w", dirs[i], err)
-				}
-			}
-		}
-		if last == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return last
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
-	return last
-}
-
-// killCgroupProcs SIGKILLs what still runs in a kubepods cgroup once the
-// runtime is gone (a container whose shim was killed).
-func killCgroupProcs(dir string) {
-	b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
-	if err != nil {
-		return
-	}
-	for _, f := range strings.Fields(string(b)) {
-		if pid, err := strconv.Atoi(f); err == nil && pid > 1 && pid != os.Getpid() {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-	}
-}
-
-func isDir(p string) bool {
-	fi, err := os.Stat(p)
-	return err == nil && fi.IsDir()
 }
 
 // DeleteLink deletes a network interface (the CNI bridge); a missing one
@@ -366,30 +200,4 @@ func RemovePodLogs(namespace string) error {
 		return fmt.Errorf("removing pod logs: %s", strings.Join(errs, "; "))
 	}
 	return nil
-}
-
-// KillByCmdline SIGKILLs the processes whose command line contains needle
-// (the containerd shims of the e2e's containerd, found by its socket path)
-// and returns their PIDs.
-func KillByCmdline(needle string) ([]int, error) {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil, err
-	}
-	self := os.Getpid()
-	var killed []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == self {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil || !strings.Contains(string(b), needle) {
-			continue
-		}
-		if err := syscall.Kill(pid, syscall.SIGKILL); err == nil {
-			killed = append(killed, pid)
-		}
-	}
-	return killed, nil
 }

@@ -6,13 +6,19 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/kubelet-compat/kubelet-compat/cmd/kubelet-compat/pkg/cri"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/cgroups"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/cleanup"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/corpus"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/images"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/iptables"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/proc"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/procfs"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/rootdir"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/shims"
 )
 
 // Options configure the provider.
@@ -67,31 +73,52 @@ func Up(ctx context.Context, opts Options, stack *cleanup.Stack) (*Node, error) 
 		return nil, err
 	}
 	stack.Push("restore sysctls "+fmt.Sprint(KubeletSysctls), restoreSysctls)
-	restoreIptables, err := SaveIptables(ctx)
+	for _, bin := range []string{"iptables", "ip6tables"} {
+		bin := bin
+		before, err := iptables.Save(ctx, iptables.Exec, bin)
+		if err != nil {
+			if bin == "ip6tables" {
+				continue
+			}
+			return nil, fmt.Errorf("reading %s rules: %w", bin, err)
+		}
+		stack.Push("remove the "+bin+" chains and rules added by the kubelet", func(ctx context.Context) error {
+			return iptables.Restore(ctx, iptables.Exec, bin, before)
+		})
+	}
+	cgHost := cgroups.Host{Root: "/sys/fs/cgroup", Proc: procfs.Host, Kill: func(pid int) error { return syscall.Kill(pid, syscall.SIGKILL) }}
+	cgs, err := cgroups.Record(cgHost, "kubepods")
 	if err != nil {
 		return nil, err
 	}
-	stack.Push("remove the iptables chains and rules added by the kubelet", restoreIptables)
-	if _, err := os.Stat("/sys/fs/cgroup/cpu/kubepods"); os.IsNotExist(err) {
-		stack.Push("remove the kubepods cgroups", func(ctx context.Context) error { return RemoveCgroups(ctx, "kubepods") })
-	}
+	stack.Push("remove the kubepods cgroups", func(ctx context.Context) error { return cgroups.Remove(ctx, cgHost, cgs, 0) })
 	stack.Push("remove pod logs of namespace "+corpus.Namespace, func(context.Context) error { return RemovePodLogs(corpus.Namespace) })
 
+	root, err := rootdir.Claim(opts.Root)
+	if err != nil {
+		return nil, err
+	}
 	for _, d := range []string{n.ContainerdRoot(), n.ContainerdState(), n.CNIConfDir(), n.CNIDataDir(), opts.LogDir} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, err
 		}
 	}
-	stack.Push("remove "+opts.Root, func(context.Context) error {
-		if err := UnmountUnder(opts.Root); err != nil {
+	stack.Push("remove "+root, func(context.Context) error {
+		if err := UnmountUnder(root); err != nil {
 			return err
 		}
-		return os.RemoveAll(opts.Root)
+		return os.RemoveAll(root)
 	})
 	stack.Push("delete the CNI bridge "+DefaultNetwork.Bridge, func(ctx context.Context) error { return DeleteLink(ctx, DefaultNetwork.Bridge) })
 	stack.Push("unmount everything under "+opts.Root, func(context.Context) error { return UnmountUnder(opts.Root) })
 	stack.Push("kill leftover containerd shims", func(context.Context) error {
-		pids, err := KillByCmdline(n.ContainerdSocket())
+		found, err := shims.Find(procfs.Host, shims.Run{Socket: n.ContainerdSocket(), StateDir: n.ContainerdState()})
+		var pids []int
+		for _, id := range found {
+			if syscall.Kill(id.PID, syscall.SIGKILL) == nil {
+				pids = append(pids, id.PID)
+			}
+		}
 		if len(pids) > 0 {
 			fmt.Fprintf(opts.Log, "cleanup: killed leftover shims %v\n", pids)
 			time.Sleep(time.Second)
