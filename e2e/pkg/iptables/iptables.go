@@ -38,30 +38,89 @@ func Save(ctx context.Context, run Runner, bin string) (Rules, error) {
 	return rs, nil
 }
 
-// Plan returns the `-A` rules (without "-A ") and `-N` chains present in
-// now but not in before, rules first in reverse order.
+// Prefixes name the chains the kubelet (KUBE-) and the CNI plugins (CNI-)
+// create: the only chains a run may remove.
+var Prefixes = []string{"KUBE-", "CNI-"}
+
+// Plan returns what undoes the run in one table, from its `-S` lines
+// before the run and now: the rules to delete (without "-A ", last listed
+// first) and the chains to delete (sorted).
+//
+// A chain is the run's when it exists now, did not before and is named
+// KUBE-* or CNI-*. A rule is the run's when it was not there before and it
+// is in such a chain or jumps (-j, -g) to one. Everything else stays:
+// chains and rules others added meanwhile, KUBE-* chains that existed
+// before and the rules added to them. Nothing is ever flushed.
 func Plan(before, now []string) (rules, chains []string) {
-	had := map[string]bool{}
+	had := map[string]int{}
+	existed := map[string]bool{}
 	for _, l := range before {
-		had[l] = true
+		had[l]++
+		if name, ok := chainOf(l); ok {
+			existed[name] = true
+		}
 	}
-	for i := len(now) - 1; i >= 0; i-- {
-		l := now[i]
-		if had[l] {
+	ours := map[string]bool{}
+	for _, l := range now {
+		if name, ok := chainOf(l); ok && !existed[name] && hasPrefix(name) {
+			ours[name] = true
+			chains = append(chains, name)
+		}
+	}
+	var added []string
+	for _, l := range now {
+		if had[l] > 0 {
+			had[l]--
 			continue
 		}
-		switch {
-		case strings.HasPrefix(l, "-A "):
-			rules = append(rules, strings.TrimPrefix(l, "-A "))
-		case strings.HasPrefix(l, "-N "):
-			chains = append(chains, strings.TrimPrefix(l, "-N "))
+		if !strings.HasPrefix(l, "-A ") {
+			continue
 		}
+		r := strings.TrimPrefix(l, "-A ")
+		args := SplitRule(r)
+		if len(args) > 0 && (ours[args[0]] || ours[target(args)]) {
+			added = append(added, r)
+		}
+	}
+	for i := len(added) - 1; i >= 0; i-- {
+		rules = append(rules, added[i])
 	}
 	sort.Strings(chains)
 	return rules, chains
 }
 
-// Restore deletes what Plan finds in every table.
+// chainOf returns the chain a `-N` (user chain) or `-P` (built-in chain)
+// line declares.
+func chainOf(line string) (string, bool) {
+	f := strings.Fields(line)
+	if len(f) >= 2 && (f[0] == "-N" || f[0] == "-P") {
+		return f[1], true
+	}
+	return "", false
+}
+
+// target is the chain a rule jumps or goes to ("" when none).
+func target(args []string) string {
+	for i := 1; i+1 < len(args); i++ {
+		switch args[i] {
+		case "-j", "--jump", "-g", "--goto":
+			return args[i+1]
+		}
+	}
+	return ""
+}
+
+func hasPrefix(chain string) bool {
+	for _, p := range Prefixes {
+		if strings.HasPrefix(chain, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// Restore deletes what Plan finds in every table: the run's rules one by
+// one, then its (then empty) chains.
 func Restore(ctx context.Context, run Runner, bin string, before Rules) error {
 	now, err := Save(ctx, run, bin)
 	if err != nil {
