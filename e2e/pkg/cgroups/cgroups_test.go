@@ -58,7 +58,7 @@ func TestOnlyTheRunsCgroups(t *testing.T) {
 		{name: "v1, created by the run", during: []string{"cpu,cpuacct/kubepods", "memory/kubepods", "memory/kubepods/burstable"},
 			wantKilled: []int{1001, 1002, 1003}, wantGone: []string{"cpu,cpuacct/kubepods", "memory/kubepods"}},
 		{name: "v1, only memory existed before", before: []string{"memory/kubepods"}, during: []string{"cpu,cpuacct/kubepods"},
-			wantKilled: []int{1002}, wantLeft: []string{"memory/kubepods"}, wantGone: []string{"cpu,cpuacct/kubepods"}},
+			wantKilled: []int{1001}, wantLeft: []string{"memory/kubepods"}, wantGone: []string{"cpu,cpuacct/kubepods"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -138,4 +138,48 @@ func leave(t *testing.T, root string, pid int) {
 		assert.NilError(t, os.WriteFile(p, []byte(strings.Join(keep, "\n")), 0o644))
 		return nil
 	})
+}
+
+func TestRemoveRefusesWhatRecordDoesNotWrite(t *testing.T) {
+	root := layout(t, true)
+	other := t.TempDir()
+	mkCgroup(t, filepath.Join(other, "kubepods"))
+	var killed, removed []string
+	h := Host{Root: root, Proc: procfs.FS{Root: t.TempDir()},
+		Kill:  func(pid int) error { killed = append(killed, strconv.Itoa(pid)); return nil },
+		Rmdir: func(p string) error { removed = append(removed, p); return nil }}
+	for _, created := range []string{filepath.Join(other, "kubepods"), "/sys/fs/cgroup/kubepods", root, root + "/x/../kubepods", filepath.Join(root, "system.slice")} {
+		err := Remove(context.Background(), h, Recorded{Mode: V2, Name: "kubepods", Created: []string{created}}, 0)
+		assert.Check(t, err != nil, "Remove accepted %s", created)
+	}
+	assert.Check(t, len(killed) == 0 && len(removed) == 0, "killed %v, removed %v", killed, removed)
+}
+
+func TestRemoveSparesOlderProcesses(t *testing.T) {
+	root := layout(t, true)
+	procRoot := t.TempDir()
+	rec, err := Record(Host{Root: root}, "kubepods")
+	assert.NilError(t, err)
+	assert.DeepEqual(t, rec, Recorded{Mode: V2, Name: "kubepods", Created: []string{filepath.Join(root, "kubepods")}})
+	// Someone moved an old process into the run's cgroup.
+	fakeproc.Write(t, procRoot, fakeproc.Proc{PID: 77, PPID: 1, Start: 10})
+	mkCgroup(t, filepath.Join(root, "kubepods"), "77")
+	var killed []int
+	h := Host{Root: root, Proc: procfs.FS{Root: procRoot}, Kill: func(pid int) error { killed = append(killed, pid); return nil },
+		Rmdir: func(p string) error { return syscall.EBUSY }}
+	ctx, cancel := context.WithTimeout(context.Background(), 700*time.Millisecond)
+	defer cancel()
+	err = Remove(ctx, h, rec, 100)
+	assert.Assert(t, err != nil && strings.Contains(err.Error(), "older than the run"), "%v", err)
+	assert.Equal(t, len(killed), 0)
+}
+
+func TestDetectAndOurs(t *testing.T) {
+	assert.Equal(t, Detect(layout(t, true)), V2)
+	assert.Equal(t, Detect(layout(t, false)), V1)
+	r := Recorded{Mode: V1, Name: "kubepods", Created: []string{"/sys/fs/cgroup/memory/kubepods"}}
+	for path, want := range map[string]bool{"/kubepods": true, "/kubepods/besteffort/pod1/c": true, "/kubepodsx": false, "/": false, "/system.slice/containerd.service": false} {
+		assert.Equal(t, r.Ours(path), want, path)
+	}
+	assert.Assert(t, !Recorded{Mode: V1, Name: "kubepods"}.Ours("/kubepods"), "nothing created: nothing is ours")
 }
