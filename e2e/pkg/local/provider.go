@@ -111,11 +111,17 @@ func Up(ctx context.Context, opts Options, stack *cleanup.Stack) (*Node, error) 
 	})
 	stack.Push("delete the CNI bridge "+DefaultNetwork.Bridge, func(ctx context.Context) error { return DeleteLink(ctx, DefaultNetwork.Bridge) })
 	stack.Push("unmount everything under "+opts.Root, func(context.Context) error { return UnmountUnder(opts.Root) })
+	self, err := procfs.Host.Self()
+	if err != nil {
+		return nil, err
+	}
 	stack.Push("kill leftover containerd shims", func(context.Context) error {
-		found, err := shims.Find(procfs.Host, shims.Run{Socket: n.ContainerdSocket(), StateDir: n.ContainerdState()})
+		// Only shims our state dir names, started after this run, serving
+		// our socket: never a process because of its command line alone.
+		found, err := shims.Find(procfs.Host, shims.Run{Socket: n.ContainerdSocket(), StateDir: n.ContainerdState(), Since: self.StartTicks})
 		var pids []int
 		for _, id := range found {
-			if syscall.Kill(id.PID, syscall.SIGKILL) == nil {
+			if procfs.Signal(id, syscall.SIGKILL) == nil {
 				pids = append(pids, id.PID)
 			}
 		}

@@ -1,7 +1,11 @@
 package procfs
 
 import (
+	"errors"
+	osexec "os/exec"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/procfs/fakeproc"
 	"gotest.tools/v3/assert"
@@ -83,4 +87,28 @@ func TestFlag(t *testing.T) {
 		assert.Equal(t, got, tt.want, "%v", tt.args)
 		assert.Equal(t, ok, tt.ok, "%v", tt.args)
 	}
+}
+
+func TestSignalOnlyTheRecordedProcess(t *testing.T) {
+	cmd := osexec.Command("sleep", "300")
+	assert.NilError(t, cmd.Start())
+	defer cmd.Process.Kill()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	id, err := Host.Identify(cmd.Process.Pid)
+	assert.NilError(t, err)
+	err = Signal(ID{PID: id.PID, StartTicks: id.StartTicks + 1}, syscall.SIGKILL)
+	assert.Assert(t, errors.Is(err, ErrNotSame), "%v", err)
+	select {
+	case <-done:
+		t.Fatal("a PID with another start time was signalled")
+	case <-time.After(200 * time.Millisecond):
+	}
+	assert.NilError(t, Signal(id, syscall.SIGKILL))
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the recorded process was not signalled")
+	}
+	assert.Assert(t, errors.Is(Signal(id, syscall.SIGKILL), ErrNotSame))
 }

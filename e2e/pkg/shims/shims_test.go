@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/procfs"
@@ -78,4 +79,43 @@ func TestFindOnlyTheRunsShims(t *testing.T) {
 			assert.DeepEqual(t, got, tt.want)
 		})
 	}
+}
+
+func TestContainersAndBundles(t *testing.T) {
+	procRoot, state := t.TempDir(), t.TempDir()
+	fakeproc.Write(t, procRoot, fakeproc.Proc{PID: 30, PPID: 1, Start: 2000, Args: shimArgs(sock, "bbb")})
+	for _, p := range []fakeproc.Proc{
+		{PID: 50, PPID: 30, Start: 2100, Cgroups: []string{"/kubepods/besteffort/pod1/bbb"}}, // the shim's child
+		{PID: 51, PPID: 1, Start: 2100, Cgroups: []string{"/kubepods/besteffort/pod1/ccc"}},  // reparented, in our cgroup
+		{PID: 52, PPID: 1, Start: 2100, Cgroups: []string{"/system.slice/other.service"}},    // reparented, not ours
+		{PID: 53, PPID: 30, Start: 500, Cgroups: []string{"/kubepods/besteffort/pod1/eee"}},  // older than the run
+		{PID: 54, PPID: 30, Start: 2100, Cgroups: []string{"/kubepods/besteffort/pod1/fff"}}, // no bundle names it
+	} {
+		fakeproc.Write(t, procRoot, p)
+	}
+	for id, init := range map[string]int{"bbb": 50, "ccc": 51, "ddd": 52, "eee": 53} {
+		task(t, state, id, 30)
+		dir := filepath.Join(state, TaskDir, "k8s.io", id)
+		assert.NilError(t, os.WriteFile(filepath.Join(dir, "init.pid"), []byte(strconv.Itoa(init)), 0o644))
+		assert.NilError(t, os.WriteFile(filepath.Join(dir, "address"), []byte("unix:///run/containerd/s/"+id+"\n"), 0o644))
+		assert.NilError(t, os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"linux":{"namespaces":[{"type":"pid"},{"type":"network","path":"/run/netns/cni-`+id+`"}]}}`), 0o644))
+	}
+	fs := procfs.FS{Root: procRoot}
+	r := Run{Socket: sock, StateDir: state, Since: since}
+	shims, err := Find(fs, r)
+	assert.NilError(t, err)
+	assert.DeepEqual(t, shims, []procfs.ID{{PID: 30, StartTicks: 2000}})
+	ours := func(p string) bool { return p == "/kubepods" || strings.HasPrefix(p, "/kubepods/") }
+	got, err := Containers(fs, r, shims, ours)
+	assert.NilError(t, err)
+	assert.DeepEqual(t, got, []procfs.ID{{PID: 50, StartTicks: 2100}, {PID: 51, StartTicks: 2100}})
+
+	tasks, err := Tasks(state)
+	assert.NilError(t, err)
+	assert.Equal(t, len(tasks), 4)
+	assert.Equal(t, tasks[0].Address, "unix:///run/containerd/s/bbb")
+	assert.Equal(t, tasks[0].Netns, "/run/netns/cni-bbb")
+	none, err := Tasks(filepath.Join(state, "absent"))
+	assert.NilError(t, err)
+	assert.Equal(t, len(none), 0)
 }
