@@ -21,6 +21,7 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/cleanup"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/rootdir"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/scenario"
 )
 
@@ -110,6 +111,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "e2e: unknown provider %q\n", *provider)
 		return 2
 	}
+	// Compared and used cleaned from here on; refused when it could be
+	// anything but the e2e's own directory.
+	rootPath, err := rootdir.Clean(*root)
+	if err != nil {
+		fmt.Fprintf(stderr, "e2e: %v\n", err)
+		return 2
+	}
 	repoRoot, err := os.Getwd()
 	if err != nil {
 		fmt.Fprintln(stderr, "e2e:", err)
@@ -124,7 +132,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	rep := &report.Report{Mode: *mode, Provider: *provider, StartedAt: time.Now()}
 	stack := cleanup.New(stdout)
 	opts := scenario.Options{Mode: *mode, Steps: plan.steps, Pods: plan.pods, Output: abs(*output), ReportDir: abs(*reportDir),
-		Root: *root, RepoRoot: repoRoot, NodeName: *nodeName, SyncFrequency: *syncFreq, Controls: plan.controls,
+		Root: rootPath, RepoRoot: repoRoot, NodeName: *nodeName, SyncFrequency: *syncFreq, Controls: plan.controls,
 		Extras: plan.extras, SkipPatched: !*patchedRuns, API: plan.api, Log: stdout}
 	var steps []string
 	for _, s := range plan.steps {
@@ -134,7 +142,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if plan.api {
 		kind = "API pods (etcd, kube-apiserver)"
 	}
-	fmt.Fprintf(stdout, "e2e %s: %s, %d %s, local provider, state in %s\n", *mode, strings.Join(steps, ", "), plan.pods, kind, *root)
+	fmt.Fprintf(stdout, "e2e %s: %s, %d %s, local provider, state in %s\n", *mode, strings.Join(steps, ", "), plan.pods, kind, rootPath)
 
 	runErr, cleanErr := cleanup.Guard(stack, func(ctx context.Context) error {
 		if *mode == "node" {

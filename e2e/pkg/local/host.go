@@ -117,8 +117,9 @@ func MountsUnder(dir string) ([]string, error) {
 	return mountsUnder(f, dir)
 }
 
-// mountsUnder reads a mountinfo file.
+// mountsUnder reads a mountinfo file; dir is compared cleaned.
 func mountsUnder(r io.Reader, dir string) ([]string, error) {
+	dir = filepath.Clean(dir)
 	var out []string
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)

@@ -51,12 +51,16 @@ const (
 // Up brings a node up; every change it makes pushes its undo on stack,
 // so the caller's stack.Run undoes it all, also after a failure here.
 func Up(ctx context.Context, opts Options, stack *cleanup.Stack) (*Node, error) {
-	n := &Node{Paths: Paths{Root: opts.Root}, opts: opts, stack: stack}
 	logf := func(format string, args ...interface{}) { fmt.Fprintf(opts.Log, "local: "+format+"\n", args...) }
-
 	if os.Geteuid() != 0 {
 		return nil, fmt.Errorf("the local provider runs containerd and kubelets: run as root")
 	}
+	root, err := rootdir.Claim(opts.Root)
+	if err != nil {
+		return nil, err
+	}
+	opts.Root = root
+	n := &Node{Paths: Paths{Root: root}, opts: opts, stack: stack}
 	logf("checking Debian packages")
 	if err := EnsurePackages(ctx, opts.Log, append(append([]string{}, Packages...), opts.ExtraPackages...)); err != nil {
 		return nil, err
@@ -94,16 +98,15 @@ func Up(ctx context.Context, opts Options, stack *cleanup.Stack) (*Node, error) 
 	stack.Push("remove the kubepods cgroups", func(ctx context.Context) error { return cgroups.Remove(ctx, cgHost, cgs, 0) })
 	stack.Push("remove pod logs of namespace "+corpus.Namespace, func(context.Context) error { return RemovePodLogs(corpus.Namespace) })
 
-	root, err := rootdir.Claim(opts.Root)
-	if err != nil {
-		return nil, err
-	}
 	for _, d := range []string{n.ContainerdRoot(), n.ContainerdState(), n.CNIConfDir(), n.CNIDataDir(), opts.LogDir} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, err
 		}
 	}
 	stack.Push("remove "+root, func(context.Context) error {
+		if err := rootdir.Owned(root); err != nil {
+			return err
+		}
 		if err := UnmountUnder(root); err != nil {
 			return err
 		}

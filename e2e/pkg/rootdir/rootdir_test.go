@@ -1,6 +1,7 @@
 package rootdir
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,7 +12,10 @@ import (
 
 func TestClaimRefuses(t *testing.T) {
 	tmp := t.TempDir()
-	t.Chdir(tmp)
+	wd, err := os.Getwd()
+	assert.NilError(t, err)
+	assert.NilError(t, os.Chdir(tmp))
+	defer func() { assert.NilError(t, os.Chdir(wd)) }()
 	foreign := filepath.Join(tmp, "foreign")
 	assert.NilError(t, os.MkdirAll(foreign, 0o755))
 	assert.NilError(t, os.WriteFile(filepath.Join(foreign, "precious"), []byte("x"), 0o644))
@@ -31,7 +35,7 @@ func TestClaimRefuses(t *testing.T) {
 		got, err := Claim(p)
 		assert.Check(t, err != nil, "Claim(%q) = %q, want an error", p, got)
 	}
-	_, err := os.Stat(filepath.Join(foreign, "precious"))
+	_, err = os.Stat(filepath.Join(foreign, "precious"))
 	assert.NilError(t, err)
 	_, err = os.Stat(filepath.Join(tmp, "relative"))
 	assert.Assert(t, os.IsNotExist(err), "a relative -root was created")
@@ -59,4 +63,17 @@ func TestClaimAccepts(t *testing.T) {
 		assert.Check(t, Owned(tt.want))
 	}
 	assert.Assert(t, Owned(tmp) != nil, "a directory without the marker is not ours")
+}
+
+func TestLock(t *testing.T) {
+	root, err := Claim(filepath.Join(t.TempDir(), "root"))
+	assert.NilError(t, err)
+	release, err := Lock(root)
+	assert.NilError(t, err)
+	_, err = Lock(root)
+	assert.Assert(t, errors.Is(err, ErrBusy), "%v", err)
+	release()
+	release2, err := Lock(root)
+	assert.NilError(t, err)
+	release2()
 }
