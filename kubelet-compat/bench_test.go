@@ -49,22 +49,22 @@ func BenchmarkDecide(b *testing.B) {
 
 	b.Run("file-absent/KeepChanged", func(b *testing.B) {
 		c := setup(b, false)
-		r := RunningContainer{Hash: legacy, CreatedAt: beforeStart}
+		r := RunningContainer{ID: "c1", Hash: legacy, CreatedAt: beforeStart}
 		run(b, func() Decision { return c.KeepChanged(spec, r) }, false)
 	})
 	b.Run("file-absent/Decide", func(b *testing.B) {
 		c := setup(b, false)
-		r := RunningContainer{Hash: legacy, CreatedAt: beforeStart}
+		r := RunningContainer{ID: "c1", Hash: legacy, CreatedAt: beforeStart}
 		run(b, func() Decision { return c.Decide(spec, r) }, false)
 	})
 	b.Run("file-present/hash-equal", func(b *testing.B) {
 		c := setup(b, true)
-		r := RunningContainer{Hash: own, CreatedAt: beforeStart}
+		r := RunningContainer{ID: "c1", Hash: own, CreatedAt: beforeStart}
 		run(b, func() Decision { return c.Decide(spec, r) }, true)
 	})
 	b.Run("file-present/legacy-hash-uncached", func(b *testing.B) {
 		c := setup(b, true)
-		r := RunningContainer{Hash: legacy, CreatedAt: beforeStart}
+		r := RunningContainer{ID: "c1", Hash: legacy, CreatedAt: beforeStart}
 		run(b, func() Decision {
 			legacyHashes.mu.Lock()
 			legacyHashes.entries = map[legacyHashKey]uint64{}
@@ -74,7 +74,7 @@ func BenchmarkDecide(b *testing.B) {
 	})
 	b.Run("file-present/legacy-hash", func(b *testing.B) {
 		c := setup(b, true)
-		r := RunningContainer{Hash: legacy, CreatedAt: beforeStart}
+		r := RunningContainer{ID: "c1", Hash: legacy, CreatedAt: beforeStart}
 		run(b, func() Decision { return c.Decide(spec, r) }, true)
 	})
 }

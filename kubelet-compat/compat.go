@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -69,12 +68,13 @@ type Compat struct {
 
 // fileState is one loaded version of the compat file.
 type fileState struct {
-	present bool     // something exists at the path
-	stamp   [4]int64 // identity of what was read, to skip unchanged reloads
-	file    *File    // nil unless the file is active
-	prev    Version
-	history []Version            // prev, then the older versions, newest first
-	pods    map[string]StaticPod // by manifest path
+	present    bool     // something exists at the path
+	retry      bool     // reading failed for a passing reason: read again at the next call
+	stamp      [4]int64 // identity of what was read, to skip unchanged reloads
+	file       *File    // nil unless the file is active
+	prev       Version
+	containers map[string]Version   // hash version by container ID
+	pods       map[string]StaticPod // by manifest path
 }
 
 // RunningContainer is what the runtime reports about a container.
@@ -179,50 +179,40 @@ func (c *Compat) Decide(container *v1.Container, running RunningContainer) Decis
 }
 
 // KeepChanged is for a container whose stored hash differs from this
-// kubelet's own: it is kept only when the compat file is active, the
-// container was created before this kubelet started, and its stored hash is
-// what the previous kubelet (or an older one the file lists) computes for the
-// current spec. Without an active file this is a cached check and no hashing
-// at all.
+// kubelet's own: it is kept only when the compat file is active, lists the
+// container (it ran when the file was recorded), the container was created
+// before this kubelet started, and its stored hash is what the kubelet the
+// file names for it computes for the current spec. A container created after
+// the file was recorded is never kept this way, whatever the clocks say and
+// however often the kubelet restarts. Without an active file this is a cached
+// check and no hashing at all.
 func (c *Compat) KeepChanged(container *v1.Container, running RunningContainer) Decision {
 	st := c.current()
 	if st == nil || st.file == nil {
 		return Decision{Reason: "definition changed"}
 	}
+	creator, listed := st.containers[running.ID]
+	if !listed {
+		return Decision{Reason: "definition changed (not running when the compat file was recorded)"}
+	}
 	if running.CreatedAt.IsZero() || !running.CreatedAt.Before(c.start) {
 		return Decision{Reason: "definition changed (created by this kubelet)"}
 	}
-	// The container may come from the previous kubelet or, kept through
-	// earlier upgrades, from an older one: its stored hash must be what one
-	// of them computes for the current spec.
-	var tried []string
-	var byAge *Version
-	hashes := &containerHashes{container: container}
-	for i := range st.history {
-		v := st.history[i]
-		if v.Minor <= lastGoStructMinor {
-			if byAge == nil {
-				byAge = &st.history[i]
-			}
-			continue
-		}
-		legacy, err := hashes.of(v)
-		if err != nil {
-			c.logOnce("hash "+err.Error(), "kubelet-compat: %v; containers restart as upstream does", err)
-			continue
-		}
-		if legacy == running.Hash {
-			return c.keep(running, fmt.Sprintf("kept: stored hash %x is what %s computes for the current spec", legacy, v))
-		}
-		tried = append(tried, fmt.Sprintf("%s's %x", v, legacy))
+	if !creator.LessThan(c.own) {
+		return Decision{Reason: fmt.Sprintf("definition changed (it carries the hash of %s, not of an older kubelet)", creator)}
 	}
-	if byAge != nil {
-		return c.keepByAge(container, running, *byAge)
+	if creator.Minor <= lastGoStructMinor {
+		return c.keepByAge(container, running, creator)
 	}
-	if len(tried) == 0 {
-		return Decision{Reason: "definition changed (no recorded version's hash can be computed)"}
+	legacy, err := (&containerHashes{container: container}).of(creator)
+	if err != nil {
+		c.logOnce("hash "+err.Error(), "kubelet-compat: %v; containers restart as upstream does", err)
+		return Decision{Reason: "definition changed (" + err.Error() + ")"}
 	}
-	return Decision{Reason: fmt.Sprintf("definition changed (stored hash %x is neither this kubelet's nor %s)", running.Hash, strings.Join(tried, ", "))}
+	if legacy == running.Hash {
+		return c.keep(running, fmt.Sprintf("kept: stored hash %x is what %s computes for the current spec", legacy, creator))
+	}
+	return Decision{Reason: fmt.Sprintf("definition changed (stored hash %x is neither this kubelet's nor %s's %x)", running.Hash, creator, legacy)}
 }
 
 // keep returns a keep decision, marking the first one per container.
@@ -239,14 +229,15 @@ func (c *Compat) keep(running RunningContainer, reason string) Decision {
 	return Decision{Keep: true, Reason: reason, FirstKeep: first}
 }
 
-// keepByAge is the rule for previous kubelets whose hash is not reproduced:
-// keep what the previous kubelet created unless the image changed.
+// keepByAge is the rule for containers of kubelets (<= 1.15) whose hash is
+// not reproduced: keep what such a kubelet created unless the image changed.
+// It applies only to a container the file says carries such a hash.
 func (c *Compat) keepByAge(container *v1.Container, running RunningContainer, prev Version) Decision {
 	if running.Image == "" || normalizeImage(running.Image) != normalizeImage(container.Image) {
 		return Decision{Reason: fmt.Sprintf("definition changed (image %q is not the running %q)", container.Image, running.Image)}
 	}
 	c.logOnce("age "+running.ID, "kubelet-compat: keeping container %s (%s) created by %s: that version's hash is not reproduced, so only an image change restarts it", running.ID, container.Name, prev)
-	return c.keep(running, fmt.Sprintf("kept: created by %s before this kubelet started, image unchanged", prev))
+	return c.keep(running, fmt.Sprintf("kept: created by %s before the compat file was recorded, image unchanged", prev))
 }
 
 // StaticPodUID returns the UID recorded for a static pod manifest when the
@@ -280,60 +271,87 @@ func (c *Compat) current() *fileState {
 	}
 	now := int64(time.Since(c.base))
 	st, _ := c.state.Load().(*fileState)
-	if st != nil && now-atomic.LoadInt64(&c.lastCheck) < int64(c.interval) {
+	if st != nil && !st.retry && now-atomic.LoadInt64(&c.lastCheck) < int64(c.interval) {
 		return st
 	}
 	c.loadMu.Lock()
 	defer c.loadMu.Unlock()
 	st, _ = c.state.Load().(*fileState)
-	if st != nil && now-atomic.LoadInt64(&c.lastCheck) < int64(c.interval) {
+	if st != nil && !st.retry && now-atomic.LoadInt64(&c.lastCheck) < int64(c.interval) {
 		return st
 	}
-	st = c.reload(st)
-	c.state.Store(st)
-	atomic.StoreInt64(&c.lastCheck, now)
-	return st
+	next, retry := c.reload(st)
+	if retry {
+		// Keep what was last read in force, but read again next time.
+		kept := fileState{}
+		if st != nil {
+			kept = *st
+		}
+		kept.retry = true
+		next = &kept
+	} else {
+		atomic.StoreInt64(&c.lastCheck, now)
+	}
+	c.state.Store(next)
+	return next
 }
 
-func (c *Compat) reload(old *fileState) *fileState {
+// reload reads the file anew if it changed. retry is set when reading failed
+// for a passing reason (EMFILE, EIO): nothing is cached then, so that the
+// next call tries again, and the last good state stays in force meanwhile.
+func (c *Compat) reload(old *fileState) (st *fileState, retry bool) {
 	fi, err := os.Lstat(c.path)
 	if err != nil {
+		if !os.IsNotExist(err) {
+			c.logOnce("stat "+err.Error(), "kubelet-compat: cannot stat the compat file, will retry: %v", err)
+			return old, true
+		}
 		if old != nil && old.file != nil {
 			c.logf2("kubelet-compat: %s is gone; containers restart on hash changes as upstream does", c.path)
 		}
-		if !os.IsNotExist(err) {
-			c.logOnce("stat "+err.Error(), "kubelet-compat: ignoring compat file: %v", err)
-		}
-		return &fileState{}
+		return &fileState{}, false
 	}
-	if old != nil && old.present && old.stamp == changeStamp(fi) {
-		return old
+	if old != nil && old.present && !old.retry && old.stamp == changeStamp(fi) {
+		return old, false
 	}
 	f, fi, err := ReadFile(c.path, c.ownerUID)
-	st := &fileState{present: true}
+	if _, bad := err.(*FileProblem); err != nil && !bad {
+		if os.IsNotExist(err) {
+			return &fileState{}, false // removed since the Lstat
+		}
+		c.logOnce("read "+err.Error(), "kubelet-compat: cannot read the compat file, will retry: %v", err)
+		return old, true
+	}
+	st = &fileState{present: true}
 	if fi != nil {
 		st.stamp = changeStamp(fi)
 	}
 	if err != nil {
 		c.logOnce("read "+err.Error(), "kubelet-compat: ignoring compat file: %v", err)
-		return st
+		return st, false
 	}
 	prev, _ := ParseVersion(f.PreviousVersion) // validated by ReadFile
-	if !prev.LessThan(c.own) {
-		c.logOnce("version "+f.PreviousVersion, "kubelet-compat: ignoring %s: previous version %s is not older than this kubelet %s", c.path, prev, c.own)
-		return st
+	if c.own.LessThan(prev) {
+		c.logOnce("version "+f.PreviousVersion, "kubelet-compat: ignoring %s: previous version %s is newer than this kubelet %s", c.path, prev, c.own)
+		return st, false
 	}
-	st.file, st.prev, st.history = f, prev, f.Versions()
+	st.file, st.prev = f, prev
+	st.containers = make(map[string]Version, len(f.Containers))
+	for _, ct := range f.Containers {
+		st.containers[ct.ID], _ = ParseVersion(ct.HashVersion) // validated by ReadFile
+	}
 	st.pods = make(map[string]StaticPod, len(f.StaticPods))
 	for _, sp := range f.StaticPods {
 		st.pods[sp.ManifestPath] = sp
 	}
-	older := ""
-	if len(f.OlderVersions) > 0 {
-		older = " (before it " + strings.Join(f.OlderVersions, ", ") + ")"
+	state := "active: previous kubelet"
+	if !prev.LessThan(c.own) {
+		// record ran again before the swap: what it lists from earlier
+		// upgrades stays protected.
+		state = "recorded for this kubelet's own version (the swap has not happened yet): kubelet"
 	}
-	c.logOnce(fmt.Sprintf("active %s %v", prev, st.stamp), "kubelet-compat: %s is active: previous kubelet %s%s recorded at %s, %d static pods", c.path, prev, older, f.RecordedAt.Format(time.RFC3339), len(f.StaticPods))
-	return st
+	c.logOnce(fmt.Sprintf("active %s %v", prev, st.stamp), "kubelet-compat: %s is %s %s recorded at %s, %d containers, %d static pods", c.path, state, prev, f.RecordedAt.Format(time.RFC3339), len(f.Containers), len(f.StaticPods))
+	return st, false
 }
 
 // logOnce logs a message the first time its key is seen.

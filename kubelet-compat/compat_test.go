@@ -55,22 +55,24 @@ func newNode(t *testing.T) *node {
 	return &node{t: t, path: filepath.Join(t.TempDir(), DefaultFileName), log: &logRecorder{}}
 }
 
+// record writes a file that lists the containers c1 and c2 as created by
+// previous.
 func (n *node) record(previous string, pods ...StaticPod) {
 	n.t.Helper()
-	f := testFile()
-	f.PreviousVersion = previous
-	f.StaticPods = pods
-	must(n.t, WriteFile(n.path, f))
+	n.recordContainers(previous, map[string]string{"c1": previous, "c2": previous}, pods...)
 }
 
-// recordChain writes a file whose previous version is previous and whose
-// older versions are older (newest first).
-func (n *node) recordChain(previous string, older ...string) {
+// recordContainers writes a file that lists the given containers (ID to
+// hash version).
+func (n *node) recordContainers(previous string, containers map[string]string, pods ...StaticPod) {
 	n.t.Helper()
 	f := testFile()
 	f.PreviousVersion = previous
-	f.OlderVersions = older
-	f.StaticPods = nil
+	f.Containers = nil
+	for id, v := range containers {
+		f.Containers = append(f.Containers, Container{ID: id, HashVersion: v})
+	}
+	f.StaticPods = pods
 	must(n.t, WriteFile(n.path, f))
 }
 
@@ -136,29 +138,31 @@ func TestDecide(t *testing.T) {
 		wantWhy   string
 	}{
 		{name: "own hash, no file", own: "v1.21.14", container: spec,
-			running: RunningContainer{Hash: own, CreatedAt: beforeStart}, wantKeep: true, wantWhy: "hash matches"},
+			running: RunningContainer{ID: "c1", Hash: own, CreatedAt: beforeStart}, wantKeep: true, wantWhy: "hash matches"},
 		{name: "legacy hash, no file", own: "v1.21.14", container: spec,
-			running: RunningContainer{Hash: legacy120, CreatedAt: beforeStart}, wantWhy: "definition changed"},
+			running: RunningContainer{ID: "c1", Hash: legacy120, CreatedAt: beforeStart}, wantWhy: "definition changed"},
 		{name: "legacy hash kept", own: "v1.21.14+compat.1", previous: "v1.20.15", container: spec,
-			running: RunningContainer{Hash: legacy120, CreatedAt: beforeStart}, wantKeep: true, wantWhy: "what v1.20.15 computes"},
+			running: RunningContainer{ID: "c1", Hash: legacy120, CreatedAt: beforeStart}, wantKeep: true, wantWhy: "what v1.20.15 computes"},
 		{name: "skip-level legacy hash kept", own: "v1.21.14", previous: "v1.18.19", container: spec,
-			running: RunningContainer{Hash: legacy118, CreatedAt: beforeStart}, wantKeep: true},
+			running: RunningContainer{ID: "c1", Hash: legacy118, CreatedAt: beforeStart}, wantKeep: true},
 		{name: "legacy hash of another version", own: "v1.21.14", previous: "v1.20.15", container: spec,
-			running: RunningContainer{Hash: legacy118, CreatedAt: beforeStart}, wantWhy: "neither"},
+			running: RunningContainer{ID: "c1", Hash: legacy118, CreatedAt: beforeStart}, wantWhy: "neither"},
 		{name: "created by this kubelet", own: "v1.21.14", previous: "v1.20.15", container: spec,
-			running: RunningContainer{Hash: legacy120, CreatedAt: afterStart}, wantWhy: "created by this kubelet"},
+			running: RunningContainer{ID: "c1", Hash: legacy120, CreatedAt: afterStart}, wantWhy: "created by this kubelet"},
 		{name: "created at kubelet start", own: "v1.21.14", previous: "v1.20.15", container: spec,
-			running: RunningContainer{Hash: legacy120, CreatedAt: kubeletStart}, wantWhy: "created by this kubelet"},
+			running: RunningContainer{ID: "c1", Hash: legacy120, CreatedAt: kubeletStart}, wantWhy: "created by this kubelet"},
 		{name: "creation time unknown", own: "v1.21.14", previous: "v1.20.15", container: spec,
-			running: RunningContainer{Hash: legacy120}, wantWhy: "created by this kubelet"},
+			running: RunningContainer{ID: "c1", Hash: legacy120}, wantWhy: "created by this kubelet"},
 		{name: "genuine image change", own: "v1.21.14", previous: "v1.20.15", container: changedImage,
-			running: RunningContainer{Hash: legacy120, CreatedAt: beforeStart}, wantWhy: "definition changed"},
+			running: RunningContainer{ID: "c1", Hash: legacy120, CreatedAt: beforeStart}, wantWhy: "definition changed"},
+		{name: "not running when recorded", own: "v1.21.14", previous: "v1.20.15", container: spec,
+			running: RunningContainer{ID: "c9", Hash: legacy120, CreatedAt: beforeStart}, wantWhy: "not running when the compat file was recorded"},
 		{name: "missing hash annotation", own: "v1.21.14", previous: "v1.20.15", container: spec,
-			running: RunningContainer{Hash: 0, CreatedAt: beforeStart}, wantWhy: "definition changed"},
+			running: RunningContainer{ID: "c1", Hash: 0, CreatedAt: beforeStart}, wantWhy: "definition changed"},
 		{name: "previous equals own", own: "v1.21.14", previous: "v1.21.14", container: spec,
-			running: RunningContainer{Hash: legacy120, CreatedAt: beforeStart}, wantWhy: "definition changed"},
+			running: RunningContainer{ID: "c1", Hash: legacy120, CreatedAt: beforeStart}, wantWhy: "definition changed"},
 		{name: "previous newer than own", own: "v1.21.14", previous: "v1.22.0", container: spec,
-			running: RunningContainer{Hash: legacy120, CreatedAt: beforeStart}, wantWhy: "definition changed"},
+			running: RunningContainer{ID: "c1", Hash: legacy120, CreatedAt: beforeStart}, wantWhy: "definition changed"},
 		{name: "pre-1.16 previous, same image", own: "v1.18.19", previous: "v1.15.12", container: spec,
 			running: RunningContainer{ID: "c1", Hash: 1, CreatedAt: beforeStart, Image: "docker.io/library/busybox:1.36"}, wantKeep: true, wantWhy: "image unchanged"},
 		{name: "pre-1.16 previous, image changed", own: "v1.18.19", previous: "v1.15.12", container: changedImage,
@@ -168,9 +172,9 @@ func TestDecide(t *testing.T) {
 		{name: "pre-1.16 previous, created by this kubelet", own: "v1.18.19", previous: "v1.15.12", container: spec,
 			running: RunningContainer{ID: "c1", Hash: 1, CreatedAt: afterStart, Image: "busybox:1.36"}, wantWhy: "created by this kubelet"},
 		{name: "own version unparsable", own: "v0.0.0-master+$Format:%h$", previous: "v1.20.15", container: spec,
-			running: RunningContainer{Hash: legacy120, CreatedAt: beforeStart}, wantWhy: "definition changed"},
+			running: RunningContainer{ID: "c1", Hash: legacy120, CreatedAt: beforeStart}, wantWhy: "definition changed"},
 		{name: "own version unsupported", own: "v1.15.12", previous: "v1.14.10", container: spec,
-			running: RunningContainer{Hash: 1, CreatedAt: beforeStart, Image: "busybox:1.36"}, wantWhy: "definition changed"},
+			running: RunningContainer{ID: "c1", Hash: 1, CreatedAt: beforeStart, Image: "busybox:1.36"}, wantWhy: "definition changed"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -223,21 +227,21 @@ func TestKeptThroughTwoUpgrades(t *testing.T) {
 	}
 
 	withHistory := newNode(t)
-	withHistory.recordChain("v1.19.16", "v1.18.19")
+	withHistory.recordContainers("v1.19.16", map[string]string{"c1": "v1.18.19", "c2": "v1.19.16"})
 	d := withHistory.compat("v1.20.15", time.Hour).Decide(spec, running)
 	if !d.Keep || !strings.Contains(d.Reason, "v1.18.19 computes") {
 		t.Errorf("not kept with the history: %+v", d)
 	}
 	changed := spec.DeepCopy()
 	changed.Args = []string{"--genuine-change"}
-	if d := withHistory.compat("v1.20.15", time.Hour).Decide(changed, running); d.Keep || !strings.Contains(d.Reason, "v1.19.16's") || !strings.Contains(d.Reason, "v1.18.19's") {
+	if d := withHistory.compat("v1.20.15", time.Hour).Decide(changed, running); d.Keep || !strings.Contains(d.Reason, "v1.18.19's") {
 		t.Errorf("genuine change with the history: %+v", d)
 	}
 }
 
 func TestNilCompatIsUpstream(t *testing.T) {
 	var c *Compat
-	got := c.Decide(seccompContainer(), RunningContainer{Hash: 1, CreatedAt: beforeStart})
+	got := c.Decide(seccompContainer(), RunningContainer{ID: "c1", Hash: 1, CreatedAt: beforeStart})
 	if got.Keep {
 		t.Errorf("nil Compat kept a changed container: %+v", got)
 	}
@@ -269,7 +273,7 @@ func TestImageChangeAlwaysRestarts(t *testing.T) {
 			}
 			changed := old.DeepCopy()
 			changed.Image = old.Image + "-changed"
-			running := RunningContainer{ID: item.Name, CreatedAt: beforeStart, Image: old.Image}
+			running := RunningContainer{ID: "c1", CreatedAt: beforeStart, Image: old.Image}
 			if v, _ := ParseVersion(prev); v.Minor > lastGoStructMinor {
 				running.Hash = mustHash(t, prev, old)
 			}
@@ -320,9 +324,9 @@ func TestStaticPodUID(t *testing.T) {
 	}
 
 	inactive := newNode(t)
-	inactive.record("v1.21.14", StaticPod{ManifestPath: path, SHA256: sum, UID: "recorded-uid"})
+	inactive.record("v1.22.0", StaticPod{ManifestPath: path, SHA256: sum, UID: "recorded-uid"})
 	if _, ok := inactive.compat("v1.21.14", time.Hour).StaticPodUID(path, manifest); ok {
-		t.Error("an ignored file (previous not older) returned a UID")
+		t.Error("an ignored file (previous newer than the kubelet) returned a UID")
 	}
 }
 
@@ -330,7 +334,7 @@ func TestStaticPodUID(t *testing.T) {
 // a rewrite, a removal or a chmod takes effect then.
 func TestCacheReload(t *testing.T) {
 	spec := seccompContainer()
-	running := RunningContainer{Hash: mustHash(t, "v1.20.15", spec), CreatedAt: beforeStart}
+	running := RunningContainer{ID: "c1", Hash: mustHash(t, "v1.20.15", spec), CreatedAt: beforeStart}
 	n := newNode(t)
 	n.record("v1.20.15")
 
@@ -375,7 +379,7 @@ func TestBadFileLoggedOnce(t *testing.T) {
 	must(t, os.WriteFile(n.path, []byte("{not json"), 0644))
 	c := n.compat("v1.21.14", time.Nanosecond)
 	spec := seccompContainer()
-	running := RunningContainer{Hash: mustHash(t, "v1.20.15", spec), CreatedAt: beforeStart}
+	running := RunningContainer{ID: "c1", Hash: mustHash(t, "v1.20.15", spec), CreatedAt: beforeStart}
 	for i := 0; i < 50; i++ {
 		if c.Decide(spec, running).Keep {
 			t.Fatal("bad file kept a changed container")
@@ -402,7 +406,7 @@ func TestConcurrentUse(t *testing.T) {
 	n.record("v1.20.15")
 	c := n.compat("v1.21.14", time.Nanosecond)
 	spec := seccompContainer()
-	running := RunningContainer{Hash: mustHash(t, "v1.20.15", spec), CreatedAt: beforeStart}
+	running := RunningContainer{ID: "c1", Hash: mustHash(t, "v1.20.15", spec), CreatedAt: beforeStart}
 	var wg sync.WaitGroup
 	for g := 0; g < 8; g++ {
 		wg.Add(1)

@@ -14,8 +14,10 @@ import (
 )
 
 const (
-	// APIVersion and Kind identify the compat file's schema.
-	APIVersion = "kubelet-compat.io/v1alpha1"
+	// APIVersion and Kind identify the compat file's schema. v1alpha2 lists
+	// the containers that ran when the file was recorded; v1alpha1 (a bare
+	// version history) is refused.
+	APIVersion = "kubelet-compat.io/v1alpha2"
 	Kind       = "UpgradeCompat"
 
 	// DefaultFileName is the compat file's name inside the kubelet root dir.
@@ -23,30 +25,42 @@ const (
 	// PathEnv overrides the compat file's path for the kubelet and the CLI.
 	PathEnv = "KUBELET_COMPAT_FILE"
 
-	// maxFileSize bounds what is read: a real file holds a few KiB.
-	maxFileSize = 4 << 20
+	// MaxFileSize bounds what is read and written: a node of a thousand
+	// containers needs about 120 KiB.
+	MaxFileSize = 4 << 20
+	// MaxContainers bounds the containers a file lists.
+	MaxContainers = 30000
+	// maxNesting bounds how deep the JSON may nest (the schema needs 3).
+	maxNesting = 8
 )
 
-// File is the compat file: what the previous kubelet was and which UIDs its
-// static pods ran under.
+// File is the compat file: what the previous kubelet was, which containers
+// ran when it was recorded and which UIDs its static pods ran under.
 type File struct {
 	APIVersion string `json:"apiVersion"`
 	Kind       string `json:"kind"`
-	// PreviousVersion is the version of the kubelet that created the running
-	// containers, e.g. v1.18.19.
+	// PreviousVersion is the version of the kubelet that ran when the file
+	// was recorded, e.g. v1.18.19.
 	PreviousVersion string `json:"previousVersion"`
 	// RecordedAt is when the file was written.
 	RecordedAt time.Time `json:"recordedAt"`
-	// OlderVersions lists, newest first, the kubelets that ran before
-	// PreviousVersion and whose containers may still run: a container kept
-	// through one upgrade still carries its creator's hash at the next one.
-	OlderVersions []string `json:"olderVersions,omitempty"`
+	// Containers lists the containers that ran when the file was recorded.
+	// Only these can be kept by the compat path: a container created later,
+	// by whatever kubelet, is judged as upstream judges it.
+	Containers []Container `json:"containers,omitempty"`
 	// StaticPods lists the static pods that ran when the file was written.
 	StaticPods []StaticPod `json:"staticPods,omitempty"`
 }
 
-// MaxOlderVersions bounds the upgrade history a file carries.
-const MaxOlderVersions = 8
+// Container is a container that ran when the file was recorded.
+type Container struct {
+	// ID is the runtime's container ID.
+	ID string `json:"id"`
+	// HashVersion is the kubelet whose container hash the container carries:
+	// PreviousVersion for a container that kubelet created (or accepted as
+	// its own), an older version for one kept through earlier upgrades.
+	HashVersion string `json:"hashVersion"`
+}
 
 // StaticPod ties a manifest, as it was when recorded, to the UID its pod ran under.
 type StaticPod struct {
@@ -66,9 +80,16 @@ func DefaultPath(rootDir string) string {
 	return filepath.Join(rootDir, DefaultFileName)
 }
 
-// Parse decodes and validates a compat file. Unknown fields are refused:
-// a file this code does not fully understand must not steer the kubelet.
+// Parse decodes and validates a compat file. Unknown fields, keys given
+// twice and keys in another case than the field's are refused: a file this
+// code does not read exactly as written must not steer the kubelet.
 func Parse(data []byte) (*File, error) {
+	if len(data) > MaxFileSize {
+		return nil, fmt.Errorf("larger than %d bytes", MaxFileSize)
+	}
+	if err := checkKeys(data); err != nil {
+		return nil, fmt.Errorf("unparsable: %v", err)
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	var f File
@@ -89,42 +110,103 @@ func (f *File) Validate() error {
 	if f.APIVersion != APIVersion || f.Kind != Kind {
 		return fmt.Errorf("unknown apiVersion/kind %q/%q, want %q/%q", f.APIVersion, f.Kind, APIVersion, Kind)
 	}
-	prev, err := ParseVersion(f.PreviousVersion)
+	prev, err := parseFileVersion(f.PreviousVersion)
 	if err != nil {
 		return fmt.Errorf("previousVersion: %v", err)
-	}
-	if len(f.OlderVersions) > MaxOlderVersions {
-		return fmt.Errorf("olderVersions lists %d versions, at most %d", len(f.OlderVersions), MaxOlderVersions)
-	}
-	newer := prev
-	for i, s := range f.OlderVersions {
-		v, err := ParseVersion(s)
-		if err != nil {
-			return fmt.Errorf("olderVersions[%d]: %v", i, err)
-		}
-		if !v.LessThan(newer) {
-			return fmt.Errorf("olderVersions[%d]: %s is not older than %s (newest first)", i, v, newer)
-		}
-		newer = v
 	}
 	if f.RecordedAt.IsZero() {
 		return errors.New("recordedAt is missing")
 	}
-	seen := make(map[string]bool, len(f.StaticPods))
-	for i, sp := range f.StaticPods {
-		switch {
-		case !filepath.IsAbs(sp.ManifestPath) || filepath.Clean(sp.ManifestPath) != sp.ManifestPath:
-			return fmt.Errorf("staticPods[%d]: manifestPath %q is not an absolute clean path", i, sp.ManifestPath)
-		case seen[sp.ManifestPath]:
-			return fmt.Errorf("staticPods[%d]: manifestPath %q listed twice", i, sp.ManifestPath)
-		case !isSHA256Hex(sp.SHA256):
-			return fmt.Errorf("staticPods[%d]: sha256 %q is not 64 lowercase hex digits", i, sp.SHA256)
-		case sp.UID == "" || len(sp.UID) > 128:
-			return fmt.Errorf("staticPods[%d]: uid must be 1 to 128 characters", i)
+	if err := validateContainers(f.Containers, prev); err != nil {
+		return err
+	}
+	return validateStaticPods(f.StaticPods)
+}
+
+// parseFileVersion parses a version the file records: Kubernetes 1.x only.
+func parseFileVersion(s string) (Version, error) {
+	v, err := ParseVersion(s)
+	if err != nil {
+		return Version{}, err
+	}
+	if v.Major != 1 {
+		return Version{}, fmt.Errorf("%s: major version %d, want 1", v, v.Major)
+	}
+	return v, nil
+}
+
+func validateContainers(containers []Container, prev Version) error {
+	if len(containers) > MaxContainers {
+		return fmt.Errorf("containers lists %d containers, at most %d", len(containers), MaxContainers)
+	}
+	seen := make(map[string]bool, len(containers))
+	for i, c := range containers {
+		if !isContainerID(c.ID) {
+			return fmt.Errorf("containers[%d]: id %q is not 1 to 128 letters, digits, '-', '_' or '.'", i, truncate(c.ID))
 		}
-		seen[sp.ManifestPath] = true
+		if seen[c.ID] {
+			return fmt.Errorf("containers[%d]: id %s listed twice", i, c.ID)
+		}
+		seen[c.ID] = true
+		v, err := parseFileVersion(c.HashVersion)
+		if err != nil {
+			return fmt.Errorf("containers[%d]: hashVersion: %v", i, err)
+		}
+		if prev.LessThan(v) {
+			return fmt.Errorf("containers[%d]: hashVersion %s is newer than previousVersion %s", i, v, prev)
+		}
 	}
 	return nil
+}
+
+func validateStaticPods(pods []StaticPod) error {
+	paths := make(map[string]bool, len(pods))
+	uids := make(map[string]bool, len(pods))
+	for i, sp := range pods {
+		switch {
+		case !filepath.IsAbs(sp.ManifestPath) || filepath.Clean(sp.ManifestPath) != sp.ManifestPath:
+			return fmt.Errorf("staticPods[%d]: manifestPath %q is not an absolute clean path", i, truncate(sp.ManifestPath))
+		case paths[sp.ManifestPath]:
+			return fmt.Errorf("staticPods[%d]: manifestPath %q listed twice", i, sp.ManifestPath)
+		case !isSHA256Hex(sp.SHA256):
+			return fmt.Errorf("staticPods[%d]: sha256 %q is not 64 lowercase hex digits", i, truncate(sp.SHA256))
+		case !isPodUID(sp.UID):
+			// The kubelet makes directories named after pod UIDs.
+			return fmt.Errorf("staticPods[%d]: uid %q is not 1 to 128 letters, digits, '-', '_' or '.'", i, truncate(sp.UID))
+		case uids[sp.UID]:
+			return fmt.Errorf("staticPods[%d]: uid %s listed twice", i, sp.UID)
+		}
+		paths[sp.ManifestPath] = true
+		uids[sp.UID] = true
+	}
+	return nil
+}
+
+// isPodUID accepts what can safely name a directory: no separators, no
+// "." or "..", no control characters.
+func isPodUID(s string) bool {
+	return isContainerID(s) && s != "." && s != ".."
+}
+
+func isContainerID(s string) bool {
+	if s == "" || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// truncate shortens what an error message echoes.
+func truncate(s string) string {
+	if len(s) > 80 {
+		return s[:77] + "..."
+	}
+	return s
 }
 
 func isSHA256Hex(s string) bool {
@@ -164,6 +246,9 @@ func WriteFile(path string, f *File) (err error) {
 	data, err := f.Marshal()
 	if err != nil {
 		return err
+	}
+	if len(data) > MaxFileSize {
+		return fmt.Errorf("refusing to write %d bytes: the kubelet reads compat files of at most %d bytes", len(data), MaxFileSize)
 	}
 	dir := filepath.Dir(path)
 	tmp, err := ioutil.TempFile(dir, "."+filepath.Base(path)+".tmp-")
@@ -209,35 +294,34 @@ func problemf(format string, args ...interface{}) error {
 
 // ReadFile reads and validates the compat file at path as the kubelet does.
 // It refuses anything but a regular file owned by ownerUID that neither
-// group nor others may write. A missing file returns an error satisfying
-// os.IsNotExist.
+// group nor others may write. It never follows a symbolic link and never
+// blocks: the file is opened non-blocking without following links, and the
+// opened descriptor is checked, so nothing swapped in between a check and
+// the open is read. A missing file returns an error satisfying os.IsNotExist;
+// a file that is there but not usable returns a *FileProblem; any other
+// error (EMFILE, EIO) is transient.
 func ReadFile(path string, ownerUID int) (*File, os.FileInfo, error) {
-	fi, err := os.Lstat(path)
+	fh, err := openFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer fh.Close()
+	fi, err := fh.Stat()
 	if err != nil {
 		return nil, nil, err
 	}
 	if err := checkFileInfo(fi, ownerUID); err != nil {
 		return nil, fi, err
 	}
-	fh, err := os.Open(path)
+	if fi.Size() > MaxFileSize {
+		return nil, fi, problemf("%s is larger than %d bytes", path, MaxFileSize)
+	}
+	data, err := ioutil.ReadAll(io.LimitReader(fh, MaxFileSize+1))
 	if err != nil {
 		return nil, fi, err
 	}
-	defer fh.Close()
-	// Check the opened file too: the path may have been swapped since Lstat.
-	ofi, err := fh.Stat()
-	if err != nil {
-		return nil, fi, err
-	}
-	if !os.SameFile(fi, ofi) {
-		return nil, fi, problemf("%s changed while being read", path)
-	}
-	data, err := ioutil.ReadAll(io.LimitReader(fh, maxFileSize+1))
-	if err != nil {
-		return nil, fi, err
-	}
-	if len(data) > maxFileSize {
-		return nil, fi, problemf("%s is larger than %d bytes", path, maxFileSize)
+	if len(data) > MaxFileSize {
+		return nil, fi, problemf("%s is larger than %d bytes", path, MaxFileSize)
 	}
 	f, err := Parse(data)
 	if err != nil {
@@ -261,16 +345,4 @@ func checkFileInfo(fi os.FileInfo, ownerUID int) error {
 		return problemf("%s is owned by uid %d, not %d", fi.Name(), uid, ownerUID)
 	}
 	return nil
-}
-
-// Versions returns the previous version and the older ones, newest first.
-// The file must be valid.
-func (f *File) Versions() []Version {
-	out := make([]Version, 0, 1+len(f.OlderVersions))
-	for _, s := range append([]string{f.PreviousVersion}, f.OlderVersions...) {
-		if v, err := ParseVersion(s); err == nil {
-			out = append(out, v)
-		}
-	}
-	return out
 }

@@ -10,10 +10,14 @@ import (
 )
 
 const validFileJSON = `{
-  "apiVersion": "kubelet-compat.io/v1alpha1",
+  "apiVersion": "kubelet-compat.io/v1alpha2",
   "kind": "UpgradeCompat",
   "previousVersion": "v1.20.15",
   "recordedAt": "2026-11-29T10:00:00Z",
+  "containers": [
+    {"id": "4f1c7a", "hashVersion": "v1.20.15"},
+    {"id": "9e2b10", "hashVersion": "v1.19.16"}
+  ],
   "staticPods": [
     {"manifestPath": "/etc/kubernetes/manifests/web.yaml", "sha256": "` + testSHA + `", "uid": "0f1e2d3c"}
   ]
@@ -30,19 +34,21 @@ func TestParse(t *testing.T) {
 	}{
 		{name: "valid"},
 		{name: "no static pods", edit: func(s string) string {
-			return `{"apiVersion":"kubelet-compat.io/v1alpha1","kind":"UpgradeCompat","previousVersion":"v1.18.19","recordedAt":"2026-11-29T10:00:00Z"}`
+			return `{"apiVersion":"kubelet-compat.io/v1alpha2","kind":"UpgradeCompat","previousVersion":"v1.18.19","recordedAt":"2026-11-29T10:00:00Z"}`
 		}},
 		{name: "build metadata", edit: replace(`"v1.20.15"`, `"v1.20.15+compat.1"`)},
-		{name: "older versions", edit: replace(`"recordedAt"`, `"olderVersions": ["v1.19.16", "v1.18.19+compat.1"], "recordedAt"`)},
-		{name: "older version not older", edit: replace(`"recordedAt"`, `"olderVersions": ["v1.20.15"], "recordedAt"`), wantErr: "is not older than"},
-		{name: "older versions not newest first", edit: replace(`"recordedAt"`, `"olderVersions": ["v1.18.19", "v1.19.16"], "recordedAt"`), wantErr: "newest first"},
-		{name: "older version unparsable", edit: replace(`"recordedAt"`, `"olderVersions": ["1.19"], "recordedAt"`), wantErr: "olderVersions[0]"},
-		{name: "too many older versions", edit: replace(`"recordedAt"`, `"olderVersions": ["v1.19.9","v1.19.8","v1.19.7","v1.19.6","v1.19.5","v1.19.4","v1.19.3","v1.19.2","v1.19.1"], "recordedAt"`), wantErr: "at most"},
+		{name: "container of an older kubelet", edit: replace(`"v1.19.16"`, `"v1.18.19+compat.1"`)},
+		{name: "container of a newer kubelet", edit: replace(`"v1.19.16"`, `"v1.21.14"`), wantErr: "newer than previousVersion"},
+		{name: "container hash version unparsable", edit: replace(`"v1.19.16"`, `"1.19"`), wantErr: "containers[1]: hashVersion"},
+		{name: "container listed twice", edit: replace(`"9e2b10"`, `"4f1c7a"`), wantErr: "listed twice"},
+		{name: "container id with a slash", edit: replace(`"9e2b10"`, `"../9e2b10"`), wantErr: "containers[1]: id"},
+		{name: "container id empty", edit: replace(`"9e2b10"`, `""`), wantErr: "containers[1]: id"},
+		{name: "v1alpha1", edit: replace("v1alpha2", "v1alpha1"), wantErr: "unknown apiVersion"},
 		{name: "not json", edit: func(string) string { return "apiVersion: v1" }, wantErr: "unparsable"},
 		{name: "empty", edit: func(string) string { return "" }, wantErr: "unparsable"},
 		{name: "trailing data", edit: func(s string) string { return s + "{}" }, wantErr: "trailing data"},
 		{name: "unknown field", edit: replace(`"kind"`, `"extra": 1, "kind"`), wantErr: "unknown field"},
-		{name: "unknown apiVersion", edit: replace("v1alpha1", "v2"), wantErr: "unknown apiVersion"},
+		{name: "unknown apiVersion", edit: replace("v1alpha2", "v2"), wantErr: "unknown apiVersion"},
 		{name: "unknown kind", edit: replace(`"UpgradeCompat"`, `"Other"`), wantErr: "unknown apiVersion/kind"},
 		{name: "bad previous version", edit: replace(`"v1.20.15"`, `"1.20"`), wantErr: "previousVersion"},
 		{name: "missing recordedAt", edit: replace(`"recordedAt": "2026-11-29T10:00:00Z",`, ``), wantErr: "recordedAt"},
@@ -91,13 +97,15 @@ func replace(old, new string) func(string) string {
 
 func FuzzParse(f *testing.F) {
 	f.Add([]byte(validFileJSON))
-	f.Add([]byte(`{"apiVersion":"kubelet-compat.io/v1alpha1","kind":"UpgradeCompat","previousVersion":"v1.18.19","recordedAt":"2026-11-29T10:00:00Z"}`))
-	f.Add([]byte(`{"apiVersion":"kubelet-compat.io/v1alpha1","kind":"UpgradeCompat","previousVersion":"v1.18.19-rc.0+x","recordedAt":"2026-11-29T10:00:00Z","staticPods":null}`))
-	f.Add([]byte(`{"apiVersion":"kubelet-compat.io/v1alpha1","kind":"UpgradeCompat","previousVersion":"v1.20.15","olderVersions":["v1.19.16","v1.18.19"],"recordedAt":"2026-11-29T10:00:00Z"}`))
+	f.Add([]byte(`{"apiVersion":"kubelet-compat.io/v1alpha2","kind":"UpgradeCompat","previousVersion":"v1.18.19","recordedAt":"2026-11-29T10:00:00Z"}`))
+	f.Add([]byte(`{"apiVersion":"kubelet-compat.io/v1alpha2","kind":"UpgradeCompat","previousVersion":"v1.18.19-rc.0+x","recordedAt":"2026-11-29T10:00:00Z","staticPods":null}`))
+	f.Add([]byte(`{"apiVersion":"kubelet-compat.io/v1alpha2","kind":"UpgradeCompat","previousVersion":"v1.20.15","containers":[{"id":"a","hashVersion":"v1.19.16"}],"recordedAt":"2026-11-29T10:00:00Z"}`))
+	f.Add([]byte(`{"apiVersion":"kubelet-compat.io/v1alpha2","apiVersion":"kubelet-compat.io/v1alpha2","Kind":"UpgradeCompat"}`))
+	f.Add([]byte(`[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]`))
 	f.Add([]byte(`{}`))
 	f.Add([]byte(`[]`))
 	f.Add([]byte(`null`))
-	f.Add([]byte("{\"apiVersion\":\"kubelet-compat.io/v1alpha1\"\x00}"))
+	f.Add([]byte("{\"apiVersion\":\"kubelet-compat.io/v1alpha2\"\x00}"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		file, err := Parse(data)
 		if err != nil {
@@ -118,7 +126,7 @@ func FuzzParse(f *testing.F) {
 		if err != nil {
 			t.Fatalf("round trip: %v\n%s", err, out)
 		}
-		if again.PreviousVersion != file.PreviousVersion || !again.RecordedAt.Equal(file.RecordedAt) || len(again.StaticPods) != len(file.StaticPods) {
+		if again.PreviousVersion != file.PreviousVersion || !again.RecordedAt.Equal(file.RecordedAt) || len(again.StaticPods) != len(file.StaticPods) || len(again.Containers) != len(file.Containers) {
 			t.Fatalf("round trip changed the file: %+v != %+v", again, file)
 		}
 	})
@@ -130,6 +138,7 @@ func testFile() *File {
 		Kind:            Kind,
 		PreviousVersion: "v1.20.15",
 		RecordedAt:      time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC),
+		Containers:      []Container{{ID: "c1", HashVersion: "v1.20.15"}},
 		StaticPods:      []StaticPod{{ManifestPath: "/etc/kubernetes/manifests/web.yaml", SHA256: testSHA, UID: "0f1e2d3c"}},
 	}
 }
@@ -194,14 +203,15 @@ func TestReadFileRefusals(t *testing.T) {
 		{name: "symlink", setup: func(t *testing.T, p string) {
 			writeMode(valid, 0644)(t, p+".real")
 			must(t, os.Symlink(p+".real", p))
-		}, ownerUID: me, wantErr: "not a regular file"},
+		}, ownerUID: me, wantErr: "symbolic link"},
+		{name: "device", setup: func(t *testing.T, p string) { must(t, os.Symlink("/dev/zero", p)) }, ownerUID: me, wantErr: "symbolic link"},
 		{name: "fifo", setup: func(t *testing.T, p string) { must(t, syscall.Mkfifo(p, 0644)) }, ownerUID: me, wantErr: "not a regular file"},
 		{name: "group-writable", setup: writeMode(valid, 0664), ownerUID: me, wantErr: "group- or world-writable"},
 		{name: "world-writable", setup: writeMode(valid, 0646), ownerUID: me, wantErr: "group- or world-writable"},
 		{name: "wrong owner", setup: writeMode(valid, 0644), ownerUID: me + 1, wantErr: "owned by uid"},
 		{name: "unparsable", setup: writeMode([]byte("{"), 0644), ownerUID: me, wantErr: "unparsable"},
-		{name: "unknown apiVersion", setup: writeMode([]byte(strings.Replace(string(valid), "v1alpha1", "v9", 1)), 0644), ownerUID: me, wantErr: "unknown apiVersion"},
-		{name: "too large", setup: writeMode([]byte(strings.Repeat(" ", maxFileSize+1)), 0644), ownerUID: me, wantErr: "larger than"},
+		{name: "unknown apiVersion", setup: writeMode([]byte(strings.Replace(string(valid), "v1alpha2", "v9", 1)), 0644), ownerUID: me, wantErr: "unknown apiVersion"},
+		{name: "too large", setup: writeMode([]byte(strings.Repeat(" ", MaxFileSize+1)), 0644), ownerUID: me, wantErr: "larger than"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -25,3 +25,14 @@ func changeStamp(fi os.FileInfo) [4]int64 {
 	}
 	return [4]int64{fi.ModTime().UnixNano(), fi.Size(), int64(st.Ino), st.Ctim.Nano()}
 }
+
+// openFile opens path for reading without following a symbolic link and
+// without blocking (a FIFO or a device opens at once; the caller's fstat
+// then refuses it).
+func openFile(path string) (*os.File, error) {
+	fh, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if pe, ok := err.(*os.PathError); ok && pe.Err == syscall.ELOOP {
+		return nil, problemf("%s is a symbolic link, not a regular file", path)
+	}
+	return fh, err
+}

@@ -135,17 +135,32 @@ func comparePreRelease(a, b string) int {
 }
 
 func compareIdentifier(a, b string) int {
-	an, aErr := strconv.Atoi(a)
-	bn, bErr := strconv.Atoi(b)
+	an, bn := isNumeric(a), isNumeric(b)
 	switch {
-	case aErr == nil && bErr == nil:
-		return sign(an - bn)
-	case aErr == nil:
+	case an && bn:
+		// No leading zeros (ParseVersion checks), so the longer number is
+		// the larger: no integer conversion that could overflow.
+		if len(a) != len(b) {
+			return sign(len(a) - len(b))
+		}
+		return strings.Compare(a, b)
+	case an:
 		return -1 // numeric identifiers sort before alphanumeric ones
-	case bErr == nil:
+	case bn:
 		return 1
 	}
 	return strings.Compare(a, b)
+}
+
+// isNumeric reports whether a semver identifier is numeric: digits only
+// ("-1" is alphanumeric).
+func isNumeric(id string) bool {
+	for i := 0; i < len(id); i++ {
+		if id[i] < '0' || id[i] > '9' {
+			return false
+		}
+	}
+	return id != ""
 }
 
 func sign(d int) int {

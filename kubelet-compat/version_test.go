@@ -48,6 +48,14 @@ func TestVersionCompare(t *testing.T) {
 		{"v1.21.0-1", "v1.21.0-alpha", -1},
 		{"v1.21.0-alpha", "v1.21.0-alpha.1", -1},
 		{"v1.9.0", "v1.10.0", -1},
+		// "-1" is an alphanumeric identifier (semver: digits only are numeric),
+		// so it sorts after every numeric one.
+		{"v1.21.0-rc.0", "v1.21.0-rc.-1", -1},
+		// Numeric identifiers of any length compare as numbers, never overflow.
+		{"v1.21.0-rc.9", "v1.21.0-rc.99999999999999999999999", -1},
+		{"v1.21.0-rc.99999999999999999999998", "v1.21.0-rc.99999999999999999999999", -1},
+		{"v1.21.0-rc.99999999999999999999999", "v1.21.0-rc.100000000000000000000000", -1},
+		{"v1.21.0-rc.99999999999999999999999", "v1.21.0-rc.a", -1},
 	}
 	for _, tt := range tests {
 		a, err := ParseVersion(tt.a)

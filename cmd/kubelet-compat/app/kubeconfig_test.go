@@ -42,7 +42,7 @@ current-context: x
 // An API pod's legacy container: without its spec sweep keeps the file; with
 // the spec from the API server it sees the hash is unchanged and deletes it.
 func TestSweepWithKubeconfig(t *testing.T) {
-	f := upgraded(t, []string{cri.APIv1alpha2})
+	f := newFixture(t, cri.APIv1alpha2)
 	spec := v1.Pod{}
 	spec.Name, spec.Namespace, spec.UID = "web", "default", "web-uid"
 	spec.Spec.NodeName = testNode
@@ -56,6 +56,10 @@ func TestSweepWithKubeconfig(t *testing.T) {
 		[]cri.Container{{ID: "c-web", SandboxID: "sb-web", Name: "nginx", Image: "nginx:1.25", State: cri.ContainerRunning, CreatedAt: beforeStart,
 			Labels:      map[string]string{cri.PodNameLabel: "web", cri.PodNamespaceLabel: "default", cri.PodUIDLabel: "web-uid", cri.ContainerNameLabel: "nginx"},
 			Annotations: map[string]string{cri.ContainerHashAnnotation: strconv.FormatUint(h, 16)}}})
+	if code := f.run("record", "--kubelet-binary", f.kubeletBinary("v1.18.19")); code != 0 {
+		t.Fatalf("record exit %d: %s", code, f.stderr.String())
+	}
+	f.runKubelet("v1.19.16")
 
 	if code := f.run("sweep"); code != ExitKept || !strings.Contains(f.stdout.String(), "default/web/nginx (c-web): no pod spec found") {
 		t.Fatalf("without kubeconfig: exit %d, stdout %q", code, f.stdout.String())

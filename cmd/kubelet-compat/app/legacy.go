@@ -15,7 +15,11 @@ import (
 
 // Compat file states, as the kubelet sees the file.
 const (
-	fileActive  = "active"
+	fileActive = "active"
+	// filePending: recorded for the running kubelet's own version, i.e. for
+	// a swap that has not happened yet. The kubelet still keeps what the
+	// file lists from earlier upgrades.
+	filePending = "pending"
 	fileAbsent  = "absent"
 	fileIgnored = "ignored"
 )
@@ -27,6 +31,7 @@ type compatFileState struct {
 	Reason          string     `json:"reason,omitempty"`
 	PreviousVersion string     `json:"previousVersion,omitempty"`
 	RecordedAt      *time.Time `json:"recordedAt,omitempty"`
+	Containers      int        `json:"containers,omitempty"`
 	StaticPods      int        `json:"staticPods,omitempty"`
 	file            *kubeletcompat.File
 }
@@ -45,21 +50,47 @@ func readCompatFile(path string, ownerUID int, current kubeletcompat.Version) co
 		return st
 	}
 	st.file = f
-	st.PreviousVersion, st.StaticPods = f.PreviousVersion, len(f.StaticPods)
+	st.PreviousVersion, st.Containers, st.StaticPods = f.PreviousVersion, len(f.Containers), len(f.StaticPods)
 	at := f.RecordedAt
 	st.RecordedAt = &at
 	prev, _ := kubeletcompat.ParseVersion(f.PreviousVersion)
-	if !prev.LessThan(current) {
-		st.State, st.Reason = fileIgnored, fmt.Sprintf("previous version %s is not older than the kubelet %s", prev, current)
-		return st
+	switch {
+	case current.LessThan(prev):
+		st.State, st.Reason = fileIgnored, fmt.Sprintf("previous version %s is newer than the kubelet %s", prev, current)
+	case !prev.LessThan(current):
+		st.State, st.Reason = filePending, fmt.Sprintf("recorded for the running kubelet %s: the swap it was recorded for has not happened yet", current)
+	default:
+		st.State = fileActive
 	}
-	st.State = fileActive
 	return st
 }
 
-// legacyContainer is a running container created before the kubelet started.
+// inForce reports whether the kubelet uses the file.
+func (s compatFileState) inForce() bool { return s.State == fileActive || s.State == filePending }
+
+// listedOlder returns the containers the file lists with a hash version
+// older than the running kubelet's: the only ones the file can keep.
+func (s compatFileState) listedOlder(current kubeletcompat.Version) map[string]kubeletcompat.Version {
+	out := map[string]kubeletcompat.Version{}
+	if s.file == nil || !s.inForce() {
+		return out
+	}
+	for _, c := range s.file.Containers {
+		if v, err := kubeletcompat.ParseVersion(c.HashVersion); err == nil && v.LessThan(current) {
+			out[c.ID] = v
+		}
+	}
+	return out
+}
+
+// legacyContainer is a running container that the compat file lists as
+// carrying an older kubelet's hash, or that was created before the running
+// kubelet started.
 type legacyContainer struct {
-	c       cri.Container
+	c cri.Container
+	// listed is set when the compat file in force lists the container with
+	// an older kubelet's hash: only then can the file keep it.
+	listed  bool
 	sandbox *cri.Sandbox
 	pod     string // namespace/name
 	spec    podSpec
@@ -72,15 +103,18 @@ type legacyContainer struct {
 	currentErr  error
 }
 
-// findLegacy lists the running containers created before start with their
+// findLegacy lists the running containers that the file lists with an older
+// kubelet's hash (listed) or that were created before start, with their
 // specs and the hash the running kubelet computes for them.
-func findLegacy(st *nodeState, start time.Time, idx *specIndex, current kubeletcompat.Version) []legacyContainer {
+func findLegacy(st *nodeState, start time.Time, listed map[string]kubeletcompat.Version, idx *specIndex, current kubeletcompat.Version) []legacyContainer {
 	var out []legacyContainer
 	for _, c := range st.containers {
-		if c.State != cri.ContainerRunning || c.CreatedAt.IsZero() || !c.CreatedAt.Before(start) {
+		_, isListed := listed[c.ID]
+		old := !c.CreatedAt.IsZero() && c.CreatedAt.Before(start)
+		if c.State != cri.ContainerRunning || !isListed && !old {
 			continue
 		}
-		l := legacyContainer{c: c, sandbox: st.byID[c.SandboxID], pod: c.PodNamespace + "/" + c.PodName}
+		l := legacyContainer{c: c, listed: isListed, sandbox: st.byID[c.SandboxID], pod: c.PodNamespace + "/" + c.PodName}
 		l.spec, l.hasSpec = idx.lookup(l.sandbox, c)
 		if l.hasSpec {
 			l.container, l.init = container(l.spec.pod, c.Name)
@@ -100,11 +134,14 @@ func findLegacy(st *nodeState, start time.Time, idx *specIndex, current kubeletc
 }
 
 // needsFile says why a legacy container still depends on the compat file,
-// or "" when the running kubelet keeps it on its own: its stored hash is the
-// kubelet's own hash for the current spec. Without a spec it is assumed to
-// need the file.
+// or "" when it does not: the file does not list it (the kubelet would not
+// keep it through the file anyway), or the running kubelet keeps it on its
+// own because its stored hash is the kubelet's own hash for the current
+// spec. A listed container without a spec is assumed to need the file.
 func (l legacyContainer) needsFile() string {
 	switch {
+	case !l.listed:
+		return ""
 	case !l.hasSpec:
 		return "no pod spec found (give --manifest-dir or --kubeconfig)"
 	case l.container == nil:
@@ -131,6 +168,7 @@ type staticPodNeed struct {
 }
 
 func staticPodsNeedingFile(f *kubeletcompat.File, st *nodeState) []staticPodNeed {
+	// f is nil unless the kubelet uses the file (see readCompatFile).
 	if f == nil {
 		return nil
 	}

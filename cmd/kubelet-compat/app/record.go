@@ -68,10 +68,11 @@ func runRecord(ctx context.Context, env Env, o *nodeOptions) error {
 		return err
 	}
 	defer client.Close()
-	sandboxes, err := client.ListSandboxes(ctx)
+	st, err := readNode(ctx, client)
 	if err != nil {
 		return err
 	}
+	sandboxes := st.sandboxes
 	f := &kubeletcompat.File{
 		APIVersion:      kubeletcompat.APIVersion,
 		Kind:            kubeletcompat.Kind,
@@ -95,9 +96,11 @@ func runRecord(ctx context.Context, env Env, o *nodeOptions) error {
 		names = append(names, fmt.Sprintf("  %s  uid %s  %s", podName, uid, s.Path))
 	}
 	path := o.compatPath()
-	if f.OlderVersions, err = carriedHistory(env, path, version); err != nil {
+	carried, err := carriedHashVersions(env, path, version)
+	if err != nil {
 		return err
 	}
+	f.Containers = recordedContainers(st.containers, carried, version)
 	if err := kubeletcompat.WriteFile(path, f); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
@@ -108,9 +111,9 @@ func runRecord(ctx context.Context, env Env, o *nodeOptions) error {
 	} else {
 		warnf(env, "not running as root: the kubelet ignores %s unless root owns it", path)
 	}
-	fmt.Fprintf(env.Stdout, "recorded %s: previous kubelet %s at %s, %d static pod(s)\n", path, version, f.RecordedAt.Format("2006-01-02T15:04:05Z07:00"), len(f.StaticPods))
-	if len(f.OlderVersions) > 0 {
-		fmt.Fprintf(env.Stdout, "  containers kept from earlier upgrades may carry hashes of %s\n", strings.Join(f.OlderVersions, ", "))
+	fmt.Fprintf(env.Stdout, "recorded %s: previous kubelet %s at %s, %d container(s), %d static pod(s)\n", path, version, f.RecordedAt.Format("2006-01-02T15:04:05Z07:00"), len(f.Containers), len(f.StaticPods))
+	if older := olderHashVersions(f.Containers, version); len(older) > 0 {
+		fmt.Fprintf(env.Stdout, "  containers kept from earlier upgrades carry hashes of %s\n", strings.Join(older, ", "))
 	}
 	for _, n := range names {
 		fmt.Fprintln(env.Stdout, n)
@@ -167,35 +170,73 @@ func staticPodUID(sandboxes []cri.Sandbox, s manifest.Static, node string) (stri
 	return "", podName, fmt.Errorf("%s: static pod %s matches sandboxes of %d UIDs (%s); refusing to guess: wait until the old sandboxes are gone", s.Path, podName, len(uids), strings.Join(uids, ", "))
 }
 
-// refuseNewerRecord stops record from overwriting the record of a newer
-// kubelet: that would make the patched kubelet compare against the wrong
-// version. An unreadable existing file is replaced with a warning.
-// carriedHistory refuses to replace a file that records a newer kubelet,
-// and returns the versions the new file must still accept hashes of: the
-// existing file's previous and older versions. A container kept through one
-// upgrade still carries its creator's hash at the next one.
-func carriedHistory(env Env, path string, version kubeletcompat.Version) ([]string, error) {
-	data, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
+// carriedHashVersions refuses to replace a file that records a newer
+// kubelet, and returns what the existing file says of the containers it
+// lists: a container kept through one upgrade still carries its creator's
+// hash at the next one. The existing file is read with the kubelet's own
+// checks: a file the kubelet ignores protects nothing, so nothing of it is
+// carried forward.
+func carriedHashVersions(env Env, path string, version kubeletcompat.Version) (map[string]kubeletcompat.Version, error) {
+	old, _, err := kubeletcompat.ReadFile(path, env.OwnerUID)
+	var problem *kubeletcompat.FileProblem
+	switch {
+	case errors.Is(err, os.ErrNotExist):
 		return nil, nil
-	}
-	if err != nil {
+	case errors.As(err, &problem):
+		warnf(env, "the kubelet ignores the existing file (%v): replacing it, nothing of it is carried forward", err)
+		return nil, nil
+	case err != nil:
 		return nil, fmt.Errorf("reading the existing %s: %w", path, err)
-	}
-	old, err := kubeletcompat.Parse(data)
-	if err != nil {
-		warnf(env, "replacing the invalid %s (%v)", path, err)
-		return nil, nil
 	}
 	prev, _ := kubeletcompat.ParseVersion(old.PreviousVersion)
 	if version.LessThan(prev) {
 		return nil, fmt.Errorf("%s already records kubelet %s, newer than %s: refusing to overwrite it (delete it if that record is stale)", path, prev, version)
 	}
-	var history []string
-	for _, v := range old.Versions() {
-		if v.LessThan(version) && len(history) < kubeletcompat.MaxOlderVersions {
-			history = append(history, v.String())
+	carried := make(map[string]kubeletcompat.Version, len(old.Containers))
+	for _, c := range old.Containers {
+		if v, err := kubeletcompat.ParseVersion(c.HashVersion); err == nil && v.LessThan(version) {
+			carried[c.ID] = v
 		}
 	}
-	return history, nil
+	return carried, nil
+}
+
+// recordedContainers lists every container that is not exited: one the
+// existing file listed keeps the hash version it had there; any other was
+// created by (or accepted as its own by) the running kubelet.
+func recordedContainers(containers []cri.Container, carried map[string]kubeletcompat.Version, running kubeletcompat.Version) []kubeletcompat.Container {
+	var out []kubeletcompat.Container
+	for _, c := range containers {
+		if c.State == cri.ContainerExited {
+			continue
+		}
+		v, ok := carried[c.ID]
+		if !ok {
+			v = running
+		}
+		out = append(out, kubeletcompat.Container{ID: c.ID, HashVersion: v.String()})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// olderHashVersions lists, newest first, the hash versions older than the
+// running kubelet that the containers carry.
+func olderHashVersions(containers []kubeletcompat.Container, running kubeletcompat.Version) []string {
+	seen := map[string]kubeletcompat.Version{}
+	for _, c := range containers {
+		if v, err := kubeletcompat.ParseVersion(c.HashVersion); err == nil && v.LessThan(running) {
+			seen[v.String()] = v
+		}
+	}
+	var out []kubeletcompat.Version
+	for _, v := range seen {
+		out = append(out, v)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[j].LessThan(out[i]) })
+	names := make([]string, len(out))
+	for i, v := range out {
+		names[i] = v.String()
+	}
+	return names
 }

@@ -38,7 +38,11 @@ func TestRecord(t *testing.T) {
 			if got.StaticPods[0] != want || got.StaticPods[1].UID != "pinned-uid" {
 				t.Errorf("static pods %+v, want first %+v", got.StaticPods, want)
 			}
-			for _, s := range []string{"previous kubelet v1.18.19", "2 static pod(s)", "kube-system/etcd-node-1  uid etcd-uid"} {
+			wantContainers := []kubeletcompat.Container{{ID: "c-etcd-uid-etcd", HashVersion: "v1.18.19"}, {ID: "c-pinned-uid-app", HashVersion: "v1.18.19"}}
+			if len(got.Containers) != 2 || got.Containers[0] != wantContainers[0] || got.Containers[1] != wantContainers[1] {
+				t.Errorf("containers %+v, want %+v", got.Containers, wantContainers)
+			}
+			for _, s := range []string{"previous kubelet v1.18.19", "2 container(s), 2 static pod(s)", "kube-system/etcd-node-1  uid etcd-uid"} {
 				if !strings.Contains(f.stdout.String(), s) {
 					t.Errorf("stdout %q lacks %q", f.stdout.String(), s)
 				}
@@ -47,24 +51,40 @@ func TestRecord(t *testing.T) {
 	}
 }
 
-// TestRecordCarriesHistory: a container kept through the 1.18 -> 1.19
+// TestRecordCarriesHashVersions: a container kept through the 1.18 -> 1.19
 // upgrade still carries 1.18's hash at 1.19 -> 1.20, so the new record keeps
-// the versions of the file it replaces.
-func TestRecordCarriesHistory(t *testing.T) {
+// what the file it replaces says of it; record run again before the swap
+// must not lose it either.
+func TestRecordCarriesHashVersions(t *testing.T) {
+	const etcd = "c-etcd-uid-etcd"
 	for _, tc := range []struct {
 		name, existing, recorded string
-		wantOlder                []string
+		mode                     os.FileMode
+		want                     string // etcd's hash version
+		wantOlder, wantWarning   string
 	}{
-		{name: "no file before", recorded: "v1.19.16"},
-		{name: "one upgrade before", existing: `"previousVersion":"v1.18.19"`, recorded: "v1.19.16", wantOlder: []string{"v1.18.19"}},
-		{name: "two upgrades before", existing: `"previousVersion":"v1.19.16","olderVersions":["v1.18.19"]`, recorded: "v1.20.15", wantOlder: []string{"v1.19.16", "v1.18.19"}},
-		{name: "recorded again", existing: `"previousVersion":"v1.19.16","olderVersions":["v1.18.19"]`, recorded: "v1.19.16", wantOlder: []string{"v1.18.19"}},
+		{name: "no file before", recorded: "v1.19.16", want: "v1.19.16"},
+		{name: "one upgrade before", existing: `"previousVersion":"v1.18.19","containers":[{"id":"` + etcd + `","hashVersion":"v1.18.19"}]`,
+			recorded: "v1.19.16", want: "v1.18.19", wantOlder: "carry hashes of v1.18.19"},
+		{name: "two upgrades before", existing: `"previousVersion":"v1.19.16","containers":[{"id":"` + etcd + `","hashVersion":"v1.18.19"},{"id":"gone","hashVersion":"v1.19.16"}]`,
+			recorded: "v1.20.15", want: "v1.18.19"},
+		{name: "recorded again before the swap", existing: `"previousVersion":"v1.19.16","containers":[{"id":"` + etcd + `","hashVersion":"v1.18.19"}]`,
+			recorded: "v1.19.16", want: "v1.18.19"},
+		{name: "not listed before", existing: `"previousVersion":"v1.18.19","containers":[{"id":"other","hashVersion":"v1.18.19"}]`,
+			recorded: "v1.19.16", want: "v1.19.16"},
+		{name: "existing file the kubelet ignores", existing: `"previousVersion":"v1.18.19","containers":[{"id":"` + etcd + `","hashVersion":"v1.18.19"}]`,
+			mode: 0666, recorded: "v1.19.16", want: "v1.19.16", wantWarning: "the kubelet ignores the existing file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, cri.APIv1)
 			f.addStaticPods(tc.recorded, pod{file: "etcd.yaml", yaml: etcdYAML, uid: "etcd-uid", created: beforeStart, ready: true})
 			if tc.existing != "" {
-				f.write(f.compatPath(), `{"apiVersion":"kubelet-compat.io/v1alpha1","kind":"UpgradeCompat",`+tc.existing+`,"recordedAt":"2025-01-01T00:00:00Z"}`+"\n")
+				f.write(f.compatPath(), `{"apiVersion":"kubelet-compat.io/v1alpha2","kind":"UpgradeCompat",`+tc.existing+`,"recordedAt":"2025-01-01T00:00:00Z"}`+"\n")
+				if tc.mode != 0 {
+					if err := os.Chmod(f.compatPath(), tc.mode); err != nil {
+						t.Fatal(err)
+					}
+				}
 			}
 			if code := f.run("record", "--kubelet-binary", f.kubeletBinary(tc.recorded)); code != 0 {
 				t.Fatalf("record exit %d: %s", code, f.stderr.String())
@@ -73,8 +93,15 @@ func TestRecordCarriesHistory(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got.PreviousVersion != tc.recorded || strings.Join(got.OlderVersions, ",") != strings.Join(tc.wantOlder, ",") {
-				t.Errorf("recorded %s with older %v, want %s with %v", got.PreviousVersion, got.OlderVersions, tc.recorded, tc.wantOlder)
+			want := []kubeletcompat.Container{{ID: etcd, HashVersion: tc.want}}
+			if got.PreviousVersion != tc.recorded || len(got.Containers) != 1 || got.Containers[0] != want[0] {
+				t.Errorf("recorded %s with %+v, want %s with %+v", got.PreviousVersion, got.Containers, tc.recorded, want)
+			}
+			if tc.wantOlder != "" && !strings.Contains(f.stdout.String(), tc.wantOlder) {
+				t.Errorf("stdout %q lacks %q", f.stdout.String(), tc.wantOlder)
+			}
+			if tc.wantWarning != "" && !strings.Contains(f.stderr.String(), tc.wantWarning) {
+				t.Errorf("stderr %q lacks %q", f.stderr.String(), tc.wantWarning)
 			}
 		})
 	}
@@ -151,7 +178,7 @@ func TestRecordSkipsManifestWithoutSandbox(t *testing.T) {
 // record must fail as a whole: no file when there was none, the old file
 // byte for byte when there was one.
 func TestRecordFailuresLeaveNoPartialFile(t *testing.T) {
-	previous := []byte(`{"apiVersion":"kubelet-compat.io/v1alpha1","kind":"UpgradeCompat","previousVersion":"v1.17.17","recordedAt":"2025-01-01T00:00:00Z"}` + "\n")
+	previous := []byte(`{"apiVersion":"kubelet-compat.io/v1alpha2","kind":"UpgradeCompat","previousVersion":"v1.17.17","recordedAt":"2025-01-01T00:00:00Z"}` + "\n")
 	for _, tc := range []struct {
 		name    string
 		setup   func(f *fixture) []string
@@ -182,7 +209,7 @@ func TestRecordFailuresLeaveNoPartialFile(t *testing.T) {
 			return []string{"--kubelet-binary", ""}
 		}},
 		{name: "file records a newer kubelet", wantErr: "already records kubelet v1.21.14, newer than v1.18.19: refusing", setup: func(f *fixture) []string {
-			f.write(f.compatPath(), `{"apiVersion":"kubelet-compat.io/v1alpha1","kind":"UpgradeCompat","previousVersion":"v1.21.14","recordedAt":"2025-01-01T00:00:00Z"}`+"\n")
+			f.write(f.compatPath(), `{"apiVersion":"kubelet-compat.io/v1alpha2","kind":"UpgradeCompat","previousVersion":"v1.21.14","recordedAt":"2025-01-01T00:00:00Z"}`+"\n")
 			return nil
 		}},
 	} {

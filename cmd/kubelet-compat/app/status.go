@@ -98,7 +98,7 @@ func runStatus(ctx context.Context, env Env, o *statusOptions) error {
 	r := statusReport{Node: node, KubeletPID: k.pid, KubeletVersion: k.version.String(), KubeletStart: k.start.UTC(),
 		CRIAPI: client.APIVersion(), File: readCompatFile(path, env.OwnerUID, k.version), Legacy: []legacyStatus{}}
 	compat := kubeletcompat.New(kubeletcompat.Config{Path: path, KubeletVersion: k.version.String(), StartTime: k.start, OwnerUID: env.OwnerUID})
-	for _, l := range findLegacy(st, k.start, idx, k.version) {
+	for _, l := range findLegacy(st, k.start, r.File.listedOlder(k.version), idx, k.version) {
 		ls := legacyStatus{Pod: l.pod, Container: l.c.Name, ID: l.c.ID, Created: l.c.CreatedAt.UTC(), StoredHash: fmt.Sprintf("%x", l.c.Hash)}
 		if l.c.HashErr != nil {
 			ls.StoredHash = "none"
@@ -125,7 +125,7 @@ func runStatus(ctx context.Context, env Env, o *statusOptions) error {
 		}
 		r.Legacy = append(r.Legacy, ls)
 	}
-	if r.File.State == fileActive {
+	if r.File.inForce() {
 		r.StaticPods = staticPodsNeedingFile(r.File.file, st)
 	}
 	if o.output == "json" {
@@ -146,14 +146,16 @@ func writeStatusTable(w io.Writer, r statusReport) error {
 	f := r.File
 	switch f.State {
 	case fileActive:
-		fmt.Fprintf(w, "compat file %s: active, previous kubelet %s recorded %s, %d static pod(s)\n", f.Path, f.PreviousVersion, f.RecordedAt.Format(time.RFC3339), f.StaticPods)
+		fmt.Fprintf(w, "compat file %s: active, previous kubelet %s recorded %s, %d container(s), %d static pod(s)\n", f.Path, f.PreviousVersion, f.RecordedAt.Format(time.RFC3339), f.Containers, f.StaticPods)
+	case filePending:
+		fmt.Fprintf(w, "compat file %s: pending, %s; recorded %s, %d container(s), %d static pod(s)\n", f.Path, f.Reason, f.RecordedAt.Format(time.RFC3339), f.Containers, f.StaticPods)
 	case fileAbsent:
 		fmt.Fprintf(w, "compat file %s: absent (the kubelet behaves as upstream)\n", f.Path)
 	default:
 		fmt.Fprintf(w, "compat file %s: ignored: %s\n", f.Path, f.Reason)
 	}
 	if len(r.Legacy) == 0 {
-		fmt.Fprintln(w, "no running container was created before the kubelet started")
+		fmt.Fprintln(w, "no running container is listed in the compat file or was created before the kubelet started")
 	} else {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "POD\tCONTAINER\tCREATED\tSTORED\tCURRENT\tKEEP\tDECISION")

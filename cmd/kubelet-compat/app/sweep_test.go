@@ -21,14 +21,22 @@ spec:
 `
 
 // upgraded records with a 1.18.19 kubelet, then "swaps" it for 1.19.16
-// started at kubeletStart; the pods were created before by 1.18.19.
+// started at kubeletStart: the pods created before kubeletStart ran when
+// record ran, the others are created after the swap.
 func upgraded(t *testing.T, apis []string, pods ...pod) *fixture {
 	t.Helper()
 	f := newFixture(t, apis...)
-	f.addStaticPods("v1.18.19", pods...)
+	var before []pod
+	for _, p := range pods {
+		if p.created.Before(kubeletStart) {
+			before = append(before, p)
+		}
+	}
+	f.addStaticPods("v1.18.19", before...)
 	if code := f.run("record", "--kubelet-binary", f.kubeletBinary("v1.18.19")); code != 0 {
 		t.Fatalf("record exit %d: %s", code, f.stderr.String())
 	}
+	f.addStaticPods("v1.18.19", pods...)
 	f.runKubelet("v1.19.16")
 	return f
 }
@@ -131,5 +139,24 @@ func TestStatusGolden(t *testing.T) {
 				golden.Assert(t, out, "status."+format+".golden")
 			})
 		}
+	}
+}
+
+// Item 2: between record and the swap the file names the running kubelet;
+// sweep (the hourly timer) must not delete it, even though nothing running
+// needs it yet.
+func TestSweepKeepsFileRecordedForPendingSwap(t *testing.T) {
+	f := newFixture(t, cri.APIv1)
+	f.addStaticPods("v1.18.19", pod{file: "plain.yaml", yaml: plainYAML, uid: "plain-uid", created: beforeStart, ready: true})
+	f.runKubelet("v1.18.19")
+	if code := f.run("record", "--kubelet-binary", f.kubeletBinary("v1.18.19")); code != 0 {
+		t.Fatalf("record exit %d: %s", code, f.stderr.String())
+	}
+	if code := f.run("sweep"); code != ExitKept {
+		t.Fatalf("sweep exit %d, want %d; stdout %q", code, ExitKept, f.stdout.String())
+	}
+	assertOneErrorLine(t, f.stderr.String(), "the swap it was recorded for has not happened yet")
+	if _, err := os.Stat(f.compatPath()); err != nil {
+		t.Errorf("the file recorded for the pending swap is gone: %v", err)
 	}
 }

@@ -4,6 +4,7 @@
 package preflight
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -141,7 +142,7 @@ func Run(from, to kubeletcompat.Version, pods []Pod, now time.Time) (*Report, er
 	if err := CheckVersions(from, to); err != nil {
 		return nil, err
 	}
-	patched, cleanup, err := patchedKubelet(from, to, now)
+	patched, cleanup, err := patchedKubelet(from, to, now, pods)
 	if err != nil {
 		return nil, err
 	}
@@ -175,8 +176,9 @@ func Run(from, to kubeletcompat.Version, pods []Pod, now time.Time) (*Report, er
 }
 
 // patchedKubelet is the library exactly as a patched kubelet vTo runs it,
-// with a compat file that records vFrom.
-func patchedKubelet(from, to kubeletcompat.Version, now time.Time) (*kubeletcompat.Compat, func(), error) {
+// with a compat file that records vFrom and lists every container of pods
+// as created by vFrom.
+func patchedKubelet(from, to kubeletcompat.Version, now time.Time, pods []Pod) (*kubeletcompat.Compat, func(), error) {
 	dir, err := os.MkdirTemp("", "kubelet-compat-preflight")
 	if err != nil {
 		return nil, nil, err
@@ -184,6 +186,18 @@ func patchedKubelet(from, to kubeletcompat.Version, now time.Time) (*kubeletcomp
 	cleanup := func() { os.RemoveAll(dir) }
 	path := filepath.Join(dir, kubeletcompat.DefaultFileName)
 	f := &kubeletcompat.File{APIVersion: kubeletcompat.APIVersion, Kind: kubeletcompat.Kind, PreviousVersion: from.String(), RecordedAt: now}
+	listed := map[string]bool{}
+	for _, p := range pods {
+		if p.Object == nil {
+			continue
+		}
+		for _, c := range p.Object.Spec.Containers {
+			if id := containerID(p, c.Name); !listed[id] {
+				listed[id] = true
+				f.Containers = append(f.Containers, kubeletcompat.Container{ID: id, HashVersion: from.String()})
+			}
+		}
+	}
 	if err := kubeletcompat.WriteFile(path, f); err != nil {
 		cleanup()
 		return nil, nil, err
@@ -197,6 +211,18 @@ func patchedKubelet(from, to kubeletcompat.Version, now time.Time) (*kubeletcomp
 }
 
 func hex(h uint64) string { return fmt.Sprintf("%x", h) }
+
+// containerID is the runtime's ID of a running container, or a stand-in
+// derived from its pod and name for a container given as a manifest.
+func containerID(p Pod, name string) string {
+	if r, ok := p.Running[name]; ok && r.ID != "" {
+		return r.ID
+	}
+	sum := sha256.Sum256([]byte(p.Namespace + "/" + p.Name + "/" + name))
+	return "manifest-" + hex64(sum[:8])
+}
+
+func hex64(b []byte) string { return fmt.Sprintf("%x", b) }
 
 func checkPod(from, to kubeletcompat.Version, p Pod, patched *kubeletcompat.Compat, now time.Time) []Row {
 	name := p.Namespace + "/" + p.Name
@@ -284,7 +310,7 @@ func checkContainer(from, to kubeletcompat.Version, p Pod, podName string, c *v1
 		row.Patched, row.PatchedReason = Unknown, err.Error()
 		return row
 	}
-	d := patched.Decide(seen, kubeletcompat.RunningContainer{ID: running.ID, Hash: stored, CreatedAt: now.Add(-time.Hour), Image: image})
+	d := patched.Decide(seen, kubeletcompat.RunningContainer{ID: containerID(p, c.Name), Hash: stored, CreatedAt: now.Add(-time.Hour), Image: image})
 	row.Patched, row.PatchedReason = Restart, d.Reason
 	if d.Keep {
 		row.Patched = Keep
