@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -19,7 +20,10 @@ import (
 	"time"
 
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/cleanup"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/journal"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/leftovers"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/procfs"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/rootdir"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/scenario"
@@ -46,7 +50,7 @@ func main() {
 func run(args []string, stdout, stderr io.Writer) int {
 	fl := flag.NewFlagSet("e2e", flag.ContinueOnError)
 	fl.SetOutput(stderr)
-	mode := fl.String("mode", "ci", "ci (1.20 -> 1.21, 10 pods), full (1.18 -> 1.19 -> 1.20 -> 1.21, 30 pods), api (ci against etcd and kube-apiserver) or bench (1.20 -> 1.21, 100 pods)")
+	mode := fl.String("mode", "ci", "ci (1.20 -> 1.21, 10 pods), full (1.18 -> 1.19 -> 1.20 -> 1.21, 30 pods), api (ci against etcd and kube-apiserver), bench (1.20 -> 1.21, 100 pods), node (the node up and down), or cleanup (undo what a killed run's journal under -root lists)")
 	api := fl.Bool("api", false, "API mode for any mode: etcd and kube-apiserver, pods through the API")
 	pods := fl.Int("pods", 0, "pods in the corpus (default: the mode's)")
 	provider := fl.String("provider", "local", "local, or kind (needs Docker; skipped without it)")
@@ -61,6 +65,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 
+	// Compared and used cleaned from here on; refused when it could be
+	// anything but the e2e's own directory.
+	rootPath, err := rootdir.Clean(*root)
+	if err != nil {
+		fmt.Fprintf(stderr, "e2e: %v\n", err)
+		return 2
+	}
+	if *mode == "cleanup" {
+		return cleanupMode(rootPath, stdout, stderr)
+	}
+
 	plan, ok := plans[*mode]
 	if *mode == "node" {
 		// Brings the local node up and down again: a quick check of the
@@ -69,7 +84,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		plan.steps = []scenario.Step{{}}
 	}
 	if !ok {
-		fmt.Fprintf(stderr, "e2e: unknown mode %q (ci, full, api, bench)\n", *mode)
+		fmt.Fprintf(stderr, "e2e: unknown mode %q (ci, full, api, bench, node, cleanup)\n", *mode)
 		return 2
 	}
 	if *pods > 0 {
@@ -109,13 +124,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if *provider != "local" {
 		fmt.Fprintf(stderr, "e2e: unknown provider %q\n", *provider)
-		return 2
-	}
-	// Compared and used cleaned from here on; refused when it could be
-	// anything but the e2e's own directory.
-	rootPath, err := rootdir.Clean(*root)
-	if err != nil {
-		fmt.Fprintf(stderr, "e2e: %v\n", err)
 		return 2
 	}
 	repoRoot, err := os.Getwd()
@@ -174,5 +182,66 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if !rep.Passed {
 		return 1
 	}
+	return 0
+}
+
+// cleanupMode undoes what the journal of a run that could not clean up
+// after itself (SIGKILL) lists, and nothing else: `make e2e-cleanup`,
+// which .ci/run calls before the e2e.
+func cleanupMode(root string, stdout, stderr io.Writer) int {
+	if _, err := os.Lstat(root); os.IsNotExist(err) {
+		fmt.Fprintf(stdout, "e2e cleanup: %s does not exist: nothing to undo\n", root)
+		return 0
+	}
+	if err := rootdir.Owned(root); err != nil {
+		fmt.Fprintf(stderr, "e2e cleanup: %v: not touching it\n", err)
+		return 1
+	}
+	release, err := rootdir.Lock(root)
+	if err != nil {
+		fmt.Fprintf(stderr, "e2e cleanup: %v\n", err)
+		return 1
+	}
+	defer release()
+	// Nothing may interrupt the undo half-way.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, cleanup.Signals...)
+	done := make(chan struct{})
+	defer func() { signal.Stop(sigs); close(done) }()
+	go func() {
+		for {
+			select {
+			case sig := <-sigs:
+				fmt.Fprintf(stdout, "e2e cleanup: %v ignored: the undo goes on\n", sig)
+			case <-done:
+				return
+			}
+		}
+	}()
+
+	st, err := journal.Load(root)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		// A run that ended cleanly removes its root; this one had not
+		// written its journal yet, so it made nothing outside the root.
+		fmt.Fprintf(stdout, "e2e cleanup: %s has no journal: removing it\n", root)
+		boot, _ := procfs.Host.BootID()
+		st = &journal.State{Format: journal.Format, Root: root, BootID: boot}
+	case err != nil:
+		fmt.Fprintf(stderr, "e2e cleanup: %v: not guessing, fix or remove it by hand\n", err)
+		return 1
+	}
+	if c, err := rootdir.Clean(st.Root); err != nil || c != root {
+		fmt.Fprintf(stderr, "e2e cleanup: the journal in %s names root %q: not touching it\n", root, st.Root)
+		return 1
+	}
+	fmt.Fprintf(stdout, "e2e cleanup: undoing what %s lists (run of %s)\n", journal.Path(root), st.Started.Format(time.RFC3339))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	if err := leftovers.Undo(ctx, *st, leftovers.Machine(stdout)); err != nil {
+		fmt.Fprintf(stderr, "e2e cleanup: %v\n", err)
+		return 1
+	}
+	fmt.Fprintln(stdout, "e2e cleanup: done")
 	return 0
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/procfs"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/rootdir"
 	"gotest.tools/v3/assert"
 )
 
@@ -80,4 +81,58 @@ func TestCleanupModeUndoesAKilledRun(t *testing.T) {
 	_, err = os.Stat(root)
 	assert.Assert(t, os.IsNotExist(err), "the root is still there")
 	assert.Assert(t, strings.Contains(stdout.String(), "containerd"), "the cleanup does not say what it stopped")
+}
+
+func TestCleanupModeRefuses(t *testing.T) {
+	tests := []struct {
+		name     string
+		setup    func(t *testing.T, root string)
+		wantCode int
+		wantOut  string
+		wantKept bool
+	}{
+		{name: "no root: nothing to do", setup: func(*testing.T, string) {}, wantCode: 0, wantOut: "nothing to undo"},
+		{name: "a directory without the marker", setup: func(t *testing.T, root string) {
+			assert.NilError(t, os.MkdirAll(root, 0o755))
+			assert.NilError(t, os.WriteFile(filepath.Join(root, "precious"), nil, 0o644))
+		}, wantCode: 1, wantOut: "not an e2e root", wantKept: true},
+		{name: "a run still holds it", setup: func(t *testing.T, root string) {
+			_, err := rootdir.Claim(root)
+			assert.NilError(t, err)
+			release, err := rootdir.Lock(root)
+			assert.NilError(t, err)
+			t.Cleanup(release)
+		}, wantCode: 1, wantOut: "still running", wantKept: true},
+		{name: "a journal naming another root", setup: func(t *testing.T, root string) {
+			_, err := rootdir.Claim(root)
+			assert.NilError(t, err)
+			assert.NilError(t, os.WriteFile(filepath.Join(root, "journal.json"), []byte(`{"format":1,"root":"/var/lib/elsewhere"}`), 0o644))
+		}, wantCode: 1, wantOut: "names root", wantKept: true},
+		{name: "a marked root without journal is removed", setup: func(t *testing.T, root string) {
+			_, err := rootdir.Claim(root)
+			assert.NilError(t, err)
+		}, wantCode: 0, wantOut: "has no journal"},
+		{name: "a system directory", setup: nil, wantCode: 2, wantOut: "system directory", wantKept: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			root := filepath.Join(t.TempDir(), "e2e-root")
+			if tt.setup == nil {
+				root = "/var/lib"
+			} else {
+				tt.setup(t, root)
+			}
+			var stdout, stderr bytes.Buffer
+			code := run([]string{"-mode", "cleanup", "-root", root}, &stdout, &stderr)
+			out := stdout.String() + stderr.String()
+			assert.Equal(t, code, tt.wantCode, out)
+			assert.Assert(t, strings.Contains(out, tt.wantOut), out)
+			_, err := os.Stat(root)
+			if tt.wantKept {
+				assert.NilError(t, err)
+			} else {
+				assert.Assert(t, os.IsNotExist(err), "%s is still there", root)
+			}
+		})
+	}
 }

@@ -1,16 +1,12 @@
 package local
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/kubelet-compat/kubelet-compat/build/exec"
 )
@@ -70,135 +66,8 @@ func HasCapability(cap uint) (bool, error) {
 // restrict_oom_score_adj.
 const CapSysResource = 24
 
-// KubeletSysctls are what the kubelet sets on start (and the CNI bridge's
-// ip_forward).
-var KubeletSysctls = []string{"vm.overcommit_memory", "kernel.panic", "kernel.panic_on_oops", "net.ipv4.ip_forward"}
-
-func sysctlPath(name string) string {
-	return filepath.Join("/proc/sys", strings.ReplaceAll(name, ".", "/"))
-}
-
-// SaveSysctls reads the current values and returns a func that restores
-// the ones that changed since.
-func SaveSysctls(names []string) (func(context.Context) error, error) {
-	saved := map[string]string{}
-	for _, n := range names {
-		b, err := os.ReadFile(sysctlPath(n))
-		if err != nil {
-			return nil, fmt.Errorf("sysctl %s: %w", n, err)
-		}
-		saved[n] = strings.TrimSpace(string(b))
-	}
-	return func(context.Context) error {
-		var failed []string
-		for _, n := range names {
-			b, err := os.ReadFile(sysctlPath(n))
-			if err == nil && strings.TrimSpace(string(b)) == saved[n] {
-				continue
-			}
-			if err := os.WriteFile(sysctlPath(n), []byte(saved[n]), 0o644); err != nil {
-				failed = append(failed, fmt.Sprintf("%s=%s: %v", n, saved[n], err))
-			}
-		}
-		if len(failed) > 0 {
-			return fmt.Errorf("restoring sysctls: %s", strings.Join(failed, "; "))
-		}
-		return nil
-	}, nil
-}
-
-// MountsUnder lists the mount points at or under dir, deepest first.
-func MountsUnder(dir string) ([]string, error) {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return mountsUnder(f, dir)
-}
-
-// mountsUnder reads a mountinfo file; dir is compared cleaned.
-func mountsUnder(r io.Reader, dir string) ([]string, error) {
-	dir = filepath.Clean(dir)
-	var out []string
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 5 {
-			continue
-		}
-		mp := unescapeMount(fields[4])
-		if mp == dir || strings.HasPrefix(mp, dir+"/") {
-			out = append(out, mp)
-		}
-	}
-	// Deepest (and, for the same path, latest mounted) first.
-	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
-		out[i], out[j] = out[j], out[i]
-	}
-	sort.SliceStable(out, func(i, j int) bool { return strings.Count(out[i], "/") > strings.Count(out[j], "/") })
-	return out, sc.Err()
-}
-
-func unescapeMount(s string) string {
-	r := strings.NewReplacer(`\040`, " ", `\011`, "\t", `\012`, "\n", `\134`, `\`)
-	return r.Replace(s)
-}
-
-// UnmountUnder unmounts everything at or under dir (lazily if busy).
-func UnmountUnder(dir string) error {
-	for attempt := 0; attempt < 5; attempt++ {
-		mps, err := MountsUnder(dir)
-		if err != nil {
-			return err
-		}
-		if len(mps) == 0 {
-			return nil
-		}
-		for _, mp := range mps {
-			if err := syscall.Unmount(mp, 0); err != nil {
-				_ = syscall.Unmount(mp, syscall.MNT_DETACH)
-			}
-		}
-	}
-	mps, _ := MountsUnder(dir)
-	if len(mps) > 0 {
-		return fmt.Errorf("still mounted under %s: %s", dir, strings.Join(mps, ", "))
-	}
-	return nil
-}
-
-// DeleteLink deletes a network interface (the CNI bridge); a missing one
-// is fine.
-func DeleteLink(ctx context.Context, name string) error {
-	if _, err := os.Stat("/sys/class/net/" + name); os.IsNotExist(err) {
-		return nil
-	}
-	return exec.Command("ip", "link", "delete", name).Run(ctx)
-}
-
 // LinkExists reports whether a network interface exists.
 func LinkExists(name string) bool {
 	_, err := os.Stat("/sys/class/net/" + name)
 	return err == nil
-}
-
-// RemovePodLogs removes the kubelet's log directories of one namespace's
-// pods (/var/log/pods/<ns>_*, /var/log/containers/*_<ns>_*): a next kubelet
-// on the same node would otherwise inherit their attempt numbers.
-func RemovePodLogs(namespace string) error {
-	var errs []string
-	for _, pattern := range []string{"/var/log/pods/" + namespace + "_*", "/var/log/containers/*_" + namespace + "_*"} {
-		matches, _ := filepath.Glob(pattern)
-		for _, m := range matches {
-			if err := os.RemoveAll(m); err != nil {
-				errs = append(errs, err.Error())
-			}
-		}
-	}
-	if len(errs) > 0 {
-		return fmt.Errorf("removing pod logs: %s", strings.Join(errs, "; "))
-	}
-	return nil
 }
