@@ -52,10 +52,12 @@ type Host struct {
 	DeleteLink func(ctx context.Context, name string) error
 	// NetnsDirs are where netns may be bind-mounted outside the root;
 	// ShimSocketDir is where containerd 1.6 puts shim sockets; FileDirs
-	// are the directories the journal's globs may name.
+	// are the directories the journal's globs may name; CNICacheDir is
+	// libcni's result cache (<network>-<container ID>-<interface>).
 	NetnsDirs     []string
 	ShimSocketDir string
 	FileDirs      []string
+	CNICacheDir   string
 	// Grace is how long a process gets between SIGTERM and SIGKILL.
 	Grace time.Duration
 	Log   io.Writer
@@ -79,7 +81,8 @@ func Machine(log io.Writer) Host {
 		},
 		NetnsDirs:     []string{"/run/netns", "/var/run/netns"},
 		ShimSocketDir: "/run/containerd/s",
-		FileDirs:      []string{"/var/log/pods", "/var/log/containers", "/var/lib/cni/results"},
+		FileDirs:      []string{"/var/log/pods", "/var/log/containers", "/var/lib/cni/results", "/var/lib/kubelet/device-plugins"},
+		CNICacheDir:   "/var/lib/cni/results",
 		Grace:         15 * time.Second,
 		Log:           log,
 	}
@@ -115,6 +118,7 @@ func Undo(ctx context.Context, st journal.State, h Host) error {
 		step("stop the processes the run started", func() error { return stopProcesses(ctx, st, h) })
 		step("kill the run's containers and containerd shims", func() error { return killTasks(ctx, st, h) })
 		step("remove the run's shim sockets", func() error { return removeSockets(st, h) })
+		step("remove the CNI results cached for the run's sandboxes", func() error { return removeCNICache(st, h) })
 		if st.Bridge != "" {
 			step("delete the CNI bridge "+st.Bridge, func() error {
 				if !h.LinkExists(st.Bridge) {
@@ -254,8 +258,8 @@ func unmountAll(st journal.State, h Host) error {
 		}
 	}
 	for _, ns := range netns(st) {
-		if under(ns, st.Root) {
-			continue // went with the root's mounts
+		if under(ns, st.Root) || strings.HasPrefix(ns, "/proc/") {
+			continue // went with the root's mounts; /proc/<pid>/ns/net is no mount
 		}
 		if !inDirs(ns, h.NetnsDirs) || !strings.HasPrefix(filepath.Base(ns), "cni-") {
 			errs = append(errs, fmt.Errorf("not touching netns %s: not a CNI netns under %v", ns, h.NetnsDirs))
@@ -337,6 +341,35 @@ func removeSockets(st journal.State, h Host) error {
 	return errors.Join(errs...)
 }
 
+var containerID = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+// removeCNICache removes libcni's cached results of the run's sandboxes
+// and containers (by their 64-hex IDs, from the run's state dir): a
+// teardown that never ran leaves them, the loopback's included.
+func removeCNICache(st journal.State, h Host) error {
+	if st.Containerd == nil || h.CNICacheDir == "" || !under(st.Containerd.State, st.Root) {
+		return nil
+	}
+	ids := shims.SandboxIDs(st.Containerd.State)
+	tasks, _ := shims.Tasks(st.Containerd.State)
+	for _, t := range tasks {
+		ids = append(ids, t.ID)
+	}
+	var errs []error
+	for _, id := range ids {
+		if !containerID.MatchString(id) {
+			continue
+		}
+		matches, _ := filepath.Glob(filepath.Join(h.CNICacheDir, "*-"+id+"-*"))
+		for _, m := range matches {
+			if err := os.Remove(m); err != nil && !os.IsNotExist(err) {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
 var sysctlName = regexp.MustCompile(`^[a-z0-9_]+(\.[a-z0-9_]+)+$`)
 
 // restoreSysctls writes back the values that changed.
@@ -364,12 +397,14 @@ func restoreSysctls(st journal.State, h Host) error {
 	return errors.Join(errs...)
 }
 
-// removeFiles removes the matches of the journal's globs that did not
-// exist before the run.
+// removeFiles removes the matches of the journal's globs (or exact paths)
+// that did not exist before the run.
 func removeFiles(st journal.State, h Host) error {
 	var errs []error
 	for _, g := range st.Files {
-		if !inDirs(g.Pattern, h.FileDirs) || !strings.ContainsAny(filepath.Base(g.Pattern), "*") || len(strings.Trim(filepath.Base(g.Pattern), "*_-")) < 4 {
+		// A pattern names the run's files: in one of FileDirs, with a
+		// literal part of four characters at least (never a bare "*").
+		if !inDirs(g.Pattern, h.FileDirs) || len(strings.Trim(filepath.Base(g.Pattern), "*?_-.")) < 4 || strings.ContainsAny(filepath.Dir(g.Pattern), "*?[") {
 			errs = append(errs, fmt.Errorf("not removing %s: not a pattern of the run's files in %v", g.Pattern, h.FileDirs))
 			continue
 		}

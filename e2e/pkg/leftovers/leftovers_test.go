@@ -107,7 +107,11 @@ func newWorld(t *testing.T) *world {
 	for _, d := range []string{"kc-e2e_old_1", "kc-e2e_web-0_2", "other_web_3"} {
 		assert.NilError(t, os.MkdirAll(filepath.Join(w.logs, d), 0o755))
 	}
-	w.st.Files = []journal.Glob{{Pattern: filepath.Join(w.logs, "kc-e2e_*"), Before: []string{filepath.Join(w.logs, "kc-e2e_old_1")}}}
+	for _, f := range []string{"kubelet.sock", "DEPRECATION"} {
+		assert.NilError(t, os.WriteFile(filepath.Join(w.logs, f), nil, 0o644))
+	}
+	w.st.Files = []journal.Glob{{Pattern: filepath.Join(w.logs, "kc-e2e_*"), Before: []string{filepath.Join(w.logs, "kc-e2e_old_1")}},
+		{Pattern: filepath.Join(w.logs, "kubelet.sock")}, {Pattern: filepath.Join(w.logs, "DEPRECATION"), Before: []string{filepath.Join(w.logs, "DEPRECATION")}}}
 
 	made, used := filepath.Join(tmp, "made", "sub"), filepath.Join(tmp, "used")
 	assert.NilError(t, os.MkdirAll(made, 0o755))
@@ -195,6 +199,8 @@ func TestUndoExactlyWhatTheJournalLists(t *testing.T) {
 	assert.Assert(t, !exists(filepath.Join(w.logs, "kc-e2e_web-0_2")))
 	assert.Assert(t, exists(filepath.Join(w.logs, "kc-e2e_old_1")), "a pod log that existed before the run")
 	assert.Assert(t, exists(filepath.Join(w.logs, "other_web_3")))
+	assert.Assert(t, !exists(filepath.Join(w.logs, "kubelet.sock")), "an exact path the run made")
+	assert.Assert(t, exists(filepath.Join(w.logs, "DEPRECATION")), "an exact path that existed before")
 	assert.Assert(t, !exists(filepath.Join(w.tmp, "made")))
 	assert.Assert(t, exists(filepath.Join(w.tmp, "used", "someone")))
 	assert.Assert(t, !exists(w.root), "the root is still there")
@@ -241,6 +247,7 @@ func TestUndoRefusesWhatIsNotTheRuns(t *testing.T) {
 		{"a state dir outside the root", func(w *world) { w.st.Containerd.State = "/var/lib/containerd" }, "not under the root"},
 		{"a file glob elsewhere", func(w *world) { w.st.Files = []journal.Glob{{Pattern: "/etc/*"}} }, "not removing /etc/*"},
 		{"a bare wildcard", func(w *world) { w.st.Files = []journal.Glob{{Pattern: filepath.Join(w.logs, "*")}} }, "not removing"},
+		{"a wildcard directory", func(w *world) { w.st.Files = []journal.Glob{{Pattern: filepath.Join(w.logs, "*", "kc-e2e_x")}} }, "not removing"},
 		{"a sysctl path", func(w *world) { w.st.Sysctls = []journal.Sysctl{{Name: "../../etc/passwd", Before: "x"}} }, "not a sysctl name"},
 		{"a netns elsewhere", func(w *world) { w.st.Netns = []string{"/etc/passwd"} }, "not touching netns /etc/passwd"},
 		{"a socket elsewhere", func(w *world) { w.st.ShimSockets = []string{"unix:///etc/passwd"} }, "not touching unix:///etc/passwd"},
@@ -254,4 +261,25 @@ func TestUndoRefusesWhatIsNotTheRuns(t *testing.T) {
 			assert.Assert(t, exists("/etc/passwd"))
 		})
 	}
+}
+
+func TestUndoRemovesTheCNICacheOfTheRunsSandboxes(t *testing.T) {
+	w := newWorld(t)
+	ours, others := strings.Repeat("a1", 32), strings.Repeat("b2", 32)
+	assert.NilError(t, os.MkdirAll(filepath.Join(w.st.Containerd.State, "io.containerd.grpc.v1.cri", "sandboxes", ours), 0o755))
+	cache := filepath.Join(w.tmp, "cni-results")
+	assert.NilError(t, os.MkdirAll(cache, 0o755))
+	for _, f := range []string{"cni-loopback-" + ours + "-lo", "kc-e2e-" + ours + "-eth0", "cni-loopback-" + others + "-lo", "kc-e2e-" + others + "-eth0"} {
+		assert.NilError(t, os.WriteFile(filepath.Join(cache, f), nil, 0o644))
+	}
+	h := w.host()
+	h.CNICacheDir = cache
+	assert.NilError(t, Undo(context.Background(), w.st, h))
+	entries, err := os.ReadDir(cache)
+	assert.NilError(t, err)
+	var left []string
+	for _, e := range entries {
+		left = append(left, e.Name())
+	}
+	assert.DeepEqual(t, left, []string{"cni-loopback-" + others + "-lo", "kc-e2e-" + others + "-eth0"})
 }

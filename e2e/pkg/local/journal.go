@@ -31,7 +31,12 @@ const CNINetwork = "kc-e2e"
 // CNI plugins and kubelet create when missing; the ones missing before the
 // run are removed afterwards when empty.
 var OutsideDirs = []string{"/run/containerd/s", "/run/containerd", "/run/netns", "/var/log/pods", "/var/log/containers",
-	"/var/lib/cni/results", "/var/lib/cni", "/etc/cni/net.d", "/etc/cni", "/opt/containerd/bin", "/opt/containerd/lib", "/opt/containerd"}
+	"/var/lib/cni/results", "/var/lib/cni", "/etc/cni/net.d", "/etc/cni", "/opt/containerd/bin", "/opt/containerd/lib", "/opt/containerd",
+	"/var/lib/kubelet/device-plugins", "/var/lib/kubelet"}
+
+// DevicePluginFiles are written by kubelets 1.20 and 1.21 at a fixed path,
+// whatever their --root-dir (the deprecated device plugin socket).
+var DevicePluginFiles = []string{"/var/lib/kubelet/device-plugins/kubelet.sock", "/var/lib/kubelet/device-plugins/DEPRECATION"}
 
 // PodLogGlobs are the kubelet's log files of one namespace's pods.
 func PodLogGlobs(namespace string) []string {
@@ -73,7 +78,8 @@ func (n *Node) before(ctx context.Context) (journal.State, error) {
 		return journal.State{}, err
 	}
 	st.Cgroups = &cg
-	for _, pattern := range append(PodLogGlobs(corpus.Namespace), "/var/lib/cni/results/"+CNINetwork+"-*") {
+	patterns := append(PodLogGlobs(corpus.Namespace), "/var/lib/cni/results/"+CNINetwork+"-*")
+	for _, pattern := range append(patterns, DevicePluginFiles...) {
 		matches, err := filepath.Glob(pattern)
 		if err != nil {
 			return journal.State{}, err

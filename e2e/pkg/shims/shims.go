@@ -4,9 +4,10 @@
 //
 // Nothing here acts on a process name or command line alone. A shim is the
 // run's when its PID and start time were recorded by the run, or when the
-// run's own containerd state directory names its PID and it started after
-// the run did; in both cases it must also serve the run's containerd
-// (-address is the run's socket). A container is the run's when a task
+// run's own containerd state directory names its PID (shim.pid) or one of
+// its children (a container's init.pid) and it started after the run did;
+// in both cases it must also serve the run's containerd (-address is the
+// run's socket). A container is the run's when a task
 // bundle of that state directory names its PID, it started after the run
 // did, and its parent is one of those shims or its cgroup is one the run
 // created.
@@ -47,6 +48,19 @@ type Task struct {
 	Address string
 	// Netns is the network namespace the bundle's spec joins, if any.
 	Netns string
+}
+
+// SandboxIDs lists the pod sandboxes the CRI plugin keeps in a containerd
+// state directory.
+func SandboxIDs(stateDir string) []string {
+	entries, _ := os.ReadDir(filepath.Join(stateDir, "io.containerd.grpc.v1.cri", "sandboxes"))
+	var out []string
+	for _, e := range entries {
+		if e.IsDir() {
+			out = append(out, e.Name())
+		}
+	}
+	return out
 }
 
 // Tasks reads the task bundles of a containerd state directory.
@@ -97,7 +111,9 @@ func readPID(p string) int {
 	return pid
 }
 
-// netnsOf returns the network namespace path of an OCI spec.
+// netnsOf returns the network namespace a sandbox's OCI spec joins (a
+// bind mount); a container joining its sandbox's namespace names it
+// through /proc/<pid>/ns/net, which is not a mount of its own: "".
 func netnsOf(configJSON string) string {
 	b, err := os.ReadFile(configJSON)
 	if err != nil {
@@ -112,7 +128,7 @@ func netnsOf(configJSON string) string {
 		return ""
 	}
 	for _, ns := range spec.Linux.Namespaces {
-		if ns.Type == "network" {
+		if ns.Type == "network" && !strings.HasPrefix(ns.Path, "/proc/") {
 			return ns.Path
 		}
 	}
@@ -138,14 +154,20 @@ func serves(fs procfs.FS, pid int, socket string, ids map[string]bool) bool {
 	return ids[ns+"/"+id]
 }
 
-// Find returns the run's shims that still run.
+// Find returns the run's shims that still run. A candidate is a shim the
+// run recorded (same PID and start time), or the PID a bundle's shim.pid
+// names, or the parent of a process a bundle's init.pid names (runc v2's
+// shim in containerd 1.6 writes no shim.pid; it is the subreaper of its
+// containers' init processes). Every candidate must have started after
+// the run and serve the run's socket; those not recorded must also run
+// one of the run's tasks (-namespace, -id).
 func Find(fs procfs.FS, r Run) ([]procfs.ID, error) {
 	if r.Socket == "" {
 		return nil, fmt.Errorf("no containerd socket recorded")
 	}
 	found := map[int]procfs.ID{}
 	for _, rec := range r.Recorded {
-		if fs.Alive(rec) && serves(fs, rec.PID, r.Socket, nil) {
+		if rec.StartTicks >= r.Since && fs.Alive(rec) && serves(fs, rec.PID, r.Socket, nil) {
 			found[rec.PID] = rec
 		}
 	}
@@ -158,11 +180,19 @@ func Find(fs procfs.FS, r Run) ([]procfs.ID, error) {
 		ids[t.Namespace+"/"+t.ID] = true
 	}
 	for _, t := range tasks {
-		if t.ShimPID == 0 {
-			continue
+		candidates := []int{t.ShimPID}
+		if t.InitPID != 0 {
+			if st, err := fs.Stat(t.InitPID); err == nil && st.StartTicks >= r.Since {
+				candidates = append(candidates, st.PPID)
+			}
 		}
-		if id, ok := started(fs, t.ShimPID, r.Since); ok && serves(fs, t.ShimPID, r.Socket, ids) {
-			found[t.ShimPID] = id
+		for _, pid := range candidates {
+			if pid <= 1 {
+				continue
+			}
+			if id, ok := started(fs, pid, r.Since); ok && serves(fs, pid, r.Socket, ids) {
+				found[pid] = id
+			}
 		}
 	}
 	return sorted(found), nil

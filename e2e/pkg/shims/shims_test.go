@@ -35,6 +35,7 @@ func TestFindOnlyTheRunsShims(t *testing.T) {
 		procs    []fakeproc.Proc
 		recorded []procfs.ID
 		tasks    map[string]int // task ID -> shim.pid in our state dir
+		inits    map[string]int // task ID -> init.pid in our state dir
 		want     []int
 	}{
 		{name: "a process naming our socket is not a shim of ours",
@@ -56,6 +57,18 @@ func TestFindOnlyTheRunsShims(t *testing.T) {
 		{name: "our state dir names a shim of another task",
 			procs: []fakeproc.Proc{{PID: 32, Start: 2000, Args: shimArgs(sock, "zzz")}},
 			tasks: map[string]int{"bbb": 32}},
+		{name: "the parent of a container our state dir names",
+			procs: []fakeproc.Proc{{PID: 33, Start: 2000, Args: shimArgs(sock, "bbb")}, {PID: 60, PPID: 33, Start: 2100, Args: []string{"/pause"}}},
+			inits: map[string]int{"bbb": 60}, want: []int{33}},
+		{name: "the parent of a container, but not a shim of ours",
+			procs: []fakeproc.Proc{{PID: 34, Start: 2000, Args: shimArgs("/run/containerd/containerd.sock", "bbb")}, {PID: 61, PPID: 34, Start: 2100, Args: []string{"/pause"}}},
+			inits: map[string]int{"bbb": 61}},
+		{name: "the parent of an older process an init.pid names (recycled)",
+			procs: []fakeproc.Proc{{PID: 35, Start: 2000, Args: shimArgs(sock, "bbb")}, {PID: 62, PPID: 35, Start: 500, Args: []string{"sshd"}}},
+			inits: map[string]int{"bbb": 62}},
+		{name: "a recorded shim older than the run",
+			procs:    []fakeproc.Proc{{PID: 36, Start: 500, Args: shimArgs(sock, "aaa")}},
+			recorded: []procfs.ID{{PID: 36, StartTicks: 500}}},
 		{name: "the system containerd's shims are never ours",
 			procs: []fakeproc.Proc{{PID: 40, Start: 2000, Args: shimArgs("/run/containerd/containerd.sock", "ddd")}}},
 	}
@@ -63,11 +76,18 @@ func TestFindOnlyTheRunsShims(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			procRoot, state := t.TempDir(), t.TempDir()
 			for _, p := range tt.procs {
-				p.PPID = 1
+				if p.PPID == 0 {
+					p.PPID = 1
+				}
 				fakeproc.Write(t, procRoot, p)
 			}
 			for id, pid := range tt.tasks {
 				task(t, state, id, pid)
+			}
+			for id, pid := range tt.inits {
+				task(t, state, id, 0)
+				dir := filepath.Join(state, TaskDir, "k8s.io", id)
+				assert.NilError(t, os.WriteFile(filepath.Join(dir, "init.pid"), []byte(strconv.Itoa(pid)), 0o644))
 			}
 			found, err := Find(procfs.FS{Root: procRoot}, Run{Socket: sock, StateDir: state, Recorded: tt.recorded, Since: since})
 			assert.NilError(t, err)
@@ -93,12 +113,18 @@ func TestContainersAndBundles(t *testing.T) {
 	} {
 		fakeproc.Write(t, procRoot, p)
 	}
+	assert.NilError(t, os.MkdirAll(filepath.Join(state, "io.containerd.grpc.v1.cri", "sandboxes", "bbb"), 0o755))
+	assert.DeepEqual(t, SandboxIDs(state), []string{"bbb"})
 	for id, init := range map[string]int{"bbb": 50, "ccc": 51, "ddd": 52, "eee": 53} {
 		task(t, state, id, 30)
 		dir := filepath.Join(state, TaskDir, "k8s.io", id)
 		assert.NilError(t, os.WriteFile(filepath.Join(dir, "init.pid"), []byte(strconv.Itoa(init)), 0o644))
 		assert.NilError(t, os.WriteFile(filepath.Join(dir, "address"), []byte("unix:///run/containerd/s/"+id+"\n"), 0o644))
-		assert.NilError(t, os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"linux":{"namespaces":[{"type":"pid"},{"type":"network","path":"/run/netns/cni-`+id+`"}]}}`), 0o644))
+		netns := "/run/netns/cni-" + id
+		if id != "bbb" {
+			netns = "/proc/" + strconv.Itoa(init) + "/ns/net" // a container joins its sandbox's
+		}
+		assert.NilError(t, os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"linux":{"namespaces":[{"type":"pid"},{"type":"network","path":"`+netns+`"}]}}`), 0o644))
 	}
 	fs := procfs.FS{Root: procRoot}
 	r := Run{Socket: sock, StateDir: state, Since: since}
@@ -115,6 +141,7 @@ func TestContainersAndBundles(t *testing.T) {
 	assert.Equal(t, len(tasks), 4)
 	assert.Equal(t, tasks[0].Address, "unix:///run/containerd/s/bbb")
 	assert.Equal(t, tasks[0].Netns, "/run/netns/cni-bbb")
+	assert.Equal(t, tasks[1].Netns, "", "a /proc/<pid>/ns/net path is not a netns of the run's")
 	none, err := Tasks(filepath.Join(state, "absent"))
 	assert.NilError(t, err)
 	assert.Equal(t, len(none), 0)
