@@ -84,7 +84,10 @@ type State struct {
 	ShimSockets []string    `json:"shimSockets,omitempty"`
 	// Bridge is the CNI bridge, recorded before the CNI can create it
 	// (the run refuses to start when it exists).
-	Bridge   string            `json:"bridge,omitempty"`
+	Bridge string `json:"bridge,omitempty"`
+	// Subnet is the bridge network's private subnet: connection tracking
+	// entries from or to it are the run's.
+	Subnet   string            `json:"subnet,omitempty"`
 	Sysctls  []Sysctl          `json:"sysctls,omitempty"`
 	Iptables []Iptables        `json:"iptables,omitempty"`
 	Cgroups  *cgroups.Recorded `json:"cgroups,omitempty"`

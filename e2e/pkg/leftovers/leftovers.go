@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -40,7 +41,9 @@ type Host struct {
 	// Signal signals a process if it is still the one id names.
 	Signal   func(id procfs.ID, sig syscall.Signal) error
 	Iptables iptables.Runner
-	Cgroups  cgroups.Host
+	// Conntrack runs conntrack(8).
+	Conntrack iptables.Runner
+	Cgroups   cgroups.Host
 	// SysctlDir is /proc/sys.
 	SysctlDir string
 	// Mounts lists mount points at or under a directory; Unmount
@@ -66,9 +69,10 @@ type Host struct {
 // Machine is this machine.
 func Machine(log io.Writer) Host {
 	return Host{
-		Proc:     procfs.Host,
-		Signal:   procfs.Signal,
-		Iptables: iptables.Exec,
+		Proc:      procfs.Host,
+		Signal:    procfs.Signal,
+		Iptables:  iptables.Exec,
+		Conntrack: iptables.Exec,
 		Cgroups: cgroups.Host{Root: "/sys/fs/cgroup", Proc: procfs.Host, Kill: func(pid int) error {
 			return syscall.Kill(pid, syscall.SIGKILL)
 		}},
@@ -126,6 +130,9 @@ func Undo(ctx context.Context, st journal.State, h Host) error {
 				}
 				return h.DeleteLink(ctx, st.Bridge)
 			})
+		}
+		if st.Subnet != "" {
+			step("delete the connection tracking entries of "+st.Subnet, func() error { return flushConntrack(ctx, st, h) })
 		}
 		for _, ipt := range st.Iptables {
 			ipt := ipt
@@ -336,6 +343,38 @@ func removeSockets(st journal.State, h Host) error {
 		}
 		if err := os.Remove(p); err != nil {
 			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// flushConntrack deletes the connection tracking entries from or to the
+// run's subnet (probes and checks against pod IPs; TIME_WAIT ones would
+// expire, others linger for days).
+func flushConntrack(ctx context.Context, st journal.State, h Host) error {
+	_, ipnet, err := net.ParseCIDR(st.Subnet)
+	if err != nil {
+		return fmt.Errorf("subnet %q: %w", st.Subnet, err)
+	}
+	if ones, bits := ipnet.Mask.Size(); bits-ones > 16 {
+		return fmt.Errorf("subnet %s: wider than the run's bridge network can be (/%d at most)", ipnet, bits-16)
+	}
+	subnet := ipnet.String()
+	var errs []error
+	for _, dir := range []string{"-s", "-d"} {
+		out, err := h.Conntrack(ctx, "conntrack", "-L", dir, subnet)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if strings.TrimSpace(string(out)) == "" {
+			continue
+		}
+		if _, err := h.Conntrack(ctx, "conntrack", "-D", dir, subnet); err != nil {
+			// -D exits 1 when the entries expired meanwhile.
+			if out, _ := h.Conntrack(ctx, "conntrack", "-L", dir, subnet); strings.TrimSpace(string(out)) != "" {
+				errs = append(errs, err)
+			}
 		}
 	}
 	return errors.Join(errs...)

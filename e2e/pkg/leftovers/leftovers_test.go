@@ -34,6 +34,8 @@ type world struct {
 	signals                                    []string
 	ipt                                        map[string]map[string][]string // bin -> table -> rules now
 	iptCmds                                    []string
+	conntrack                                  []string // entries now
+	ctCmds                                     []string
 	st                                         journal.State
 }
 
@@ -86,6 +88,8 @@ func newWorld(t *testing.T) *world {
 
 	w.links["kce2e0"], w.links["docker0"] = true, true
 	w.st.Bridge = "kce2e0"
+	w.st.Subnet = "10.217.77.0/24"
+	w.conntrack = []string{"tcp 6 91 TIME_WAIT src=10.217.77.1 dst=10.217.77.7", "tcp 6 91 ESTABLISHED src=192.0.2.1 dst=192.0.2.2"}
 
 	before := []string{"-P INPUT ACCEPT", "-N DOCKER", "-A INPUT -j DOCKER"}
 	w.ipt = map[string]map[string][]string{"iptables": {
@@ -143,6 +147,21 @@ func (w *world) host() Host {
 			w.iptCmds = append(w.iptCmds, bin+" "+strings.Join(args[2:], " "))
 			return nil, nil
 		},
+		Conntrack: func(_ context.Context, bin string, args ...string) ([]byte, error) {
+			w.ctCmds = append(w.ctCmds, strings.Join(args, " "))
+			var match, keep []string
+			for _, e := range w.conntrack {
+				if (args[1] == "-s" && strings.Contains(e, "src=10.217.77.")) || (args[1] == "-d" && strings.Contains(e, "dst=10.217.77.")) {
+					match = append(match, e)
+				} else {
+					keep = append(keep, e)
+				}
+			}
+			if args[0] == "-D" {
+				w.conntrack = keep
+			}
+			return []byte(strings.Join(match, "\n")), nil
+		},
 		Cgroups: cgroups.Host{Root: w.cg, Proc: procfs.FS{Root: w.proc}, Kill: func(pid int) error { return errors.New("unexpected kill") },
 			Rmdir: os.Remove},
 		SysctlDir: w.sysctl,
@@ -188,6 +207,8 @@ func TestUndoExactlyWhatTheJournalLists(t *testing.T) {
 	assert.Assert(t, !exists(filepath.Join(w.sockDir, "s-sb1")) && !exists(filepath.Join(w.sockDir, "s-c1")))
 	assert.Assert(t, exists(filepath.Join(w.sockDir, "s-others")))
 	assert.DeepEqual(t, w.links, map[string]bool{"docker0": true})
+	assert.DeepEqual(t, w.ctCmds, []string{"-L -s 10.217.77.0/24", "-D -s 10.217.77.0/24", "-L -d 10.217.77.0/24"})
+	assert.DeepEqual(t, w.conntrack, []string{"tcp 6 91 ESTABLISHED src=192.0.2.1 dst=192.0.2.2"})
 	assert.DeepEqual(t, w.iptCmds, []string{"iptables -t filter -D KUBE-FIREWALL -j DROP", "iptables -t filter -D INPUT -j KUBE-FIREWALL", "iptables -t filter -X KUBE-FIREWALL"})
 	assert.Assert(t, !exists(filepath.Join(w.cg, "memory", "kubepods")))
 	assert.Assert(t, exists(filepath.Join(w.cg, "pids", "kubepods")))
@@ -250,6 +271,8 @@ func TestUndoRefusesWhatIsNotTheRuns(t *testing.T) {
 		{"a wildcard directory", func(w *world) { w.st.Files = []journal.Glob{{Pattern: filepath.Join(w.logs, "*", "kc-e2e_x")}} }, "not removing"},
 		{"a sysctl path", func(w *world) { w.st.Sysctls = []journal.Sysctl{{Name: "../../etc/passwd", Before: "x"}} }, "not a sysctl name"},
 		{"a netns elsewhere", func(w *world) { w.st.Netns = []string{"/etc/passwd"} }, "not touching netns /etc/passwd"},
+		{"a subnet that is none", func(w *world) { w.st.Subnet = "0.0.0.0/0 -D" }, "subnet"},
+		{"a subnet that is everything", func(w *world) { w.st.Subnet = "0.0.0.0/0" }, "wider than"},
 		{"a socket elsewhere", func(w *world) { w.st.ShimSockets = []string{"unix:///etc/passwd"} }, "not touching unix:///etc/passwd"},
 	}
 	for _, tt := range tests {

@@ -55,7 +55,7 @@ func (n *Node) before(ctx context.Context) (journal.State, error) {
 	}
 	st := journal.State{Root: n.Root, BootID: boot, Since: self.StartTicks, Started: time.Now(),
 		Containerd: &journal.Containerd{Config: n.ContainerdConfig(), Root: n.ContainerdRoot(), State: n.ContainerdState(), Socket: n.ContainerdSocket()},
-		Bridge:     DefaultNetwork.Bridge}
+		Bridge:     DefaultNetwork.Bridge, Subnet: DefaultNetwork.Subnet}
 	for _, name := range KubeletSysctls {
 		b, err := os.ReadFile(sysctlPath(name))
 		if err != nil {
