@@ -6,6 +6,7 @@
 #   make e2e E2E_PROVIDER=kind    kind cluster (needs Docker; skipped without it)
 #   make e2e E2E_ARGS='-pods 20'  anything else for e2e/cmd/e2e
 #   make e2e E2E_BUILD=false      use the binaries already in _output
+#   make e2e-cleanup          undo what a killed run's journal lists (.ci/run runs it first)
 
 E2E ?= ci
 E2E_PROVIDER ?= local
@@ -24,10 +25,17 @@ E2E_BINARIES_api := kubelet,kube-apiserver
 E2E_VERSIONS_full := 1.18.19,1.19.16,1.20.15,1.21.14
 E2E_UNPATCHED_full := 1.19.16,1.20.15,1.21.14
 
-.PHONY: e2e e2e-binaries e2e-unit
+.PHONY: e2e e2e-binaries e2e-unit e2e-cleanup
 e2e: e2e-binaries
 	$(GO) build -o _output/e2e/e2e ./e2e/cmd/e2e
 	./_output/e2e/e2e -mode $(E2E) -provider $(E2E_PROVIDER) $(E2E_ARGS)
+
+# Undo what a run killed with SIGKILL left: exactly what its journal
+# (<root>/journal.json) lists. Nothing to do when there is no root; refused
+# while a run holds the root. E2E_ARGS='-root DIR' for another root.
+e2e-cleanup:
+	$(GO) build -o _output/e2e/e2e ./e2e/cmd/e2e
+	./_output/e2e/e2e -mode cleanup $(E2E_ARGS)
 
 # The kubelets (incremental: instant when built) and the CLI.
 e2e-binaries:

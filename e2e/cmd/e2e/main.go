@@ -10,6 +10,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -18,8 +20,12 @@ import (
 	"time"
 
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/cleanup"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/journal"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/leftovers"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/procfs"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/rootdir"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/scenario"
 )
 
@@ -38,22 +44,37 @@ var plans = map[string]struct {
 }
 
 func main() {
-	os.Exit(run())
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-func run() int {
-	mode := flag.String("mode", "ci", "ci (1.20 -> 1.21, 10 pods), full (1.18 -> 1.19 -> 1.20 -> 1.21, 30 pods), api (ci against etcd and kube-apiserver) or bench (1.20 -> 1.21, 100 pods)")
-	api := flag.Bool("api", false, "API mode for any mode: etcd and kube-apiserver, pods through the API")
-	pods := flag.Int("pods", 0, "pods in the corpus (default: the mode's)")
-	provider := flag.String("provider", "local", "local, or kind (needs Docker; skipped without it)")
-	output := flag.String("output", "_output", "the repository's _output: kubelets in <ver>/ and <ver>-unpatched/, the CLI")
-	reportDir := flag.String("report-dir", "_output/e2e", "where report.json, report.txt and logs/ go")
-	root := flag.String("root", "/var/lib/kubelet-compat-e2e", "private state directory of the node (removed afterwards)")
-	nodeName := flag.String("node-name", "kc-e2e-node", "the kubelet's --hostname-override")
-	stepsFlag := flag.String("steps", "", "override the mode's steps: from:to,from:to (e.g. 1.18.19:1.21.14)")
-	patchedRuns := flag.Bool("patched", true, "run the patched chain (false: only the unpatched controls)")
-	syncFreq := flag.Duration("sync-frequency", 10*time.Second, "the kubelet's --sync-frequency")
-	flag.Parse()
+func run(args []string, stdout, stderr io.Writer) int {
+	fl := flag.NewFlagSet("e2e", flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	mode := fl.String("mode", "ci", "ci (1.20 -> 1.21, 10 pods), full (1.18 -> 1.19 -> 1.20 -> 1.21, 30 pods), api (ci against etcd and kube-apiserver), bench (1.20 -> 1.21, 100 pods), node (the node up and down), or cleanup (undo what a killed run's journal under -root lists)")
+	api := fl.Bool("api", false, "API mode for any mode: etcd and kube-apiserver, pods through the API")
+	pods := fl.Int("pods", 0, "pods in the corpus (default: the mode's)")
+	provider := fl.String("provider", "local", "local, or kind (needs Docker; skipped without it)")
+	output := fl.String("output", "_output", "the repository's _output: kubelets in <ver>/ and <ver>-unpatched/, the CLI")
+	reportDir := fl.String("report-dir", "_output/e2e", "where report.json, report.txt and logs/ go")
+	root := fl.String("root", "/var/lib/kubelet-compat-e2e", "private state directory of the node (removed afterwards)")
+	nodeName := fl.String("node-name", "kc-e2e-node", "the kubelet's --hostname-override")
+	stepsFlag := fl.String("steps", "", "override the mode's steps: from:to,from:to (e.g. 1.18.19:1.21.14)")
+	patchedRuns := fl.Bool("patched", true, "run the patched chain (false: only the unpatched controls)")
+	syncFreq := fl.Duration("sync-frequency", 10*time.Second, "the kubelet's --sync-frequency")
+	if err := fl.Parse(args); err != nil {
+		return 2
+	}
+
+	// Compared and used cleaned from here on; refused when it could be
+	// anything but the e2e's own directory.
+	rootPath, err := rootdir.Clean(*root)
+	if err != nil {
+		fmt.Fprintf(stderr, "e2e: %v\n", err)
+		return 2
+	}
+	if *mode == "cleanup" {
+		return cleanupMode(rootPath, stdout, stderr)
+	}
 
 	plan, ok := plans[*mode]
 	if *mode == "node" {
@@ -63,7 +84,7 @@ func run() int {
 		plan.steps = []scenario.Step{{}}
 	}
 	if !ok {
-		fmt.Fprintf(os.Stderr, "e2e: unknown mode %q (ci, full, api, bench)\n", *mode)
+		fmt.Fprintf(stderr, "e2e: unknown mode %q (ci, full, api, bench, node, cleanup)\n", *mode)
 		return 2
 	}
 	if *pods > 0 {
@@ -77,7 +98,7 @@ func run() int {
 		for _, st := range strings.Split(*stepsFlag, ",") {
 			from, to, ok := strings.Cut(st, ":")
 			if !ok {
-				fmt.Fprintf(os.Stderr, "e2e: bad -steps entry %q (want from:to)\n", st)
+				fmt.Fprintf(stderr, "e2e: bad -steps entry %q (want from:to)\n", st)
 				return 2
 			}
 			plan.steps = append(plan.steps, scenario.Step{From: from, To: to})
@@ -87,28 +108,27 @@ func run() int {
 		plan.extras = false
 		plan.controls = true
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-
 	if *provider == "kind" {
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+		defer stop()
 		err := kind.Run(ctx)
 		if errors.Is(err, kind.ErrSkip) {
-			fmt.Printf("e2e: kind provider SKIPPED: %v\n", err)
+			fmt.Fprintf(stdout, "e2e: kind provider SKIPPED: %v\n", err)
 			return 0
 		}
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "e2e: kind provider: %v\n", err)
+			fmt.Fprintf(stderr, "e2e: kind provider: %v\n", err)
 			return 1
 		}
 		return 0
 	}
 	if *provider != "local" {
-		fmt.Fprintf(os.Stderr, "e2e: unknown provider %q\n", *provider)
+		fmt.Fprintf(stderr, "e2e: unknown provider %q\n", *provider)
 		return 2
 	}
 	repoRoot, err := os.Getwd()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e:", err)
+		fmt.Fprintln(stderr, "e2e:", err)
 		return 1
 	}
 	abs := func(p string) string {
@@ -118,10 +138,10 @@ func run() int {
 		return filepath.Join(repoRoot, p)
 	}
 	rep := &report.Report{Mode: *mode, Provider: *provider, StartedAt: time.Now()}
-	stack := cleanup.New(os.Stdout)
+	stack := cleanup.New(stdout)
 	opts := scenario.Options{Mode: *mode, Steps: plan.steps, Pods: plan.pods, Output: abs(*output), ReportDir: abs(*reportDir),
-		Root: *root, RepoRoot: repoRoot, NodeName: *nodeName, SyncFrequency: *syncFreq, Controls: plan.controls,
-		Extras: plan.extras, SkipPatched: !*patchedRuns, API: plan.api, Log: os.Stdout}
+		Root: rootPath, RepoRoot: repoRoot, NodeName: *nodeName, SyncFrequency: *syncFreq, Controls: plan.controls,
+		Extras: plan.extras, SkipPatched: !*patchedRuns, API: plan.api, Log: stdout}
 	var steps []string
 	for _, s := range plan.steps {
 		steps = append(steps, s.String())
@@ -130,43 +150,98 @@ func run() int {
 	if plan.api {
 		kind = "API pods (etcd, kube-apiserver)"
 	}
-	fmt.Printf("e2e %s: %s, %d %s, local provider, state in %s\n", *mode, strings.Join(steps, ", "), plan.pods, kind, *root)
+	fmt.Fprintf(stdout, "e2e %s: %s, %d %s, local provider, state in %s\n", *mode, strings.Join(steps, ", "), plan.pods, kind, rootPath)
 
-	var runErr error
-	if *mode == "node" {
-		runErr = scenario.NodeOnly(ctx, opts, stack)
-	} else {
-		runErr = scenario.Run(ctx, opts, stack, rep)
-	}
+	runErr, cleanErr := cleanup.Guard(stack, func(ctx context.Context) error {
+		if *mode == "node" {
+			return scenario.NodeOnly(ctx, opts, stack)
+		}
+		return scenario.Run(ctx, opts, stack, rep)
+	})
 	if runErr != nil {
-		fmt.Fprintf(os.Stderr, "e2e: %v\n", runErr)
+		fmt.Fprintf(stderr, "e2e: %v\n", runErr)
 	}
-	// Undo everything, even after a failure or a signal: a fresh context,
-	// bounded, and a second signal no longer interrupts the cleanup.
-	stop()
-	cctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	cleanErr := stack.Run(cctx, 2*time.Minute)
-	cancel()
 	if cleanErr != nil {
-		fmt.Fprintf(os.Stderr, "e2e: cleanup: %v\n", cleanErr)
+		fmt.Fprintf(stderr, "e2e: cleanup: %v\n", cleanErr)
 	}
 	if *mode == "node" {
 		if runErr != nil || cleanErr != nil {
 			return 1
 		}
-		fmt.Println("e2e node: up and down again: ok")
+		fmt.Fprintln(stdout, "e2e node: up and down again: ok")
 		return 0
 	}
 	rep.Finish(time.Now(), errors.Join(runErr, cleanErr))
 	if err := rep.Write(opts.ReportDir); err != nil {
-		fmt.Fprintf(os.Stderr, "e2e: writing the report: %v\n", err)
+		fmt.Fprintf(stderr, "e2e: writing the report: %v\n", err)
 		return 1
 	}
-	fmt.Println()
-	rep.Table(os.Stdout)
-	fmt.Printf("report: %s\n", filepath.Join(opts.ReportDir, "report.json"))
+	fmt.Fprintln(stdout)
+	rep.Table(stdout)
+	fmt.Fprintf(stdout, "report: %s\n", filepath.Join(opts.ReportDir, "report.json"))
 	if !rep.Passed {
 		return 1
 	}
+	return 0
+}
+
+// cleanupMode undoes what the journal of a run that could not clean up
+// after itself (SIGKILL) lists, and nothing else: `make e2e-cleanup`,
+// which .ci/run calls before the e2e.
+func cleanupMode(root string, stdout, stderr io.Writer) int {
+	if _, err := os.Lstat(root); os.IsNotExist(err) {
+		fmt.Fprintf(stdout, "e2e cleanup: %s does not exist: nothing to undo\n", root)
+		return 0
+	}
+	if err := rootdir.Owned(root); err != nil {
+		fmt.Fprintf(stderr, "e2e cleanup: %v: not touching it\n", err)
+		return 1
+	}
+	release, err := rootdir.Lock(root)
+	if err != nil {
+		fmt.Fprintf(stderr, "e2e cleanup: %v\n", err)
+		return 1
+	}
+	defer release()
+	// Nothing may interrupt the undo half-way.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, cleanup.Signals...)
+	done := make(chan struct{})
+	defer func() { signal.Stop(sigs); close(done) }()
+	go func() {
+		for {
+			select {
+			case sig := <-sigs:
+				fmt.Fprintf(stdout, "e2e cleanup: %v ignored: the undo goes on\n", sig)
+			case <-done:
+				return
+			}
+		}
+	}()
+
+	st, err := journal.Load(root)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		// A run that ended cleanly removes its root; this one had not
+		// written its journal yet, so it made nothing outside the root.
+		fmt.Fprintf(stdout, "e2e cleanup: %s has no journal: removing it\n", root)
+		boot, _ := procfs.Host.BootID()
+		st = &journal.State{Format: journal.Format, Root: root, BootID: boot}
+	case err != nil:
+		fmt.Fprintf(stderr, "e2e cleanup: %v: not guessing, fix or remove it by hand\n", err)
+		return 1
+	}
+	if c, err := rootdir.Clean(st.Root); err != nil || c != root {
+		fmt.Fprintf(stderr, "e2e cleanup: the journal in %s names root %q: not touching it\n", root, st.Root)
+		return 1
+	}
+	fmt.Fprintf(stdout, "e2e cleanup: undoing what %s lists (run of %s)\n", journal.Path(root), st.Started.Format(time.RFC3339))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	if err := leftovers.Undo(ctx, *st, leftovers.Machine(stdout)); err != nil {
+		fmt.Fprintf(stderr, "e2e cleanup: %v\n", err)
+		return 1
+	}
+	fmt.Fprintln(stdout, "e2e cleanup: done")
 	return 0
 }

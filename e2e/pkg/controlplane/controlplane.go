@@ -32,6 +32,8 @@ type Options struct {
 	LogDir string
 	// APIServer returns the kube-apiserver binary of a version.
 	APIServer func(version string) string
+	// Recorder records the processes in the run's journal (may be nil).
+	Recorder proc.Recorder
 }
 
 // ControlPlane is etcd and one kube-apiserver.
@@ -63,7 +65,7 @@ func (cp *ControlPlane) Start(ctx context.Context, version string) error {
 	}
 	peer := fmt.Sprintf("http://127.0.0.1:%d", EtcdPeerPort)
 	client := fmt.Sprintf("http://127.0.0.1:%d", EtcdClientPort)
-	etcd, err := proc.Start("etcd", "etcd", []string{"--name=e2e", "--data-dir=" + dataDir,
+	etcd, err := proc.Start(cp.opts.Recorder, "etcd", "etcd", []string{"--name=e2e", "--data-dir=" + dataDir,
 		"--listen-client-urls=" + client, "--advertise-client-urls=" + client,
 		"--listen-peer-urls=" + peer, "--initial-advertise-peer-urls=" + peer, "--initial-cluster=e2e=" + peer,
 		"--unsafe-no-fsync"}, nil, filepath.Join(cp.opts.LogDir, "etcd.log"))
@@ -94,7 +96,7 @@ func (cp *ControlPlane) StartAPIServer(ctx context.Context, version string) erro
 		"--cert-dir=" + filepath.Join(cp.opts.Dir, "apiserver-certs"),
 		"--allow-privileged=true",
 	}
-	ap, err := proc.Start("kube-apiserver "+version, cp.opts.APIServer(version), args, nil, filepath.Join(cp.opts.LogDir, "kube-apiserver.log"))
+	ap, err := proc.Start(cp.opts.Recorder, "kube-apiserver "+version, cp.opts.APIServer(version), args, nil, filepath.Join(cp.opts.LogDir, "kube-apiserver.log"))
 	if err != nil {
 		return err
 	}

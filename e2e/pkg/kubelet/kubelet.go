@@ -33,6 +33,8 @@ type Config struct {
 	SyncFrequency time.Duration
 	// Minor is the kubelet's minor version: flags differ by era.
 	Minor int
+	// Recorder records the process in the run's journal (may be nil).
+	Recorder proc.Recorder
 }
 
 // Args are the kubelet's flags (FIELD-NOTES section 3; they work from 1.18
@@ -89,7 +91,7 @@ func Start(c Config) (*Kubelet, error) {
 	if fi, err := os.Stat(c.LogFile); err == nil {
 		offset = fi.Size()
 	}
-	p, err := proc.Start("kubelet "+c.Version, c.Binary, c.Args(), nil, c.LogFile)
+	p, err := proc.Start(c.Recorder, "kubelet "+c.Version, c.Binary, c.Args(), nil, c.LogFile)
 	if err != nil {
 		return nil, err
 	}

@@ -22,6 +22,8 @@ func (p Paths) ContainerdConfig() string { return filepath.Join(p.Root, "contain
 func (p Paths) ContainerdSocket() string {
 	return filepath.Join(p.Root, "containerd", "containerd.sock")
 }
+func (p Paths) RuncRoot() string        { return filepath.Join(p.Root, "containerd", "runc") }
+func (p Paths) OptDir() string          { return filepath.Join(p.Root, "containerd", "opt") }
 func (p Paths) CNIConfDir() string      { return filepath.Join(p.Root, "cni", "net.d") }
 func (p Paths) CNIDataDir() string      { return filepath.Join(p.Root, "cni", "ipam") }
 func (p Paths) RuntimeEndpoint() string { return "unix://" + p.ContainerdSocket() }
@@ -39,6 +41,11 @@ var DefaultNetwork = Network{Bridge: "kce2e0", Subnet: "10.217.77.0/24"}
 // ContainerdConfig renders containerd's config (version 2) for the CRI
 // plugin with the locally imported pause image as sandbox image.
 // restrictOOMScoreAdj is needed where the process lacks CAP_SYS_RESOURCE.
+// Everything containerd can be told to put under the root goes there:
+// runc's state, the netns bind mounts (not /run/netns), the opt plugin's
+// directory (not /opt/containerd). Shim sockets (/run/containerd/s) and
+// libcni's result cache (/var/lib/cni) cannot be moved: the journal
+// records them.
 func ContainerdConfig(p Paths, sandboxImage, cniBinDir string, restrictOOMScoreAdj bool) string {
 	q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
 	lines := []string{
@@ -56,6 +63,7 @@ func ContainerdConfig(p Paths, sandboxImage, cniBinDir string, restrictOOMScoreA
 		`[plugins."io.containerd.grpc.v1.cri"]`,
 		`  sandbox_image = ` + q(sandboxImage),
 		fmt.Sprintf(`  restrict_oom_score_adj = %t`, restrictOOMScoreAdj),
+		`  netns_mounts_under_state_dir = true`,
 		`  stream_server_address = "127.0.0.1"`,
 		`  stream_server_port = "0"`,
 		`  [plugins."io.containerd.grpc.v1.cri".containerd]`,
@@ -65,10 +73,14 @@ func ContainerdConfig(p Paths, sandboxImage, cniBinDir string, restrictOOMScoreA
 		`      runtime_type = "io.containerd.runc.v2"`,
 		`      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]`,
 		`        SystemdCgroup = false`,
+		`        Root = ` + q(p.RuncRoot()),
 		`  [plugins."io.containerd.grpc.v1.cri".cni]`,
 		`    bin_dir = ` + q(cniBinDir),
 		`    conf_dir = ` + q(p.CNIConfDir()),
 		`    max_conf_num = 1`,
+		``,
+		`[plugins."io.containerd.internal.v1.opt"]`,
+		`  path = ` + q(p.OptDir()),
 	}
 	return strings.Join(lines, "\n") + "\n"
 }

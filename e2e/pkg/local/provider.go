@@ -12,7 +12,10 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/cleanup"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/corpus"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/images"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/journal"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/leftovers"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/proc"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/rootdir"
 )
 
 // Options configure the provider.
@@ -31,6 +34,9 @@ type Options struct {
 // Node is a running local node: containerd with the e2e's images.
 type Node struct {
 	Paths
+	// Journal records what the run makes (proc.Recorder for its
+	// processes).
+	Journal    *journal.Journal
 	opts       Options
 	containerd *proc.Process
 	stack      *cleanup.Stack
@@ -42,12 +48,13 @@ const (
 	busyboxPath = "/bin/busybox"
 )
 
-// Up brings a node up; every change it makes pushes its undo on stack,
-// so the caller's stack.Run undoes it all, also after a failure here.
+// Up brings a node up. Before it makes anything it writes the run's
+// journal (<root>/journal.json: what exists now, and what the run is about
+// to make) and pushes one undo for all of it on stack, so the caller's
+// stack.Run undoes it, also after a failure here; after a SIGKILL,
+// `e2e -mode cleanup` undoes the same journal.
 func Up(ctx context.Context, opts Options, stack *cleanup.Stack) (*Node, error) {
-	n := &Node{Paths: Paths{Root: opts.Root}, opts: opts, stack: stack}
 	logf := func(format string, args ...interface{}) { fmt.Fprintf(opts.Log, "local: "+format+"\n", args...) }
-
 	if os.Geteuid() != 0 {
 		return nil, fmt.Errorf("the local provider runs containerd and kubelets: run as root")
 	}
@@ -55,49 +62,56 @@ func Up(ctx context.Context, opts Options, stack *cleanup.Stack) (*Node, error) 
 	if err := EnsurePackages(ctx, opts.Log, append(append([]string{}, Packages...), opts.ExtraPackages...)); err != nil {
 		return nil, err
 	}
+	if LinkExists(DefaultNetwork.Bridge) {
+		return nil, fmt.Errorf("network interface %s exists already: another e2e runs, or a previous one was killed (make e2e-cleanup)", DefaultNetwork.Bridge)
+	}
+	root, err := rootdir.Claim(opts.Root)
+	if err != nil {
+		return nil, err
+	}
+	release, err := rootdir.Lock(root)
+	if err != nil {
+		return nil, err
+	}
+	stack.Push("release the lock on "+root, func(context.Context) error { release(); return nil })
+	opts.Root = root
+	n := &Node{Paths: Paths{Root: root}, opts: opts, stack: stack}
+	stack.Push("remove "+root+" if this run wrote no journal", func(context.Context) error {
+		if n.Journal != nil {
+			return nil // the journal's undo removes it
+		}
+		if _, err := os.Lstat(journal.Path(root)); err == nil {
+			return nil // an earlier run's: make e2e-cleanup
+		}
+		if err := rootdir.Owned(root); err != nil {
+			return err
+		}
+		return os.RemoveAll(root)
+	})
 	if p, _ := filepath.Glob("/run/containerd/containerd.sock"); len(p) > 0 {
 		logf("note: a system containerd socket exists; the e2e runs its own containerd at %s", n.ContainerdSocket())
 	}
-	if LinkExists(DefaultNetwork.Bridge) {
-		return nil, fmt.Errorf("network interface %s exists already: another e2e runs, or a previous one was killed (ip link delete %s)", DefaultNetwork.Bridge, DefaultNetwork.Bridge)
-	}
 
-	restoreSysctls, err := SaveSysctls(KubeletSysctls)
+	st, err := n.before(ctx)
 	if err != nil {
 		return nil, err
 	}
-	stack.Push("restore sysctls "+fmt.Sprint(KubeletSysctls), restoreSysctls)
-	restoreIptables, err := SaveIptables(ctx)
+	j, err := journal.Create(st)
 	if err != nil {
 		return nil, err
 	}
-	stack.Push("remove the iptables chains and rules added by the kubelet", restoreIptables)
-	if _, err := os.Stat("/sys/fs/cgroup/cpu/kubepods"); os.IsNotExist(err) {
-		stack.Push("remove the kubepods cgroups", func(ctx context.Context) error { return RemoveCgroups(ctx, "kubepods") })
-	}
-	stack.Push("remove pod logs of namespace "+corpus.Namespace, func(context.Context) error { return RemovePodLogs(corpus.Namespace) })
+	n.Journal = j
+	logf("journal %s: %d sysctls, %d iptables binaries, cgroups %s (%d to be created), %d directories to be created",
+		journal.Path(root), len(st.Sysctls), len(st.Iptables), st.Cgroups.Mode, len(st.Cgroups.Created), len(st.Dirs))
+	stack.Push("undo what the journal lists", func(ctx context.Context) error {
+		return leftovers.Undo(ctx, j.State(), leftovers.Machine(opts.Log))
+	})
 
 	for _, d := range []string{n.ContainerdRoot(), n.ContainerdState(), n.CNIConfDir(), n.CNIDataDir(), opts.LogDir} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, err
 		}
 	}
-	stack.Push("remove "+opts.Root, func(context.Context) error {
-		if err := UnmountUnder(opts.Root); err != nil {
-			return err
-		}
-		return os.RemoveAll(opts.Root)
-	})
-	stack.Push("delete the CNI bridge "+DefaultNetwork.Bridge, func(ctx context.Context) error { return DeleteLink(ctx, DefaultNetwork.Bridge) })
-	stack.Push("unmount everything under "+opts.Root, func(context.Context) error { return UnmountUnder(opts.Root) })
-	stack.Push("kill leftover containerd shims", func(context.Context) error {
-		pids, err := KillByCmdline(n.ContainerdSocket())
-		if len(pids) > 0 {
-			fmt.Fprintf(opts.Log, "cleanup: killed leftover shims %v\n", pids)
-			time.Sleep(time.Second)
-		}
-		return err
-	})
 
 	hasRes, err := HasCapability(CapSysResource)
 	if err != nil {
@@ -118,6 +132,8 @@ func Up(ctx context.Context, opts Options, stack *cleanup.Stack) (*Node, error) 
 		return nil, err
 	}
 	stack.Push("stop containerd", func(ctx context.Context) error { return n.StopContainerd(ctx) })
+	stopWatch := n.watch()
+	stack.Push("stop recording shims", func(context.Context) error { stopWatch(); return nil })
 
 	logf("building the pause and busybox images")
 	pause, err := images.BuildPause(ctx, opts.RepoRoot, opts.Root)
@@ -150,7 +166,7 @@ func Up(ctx context.Context, opts Options, stack *cleanup.Stack) (*Node, error) 
 
 // StartContainerd starts containerd and waits until its CRI answers.
 func (n *Node) StartContainerd(ctx context.Context) error {
-	p, err := proc.Start("containerd", "containerd", []string{"--config", n.ContainerdConfig()}, nil, filepath.Join(n.opts.LogDir, "containerd.log"))
+	p, err := proc.Start(n.Journal, "containerd", "containerd", []string{"--config", n.ContainerdConfig()}, nil, filepath.Join(n.opts.LogDir, "containerd.log"))
 	if err != nil {
 		return err
 	}

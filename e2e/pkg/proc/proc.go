@@ -1,6 +1,8 @@
 // Package proc starts the e2e's long-running processes (containerd, the
 // kubelet, etcd, kube-apiserver) in their own process group with output
-// to a log file, and stops them by PID.
+// to a log file, records each in the run's journal (name before it
+// starts; PID and start time right after, while it cannot have been
+// reaped), and stops them by PID.
 package proc
 
 import (
@@ -11,12 +13,25 @@ import (
 	osexec "os/exec"
 	"syscall"
 	"time"
+
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/procfs"
 )
+
+// Recorder records the processes a run starts (the journal).
+type Recorder interface {
+	// Starting is called before the process starts.
+	Starting(name, binary string) (seq int, err error)
+	// Started records its PID and start time.
+	Started(seq int, id procfs.ID) error
+	// Ended is called once it has exited and was reaped.
+	Ended(seq int)
+}
 
 // Process is one started process.
 type Process struct {
 	Name    string
 	PID     int
+	ID      procfs.ID
 	Started time.Time
 	cmd     *osexec.Cmd
 	done    chan struct{}
@@ -24,13 +39,21 @@ type Process struct {
 	logFile *os.File
 }
 
-// Start runs binary with args, appending stdout and stderr to logPath.
-// The process gets its own process group (a Ctrl-C on the terminal reaches
-// the e2e, which stops things in order) and SIGKILL if the e2e dies.
-func Start(name, binary string, args []string, env []string, logPath string) (*Process, error) {
+// Start runs binary with args, appending stdout and stderr to logPath,
+// recorded in rec (may be nil). The process gets its own process group (a
+// Ctrl-C on the terminal reaches the e2e, which stops things in order)
+// and SIGKILL if the e2e dies.
+func Start(rec Recorder, name, binary string, args []string, env []string, logPath string) (*Process, error) {
 	lf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("%s log: %w", name, err)
+	}
+	seq := 0
+	if rec != nil {
+		if seq, err = rec.Starting(name, binary); err != nil {
+			lf.Close()
+			return nil, fmt.Errorf("recording %s in the journal: %w", name, err)
+		}
 	}
 	fmt.Fprintf(lf, "\n===== %s: %s %v\n", time.Now().Format(time.RFC3339Nano), binary, args)
 	cmd := osexec.Command(binary, args...)
@@ -40,12 +63,33 @@ func Start(name, binary string, args []string, env []string, logPath string) (*P
 	started := time.Now()
 	if err := cmd.Start(); err != nil {
 		lf.Close()
+		if rec != nil {
+			rec.Ended(seq)
+		}
 		return nil, fmt.Errorf("starting %s (%s): %w", name, binary, err)
 	}
 	p := &Process{Name: name, PID: cmd.Process.Pid, Started: started, cmd: cmd, done: make(chan struct{}), logFile: lf}
+	// Not reaped yet (nobody waits): the PID is still this process's.
+	id, err := procfs.Host.Identify(p.PID)
+	if err == nil && rec != nil {
+		err = rec.Started(seq, id)
+	}
+	if err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		lf.Close()
+		if rec != nil {
+			rec.Ended(seq)
+		}
+		return nil, fmt.Errorf("recording %s (pid %d): %w", name, p.PID, err)
+	}
+	p.ID = id
 	go func() {
 		p.err = cmd.Wait()
 		lf.Close()
+		if rec != nil {
+			rec.Ended(seq)
+		}
 		close(p.done)
 	}()
 	return p, nil

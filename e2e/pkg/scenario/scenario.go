@@ -22,6 +22,7 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/corpus"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kubelet"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/local"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/mounts"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
 )
@@ -162,7 +163,7 @@ func Run(ctx context.Context, o Options, stack *cleanup.Stack, rep *report.Repor
 		return err
 	})
 	if o.API {
-		cp, err := controlplane.New(controlplane.Options{Dir: filepath.Join(o.Root, "controlplane"), LogDir: s.logDir(), APIServer: s.APIServer})
+		cp, err := controlplane.New(controlplane.Options{Dir: filepath.Join(o.Root, "controlplane"), LogDir: s.logDir(), APIServer: s.APIServer, Recorder: node.Journal})
 		if err != nil {
 			return err
 		}
@@ -303,14 +304,14 @@ func (s *Scenario) reset(ctx context.Context) error {
 	}
 	s.logf("reset: removed %d sandboxes, the kubelet's root dir, manifests and pod logs", n)
 	for _, d := range []string{s.kubeletDir(), s.manifestDir(), s.hostPathRoot()} {
-		if err := local.UnmountUnder(d); err != nil {
+		if err := mounts.UnmountUnder(d); err != nil {
 			return err
 		}
 		if err := os.RemoveAll(d); err != nil {
 			return err
 		}
 	}
-	return local.RemovePodLogs(corpus.Namespace)
+	return s.node.RemovePodLogs()
 }
 
 func (s *Scenario) stopKubelet(ctx context.Context) error {
@@ -336,8 +337,8 @@ func (s *Scenario) startKubelet(version string, patched bool) error {
 		Binary: s.Binary(version, patched), Version: version + " " + variant, Minor: kubelet.Minor(version),
 		RootDir: s.kubeletDir(), ManifestDir: s.manifestDir(), NodeName: s.opts.NodeName,
 		RuntimeEndpoint: s.node.RuntimeEndpoint(), PauseImage: corpus.PauseImage, SyncFrequency: s.opts.SyncFrequency,
-		Kubeconfig: kubeconfig,
-		LogFile:    filepath.Join(s.logDir(), fmt.Sprintf("%02d-kubelet-%s-%s.log", s.phase, version, variant)),
+		Kubeconfig: kubeconfig, Recorder: s.node.Journal,
+		LogFile: filepath.Join(s.logDir(), fmt.Sprintf("%02d-kubelet-%s-%s.log", s.phase, version, variant)),
 	})
 	if err != nil {
 		return err

@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"time"
@@ -125,16 +126,23 @@ func (r *Runtime) containerStatus(ctx context.Context, id string) (*runtimev1.Co
 	return resp.GetStatus(), nil
 }
 
-// RemoveAll stops and removes every sandbox of the namespace (and so its
-// containers and network): the e2e's reset between two baselines.
+// RemoveAll stops and removes every sandbox of the namespace ("" for all)
+// and so its containers and network: the e2e's reset between two
+// baselines, and its cleanup. It tries every sandbox even when some fail,
+// and returns how many it removed and every failure, joined.
 func (r *Runtime) RemoveAll(ctx context.Context, namespace string) (int, error) {
 	sandboxes, err := r.list.ListSandboxes(ctx)
 	if err != nil {
 		return 0, err
 	}
 	n := 0
+	var errs []error
 	for _, sb := range sandboxes {
 		if namespace != "" && sb.Namespace != namespace {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			errs = append(errs, fmt.Errorf("sandbox %s of %s/%s not removed: %w", short(sb.ID), sb.Namespace, sb.Name, err))
 			continue
 		}
 		cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
@@ -144,11 +152,12 @@ func (r *Runtime) RemoveAll(ctx context.Context, namespace string) (int, error) 
 		}
 		cancel()
 		if err != nil {
-			return n, fmt.Errorf("removing sandbox %s of %s/%s: %w", short(sb.ID), sb.Namespace, sb.Name, err)
+			errs = append(errs, fmt.Errorf("removing sandbox %s of %s/%s: %w", short(sb.ID), sb.Namespace, sb.Name, err))
+			continue
 		}
 		n++
 	}
-	return n, nil
+	return n, errors.Join(errs...)
 }
 
 func unixNano(ns int64) time.Time {

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/procfs"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/rootdir"
+	"gotest.tools/v3/assert"
+)
+
+// sleeper starts a child process the test owns; it is killed when the
+// test ends, whatever happened.
+func sleeper(t *testing.T) (*osexec.Cmd, procfs.ID, <-chan error) {
+	t.Helper()
+	cmd := osexec.Command("sleep", "300")
+	assert.NilError(t, cmd.Start())
+	id, err := procfs.Host.Identify(cmd.Process.Pid)
+	assert.NilError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	return cmd, id, done
+}
+
+func exited(done <-chan error) bool {
+	select {
+	case <-done:
+		return true
+	case <-time.After(5 * time.Second):
+		return false
+	}
+}
+
+// TestCleanupModeUndoesAKilledRun plays a run that was SIGKILLed: its
+// journal under -root lists a process it started. `e2e -mode cleanup` must
+// stop that process (by PID and start time), leave alone a process that
+// is not listed and one whose PID is listed with another start time (a
+// recycled PID), and remove the root.
+func TestCleanupModeUndoesAKilledRun(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "e2e-root")
+	assert.NilError(t, os.MkdirAll(filepath.Join(root, "containerd", "state"), 0o755))
+	assert.NilError(t, os.WriteFile(filepath.Join(root, ".kubelet-compat-e2e-root"), []byte("kubelet-compat e2e state directory\n"), 0o644))
+
+	_, ours, oursDone := sleeper(t)
+	_, stranger, strangerDone := sleeper(t)
+	_, recycled, recycledDone := sleeper(t)
+	self, err := procfs.Host.Self()
+	assert.NilError(t, err)
+	boot, err := procfs.Host.BootID()
+	assert.NilError(t, err)
+	journal := map[string]interface{}{
+		"format": 1, "root": root, "bootID": boot, "sinceTicks": self.StartTicks,
+		"processes": []map[string]interface{}{
+			{"name": "containerd", "binary": "sleep", "pid": ours.PID, "startTicks": ours.StartTicks},
+			{"name": "kubelet", "binary": "sleep", "pid": recycled.PID, "startTicks": recycled.StartTicks + 1},
+		},
+	}
+	b, err := json.Marshal(journal)
+	assert.NilError(t, err)
+	assert.NilError(t, os.WriteFile(filepath.Join(root, "journal.json"), b, 0o644))
+
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"-mode", "cleanup", "-root", root + "/"}, &stdout, &stderr)
+	t.Logf("stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+	assert.Equal(t, code, 0)
+	assert.Assert(t, exited(oursDone), "the recorded process %v still runs", ours)
+	select {
+	case <-strangerDone:
+		t.Errorf("a process the journal does not list (%v) was stopped", stranger)
+	case <-recycledDone:
+		t.Errorf("a process whose PID the journal lists with another start time (%v) was stopped", recycled)
+	default:
+	}
+	_, err = os.Stat(root)
+	assert.Assert(t, os.IsNotExist(err), "the root is still there")
+	assert.Assert(t, strings.Contains(stdout.String(), "containerd"), "the cleanup does not say what it stopped")
+}
+
+func TestCleanupModeRefuses(t *testing.T) {
+	tests := []struct {
+		name     string
+		setup    func(t *testing.T, root string)
+		wantCode int
+		wantOut  string
+		wantKept bool
+	}{
+		{name: "no root: nothing to do", setup: func(*testing.T, string) {}, wantCode: 0, wantOut: "nothing to undo"},
+		{name: "a directory without the marker", setup: func(t *testing.T, root string) {
+			assert.NilError(t, os.MkdirAll(root, 0o755))
+			assert.NilError(t, os.WriteFile(filepath.Join(root, "precious"), nil, 0o644))
+		}, wantCode: 1, wantOut: "not an e2e root", wantKept: true},
+		{name: "a run still holds it", setup: func(t *testing.T, root string) {
+			_, err := rootdir.Claim(root)
+			assert.NilError(t, err)
+			release, err := rootdir.Lock(root)
+			assert.NilError(t, err)
+			t.Cleanup(release)
+		}, wantCode: 1, wantOut: "still running", wantKept: true},
+		{name: "a journal naming another root", setup: func(t *testing.T, root string) {
+			_, err := rootdir.Claim(root)
+			assert.NilError(t, err)
+			assert.NilError(t, os.WriteFile(filepath.Join(root, "journal.json"), []byte(`{"format":1,"root":"/var/lib/elsewhere"}`), 0o644))
+		}, wantCode: 1, wantOut: "names root", wantKept: true},
+		{name: "a marked root without journal is removed", setup: func(t *testing.T, root string) {
+			_, err := rootdir.Claim(root)
+			assert.NilError(t, err)
+		}, wantCode: 0, wantOut: "has no journal"},
+		{name: "a system directory", setup: nil, wantCode: 2, wantOut: "system directory", wantKept: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			root := filepath.Join(t.TempDir(), "e2e-root")
+			if tt.setup == nil {
+				root = "/var/lib"
+			} else {
+				tt.setup(t, root)
+			}
+			var stdout, stderr bytes.Buffer
+			code := run([]string{"-mode", "cleanup", "-root", root}, &stdout, &stderr)
+			out := stdout.String() + stderr.String()
+			assert.Equal(t, code, tt.wantCode, out)
+			assert.Assert(t, strings.Contains(out, tt.wantOut), out)
+			_, err := os.Stat(root)
+			if tt.wantKept {
+				assert.NilError(t, err)
+			} else {
+				assert.Assert(t, os.IsNotExist(err), "%s is still there", root)
+			}
+		})
+	}
+}

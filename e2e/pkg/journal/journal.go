@@ -1,0 +1,250 @@
+// Package journal is the e2e's record of what a run makes on the machine,
+// kept as <root>/journal.json and rewritten atomically whenever it grows.
+// Each thing is recorded before it is made (a process's PID and start time
+// right after it starts, while it cannot have been reaped), so that after
+// a SIGKILL, when nothing in-process can run, `e2e -mode cleanup` can
+// undo exactly what the journal lists and nothing else (package
+// leftovers).
+package journal
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/cgroups"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/iptables"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/procfs"
+)
+
+// File is the journal's name under the root.
+const File = "journal.json"
+
+// Format is the journal's format version.
+const Format = 1
+
+// maxSize bounds what Load reads.
+const maxSize = 16 << 20
+
+// Process is a process the run started. PID 0: it was being started.
+type Process struct {
+	Seq    int    `json:"seq"`
+	Name   string `json:"name"`
+	Binary string `json:"binary"`
+	procfs.ID
+}
+
+// Containerd is the run's containerd: its state dir names its tasks'
+// bundles, and so their shims, containers, shim sockets and netns.
+type Containerd struct {
+	Config string `json:"config"`
+	Root   string `json:"root"`
+	State  string `json:"state"`
+	Socket string `json:"socket"`
+}
+
+// Sysctl is a value as it was before the run.
+type Sysctl struct {
+	Name   string `json:"name"`
+	Before string `json:"before"`
+}
+
+// Iptables are one binary's rules before the run.
+type Iptables struct {
+	Binary string         `json:"binary"`
+	Before iptables.Rules `json:"before"`
+}
+
+// Glob names files the run's tools write outside the root (pod logs, the
+// CNI result cache); the matches that existed before are not the run's.
+type Glob struct {
+	Pattern string   `json:"pattern"`
+	Before  []string `json:"before,omitempty"`
+}
+
+// State is what the journal holds.
+type State struct {
+	Format int    `json:"format"`
+	Root   string `json:"root"`
+	// BootID and Since (the e2e's start, in clock ticks since boot) date
+	// the run: start times compare only within one boot, and nothing that
+	// started before Since is the run's.
+	BootID  string    `json:"bootID"`
+	Since   uint64    `json:"sinceTicks"`
+	Started time.Time `json:"started"`
+
+	Processes   []Process   `json:"processes,omitempty"`
+	Containerd  *Containerd `json:"containerd,omitempty"`
+	Shims       []procfs.ID `json:"shims,omitempty"`
+	Netns       []string    `json:"netns,omitempty"`
+	ShimSockets []string    `json:"shimSockets,omitempty"`
+	// Bridge is the CNI bridge, recorded before the CNI can create it
+	// (the run refuses to start when it exists).
+	Bridge string `json:"bridge,omitempty"`
+	// Subnet is the bridge network's private subnet: connection tracking
+	// entries from or to it are the run's.
+	Subnet   string            `json:"subnet,omitempty"`
+	Sysctls  []Sysctl          `json:"sysctls,omitempty"`
+	Iptables []Iptables        `json:"iptables,omitempty"`
+	Cgroups  *cgroups.Recorded `json:"cgroups,omitempty"`
+	Files    []Glob            `json:"files,omitempty"`
+	// Dirs did not exist before the run and are made by its tools outside
+	// the root (/run/containerd, /var/log/pods, ...): removed when empty.
+	Dirs []string `json:"dirs,omitempty"`
+}
+
+// Journal is a run's open journal; safe for concurrent use.
+type Journal struct {
+	mu   sync.Mutex
+	path string
+	st   State
+	seq  int
+}
+
+// Path is the journal of a root.
+func Path(root string) string { return filepath.Join(root, File) }
+
+// Create writes a new journal under st.Root; it fails when one exists (an
+// earlier run's leftovers are not undone yet).
+func Create(st State) (*Journal, error) {
+	p := Path(st.Root)
+	if _, err := os.Lstat(p); err == nil {
+		return nil, fmt.Errorf("%s exists: an earlier run was killed before it could undo its changes; run `make e2e-cleanup` (e2e -mode cleanup -root %s) first", p, st.Root)
+	}
+	st.Format = Format
+	j := &Journal{path: p, st: st}
+	return j, j.write()
+}
+
+// Load reads a root's journal (os.ErrNotExist when there is none).
+func Load(root string) (*State, error) {
+	f, err := os.Open(Path(root))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() || fi.Size() > maxSize {
+		return nil, fmt.Errorf("%s: not a journal (mode %s, %d bytes)", Path(root), fi.Mode(), fi.Size())
+	}
+	var st State
+	dec := json.NewDecoder(f)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&st); err != nil {
+		return nil, fmt.Errorf("%s: %w", Path(root), err)
+	}
+	if st.Format != Format {
+		return nil, fmt.Errorf("%s: format %d, this e2e reads %d", Path(root), st.Format, Format)
+	}
+	return &st, nil
+}
+
+// State returns a copy of what the journal holds.
+func (j *Journal) State() State {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	b, _ := json.Marshal(j.st)
+	var c State
+	_ = json.Unmarshal(b, &c)
+	return c
+}
+
+// Update changes the journal and writes it.
+func (j *Journal) Update(f func(*State)) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	f(&j.st)
+	return j.write()
+}
+
+// Starting records a process about to start (proc.Recorder).
+func (j *Journal) Starting(name, binary string) (int, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.seq++
+	j.st.Processes = append(j.st.Processes, Process{Seq: j.seq, Name: name, Binary: binary})
+	return j.seq, j.write()
+}
+
+// Started records the PID and start time of a started process.
+func (j *Journal) Started(seq int, id procfs.ID) error {
+	return j.Update(func(st *State) {
+		for i := range st.Processes {
+			if st.Processes[i].Seq == seq {
+				st.Processes[i].ID = id
+			}
+		}
+	})
+}
+
+// Ended forgets a process that has exited (and was reaped).
+func (j *Journal) Ended(seq int) {
+	_ = j.Update(func(st *State) {
+		out := st.Processes[:0]
+		for _, p := range st.Processes {
+			if p.Seq != seq {
+				out = append(out, p)
+			}
+		}
+		st.Processes = out
+	})
+}
+
+func (j *Journal) write() error {
+	b, err := json.MarshalIndent(j.st, "", "  ")
+	if err != nil {
+		return err
+	}
+	return WriteFile(j.path, append(b, '\n'))
+}
+
+// WriteFile replaces path atomically: a reader (or a crash) sees the old
+// content or the new, never a mix. It writes a new file next to it,
+// syncs it, renames it over path and syncs the directory.
+func WriteFile(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	ok := false
+	defer func() {
+		if !ok {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	if err := f.Chmod(0o644); err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	ok = true
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) {
+		return err
+	}
+	return nil
+}

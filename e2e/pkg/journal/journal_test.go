@@ -1,0 +1,108 @@
+package journal
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/cgroups"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/iptables"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/procfs"
+	"gotest.tools/v3/assert"
+)
+
+func TestRoundTrip(t *testing.T) {
+	root := t.TempDir()
+	j, err := Create(State{Root: root, BootID: "b", Since: 7})
+	assert.NilError(t, err)
+	seq, err := j.Starting("containerd", "containerd")
+	assert.NilError(t, err)
+	st, err := Load(root)
+	assert.NilError(t, err)
+	assert.DeepEqual(t, st.Processes, []Process{{Seq: seq, Name: "containerd", Binary: "containerd"}})
+	assert.NilError(t, j.Started(seq, procfs.ID{PID: 42, StartTicks: 99}))
+	assert.NilError(t, j.Update(func(s *State) {
+		s.Containerd = &Containerd{Socket: "/r/c.sock", State: "/r/state"}
+		s.Sysctls = []Sysctl{{Name: "kernel.panic", Before: "0"}}
+		s.Iptables = []Iptables{{Binary: "iptables", Before: iptables.Rules{"filter": {"-P INPUT ACCEPT"}}}}
+		s.Cgroups = &cgroups.Recorded{Mode: cgroups.V1, Name: "kubepods", Created: []string{"/sys/fs/cgroup/cpu/kubepods"}}
+		s.Files = []Glob{{Pattern: "/var/log/pods/kc-e2e_*"}}
+		s.Bridge = "kce2e0"
+	}))
+	st, err = Load(root)
+	assert.NilError(t, err)
+	assert.DeepEqual(t, *st, j.State())
+	assert.Equal(t, st.Processes[0].PID, 42)
+	assert.Equal(t, st.Format, Format)
+	j.Ended(seq)
+	st, err = Load(root)
+	assert.NilError(t, err)
+	assert.Equal(t, len(st.Processes), 0)
+
+	_, err = Create(State{Root: root})
+	assert.Assert(t, err != nil && strings.Contains(err.Error(), "e2e-cleanup"), "a second journal over the first: %v", err)
+}
+
+func TestWriteIsAtomic(t *testing.T) {
+	root := t.TempDir()
+	j, err := Create(State{Root: root})
+	assert.NilError(t, err)
+	// Readers racing the writers always see a whole journal.
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for i := 0; i < 4; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := 0; n < 50; n++ {
+				_ = j.Update(func(s *State) { s.Netns = append(s.Netns, strings.Repeat("x", 100)) })
+			}
+		}()
+	}
+	readErr := make(chan error, 1)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				readErr <- nil
+				return
+			default:
+			}
+			if _, err := Load(root); err != nil {
+				readErr <- err
+				return
+			}
+		}
+	}()
+	wg.Wait()
+	close(stop)
+	assert.NilError(t, <-readErr)
+	entries, err := os.ReadDir(root)
+	assert.NilError(t, err)
+	assert.Equal(t, len(entries), 1, "temporary files left: %v", entries)
+	st, err := Load(root)
+	assert.NilError(t, err)
+	assert.Equal(t, len(st.Netns), 200)
+}
+
+func TestLoadRefuses(t *testing.T) {
+	tests := []struct {
+		name, content string
+	}{
+		{"truncated", `{"format":1,"root":"/x"`},
+		{"unknown field", `{"format":1,"root":"/x","rmrf":"/"}`},
+		{"other format", `{"format":2,"root":"/x"}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			assert.NilError(t, os.WriteFile(filepath.Join(root, File), []byte(tt.content), 0o644))
+			_, err := Load(root)
+			assert.Assert(t, err != nil)
+		})
+	}
+	_, err := Load(t.TempDir())
+	assert.Assert(t, os.IsNotExist(err), "%v", err)
+}

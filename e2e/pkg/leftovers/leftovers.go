@@ -1,0 +1,560 @@
+// Package leftovers undoes what a run's journal lists, and nothing else:
+// at the end of every run (in-process, after the processes were stopped
+// the normal way) and from `e2e -mode cleanup` after a run was killed with
+// SIGKILL. Every step checks that what it is about to touch is the run's:
+// processes by PID and start time (never by name or command line alone),
+// shims and containers through the run's containerd state dir, iptables
+// chains the run created, cgroups that did not exist before, files under
+// the run's marked root. A step's failure does not stop the others; the
+// root (and its journal) is removed only when every step succeeded, so
+// that a second cleanup can finish the job.
+package leftovers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/kubelet-compat/kubelet-compat/build/exec"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/cgroups"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/iptables"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/journal"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/mounts"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/procfs"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/rootdir"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/shims"
+)
+
+// Host is the machine the undo acts on; tests use fakes in temporary
+// directories.
+type Host struct {
+	Proc procfs.FS
+	// Signal signals a process if it is still the one id names.
+	Signal   func(id procfs.ID, sig syscall.Signal) error
+	Iptables iptables.Runner
+	// Conntrack runs conntrack(8).
+	Conntrack iptables.Runner
+	Cgroups   cgroups.Host
+	// SysctlDir is /proc/sys.
+	SysctlDir string
+	// Mounts lists mount points at or under a directory; Unmount
+	// unmounts one.
+	Mounts  func(dir string) ([]string, error)
+	Unmount func(mountPoint string) error
+	// LinkExists and DeleteLink manage network interfaces.
+	LinkExists func(name string) bool
+	DeleteLink func(ctx context.Context, name string) error
+	// NetnsDirs are where netns may be bind-mounted outside the root;
+	// ShimSocketDir is where containerd 1.6 puts shim sockets; FileDirs
+	// are the directories the journal's globs may name; CNICacheDir is
+	// libcni's result cache (<network>-<container ID>-<interface>).
+	NetnsDirs     []string
+	ShimSocketDir string
+	FileDirs      []string
+	CNICacheDir   string
+	// Grace is how long a process gets between SIGTERM and SIGKILL.
+	Grace time.Duration
+	Log   io.Writer
+}
+
+// Machine is this machine.
+func Machine(log io.Writer) Host {
+	return Host{
+		Proc:      procfs.Host,
+		Signal:    procfs.Signal,
+		Iptables:  iptables.Exec,
+		Conntrack: iptables.Exec,
+		Cgroups: cgroups.Host{Root: "/sys/fs/cgroup", Proc: procfs.Host, Kill: func(pid int) error {
+			return syscall.Kill(pid, syscall.SIGKILL)
+		}},
+		SysctlDir:  "/proc/sys",
+		Mounts:     mounts.List,
+		Unmount:    mounts.Unmount,
+		LinkExists: func(name string) bool { _, err := os.Stat("/sys/class/net/" + name); return err == nil },
+		DeleteLink: func(ctx context.Context, name string) error {
+			return exec.Command("ip", "link", "delete", name).Run(ctx)
+		},
+		NetnsDirs:     []string{"/run/netns", "/var/run/netns"},
+		ShimSocketDir: "/run/containerd/s",
+		FileDirs:      []string{"/var/log/pods", "/var/log/containers", "/var/lib/cni/results", "/var/lib/kubelet/device-plugins"},
+		CNICacheDir:   "/var/lib/cni/results",
+		Grace:         15 * time.Second,
+		Log:           log,
+	}
+}
+
+func (h Host) logf(format string, args ...interface{}) {
+	if h.Log != nil {
+		fmt.Fprintf(h.Log, "cleanup: "+format+"\n", args...)
+	}
+}
+
+// Undo undoes what st lists.
+func Undo(ctx context.Context, st journal.State, h Host) error {
+	root, err := rootdir.Clean(st.Root)
+	if err != nil {
+		return fmt.Errorf("journal's root: %w", err)
+	}
+	st.Root = root
+	var errs []error
+	step := func(name string, fn func() error) {
+		start := time.Now()
+		err := fn()
+		status := "ok"
+		if err != nil {
+			status = "FAILED: " + err.Error()
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+		}
+		h.logf("%s (%.1fs) %s", name, time.Since(start).Seconds(), status)
+	}
+	boot, _ := h.Proc.BootID()
+	sameBoot := st.BootID != "" && st.BootID == boot
+	if sameBoot {
+		step("stop the processes the run started", func() error { return stopProcesses(ctx, st, h) })
+		step("kill the run's containers and containerd shims", func() error { return killTasks(ctx, st, h) })
+		step("remove the run's shim sockets", func() error { return removeSockets(st, h) })
+		step("remove the CNI results cached for the run's sandboxes", func() error { return removeCNICache(st, h) })
+		if st.Bridge != "" {
+			step("delete the CNI bridge "+st.Bridge, func() error {
+				if !h.LinkExists(st.Bridge) {
+					return nil
+				}
+				return h.DeleteLink(ctx, st.Bridge)
+			})
+		}
+		if st.Subnet != "" {
+			step("delete the connection tracking entries of "+st.Subnet, func() error { return flushConntrack(ctx, st, h) })
+		}
+		for _, ipt := range st.Iptables {
+			ipt := ipt
+			step("remove the "+ipt.Binary+" chains and rules the run added", func() error {
+				return iptables.Restore(ctx, h.Iptables, ipt.Binary, ipt.Before)
+			})
+		}
+		if st.Cgroups != nil && len(st.Cgroups.Created) > 0 {
+			step("remove the cgroups the run created", func() error {
+				cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+				defer cancel()
+				return cgroups.Remove(cctx, h.Cgroups, *st.Cgroups, st.Since)
+			})
+		}
+		if len(st.Sysctls) > 0 {
+			step("restore the sysctls", func() error { return restoreSysctls(st, h) })
+		}
+	} else {
+		h.logf("the journal is from boot %q, this is boot %q: its processes, mounts, links, iptables rules, cgroups and sysctls went with that boot", st.BootID, boot)
+	}
+	// Mounts under the root are the run's, whichever boot made them.
+	step("unmount everything under "+root+" and the run's netns", func() error { return unmountAll(st, h) })
+	if len(st.Files) > 0 {
+		step("remove the files the run's tools wrote outside the root", func() error { return removeFiles(st, h) })
+	}
+	if len(st.Dirs) > 0 {
+		step("remove the empty directories the run created outside the root", func() error { return removeDirs(st, h) })
+	}
+	if len(errs) > 0 {
+		h.logf("keeping %s and its journal: run the cleanup again once the failures above are fixed", root)
+		return errors.Join(errs...)
+	}
+	step("remove "+root, func() error { return removeRoot(root, h) })
+	return errors.Join(errs...)
+}
+
+// stopProcesses stops the recorded processes, last started first:
+// SIGTERM, then SIGKILL after the grace period.
+func stopProcesses(ctx context.Context, st journal.State, h Host) error {
+	var errs []error
+	for i := len(st.Processes) - 1; i >= 0; i-- {
+		p := st.Processes[i]
+		if p.PID == 0 {
+			continue // recorded while starting: it never got a PID
+		}
+		if !h.Proc.Alive(p.ID) {
+			continue
+		}
+		h.logf("stopping %s (pid %d, started by the run)", p.Name, p.PID)
+		if err := h.Signal(p.ID, syscall.SIGTERM); err != nil {
+			if errors.Is(err, procfs.ErrNotSame) {
+				continue
+			}
+			errs = append(errs, err)
+			continue
+		}
+		if waitGone(ctx, h, []procfs.ID{p.ID}, h.Grace) {
+			continue
+		}
+		h.logf("%s (pid %d) still runs after %s: SIGKILL", p.Name, p.PID, h.Grace)
+		if err := h.Signal(p.ID, syscall.SIGKILL); err != nil && !errors.Is(err, procfs.ErrNotSame) {
+			errs = append(errs, err)
+			continue
+		}
+		if !waitGone(ctx, h, []procfs.ID{p.ID}, 10*time.Second) {
+			errs = append(errs, fmt.Errorf("%s (pid %d) still runs after SIGKILL", p.Name, p.PID))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// killTasks SIGKILLs the run's containers, then their shims.
+func killTasks(ctx context.Context, st journal.State, h Host) error {
+	if st.Containerd == nil {
+		return nil
+	}
+	run := shims.Run{Socket: st.Containerd.Socket, StateDir: st.Containerd.State, Recorded: st.Shims, Since: st.Since}
+	if !under(run.StateDir, st.Root) {
+		return fmt.Errorf("containerd state dir %s is not under the root %s", run.StateDir, st.Root)
+	}
+	found, err := shims.Find(h.Proc, run)
+	if err != nil {
+		return err
+	}
+	var ours func(string) bool
+	if st.Cgroups != nil {
+		ours = st.Cgroups.Ours
+	}
+	containers, err := shims.Containers(h.Proc, run, found, ours)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, group := range []struct {
+		what string
+		ids  []procfs.ID
+	}{{"containers", containers}, {"shims", found}} {
+		if len(group.ids) == 0 {
+			continue
+		}
+		h.logf("killing the run's %s: %v", group.what, pids(group.ids))
+		for _, id := range group.ids {
+			if err := h.Signal(id, syscall.SIGKILL); err != nil && !errors.Is(err, procfs.ErrNotSame) {
+				errs = append(errs, err)
+			}
+		}
+		if !waitGone(ctx, h, group.ids, 10*time.Second) {
+			errs = append(errs, fmt.Errorf("%s still run after SIGKILL", group.what))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// unmountAll unmounts everything under the root and the run's netns that
+// were bind-mounted elsewhere, and removes those netns files.
+func unmountAll(st journal.State, h Host) error {
+	var errs []error
+	for attempt := 0; attempt < 5; attempt++ {
+		mps, err := h.Mounts(st.Root)
+		if err != nil {
+			return err
+		}
+		if len(mps) == 0 {
+			break
+		}
+		for _, mp := range mps {
+			if err := h.Unmount(mp); err != nil && attempt == 4 {
+				errs = append(errs, err)
+			}
+		}
+	}
+	for _, ns := range netns(st) {
+		if under(ns, st.Root) || strings.HasPrefix(ns, "/proc/") {
+			continue // went with the root's mounts; /proc/<pid>/ns/net is no mount
+		}
+		if !inDirs(ns, h.NetnsDirs) || !strings.HasPrefix(filepath.Base(ns), "cni-") {
+			errs = append(errs, fmt.Errorf("not touching netns %s: not a CNI netns under %v", ns, h.NetnsDirs))
+			continue
+		}
+		if mps, _ := h.Mounts(ns); len(mps) > 0 {
+			if err := h.Unmount(ns); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+		}
+		if err := os.Remove(ns); err != nil && !os.IsNotExist(err) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// netns lists the recorded netns and those the run's bundles name.
+func netns(st journal.State) []string {
+	seen := map[string]bool{}
+	var out []string
+	add := func(p string) {
+		if p != "" && !seen[p] {
+			seen[p] = true
+			out = append(out, filepath.Clean(p))
+		}
+	}
+	for _, ns := range st.Netns {
+		add(ns)
+	}
+	if st.Containerd != nil && under(st.Containerd.State, st.Root) {
+		tasks, _ := shims.Tasks(st.Containerd.State)
+		for _, t := range tasks {
+			add(t.Netns)
+		}
+	}
+	return out
+}
+
+// removeSockets removes the shim sockets the journal and the run's
+// bundles name, once their shims are gone.
+func removeSockets(st journal.State, h Host) error {
+	paths := map[string]bool{}
+	for _, s := range st.ShimSockets {
+		paths[s] = true
+	}
+	if st.Containerd != nil && under(st.Containerd.State, st.Root) {
+		tasks, _ := shims.Tasks(st.Containerd.State)
+		for _, t := range tasks {
+			if t.Address != "" {
+				paths[t.Address] = true
+			}
+		}
+	}
+	var errs []error
+	for _, a := range sortedKeys(paths) {
+		p := filepath.Clean(strings.TrimPrefix(a, "unix://"))
+		if filepath.Dir(p) != filepath.Clean(h.ShimSocketDir) {
+			errs = append(errs, fmt.Errorf("not touching %s: not in %s", a, h.ShimSocketDir))
+			continue
+		}
+		fi, err := os.Lstat(p)
+		if os.IsNotExist(err) {
+			continue
+		}
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if fi.Mode()&os.ModeSocket == 0 {
+			errs = append(errs, fmt.Errorf("not removing %s: not a socket", p))
+			continue
+		}
+		if err := os.Remove(p); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// flushConntrack deletes the connection tracking entries from or to the
+// run's subnet (probes and checks against pod IPs; TIME_WAIT ones would
+// expire, others linger for days).
+func flushConntrack(ctx context.Context, st journal.State, h Host) error {
+	_, ipnet, err := net.ParseCIDR(st.Subnet)
+	if err != nil {
+		return fmt.Errorf("subnet %q: %w", st.Subnet, err)
+	}
+	if ones, bits := ipnet.Mask.Size(); bits-ones > 16 {
+		return fmt.Errorf("subnet %s: wider than the run's bridge network can be (/%d at most)", ipnet, bits-16)
+	}
+	subnet := ipnet.String()
+	var errs []error
+	for _, dir := range []string{"-s", "-d"} {
+		out, err := h.Conntrack(ctx, "conntrack", "-L", dir, subnet)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if strings.TrimSpace(string(out)) == "" {
+			continue
+		}
+		if _, err := h.Conntrack(ctx, "conntrack", "-D", dir, subnet); err != nil {
+			// -D exits 1 when the entries expired meanwhile.
+			if out, _ := h.Conntrack(ctx, "conntrack", "-L", dir, subnet); strings.TrimSpace(string(out)) != "" {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+var containerID = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+// removeCNICache removes libcni's cached results of the run's sandboxes
+// and containers (by their 64-hex IDs, from the run's state dir): a
+// teardown that never ran leaves them, the loopback's included.
+func removeCNICache(st journal.State, h Host) error {
+	if st.Containerd == nil || h.CNICacheDir == "" || !under(st.Containerd.State, st.Root) {
+		return nil
+	}
+	ids := shims.SandboxIDs(st.Containerd.State)
+	tasks, _ := shims.Tasks(st.Containerd.State)
+	for _, t := range tasks {
+		ids = append(ids, t.ID)
+	}
+	var errs []error
+	for _, id := range ids {
+		if !containerID.MatchString(id) {
+			continue
+		}
+		matches, _ := filepath.Glob(filepath.Join(h.CNICacheDir, "*-"+id+"-*"))
+		for _, m := range matches {
+			if err := os.Remove(m); err != nil && !os.IsNotExist(err) {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+var sysctlName = regexp.MustCompile(`^[a-z0-9_]+(\.[a-z0-9_]+)+$`)
+
+// restoreSysctls writes back the values that changed.
+func restoreSysctls(st journal.State, h Host) error {
+	var errs []error
+	for _, s := range st.Sysctls {
+		if !sysctlName.MatchString(s.Name) {
+			errs = append(errs, fmt.Errorf("not a sysctl name: %q", s.Name))
+			continue
+		}
+		p := filepath.Join(h.SysctlDir, strings.ReplaceAll(s.Name, ".", "/"))
+		b, err := os.ReadFile(p)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if strings.TrimSpace(string(b)) == s.Before {
+			continue
+		}
+		h.logf("sysctl %s: %s -> %s (its value before the run)", s.Name, strings.TrimSpace(string(b)), s.Before)
+		if err := os.WriteFile(p, []byte(s.Before), 0o644); err != nil {
+			errs = append(errs, fmt.Errorf("%s=%s: %w", s.Name, s.Before, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// removeFiles removes the matches of the journal's globs (or exact paths)
+// that did not exist before the run.
+func removeFiles(st journal.State, h Host) error {
+	var errs []error
+	for _, g := range st.Files {
+		// A pattern names the run's files: in one of FileDirs, with a
+		// literal part of four characters at least (never a bare "*").
+		if !inDirs(g.Pattern, h.FileDirs) || len(strings.Trim(filepath.Base(g.Pattern), "*?_-.")) < 4 || strings.ContainsAny(filepath.Dir(g.Pattern), "*?[") {
+			errs = append(errs, fmt.Errorf("not removing %s: not a pattern of the run's files in %v", g.Pattern, h.FileDirs))
+			continue
+		}
+		before := map[string]bool{}
+		for _, b := range g.Before {
+			before[b] = true
+		}
+		matches, err := filepath.Glob(g.Pattern)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, m := range matches {
+			if before[m] {
+				continue
+			}
+			if err := os.RemoveAll(m); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// removeDirs removes the recorded directories that are empty, deepest
+// first; a directory something else now uses stays.
+func removeDirs(st journal.State, h Host) error {
+	dirs := append([]string(nil), st.Dirs...)
+	sort.SliceStable(dirs, func(i, j int) bool { return strings.Count(dirs[i], "/") > strings.Count(dirs[j], "/") })
+	for _, d := range dirs {
+		if !filepath.IsAbs(d) || filepath.Clean(d) != d {
+			return fmt.Errorf("not a clean absolute path: %q", d)
+		}
+		err := syscall.Rmdir(d)
+		switch {
+		case err == nil:
+		case errors.Is(err, syscall.ENOENT):
+		case errors.Is(err, syscall.ENOTEMPTY), errors.Is(err, syscall.EEXIST), errors.Is(err, syscall.EBUSY):
+			h.logf("%s is not empty: left", d)
+		default:
+			return fmt.Errorf("rmdir %s: %w", d, err)
+		}
+	}
+	return nil
+}
+
+// removeRoot removes the marked root, once nothing is mounted under it.
+func removeRoot(root string, h Host) error {
+	if _, err := os.Lstat(root); os.IsNotExist(err) {
+		return nil
+	}
+	if err := rootdir.Owned(root); err != nil {
+		return err
+	}
+	if mps, err := h.Mounts(root); err != nil || len(mps) > 0 {
+		return fmt.Errorf("still mounted under %s: %v %v", root, mps, err)
+	}
+	return os.RemoveAll(root)
+}
+
+func waitGone(ctx context.Context, h Host, ids []procfs.ID, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for {
+		alive := false
+		for _, id := range ids {
+			if h.Proc.Alive(id) {
+				alive = true
+				break
+			}
+		}
+		if !alive {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func under(p, dir string) bool {
+	p, dir = filepath.Clean(p), filepath.Clean(dir)
+	return filepath.IsAbs(p) && (p == dir || strings.HasPrefix(p, dir+"/"))
+}
+
+func inDirs(p string, dirs []string) bool {
+	for _, d := range dirs {
+		if filepath.Dir(filepath.Clean(p)) == filepath.Clean(d) {
+			return true
+		}
+	}
+	return false
+}
+
+func pids(ids []procfs.ID) []int {
+	out := make([]int, len(ids))
+	for i, id := range ids {
+		out[i] = id.PID
+	}
+	return out
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
