@@ -112,12 +112,32 @@ func (c *Config) validate() error {
 	return nil
 }
 
+// absolutise makes every path of the build absolute. rpmbuild runs the
+// %install scriptlet in %{_builddir}, so a relative _topdir (the default
+// _output/rpms) would name SOURCES relative to the wrong directory.
+func (c *Config) absolutise() error {
+	for _, p := range []*string{&c.InputDir, &c.OutputDir, &c.KubeletCompat} {
+		if *p == "" {
+			continue
+		}
+		abs, err := filepath.Abs(*p)
+		if err != nil {
+			return fmt.Errorf("absolute path of %s: %w", *p, err)
+		}
+		*p = abs
+	}
+	return nil
+}
+
 // Build builds kubernetes-unversioned and the versioned packages of every
 // version in cfg.Versions into cfg.OutputDir, then rewrites
 // OutputDir/SHA256SUMS over every RPM there. It returns the RPMs it built.
 func Build(ctx context.Context, cfg Config) ([]string, error) {
 	cfg.setDefaults()
 	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if err := cfg.absolutise(); err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(cfg.OutputDir, 0o755); err != nil {
@@ -317,6 +337,12 @@ func (c Config) Defines(topdir string) []string {
 // rpmbuild writes the spec into topdir, runs rpmbuild -bb and moves the
 // RPMs it made into the output directory.
 func rpmbuild(ctx context.Context, cfg Config, top, specName string, spec []byte, extraArgs ...string) ([]string, error) {
+	// The macros must hold absolute paths whatever the caller passed (see
+	// Config.absolutise).
+	top, err := filepath.Abs(top)
+	if err != nil {
+		return nil, fmt.Errorf("rpmbuild tree: %w", err)
+	}
 	specPath := filepath.Join(top, "SPECS", specName)
 	if err := os.WriteFile(specPath, spec, 0o644); err != nil {
 		return nil, fmt.Errorf("write spec: %w", err)

@@ -51,3 +51,49 @@ func TestBuildRefusesBadInputs(t *testing.T) {
 		})
 	}
 }
+
+// TestBuildWithRelativePaths builds as `make rpm` does by default: input,
+// output and CLI given relative to the working directory (issue 9 item 0:
+// rpmbuild got a relative _topdir and could not find its SOURCES).
+func TestBuildWithRelativePaths(t *testing.T) {
+	requireRPMTools(t)
+	work := t.TempDir()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chdir(work); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := os.Chdir(wd); err != nil {
+			t.Fatal(err)
+		}
+	})
+	writeFakeHarness(t, "_output", []string{"1.21.14"})
+	cfg := Config{
+		InputDir:        "_output",
+		OutputDir:       "_output/rpms",
+		Versions:        []string{"1.21.14"},
+		KubeletCompat:   "_output/kubelet-compat",
+		SourceDateEpoch: testEpoch,
+	}
+	built, err := Build(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("relative paths: %v", err)
+	}
+	if len(built) != 4 {
+		t.Errorf("built %d RPMs, want 4: %v", len(built), built)
+	}
+	for _, p := range built {
+		if _, err := os.Stat(filepath.Join(work, "_output/rpms", filepath.Base(p))); err != nil {
+			t.Errorf("%s is not in the output directory: %v", filepath.Base(p), err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(work, "_output/rpms/SHA256SUMS")); err != nil {
+		t.Error(err)
+	}
+	if leftovers, _ := filepath.Glob(filepath.Join(work, "_output/rpms/.rpmbuild-*")); len(leftovers) > 0 {
+		t.Errorf("left rpmbuild trees behind: %v", leftovers)
+	}
+}

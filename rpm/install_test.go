@@ -226,7 +226,7 @@ func TestInstallAllVersionsSideBySide(t *testing.T) {
 	})
 
 	t.Run("requires and provides", func(t *testing.T) {
-		checkRequiresAndProvides(t, built, allVersions, true)
+		checkRequiresAndProvides(t, built, allVersions)
 	})
 
 	t.Run("rpm -K", func(t *testing.T) {
@@ -359,9 +359,10 @@ var rpmlibOK = map[string]bool{
 }
 
 // checkRequiresAndProvides checks rpm -qp --requires/--provides of every
-// package. fake says the binaries are the tests' shell scripts, which make
-// rpm add /bin/sh; real static Go binaries add nothing.
-func checkRequiresAndProvides(t *testing.T, rpms []string, versions []string, fake bool) {
+// package. Every versioned package needs /bin/sh and coreutils for its
+// %preun (the tests' fake binaries, shell scripts, need /bin/sh too; real
+// static Go binaries add nothing).
+func checkRequiresAndProvides(t *testing.T, rpms []string, versions []string) {
 	t.Helper()
 	evr := func(v string) string { return v + "-" + DefaultRelease + DefaultDist }
 	type deps struct{ requires, provides []string }
@@ -371,10 +372,7 @@ func checkRequiresAndProvides(t *testing.T, rpms []string, versions []string, fa
 		requires: []string{"/bin/bash", "/bin/sh", "bash", "config(kubernetes-unversioned) = " + uEVR, "coreutils", "systemd", "util-linux"},
 		provides: []string{"config(kubernetes-unversioned) = " + uEVR, "kubernetes-unversioned = " + uEVR},
 	}
-	script := []string{}
-	if fake {
-		script = []string{"/bin/sh"}
-	}
+	preun := []string{"/bin/sh", "coreutils"}
 	for _, v := range versions {
 		for _, pkg := range []struct {
 			sub, virtual string
@@ -386,7 +384,7 @@ func checkRequiresAndProvides(t *testing.T, rpms []string, versions []string, fa
 		} {
 			name := "kubernetes-" + v + "-" + pkg.sub
 			want[name] = deps{
-				requires: append(append([]string{}, pkg.requires...), script...),
+				requires: append(append([]string{}, pkg.requires...), preun...),
 				provides: []string{name + " = " + evr(v), name + "(x86-64) = " + evr(v), pkg.virtual + " = " + evr(v)},
 			}
 		}
@@ -518,5 +516,75 @@ func TestScriptlets(t *testing.T) {
 		if tc.wantCalls == nil && strings.Contains(string(calls), "preset") {
 			t.Errorf("%s $1=%s: unexpected preset: %q", tc.tag, tc.arg, calls)
 		}
+	}
+}
+
+// TestPreunRefusesSelectedVersion runs the versioned packages' %preun as rpm
+// would on a node, against a fake tree: erasing the version a stage serves
+// must fail with a message that says what to do, and upgrading it ($1 = 1)
+// or erasing another version must not (issue 9 item 15). The scriptlet's
+// /usr/local/kubernetes is rewritten to the fake tree's, so the host's is
+// never looked at.
+func TestPreunRefusesSelectedVersion(t *testing.T) {
+	requireRPMTools(t)
+	versions := []string{"1.20.15", "1.21.14"}
+	_, built := buildRPMs(t, versions, Config{})
+	preun := map[string]string{} // package name -> scriptlet
+	for _, p := range built {
+		name := strings.TrimSpace(run(t, "rpm", "-qp", "--qf", "%{NAME}", p))
+		if name == UnversionedName {
+			continue
+		}
+		script := run(t, "rpm", "-qp", "--qf", "%{PREUN}", p)
+		if script == "(none)" || strings.TrimSpace(script) == "" {
+			t.Errorf("%s has no %%preun", name)
+			continue
+		}
+		if prog := run(t, "rpm", "-qp", "--qf", "%{PREUNPROG}", p); prog != "/bin/sh" {
+			t.Errorf("%s: %%preun runs with %q, want /bin/sh", name, prog)
+		}
+		preun[name] = script
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+	for _, mode := range []string{"symlink", "bind"} {
+		t.Run(mode, func(t *testing.T) {
+			if mode == "bind" {
+				requireRoot(t, "bind mode (mount --bind)")
+			}
+			root := t.TempDir()
+			t.Cleanup(func() { unmountUnder(t, root) })
+			makeInstalledTree(t, root, versions)
+			for _, args := range [][]string{{"--mode", mode, "all", "1.20.15"}, {"stage1", "1.21.14"}} {
+				if r := kubernetesSelect(t, nil, root, args...); r.code != 0 {
+					t.Fatalf("setup %v: %s", args, r.stderr)
+				}
+			}
+			// stage1 serves 1.21.14 (kubeadm), stage2 1.20.15 (node, client).
+			for _, tc := range []struct {
+				pkg, arg string
+				refused  bool
+			}{
+				{"kubernetes-1.21.14-kubeadm", "0", true},
+				{"kubernetes-1.21.14-kubeadm", "1", false},
+				{"kubernetes-1.21.14-node", "0", false},
+				{"kubernetes-1.21.14-client", "0", false},
+				{"kubernetes-1.20.15-node", "0", true},
+				{"kubernetes-1.20.15-client", "0", true},
+				{"kubernetes-1.20.15-node", "1", false},
+				{"kubernetes-1.20.15-kubeadm", "0", false},
+			} {
+				script := strings.ReplaceAll(preun[tc.pkg], KubeRoot+"/", filepath.Join(root, KubeRoot)+"/")
+				r := runResult(t, nil, "/bin/sh", "-c", script, "preun", tc.arg)
+				if refused := r.code != 0; refused != tc.refused {
+					t.Errorf("%s %%preun $1=%s: exit %d, stderr %q; want refused=%v", tc.pkg, tc.arg, r.code, r.stderr, tc.refused)
+				}
+				if tc.refused && (!strings.Contains(r.stderr, "select another version first") ||
+					strings.Count(strings.TrimSpace(r.stderr), "\n") != 0) {
+					t.Errorf("%s: want one line that says to select another version first, got %q", tc.pkg, r.stderr)
+				}
+			}
+		})
 	}
 }

@@ -88,7 +88,8 @@ func treeState(t *testing.T, root string) string {
 }
 
 func fstabLine(stage, version string) string {
-	return fmt.Sprintf("%s/%s/%s %s/%s none bind 0 0", KubeRoot, version, stage, CurrentDir, stage)
+	// nofail: a version erased without its scriptlets must not stop the boot.
+	return fmt.Sprintf("%s/%s/%s %s/%s none bind,nofail 0 0", KubeRoot, version, stage, CurrentDir, stage)
 }
 
 // checkMode checks that both stages are in mode, with fstab to match.
@@ -273,16 +274,19 @@ func TestSelectRestartsKubelet(t *testing.T) {
 		name      string
 		active    bool
 		args      []string
-		breakIt   bool // make the switch fail
+		breakIt   string // "dir": refused before the switch; "mv": fails in it
 		wantCode  int
 		wantCalls string
+		wantServe string // stage2 afterwards, if not 1.19.16
 	}{
 		{name: "active kubelet is stopped and started", active: true, args: []string{"stage2", "1.19.16"},
 			wantCalls: "is-active --quiet kubelet|stop kubelet|daemon-reload|start kubelet|"},
 		{name: "inactive kubelet stays stopped", active: false, args: []string{"stage2", "1.19.16"},
 			wantCalls: "is-active --quiet kubelet|"},
-		{name: "failed switch starts it again", active: true, args: []string{"stage2", "1.19.16"}, breakIt: true, wantCode: 1,
-			wantCalls: "is-active --quiet kubelet|stop kubelet|daemon-reload|start kubelet|"},
+		{name: "refused switch leaves the kubelet alone", active: true, args: []string{"stage2", "1.19.16"}, breakIt: "dir", wantCode: 1,
+			wantServe: ""},
+		{name: "failed switch starts it again on the old version", active: true, args: []string{"stage2", "1.19.16"}, breakIt: "mv", wantCode: 1,
+			wantCalls: "is-active --quiet kubelet|stop kubelet|daemon-reload|start kubelet|", wantServe: "1.18.19"},
 		{name: "stage1 leaves the kubelet alone", active: true, args: []string{"stage1", "1.20.15"}},
 		{name: "no-op leaves the kubelet alone", active: true, args: []string{"stage2", "1.18.19"}},
 	} {
@@ -294,19 +298,25 @@ func TestSelectRestartsKubelet(t *testing.T) {
 					t.Fatalf("setup %v: %s", args, r.stderr)
 				}
 			}
-			if tc.breakIt {
+			var env []string
+			switch tc.breakIt {
+			case "dir":
 				// A non-empty directory where the stage2 link should go.
 				cur := filepath.Join(root, CurrentDir, "stage2")
 				if err := os.Remove(cur); err != nil {
 					t.Fatal(err)
 				}
 				writeExecutable(t, filepath.Join(cur, "stray"), "")
+			case "mv":
+				// The rename that switches stage2 fails.
+				failing := fakeCommands(t, map[string]string{"mv": "case \"$*\" in */current/stage2) exit 1 ;; esac\nexec \"$REAL_MV\" \"$@\"\n"})
+				env = append(env, "PATH="+failing+":"+os.Getenv("PATH"))
 			}
 			log := filepath.Join(t.TempDir(), "calls")
 			systemctl := filepath.Join(t.TempDir(), "systemctl")
 			activeCode := map[bool]int{true: 0, false: 3}[tc.active]
 			writeExecutable(t, systemctl, fmt.Sprintf("#!/bin/sh\nprintf '%%s|' \"$*\" >>%s\n[ \"$1\" = is-active ] && exit %d\nexit 0\n", log, activeCode))
-			env := []string{"KUBERNETES_SELECT_SYSTEMCTL=" + systemctl}
+			env = append(env, "KUBERNETES_SELECT_SYSTEMCTL="+systemctl)
 			r := kubernetesSelect(t, env, root, append([]string{"--restart-kubelet"}, tc.args...)...)
 			if r.code != tc.wantCode {
 				t.Fatalf("exit %d (%s), want %d", r.code, r.stderr, tc.wantCode)
@@ -314,6 +324,11 @@ func TestSelectRestartsKubelet(t *testing.T) {
 			calls, _ := os.ReadFile(log)
 			if string(calls) != tc.wantCalls {
 				t.Errorf("systemctl calls %q, want %q", calls, tc.wantCalls)
+			}
+			if tc.wantCode != 0 && tc.args[0] == "stage2" {
+				if got := selectedVersion(t, root, "stage2"); got != tc.wantServe {
+					t.Errorf("stage2 serves %q, want %q", got, tc.wantServe)
+				}
 			}
 		})
 	}
@@ -345,5 +360,369 @@ func TestSelectUsage(t *testing.T) {
 	}
 	if r := kubernetesSelect(t, nil, t.TempDir(), "status"); r.code != 1 || !strings.Contains(r.stderr, "is kubernetes-unversioned installed") {
 		t.Errorf("empty root: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// fakeCommands writes executables named after the map's keys into a new
+// directory, for the front of PATH. In the scripts, REAL_<NAME> (upper
+// case) is the real command's path.
+func fakeCommands(t *testing.T, scripts map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, body := range scripts {
+		real, err := exec.LookPath(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeExecutable(t, filepath.Join(dir, name),
+			fmt.Sprintf("#!/bin/sh\nREAL_%s=%s\n%s", strings.ToUpper(name), real, body))
+	}
+	return dir
+}
+
+// startSelect starts kubernetes-select on root in the background; wait
+// returns its result.
+func startSelect(t *testing.T, env []string, root string, args ...string) (wait func() result) {
+	t.Helper()
+	cmd := exec.Command("bash", append([]string{selectScript, "--root", root}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan result, 1)
+	go func() {
+		err := cmd.Wait()
+		r := result{stdout: stdout.String(), stderr: stderr.String()}
+		if exitErr, ok := err.(*exec.ExitError); ok {
+			r.code = exitErr.ExitCode()
+		} else if err != nil {
+			r.code = -1
+		}
+		done <- r
+	}()
+	t.Cleanup(func() { cmd.Process.Kill() })
+	return func() result {
+		select {
+		case r := <-done:
+			return r
+		case <-time.After(time.Minute):
+			t.Fatalf("kubernetes-select %v did not finish", args)
+			return result{}
+		}
+	}
+}
+
+// waitForFile waits until path exists.
+func waitForFile(t *testing.T, path string) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Lstat(path); err == nil {
+			return
+		}
+	}
+	t.Fatalf("%s did not appear", path)
+}
+
+// TestSelectConcurrentRuns runs a second switch while a first one is in
+// the middle of its own (issue 9 item 12): every run must do what it says.
+// A slow `ln` (or `mv`, for /etc/fstab) holds the first run in its switch;
+// the second starts once the first is there.
+func TestSelectConcurrentRuns(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		mode  string
+		slow  string   // the command that pauses the first run
+		after bool     // pause after running it, not before
+		first []string // arguments of the two runs
+		then  []string
+	}{
+		// Pausing after ln: the new link exists under its temporary name.
+		{name: "symlink mode, one stage", mode: "symlink", slow: "ln", after: true,
+			first: []string{"--force", "stage1", "1.21.14"}, then: []string{"--force", "stage1", "1.20.15"}},
+		// Pausing before mv: the new /etc/fstab is written, not yet renamed.
+		{name: "bind mode, both stages keep their fstab line", mode: "bind", slow: "mv",
+			first: []string{"--force", "stage1", "1.19.16"}, then: []string{"--force", "stage2", "1.19.16"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.mode == "bind" {
+				requireRoot(t, "bind mode (mount --bind)")
+			}
+			root := t.TempDir()
+			t.Cleanup(func() { unmountUnder(t, root) })
+			makeInstalledTree(t, root, allVersions)
+			if r := kubernetesSelect(t, nil, root, "--mode", tc.mode, "all", "1.18.19"); r.code != 0 {
+				t.Fatalf("setup: %s", r.stderr)
+			}
+			marks := t.TempDir()
+			real := fmt.Sprintf("\"$REAL_%s\" \"$@\" || exit\n", strings.ToUpper(tc.slow))
+			pause := fmt.Sprintf(": >%s/$$\nsleep 1\n", marks)
+			script := pause + real
+			if tc.after {
+				script = real + pause
+			}
+			slow := fakeCommands(t, map[string]string{tc.slow: script})
+			env := []string{"PATH=" + slow + ":" + os.Getenv("PATH")}
+
+			first := startSelect(t, env, root, tc.first...)
+			for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+				if m, _ := filepath.Glob(filepath.Join(marks, "*")); len(m) > 0 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the first run never ran %s", tc.slow)
+				}
+			}
+			second := startSelect(t, env, root, tc.then...)
+			r1, r2 := first(), second()
+			for i, r := range []result{r1, r2} {
+				if r.code != 0 || !strings.Contains(r.stdout, "selected") {
+					t.Errorf("run %d: exit %d, stdout %q, stderr %q; want both to succeed", i+1, r.code, r.stdout, r.stderr)
+				}
+			}
+			// The second run waited for the first, so its choice is what
+			// stays, together with what the first chose for another stage.
+			want := map[string]string{"stage1": "1.18.19", "stage2": "1.18.19"}
+			for _, args := range [][]string{tc.first, tc.then} {
+				want[args[len(args)-2]] = args[len(args)-1]
+			}
+			for stage, v := range want {
+				if got := selectedVersion(t, root, stage); got != v {
+					t.Errorf("%s serves %q, want %s", stage, got, v)
+				}
+			}
+			checkMode(t, root, tc.mode, want)
+			if leftovers, _ := filepath.Glob(filepath.Join(root, CurrentDir, ".*")); len(leftovers) > 0 {
+				t.Errorf("temporaries left behind: %v", leftovers)
+			}
+		})
+	}
+}
+
+// TestSelectLockTimeout: a run that cannot get the lock in time changes
+// nothing and says why in one line.
+func TestSelectLockTimeout(t *testing.T) {
+	root := t.TempDir()
+	makeInstalledTree(t, root, allVersions)
+	if r := kubernetesSelect(t, nil, root, "all", "1.18.19"); r.code != 0 {
+		t.Fatalf("setup: %s", r.stderr)
+	}
+	holder := exec.Command("flock", filepath.Join(root, CurrentDir), "sleep", "30")
+	holder.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		syscall.Kill(-holder.Process.Pid, syscall.SIGKILL)
+		holder.Wait()
+	})
+	time.Sleep(200 * time.Millisecond)
+	before := treeState(t, root)
+	r := kubernetesSelect(t, []string{"KUBERNETES_SELECT_LOCK_TIMEOUT=1"}, root, "stage1", "1.19.16")
+	lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+	if r.code != 1 || !strings.Contains(lines[len(lines)-1], "another kubernetes-select") {
+		t.Errorf("exit %d, stderr %q; want 1 and a line about another kubernetes-select", r.code, r.stderr)
+	}
+	if after := treeState(t, root); after != before {
+		t.Errorf("tree changed:\nbefore %s\nafter  %s", before, after)
+	}
+	// Reading needs no lock.
+	if r := kubernetesSelect(t, nil, root, "status"); r.code != 0 {
+		t.Errorf("status while locked: exit %d: %s", r.code, r.stderr)
+	}
+}
+
+// TestSelectFailedBindRollsBack makes the bind mount fail in the middle of
+// a stage2 switch (issue 9 item 13): the old selection must still serve,
+// untouched in /etc/fstab, and the kubelet is started again only when the
+// stage it runs from is intact.
+func TestSelectFailedBindRollsBack(t *testing.T) {
+	requireRoot(t, "bind mode (mount --bind)")
+	for _, tc := range []struct {
+		name      string
+		from      string // mode of the old selection
+		failMount string // grep pattern of the mount calls that fail
+		wantServe string // stage2 afterwards
+		wantCalls string
+		wantNote  string
+	}{
+		{name: "from symlink, mount fails", from: "symlink", failMount: ".",
+			wantServe: "1.18.19", wantCalls: "is-active --quiet kubelet|stop kubelet|daemon-reload|start kubelet|",
+			wantNote: "1.18.19"},
+		{name: "from bind, new mount fails", from: "bind", failMount: "1\\.19\\.16",
+			wantServe: "1.18.19", wantCalls: "is-active --quiet kubelet|stop kubelet|daemon-reload|start kubelet|",
+			wantNote: "1.18.19"},
+		{name: "from bind, the old one cannot come back", from: "bind", failMount: ".",
+			wantServe: "", wantCalls: "is-active --quiet kubelet|stop kubelet|",
+			wantNote: "not started"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			t.Cleanup(func() { unmountUnder(t, root) })
+			makeInstalledTree(t, root, allVersions)
+			for _, args := range [][]string{{"--mode", tc.from, "all", "1.18.19"}, {"stage1", "1.19.16"}} {
+				if r := kubernetesSelect(t, nil, root, args...); r.code != 0 {
+					t.Fatalf("setup %v: %s", args, r.stderr)
+				}
+			}
+			fstab := filepath.Join(root, "etc/fstab")
+			fstabBefore, _ := os.ReadFile(fstab)
+			failing := fakeCommands(t, map[string]string{"mount": fmt.Sprintf(
+				"if printf '%%s\\n' \"$*\" | grep -q '%s'; then echo \"mount: $*: permission denied\" >&2; exit 32; fi\nexec \"$REAL_MOUNT\" \"$@\"\n",
+				tc.failMount)})
+			log := filepath.Join(t.TempDir(), "calls")
+			systemctl := filepath.Join(t.TempDir(), "systemctl")
+			writeExecutable(t, systemctl, fmt.Sprintf("#!/bin/sh\nprintf '%%s|' \"$*\" >>%s\nexit 0\n", log))
+			env := []string{"PATH=" + failing + ":" + os.Getenv("PATH"), "KUBERNETES_SELECT_SYSTEMCTL=" + systemctl}
+
+			r := kubernetesSelect(t, env, root, "--restart-kubelet", "--mode", "bind", "stage2", "1.19.16")
+			if r.code != 1 || !strings.Contains(r.stderr, "cannot bind-mount") || !strings.Contains(r.stderr, tc.wantNote) {
+				t.Errorf("exit %d, stderr %q; want 1, cannot bind-mount, %q", r.code, r.stderr, tc.wantNote)
+			}
+			if got := selectedVersion(t, root, "stage2"); got != tc.wantServe {
+				t.Errorf("stage2 serves %q, want %q", got, tc.wantServe)
+			}
+			if tc.wantServe != "" {
+				checkMode(t, root, tc.from, map[string]string{"stage1": "1.19.16", "stage2": tc.wantServe})
+			}
+			if fstabAfter, _ := os.ReadFile(fstab); string(fstabAfter) != string(fstabBefore) {
+				t.Errorf("fstab changed:\n%s\nwas:\n%s", fstabAfter, fstabBefore)
+			}
+			calls, _ := os.ReadFile(log)
+			if string(calls) != tc.wantCalls {
+				t.Errorf("systemctl calls %q, want %q", calls, tc.wantCalls)
+			}
+			if leftovers, _ := filepath.Glob(filepath.Join(root, CurrentDir, ".*")); len(leftovers) > 0 {
+				t.Errorf("temporaries left behind: %v", leftovers)
+			}
+		})
+	}
+}
+
+// TestSelectRefusesRootWithRestart: --restart-kubelet acts on this host's
+// systemd, which is not the --root tree's, and an empty --root would be
+// the live system (issue 9 item 14). Both are usage errors, before anything
+// is touched.
+func TestSelectRefusesRootWithRestart(t *testing.T) {
+	root := t.TempDir()
+	makeInstalledTree(t, root, allVersions)
+	if r := kubernetesSelect(t, nil, root, "all", "1.18.19"); r.code != 0 {
+		t.Fatalf("setup: %s", r.stderr)
+	}
+	// The systemctl on PATH only logs: were the refusal missing, the host's
+	// kubelet must still not be touched.
+	log := filepath.Join(t.TempDir(), "calls")
+	fake := fakeCommands(t, map[string]string{"systemctl": fmt.Sprintf("printf '%%s|' \"$*\" >>%s\nexit 0\n", log)})
+	env := []string{"PATH=" + fake + ":" + os.Getenv("PATH")}
+	for _, tc := range []struct {
+		args       []string
+		wantStderr string
+	}{
+		{args: []string{"--root", root, "--restart-kubelet", "stage2", "1.18.19"}, wantStderr: "--restart-kubelet"},
+		{args: []string{"--restart-kubelet", "--root=" + root, "all", "1.19.16"}, wantStderr: "--restart-kubelet"},
+		{args: []string{"--root", "", "status"}, wantStderr: "--root"},
+		{args: []string{"--root=", "list"}, wantStderr: "--root"},
+	} {
+		before := treeState(t, root)
+		r := runResult(t, env, "bash", append([]string{selectScript}, tc.args...)...)
+		if r.code != 2 || !strings.Contains(r.stderr, tc.wantStderr) || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want 2 and one line about %s", tc.args, r.code, r.stdout, r.stderr, tc.wantStderr)
+		}
+		if after := treeState(t, root); after != before {
+			t.Errorf("%q changed the tree:\nbefore %s\nafter  %s", tc.args, before, after)
+		}
+	}
+	if calls, _ := os.ReadFile(log); len(calls) > 0 {
+		t.Errorf("systemctl was called: %q", calls)
+	}
+}
+
+// TestSelectEditsSymlinkedFstab: some images link /etc/fstab elsewhere; the
+// link must stay and its target be edited, resolved inside the root
+// (issue 9 item 15).
+func TestSelectEditsSymlinkedFstab(t *testing.T) {
+	const others = "# /etc/fstab\nUUID=1234 / ext4 defaults 0 1\n"
+	for _, tc := range []struct {
+		name, link, real string // real: the target, relative to the root
+		mode             string
+	}{
+		{name: "relative link, symlink mode", link: "../data/fstab", real: "data/fstab", mode: "symlink"},
+		{name: "absolute link, symlink mode", link: "/data/fstab", real: "data/fstab", mode: "symlink"},
+		{name: "chain of links, bind mode", link: "fstab.d/../fstab.link", real: "data/fstab", mode: "bind"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.mode == "bind" {
+				requireRoot(t, "bind mode (mount --bind)")
+			}
+			root := t.TempDir()
+			t.Cleanup(func() { unmountUnder(t, root) })
+			makeInstalledTree(t, root, allVersions)
+			real := filepath.Join(root, tc.real)
+			if err := os.MkdirAll(filepath.Dir(real), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.MkdirAll(filepath.Join(root, "etc/fstab.d"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			// A stale stage1 line, which symlink mode removes.
+			if err := os.WriteFile(real, []byte(others+fstabLine("stage1", "1.18.19")+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if tc.name == "chain of links, bind mode" {
+				if err := os.Symlink("/data/fstab", filepath.Join(root, "etc/fstab.link")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := os.Symlink(tc.link, filepath.Join(root, "etc/fstab")); err != nil {
+				t.Fatal(err)
+			}
+			if r := kubernetesSelect(t, nil, root, "--mode", tc.mode, "all", "1.21.14"); r.code != 0 {
+				t.Fatalf("exit %d: %s", r.code, r.stderr)
+			}
+			if target, err := os.Readlink(filepath.Join(root, "etc/fstab")); err != nil || target != tc.link {
+				t.Errorf("/etc/fstab is no longer the link to %s: %q %v", tc.link, target, err)
+			}
+			b, _ := os.ReadFile(real)
+			want := others
+			if tc.mode == "bind" {
+				want += fstabLine("stage1", "1.21.14") + "\n" + fstabLine("stage2", "1.21.14") + "\n"
+			}
+			if string(b) != want {
+				t.Errorf("%s:\n%s\nwant:\n%s", tc.real, b, want)
+			}
+			if leftovers, _ := filepath.Glob(filepath.Join(filepath.Dir(real), ".*")); len(leftovers) > 0 {
+				t.Errorf("temporaries left behind: %v", leftovers)
+			}
+		})
+	}
+}
+
+// TestSelectRemovesStaleTemporaries: a run killed with SIGKILL leaves its
+// temporaries; the next run, holding the lock, removes them and nothing else.
+func TestSelectRemovesStaleTemporaries(t *testing.T) {
+	root := t.TempDir()
+	makeInstalledTree(t, root, allVersions)
+	stale := []string{
+		filepath.Join(root, CurrentDir, ".stage1.kubernetes-select.Ab12Cd"),
+		filepath.Join(root, "etc/.fstab.kubernetes-select.Ab12Cd"),
+	}
+	kept := filepath.Join(root, "etc/fstab.backup")
+	if err := os.Symlink("../1.18.19/stage1", stale[0]); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{stale[1], kept, filepath.Join(root, "etc/fstab")} {
+		writeExecutable(t, p, "# fstab\n")
+	}
+	if r := kubernetesSelect(t, nil, root, "stage1", "1.18.19"); r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	for _, p := range stale {
+		if _, err := os.Lstat(p); !os.IsNotExist(err) {
+			t.Errorf("%s is still there (%v)", p, err)
+		}
+	}
+	if _, err := os.Stat(kept); err != nil {
+		t.Errorf("%s was removed: %v", kept, err)
 	}
 }
