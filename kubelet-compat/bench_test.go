@@ -25,7 +25,7 @@ func BenchmarkUpstreamHashContainer(b *testing.B) {
 func BenchmarkDecide(b *testing.B) {
 	spec := seccompContainer()
 	legacy := mustHash(&testing.T{}, "v1.20.15", spec)
-	own, _ := ownContainerHash(Version{Major: 1, Minor: 21, Patch: 14}, spec)
+	own, _ := ContainerHash(Version{Major: 1, Minor: 21, Patch: 14}, spec)
 
 	setup := func(b *testing.B, withFile bool) *Compat {
 		n := &node{t: &testing.T{}, path: b.TempDir() + "/" + DefaultFileName, log: &logRecorder{}}

@@ -3,7 +3,6 @@ package kubeletcompat
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -68,13 +67,10 @@ type Compat struct {
 
 // fileState is one loaded version of the compat file.
 type fileState struct {
-	present    bool     // something exists at the path
-	retry      bool     // reading failed for a passing reason: read again at the next call
-	stamp      [4]int64 // identity of what was read, to skip unchanged reloads
-	file       *File    // nil unless the file is active
-	prev       Version
-	containers map[string]Version   // hash version by container ID
-	pods       map[string]StaticPod // by manifest path
+	present bool     // something exists at the path
+	retry   bool     // reading failed for a passing reason: read again at the next call
+	stamp   [4]int64 // identity of what was read, to skip unchanged reloads
+	decider *Decider // nil unless the file was read
 }
 
 // RunningContainer is what the runtime reports about a container.
@@ -98,6 +94,8 @@ type Decision struct {
 	// ID) through the compat path, so that callers log each container once
 	// rather than on every sync.
 	FirstKeep bool
+
+	note *logNote // logged once by Compat
 }
 
 var defaultCompat atomic.Value // *Compat
@@ -156,63 +154,50 @@ func (c *Compat) Path() string {
 	return c.path
 }
 
-// Active reports the previous kubelet version when the compat file is active.
+// Active reports the previous kubelet version when the compat file is in force.
 func (c *Compat) Active() (Version, bool) {
-	st := c.current()
-	if st == nil || st.file == nil {
+	d := c.decider()
+	if !d.InForce() {
 		return Version{}, false
 	}
-	return st.prev, true
+	prev, _ := ParseVersion(d.File().PreviousVersion)
+	return prev, true
 }
 
-// Decide is the whole decision for a running container: keep it when its
-// stored hash is this kubelet's own hash (upstream), or when the compat path
-// keeps it (see KeepChanged).
+// Decide is Decider.Decide on the compat file as it is now.
 func (c *Compat) Decide(container *v1.Container, running RunningContainer) Decision {
-	if c != nil && c.enabled {
-		own, err := ownContainerHash(c.own, container)
-		if err == nil && own == running.Hash {
-			return Decision{Keep: true, Reason: "hash matches"}
-		}
-	}
-	return c.KeepChanged(container, running)
-}
-
-// KeepChanged is for a container whose stored hash differs from this
-// kubelet's own: it is kept only when the compat file is active, lists the
-// container (it ran when the file was recorded), the container was created
-// before this kubelet started, and its stored hash is what the kubelet the
-// file names for it computes for the current spec. A container created after
-// the file was recorded is never kept this way, whatever the clocks say and
-// however often the kubelet restarts. Without an active file this is a cached
-// check and no hashing at all.
-func (c *Compat) KeepChanged(container *v1.Container, running RunningContainer) Decision {
-	st := c.current()
-	if st == nil || st.file == nil {
+	if c == nil || !c.enabled {
 		return Decision{Reason: "definition changed"}
 	}
-	creator, listed := st.containers[running.ID]
-	if !listed {
-		return Decision{Reason: "definition changed (not running when the compat file was recorded)"}
+	d := c.decider()
+	if own, err := ContainerHash(c.own, container); err == nil && own == running.Hash {
+		return Decision{Keep: true, Reason: "hash matches"}
 	}
-	if running.CreatedAt.IsZero() || !running.CreatedAt.Before(c.start) {
-		return Decision{Reason: "definition changed (created by this kubelet)"}
+	return c.finish(d.KeepChanged(container, running), running)
+}
+
+// KeepChanged is Decider.KeepChanged on the compat file as it is now: the
+// kubelet asks it for a container whose stored hash differs from its own.
+// Without a file in force this is a cached check and no hashing at all.
+func (c *Compat) KeepChanged(container *v1.Container, running RunningContainer) Decision {
+	d := c.decider()
+	if !d.InForce() {
+		return Decision{Reason: "definition changed"}
 	}
-	if !creator.LessThan(c.own) {
-		return Decision{Reason: fmt.Sprintf("definition changed (it carries the hash of %s, not of an older kubelet)", creator)}
+	return c.finish(d.KeepChanged(container, running), running)
+}
+
+// finish logs what the decision asks to log once and marks the first keep
+// of each container.
+func (c *Compat) finish(d Decision, running RunningContainer) Decision {
+	if d.note != nil {
+		c.logOnce(d.note.key, "%s", d.note.msg)
+		d.note = nil
 	}
-	if creator.Minor <= lastGoStructMinor {
-		return c.keepByAge(container, running, creator)
+	if d.Keep {
+		return c.keep(running, d.Reason)
 	}
-	legacy, err := (&containerHashes{container: container}).of(creator)
-	if err != nil {
-		c.logOnce("hash "+err.Error(), "kubelet-compat: %v; containers restart as upstream does", err)
-		return Decision{Reason: "definition changed (" + err.Error() + ")"}
-	}
-	if legacy == running.Hash {
-		return c.keep(running, fmt.Sprintf("kept: stored hash %x is what %s computes for the current spec", legacy, creator))
-	}
-	return Decision{Reason: fmt.Sprintf("definition changed (stored hash %x is neither this kubelet's nor %s's %x)", running.Hash, creator, legacy)}
+	return d
 }
 
 // keep returns a keep decision, marking the first one per container.
@@ -229,38 +214,23 @@ func (c *Compat) keep(running RunningContainer, reason string) Decision {
 	return Decision{Keep: true, Reason: reason, FirstKeep: first}
 }
 
-// keepByAge is the rule for containers of kubelets (<= 1.15) whose hash is
-// not reproduced: keep what such a kubelet created unless the image changed.
-// It applies only to a container the file says carries such a hash.
-func (c *Compat) keepByAge(container *v1.Container, running RunningContainer, prev Version) Decision {
-	if running.Image == "" || normalizeImage(running.Image) != normalizeImage(container.Image) {
-		return Decision{Reason: fmt.Sprintf("definition changed (image %q is not the running %q)", container.Image, running.Image)}
+// StaticPodUID returns the UID recorded for a static pod manifest when the
+// compat file is in force and the manifest's bytes are unchanged since then.
+func (c *Compat) StaticPodUID(manifestPath string, data []byte) (string, bool) {
+	uid, ok, note := c.decider().StaticPodUID(manifestPath, data)
+	if note != nil {
+		c.logOnce(note.key, "%s", note.msg)
 	}
-	c.logOnce("age "+running.ID, "kubelet-compat: keeping container %s (%s) created by %s: that version's hash is not reproduced, so only an image change restarts it", running.ID, container.Name, prev)
-	return c.keep(running, fmt.Sprintf("kept: created by %s before the compat file was recorded, image unchanged", prev))
+	return uid, ok
 }
 
-// StaticPodUID returns the UID recorded for a static pod manifest when the
-// compat file is active and the manifest's bytes are unchanged since then.
-func (c *Compat) StaticPodUID(manifestPath string, data []byte) (string, bool) {
-	st := c.current()
-	if st == nil || st.file == nil {
-		return "", false
+// decider returns the decisions for the file as it is now; a nil or
+// disabled Compat decides as upstream.
+func (c *Compat) decider() *Decider {
+	if st := c.current(); st != nil && st.decider != nil {
+		return st.decider
 	}
-	// The recorded paths are absolute; --pod-manifest-path may be relative.
-	abs, err := filepath.Abs(manifestPath)
-	if err != nil {
-		return "", false
-	}
-	sp, ok := st.pods[abs]
-	if !ok {
-		return "", false
-	}
-	if ManifestSHA256(data) != sp.SHA256 {
-		c.logOnce("manifest "+manifestPath+" "+sp.SHA256, "kubelet-compat: %s changed since it was recorded: its recorded UID is not used", manifestPath)
-		return "", false
-	}
-	return sp.UID, true
+	return &Decider{}
 }
 
 // current returns the compat file state, re-stat'ing the file at most once
@@ -306,7 +276,7 @@ func (c *Compat) reload(old *fileState) (st *fileState, retry bool) {
 			c.logOnce("stat "+err.Error(), "kubelet-compat: cannot stat the compat file, will retry: %v", err)
 			return old, true
 		}
-		if old != nil && old.file != nil {
+		if old != nil && old.decider != nil && old.decider.InForce() {
 			c.logf2("kubelet-compat: %s is gone; containers restart on hash changes as upstream does", c.path)
 		}
 		return &fileState{}, false
@@ -330,27 +300,15 @@ func (c *Compat) reload(old *fileState) (st *fileState, retry bool) {
 		c.logOnce("read "+err.Error(), "kubelet-compat: ignoring compat file: %v", err)
 		return st, false
 	}
-	prev, _ := ParseVersion(f.PreviousVersion) // validated by ReadFile
-	if c.own.LessThan(prev) {
-		c.logOnce("version "+f.PreviousVersion, "kubelet-compat: ignoring %s: previous version %s is newer than this kubelet %s", c.path, prev, c.own)
-		return st, false
+	st.decider = NewDecider(f, c.own, c.start)
+	switch state, why := st.decider.State(); state {
+	case FileIgnored:
+		c.logOnce("version "+f.PreviousVersion, "kubelet-compat: ignoring %s: %s", c.path, why)
+	case FilePending:
+		c.logOnce(fmt.Sprintf("pending %s %v", f.PreviousVersion, st.stamp), "kubelet-compat: %s is %s, %d containers, %d static pods; what it lists from earlier upgrades is kept", c.path, why, len(f.Containers), len(f.StaticPods))
+	default:
+		c.logOnce(fmt.Sprintf("active %s %v", f.PreviousVersion, st.stamp), "kubelet-compat: %s is active: previous kubelet %s recorded at %s, %d containers, %d static pods", c.path, f.PreviousVersion, f.RecordedAt.Format(time.RFC3339), len(f.Containers), len(f.StaticPods))
 	}
-	st.file, st.prev = f, prev
-	st.containers = make(map[string]Version, len(f.Containers))
-	for _, ct := range f.Containers {
-		st.containers[ct.ID], _ = ParseVersion(ct.HashVersion) // validated by ReadFile
-	}
-	st.pods = make(map[string]StaticPod, len(f.StaticPods))
-	for _, sp := range f.StaticPods {
-		st.pods[sp.ManifestPath] = sp
-	}
-	state := "active: previous kubelet"
-	if !prev.LessThan(c.own) {
-		// record ran again before the swap: what it lists from earlier
-		// upgrades stays protected.
-		state = "recorded for this kubelet's own version (the swap has not happened yet): kubelet"
-	}
-	c.logOnce(fmt.Sprintf("active %s %v", prev, st.stamp), "kubelet-compat: %s is %s %s recorded at %s, %d containers, %d static pods", c.path, state, prev, f.RecordedAt.Format(time.RFC3339), len(f.Containers), len(f.StaticPods))
 	return st, false
 }
 

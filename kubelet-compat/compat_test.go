@@ -122,7 +122,7 @@ func TestDecide(t *testing.T) {
 	changedImage.Image = "busybox:1.37"
 	legacy118 := mustHash(t, "v1.18.19", spec)
 	legacy120 := mustHash(t, "v1.20.15", spec)
-	own, err := ownContainerHash(Version{Major: 1, Minor: 21, Patch: 14}, spec)
+	own, err := ContainerHash(Version{Major: 1, Minor: 21, Patch: 14}, spec)
 	must(t, err)
 	if legacy118 == own || legacy120 == own || legacy118 == legacy120 {
 		t.Fatalf("test container must hash differently per version: %x %x %x", legacy118, legacy120, own)

@@ -211,3 +211,15 @@ func TestValidateRefusesOtherMajors(t *testing.T) {
 		}
 	}
 }
+
+// Decide answers for the running kubelet's minor, not for the newer types
+// the CLI decodes specs with: a field the running kubelet does not know
+// (a newer API server may set it) does not enter its hash.
+func TestDecideHashesAsTheRunningMinor(t *testing.T) {
+	spec := seccompContainer() // its probe sets terminationGracePeriodSeconds, unknown to 1.20
+	running := RunningContainer{ID: "c9", Hash: mustHash(t, "v1.20.15", spec), CreatedAt: beforeStart}
+	n := newNode(t)
+	if d := n.compat("v1.20.15", time.Hour).Decide(spec, running); !d.Keep || d.Reason != "hash matches" {
+		t.Errorf("Decide = %+v, want the running 1.20 kubelet's own hash to match", d)
+	}
+}

@@ -86,10 +86,6 @@ func TestHashContainerUpstreamPin(t *testing.T) {
 			t.Errorf("1.%d: hash %x, want 3c42280f", minor, got)
 		}
 	}
-	own, err := ownContainerHash(Version{Major: 1, Minor: 21}, c)
-	if err != nil || own != 0x3c42280f {
-		t.Errorf("own hash = %x, %v", own, err)
-	}
 }
 
 func TestContainerHashErrors(t *testing.T) {
@@ -101,10 +97,22 @@ func TestContainerHashErrors(t *testing.T) {
 	}
 }
 
-func TestHashEra(t *testing.T) {
-	for minor, want := range map[int]string{10: "go-struct", 15: "go-struct", 16: "json", 30: "json", 31: "name-image", 32: "unknown"} {
-		if got := HashEra(minor); got != want {
-			t.Errorf("HashEra(%d) = %s, want %s", minor, got, want)
+func TestEraOf(t *testing.T) {
+	for _, tt := range []struct {
+		v    Version
+		want HashEra
+	}{
+		{Version{Major: 1, Minor: 10}, EraGoStruct},
+		{Version{Major: 1, Minor: 15}, EraGoStruct},
+		{Version{Major: 1, Minor: 16}, EraJSON},
+		{Version{Major: 1, Minor: 30}, EraJSON},
+		{Version{Major: 1, Minor: 31}, EraNameImage},
+		{Version{Major: 1, Minor: 32}, EraUnknown},
+		{Version{Major: 0, Minor: 9}, EraUnknown},
+		{Version{Major: 2, Minor: 0}, EraUnknown},
+	} {
+		if got := EraOf(tt.v); got != tt.want {
+			t.Errorf("EraOf(%s) = %s, want %s", tt.v, got, tt.want)
 		}
 	}
 }

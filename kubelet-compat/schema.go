@@ -25,17 +25,43 @@ const (
 	lastKnownMinor = 31
 )
 
-// HashEra names the algorithm a kubelet minor uses for container hashes.
-func HashEra(minor int) string {
-	switch {
-	case minor <= lastGoStructMinor:
+// HashEra is the algorithm a kubelet minor uses for container hashes.
+type HashEra int
+
+const (
+	// EraUnknown: a version this package knows no hash of.
+	EraUnknown HashEra = iota
+	// EraGoStruct (<= 1.15): go-spew of the Go struct; not reproduced.
+	EraGoStruct
+	// EraJSON (1.16 .. 1.30): go-spew of the container's JSON.
+	EraJSON
+	// EraNameImage (1.31): go-spew of the JSON of {name, image}.
+	EraNameImage
+)
+
+func (e HashEra) String() string {
+	switch e {
+	case EraGoStruct:
 		return "go-struct"
-	case minor <= lastJSONMinor:
+	case EraJSON:
 		return "json"
-	case minor <= lastKnownMinor:
+	case EraNameImage:
 		return "name-image"
 	}
 	return "unknown"
+}
+
+// EraOf returns the hash era of a kubelet version.
+func EraOf(v Version) HashEra {
+	switch {
+	case v.Major != 1 || v.Minor > lastKnownMinor:
+		return EraUnknown
+	case v.Minor <= lastGoStructMinor:
+		return EraGoStruct
+	case v.Minor <= lastJSONMinor:
+		return EraJSON
+	}
+	return EraNameImage
 }
 
 // ContainerHash returns the hash that a kubelet of the given version computes
@@ -85,19 +111,6 @@ func (h *containerHashes) of(v Version) (uint64, error) {
 		return hashNameImage(h.container), nil
 	}
 	return 0, fmt.Errorf("no container hash known for %s (newest known minor is 1.%d)", v, lastKnownMinor)
-}
-
-// ownContainerHash is the hash of the kubelet this package is compiled into:
-// upstream's HashContainer, unpruned, since the types are that kubelet's own.
-func ownContainerHash(v Version, container *v1.Container) (uint64, error) {
-	if v.Major == 1 && v.Minor >= firstJSONMinor && v.Minor <= lastJSONMinor {
-		full, err := json.Marshal(container)
-		if err != nil {
-			return 0, err
-		}
-		return hashJSON(full), nil
-	}
-	return ContainerHash(v, container)
 }
 
 type schemaField struct {

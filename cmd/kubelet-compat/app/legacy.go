@@ -13,17 +13,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 )
 
-// Compat file states, as the kubelet sees the file.
-const (
-	fileActive = "active"
-	// filePending: recorded for the running kubelet's own version, i.e. for
-	// a swap that has not happened yet. The kubelet still keeps what the
-	// file lists from earlier upgrades.
-	filePending = "pending"
-	fileAbsent  = "absent"
-	fileIgnored = "ignored"
-)
-
 // compatFileState is the compat file as the running kubelet sees it.
 type compatFileState struct {
 	Path            string     `json:"path"`
@@ -33,54 +22,33 @@ type compatFileState struct {
 	RecordedAt      *time.Time `json:"recordedAt,omitempty"`
 	Containers      int        `json:"containers,omitempty"`
 	StaticPods      int        `json:"staticPods,omitempty"`
-	file            *kubeletcompat.File
+	// decider is the kubelet's own decision core on this file; file is nil
+	// when the file could not be read.
+	decider *kubeletcompat.Decider
+	file    *kubeletcompat.File
+	state   kubeletcompat.FileState
 }
 
-// readCompatFile applies the kubelet's checks: ReadFile with the owner the
-// kubelet requires, and a previous version older than the kubelet's own.
-func readCompatFile(path string, ownerUID int, current kubeletcompat.Version) compatFileState {
+// readCompatFile reads the file with the kubelet's checks (ReadFile with the
+// owner the kubelet requires) and decides on it exactly as the kubelet of
+// version current, started at start, does.
+func readCompatFile(path string, ownerUID int, current kubeletcompat.Version, start time.Time) compatFileState {
 	st := compatFileState{Path: path}
 	f, _, err := kubeletcompat.ReadFile(path, ownerUID)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		st.State = fileAbsent
-		return st
-	case err != nil:
-		st.State, st.Reason = fileIgnored, err.Error()
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		st.decider = kubeletcompat.NewDecider(nil, current, start)
+		st.state, st.State, st.Reason = kubeletcompat.FileIgnored, kubeletcompat.FileIgnored.String(), err.Error()
 		return st
 	}
-	st.file = f
-	st.PreviousVersion, st.Containers, st.StaticPods = f.PreviousVersion, len(f.Containers), len(f.StaticPods)
-	at := f.RecordedAt
-	st.RecordedAt = &at
-	prev, _ := kubeletcompat.ParseVersion(f.PreviousVersion)
-	switch {
-	case current.LessThan(prev):
-		st.State, st.Reason = fileIgnored, fmt.Sprintf("previous version %s is newer than the kubelet %s", prev, current)
-	case !prev.LessThan(current):
-		st.State, st.Reason = filePending, fmt.Sprintf("recorded for the running kubelet %s: the swap it was recorded for has not happened yet", current)
-	default:
-		st.State = fileActive
+	st.decider = kubeletcompat.NewDecider(f, current, start)
+	state, reason := st.decider.State()
+	st.state, st.State, st.Reason, st.file = state, state.String(), reason, f
+	if f != nil {
+		st.PreviousVersion, st.Containers, st.StaticPods = f.PreviousVersion, len(f.Containers), len(f.StaticPods)
+		at := f.RecordedAt
+		st.RecordedAt = &at
 	}
 	return st
-}
-
-// inForce reports whether the kubelet uses the file.
-func (s compatFileState) inForce() bool { return s.State == fileActive || s.State == filePending }
-
-// listedOlder returns the containers the file lists with a hash version
-// older than the running kubelet's: the only ones the file can keep.
-func (s compatFileState) listedOlder(current kubeletcompat.Version) map[string]kubeletcompat.Version {
-	out := map[string]kubeletcompat.Version{}
-	if s.file == nil || !s.inForce() {
-		return out
-	}
-	for _, c := range s.file.Containers {
-		if v, err := kubeletcompat.ParseVersion(c.HashVersion); err == nil && v.LessThan(current) {
-			out[c.ID] = v
-		}
-	}
-	return out
 }
 
 // legacyContainer is a running container that the compat file lists as
@@ -106,10 +74,10 @@ type legacyContainer struct {
 // findLegacy lists the running containers that the file lists with an older
 // kubelet's hash (listed) or that were created before start, with their
 // specs and the hash the running kubelet computes for them.
-func findLegacy(st *nodeState, start time.Time, listed map[string]kubeletcompat.Version, idx *specIndex, current kubeletcompat.Version) []legacyContainer {
+func findLegacy(st *nodeState, start time.Time, d *kubeletcompat.Decider, idx *specIndex, current kubeletcompat.Version) []legacyContainer {
 	var out []legacyContainer
 	for _, c := range st.containers {
-		_, isListed := listed[c.ID]
+		_, isListed := d.LegacyHashVersion(c.ID)
 		old := !c.CreatedAt.IsZero() && c.CreatedAt.Before(start)
 		if c.State != cri.ContainerRunning || !isListed && !old {
 			continue
@@ -167,11 +135,11 @@ type staticPodNeed struct {
 	ManifestPath string `json:"manifestPath"`
 }
 
-func staticPodsNeedingFile(f *kubeletcompat.File, st *nodeState) []staticPodNeed {
-	// f is nil unless the kubelet uses the file (see readCompatFile).
-	if f == nil {
+func staticPodsNeedingFile(d *kubeletcompat.Decider, st *nodeState) []staticPodNeed {
+	if !d.InForce() {
 		return nil
 	}
+	f := d.File()
 	var out []staticPodNeed
 	for _, sp := range f.StaticPods {
 		data, err := manifest.ReadFile(sp.ManifestPath)

@@ -65,7 +65,7 @@ func runRecord(ctx context.Context, env Env, o *nodeOptions) error {
 	if err != nil {
 		return err
 	}
-	if version.Major != 1 || kubeletcompat.HashEra(version.Minor) == "unknown" {
+	if kubeletcompat.EraOf(version) == kubeletcompat.EraUnknown {
 		return fmt.Errorf("kubelet %s is not a version kubelet-compat knows (1.x up to 1.31)", version)
 	}
 	statics, err := manifest.ReadStaticDir(o.manifestDir)

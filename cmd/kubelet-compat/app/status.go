@@ -96,9 +96,9 @@ func runStatus(ctx context.Context, env Env, o *statusOptions) error {
 	}
 	path := o.compatPath()
 	r := statusReport{Node: node, KubeletPID: k.pid, KubeletVersion: k.version.String(), KubeletStart: k.start.UTC(),
-		CRIAPI: client.APIVersion(), File: readCompatFile(path, env.OwnerUID, k.version), Legacy: []legacyStatus{}}
-	compat := kubeletcompat.New(kubeletcompat.Config{Path: path, KubeletVersion: k.version.String(), StartTime: k.start, OwnerUID: env.OwnerUID})
-	for _, l := range findLegacy(st, k.start, r.File.listedOlder(k.version), idx, k.version) {
+		CRIAPI: client.APIVersion(), File: readCompatFile(path, env.OwnerUID, k.version, k.start), Legacy: []legacyStatus{}}
+	compat := r.File.decider
+	for _, l := range findLegacy(st, k.start, compat, idx, k.version) {
 		ls := legacyStatus{Pod: l.pod, Container: l.c.Name, ID: l.c.ID, Created: l.c.CreatedAt.UTC(), StoredHash: fmt.Sprintf("%x", l.c.Hash)}
 		if l.c.HashErr != nil {
 			ls.StoredHash = "none"
@@ -125,9 +125,7 @@ func runStatus(ctx context.Context, env Env, o *statusOptions) error {
 		}
 		r.Legacy = append(r.Legacy, ls)
 	}
-	if r.File.inForce() {
-		r.StaticPods = staticPodsNeedingFile(r.File.file, st)
-	}
+	r.StaticPods = staticPodsNeedingFile(compat, st)
 	if o.output == "json" {
 		return writeJSON(env.Stdout, r)
 	}
@@ -145,11 +143,11 @@ func writeStatusTable(w io.Writer, r statusReport) error {
 	fmt.Fprintf(w, "node %s: kubelet %s (pid %d) started %s, CRI %s\n", r.Node, r.KubeletVersion, r.KubeletPID, r.KubeletStart.Format(time.RFC3339), r.CRIAPI)
 	f := r.File
 	switch f.State {
-	case fileActive:
+	case kubeletcompat.FileActive.String():
 		fmt.Fprintf(w, "compat file %s: active, previous kubelet %s recorded %s, %d container(s), %d static pod(s)\n", f.Path, f.PreviousVersion, f.RecordedAt.Format(time.RFC3339), f.Containers, f.StaticPods)
-	case filePending:
+	case kubeletcompat.FilePending.String():
 		fmt.Fprintf(w, "compat file %s: pending, %s; recorded %s, %d container(s), %d static pod(s)\n", f.Path, f.Reason, f.RecordedAt.Format(time.RFC3339), f.Containers, f.StaticPods)
-	case fileAbsent:
+	case kubeletcompat.FileAbsent.String():
 		fmt.Fprintf(w, "compat file %s: absent (the kubelet behaves as upstream)\n", f.Path)
 	default:
 		fmt.Fprintf(w, "compat file %s: ignored: %s\n", f.Path, f.Reason)

@@ -72,11 +72,11 @@ func runSweep(ctx context.Context, env Env, o *sweepOptions) error {
 	if err != nil {
 		return err
 	}
-	file := readCompatFile(path, env.OwnerUID, k.version)
-	if file.State == fileIgnored && file.file == nil {
+	file := readCompatFile(path, env.OwnerUID, k.version, k.start)
+	if file.state == kubeletcompat.FileIgnored && file.file == nil {
 		return fmt.Errorf("compat file %s is not valid (%s); not deleting what cannot be checked", path, file.Reason)
 	}
-	if file.State == filePending {
+	if file.state == kubeletcompat.FilePending {
 		// record runs just before the swap; deleting the file now would take
 		// the protection away from the swap it was recorded for.
 		return &exitError{code: ExitKept, err: fmt.Errorf("keeping %s: %s (delete it by hand if that upgrade was abandoned)", path, file.Reason)}
@@ -95,16 +95,12 @@ func runSweep(ctx context.Context, env Env, o *sweepOptions) error {
 		return err
 	}
 	var needs []string
-	for _, l := range findLegacy(st, k.start, file.listedOlder(k.version), idx, k.version) {
+	for _, l := range findLegacy(st, k.start, file.decider, idx, k.version) {
 		if why := l.needsFile(); why != "" {
 			needs = append(needs, fmt.Sprintf("container %s/%s (%s): %s", l.pod, l.c.Name, shortID(l.c.ID), why))
 		}
 	}
-	var inForce *kubeletcompat.File
-	if file.inForce() {
-		inForce = file.file
-	}
-	for _, sp := range staticPodsNeedingFile(inForce, st) {
+	for _, sp := range staticPodsNeedingFile(file.decider, st) {
 		needs = append(needs, fmt.Sprintf("static pod %s runs under the recorded UID %s of %s", sp.Pod, sp.UID, sp.ManifestPath))
 	}
 	if len(needs) > 0 {

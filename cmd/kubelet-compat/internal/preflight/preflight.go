@@ -6,8 +6,6 @@ package preflight
 import (
 	"crypto/sha256"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -95,10 +93,10 @@ func CheckVersions(from, to kubeletcompat.Version) error {
 	if !from.LessThan(to) {
 		return fmt.Errorf("--from %s must be older than --to %s", from, to)
 	}
-	if kubeletcompat.HashEra(from.Minor) == "unknown" {
+	if kubeletcompat.EraOf(from) == kubeletcompat.EraUnknown {
 		return fmt.Errorf("unknown version %s: the newest known minor is 1.31", from)
 	}
-	if era := kubeletcompat.HashEra(to.Minor); era != "json" && era != "name-image" {
+	if era := kubeletcompat.EraOf(to); era != kubeletcompat.EraJSON && era != kubeletcompat.EraNameImage {
 		return fmt.Errorf("unsupported --to %s: the patched kubelet exists for 1.16 to 1.31", to)
 	}
 	return nil
@@ -142,13 +140,12 @@ func Run(from, to kubeletcompat.Version, pods []Pod, now time.Time) (*Report, er
 	if err := CheckVersions(from, to); err != nil {
 		return nil, err
 	}
-	patched, cleanup, err := patchedKubelet(from, to, now, pods)
+	patched, err := patchedKubelet(from, to, now, pods)
 	if err != nil {
 		return nil, err
 	}
-	defer cleanup()
 	r := &Report{From: from.String(), To: to.String(),
-		Eras: kubeletcompat.HashEra(from.Minor) + " -> " + kubeletcompat.HashEra(to.Minor)}
+		Eras: kubeletcompat.EraOf(from).String() + " -> " + kubeletcompat.EraOf(to).String()}
 	for _, p := range pods {
 		r.Rows = append(r.Rows, checkPod(from, to, p, patched, now)...)
 	}
@@ -175,16 +172,10 @@ func Run(from, to kubeletcompat.Version, pods []Pod, now time.Time) (*Report, er
 	return r, nil
 }
 
-// patchedKubelet is the library exactly as a patched kubelet vTo runs it,
-// with a compat file that records vFrom and lists every container of pods
+// patchedKubelet is the decision core exactly as a patched kubelet vTo runs
+// it, on a compat file that records vFrom and lists every container of pods
 // as created by vFrom.
-func patchedKubelet(from, to kubeletcompat.Version, now time.Time, pods []Pod) (*kubeletcompat.Compat, func(), error) {
-	dir, err := os.MkdirTemp("", "kubelet-compat-preflight")
-	if err != nil {
-		return nil, nil, err
-	}
-	cleanup := func() { os.RemoveAll(dir) }
-	path := filepath.Join(dir, kubeletcompat.DefaultFileName)
+func patchedKubelet(from, to kubeletcompat.Version, now time.Time, pods []Pod) (*kubeletcompat.Decider, error) {
 	f := &kubeletcompat.File{APIVersion: kubeletcompat.APIVersion, Kind: kubeletcompat.Kind, PreviousVersion: from.String(), RecordedAt: now}
 	listed := map[string]bool{}
 	for _, p := range pods {
@@ -198,16 +189,14 @@ func patchedKubelet(from, to kubeletcompat.Version, now time.Time, pods []Pod) (
 			}
 		}
 	}
-	if err := kubeletcompat.WriteFile(path, f); err != nil {
-		cleanup()
-		return nil, nil, err
+	if err := f.Validate(); err != nil {
+		return nil, err
 	}
-	c := kubeletcompat.New(kubeletcompat.Config{Path: path, KubeletVersion: to.String(), StartTime: now, OwnerUID: os.Getuid()})
-	if _, ok := c.Active(); !ok {
-		cleanup()
-		return nil, nil, fmt.Errorf("the compat library does not accept %s -> %s", from, to)
+	d := kubeletcompat.NewDecider(f, to, now)
+	if state, _ := d.State(); state != kubeletcompat.FileActive {
+		return nil, fmt.Errorf("the compat library does not accept %s -> %s", from, to)
 	}
-	return c, cleanup, nil
+	return d, nil
 }
 
 func hex(h uint64) string { return fmt.Sprintf("%x", h) }
@@ -224,7 +213,7 @@ func containerID(p Pod, name string) string {
 
 func hex64(b []byte) string { return fmt.Sprintf("%x", b) }
 
-func checkPod(from, to kubeletcompat.Version, p Pod, patched *kubeletcompat.Compat, now time.Time) []Row {
+func checkPod(from, to kubeletcompat.Version, p Pod, patched *kubeletcompat.Decider, now time.Time) []Row {
 	name := p.Namespace + "/" + p.Name
 	if p.Object == nil {
 		var rows []Row
@@ -257,7 +246,7 @@ func checkPod(from, to kubeletcompat.Version, p Pod, patched *kubeletcompat.Comp
 	return rows
 }
 
-func checkContainer(from, to kubeletcompat.Version, p Pod, podName string, c *v1.Container, podVerdict, podReason string, patched *kubeletcompat.Compat, now time.Time) Row {
+func checkContainer(from, to kubeletcompat.Version, p Pod, podName string, c *v1.Container, podVerdict, podReason string, patched *kubeletcompat.Decider, now time.Time) Row {
 	row := Row{Pod: podName, Source: p.Source, Container: c.Name}
 	newHash, err := kubeletcompat.ContainerHash(to, c)
 	if err != nil {
@@ -287,7 +276,7 @@ func checkContainer(from, to kubeletcompat.Version, p Pod, podName string, c *v1
 
 	var reasons []string
 	verdict := Keep
-	fromEra, toEra := kubeletcompat.HashEra(from.Minor), kubeletcompat.HashEra(to.Minor)
+	fromEra, toEra := kubeletcompat.EraOf(from), kubeletcompat.EraOf(to)
 	switch {
 	case fromEra != toEra:
 		verdict = Restart

@@ -1,0 +1,186 @@
+package kubeletcompat
+
+import (
+	"fmt"
+	"path/filepath"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// FileState is what a kubelet does with a compat file.
+type FileState int
+
+const (
+	// FileAbsent: there is no file; the kubelet behaves as upstream.
+	FileAbsent FileState = iota
+	// FileIgnored: the file is bad, or records a kubelet newer than this
+	// one; the kubelet behaves as upstream.
+	FileIgnored
+	// FilePending: the file records this kubelet's own version: record ran
+	// and the swap has not happened yet (or record ran twice). What it lists
+	// from earlier upgrades is still kept.
+	FilePending
+	// FileActive: the file records an older kubelet.
+	FileActive
+)
+
+func (s FileState) String() string {
+	switch s {
+	case FileAbsent:
+		return "absent"
+	case FileIgnored:
+		return "ignored"
+	case FilePending:
+		return "pending"
+	case FileActive:
+		return "active"
+	}
+	return fmt.Sprintf("FileState(%d)", int(s))
+}
+
+// Decider is the whole decision, free of I/O: a parsed compat file, the
+// running kubelet's version and its start time. The kubelet (through
+// Compat, which watches the file), and the CLI's status, sweep and preflight
+// all decide with it.
+type Decider struct {
+	file       *File
+	own        Version
+	start      time.Time
+	state      FileState
+	reason     string
+	containers map[string]Version   // hash version by container ID
+	pods       map[string]StaticPod // by manifest path
+}
+
+// NewDecider returns the decisions of a kubelet of version own, started at
+// start, for the compat file f (nil: no file). The file must be valid.
+func NewDecider(f *File, own Version, start time.Time) *Decider {
+	d := &Decider{file: f, own: own, start: start}
+	if f == nil {
+		d.state = FileAbsent
+		return d
+	}
+	prev, _ := ParseVersion(f.PreviousVersion) // validated by Parse
+	switch {
+	case own.LessThan(prev):
+		d.state, d.reason = FileIgnored, fmt.Sprintf("previous version %s is newer than this kubelet %s", prev, own)
+		return d
+	case !prev.LessThan(own):
+		d.state, d.reason = FilePending, fmt.Sprintf("recorded for this kubelet's own version %s: the swap it was recorded for has not happened yet", own)
+	default:
+		d.state = FileActive
+	}
+	d.containers = make(map[string]Version, len(f.Containers))
+	for _, c := range f.Containers {
+		d.containers[c.ID], _ = ParseVersion(c.HashVersion) // validated by Parse
+	}
+	d.pods = make(map[string]StaticPod, len(f.StaticPods))
+	for _, sp := range f.StaticPods {
+		d.pods[sp.ManifestPath] = sp
+	}
+	return d
+}
+
+// State says what the kubelet does with the file, and why it ignores or
+// holds it.
+func (d *Decider) State() (FileState, string) { return d.state, d.reason }
+
+// InForce reports whether the kubelet uses the file.
+func (d *Decider) InForce() bool { return d.state == FileActive || d.state == FilePending }
+
+// File is the compat file decided on, nil when there is none.
+func (d *Decider) File() *File { return d.file }
+
+// LegacyHashVersion returns the older kubelet whose hash the file says a
+// container carries: only such a container can be kept through the file.
+func (d *Decider) LegacyHashVersion(containerID string) (Version, bool) {
+	v, ok := d.containers[containerID]
+	if !ok || !d.InForce() || !v.LessThan(d.own) {
+		return Version{}, false
+	}
+	return v, true
+}
+
+// Decide is the whole decision for a running container: keep it when its
+// stored hash is the running kubelet's own hash for the spec (upstream), or
+// when the compat path keeps it (see KeepChanged). The own hash is computed
+// as the running kubelet's minor computes it, whatever types the caller
+// decoded the spec with.
+func (d *Decider) Decide(container *v1.Container, running RunningContainer) Decision {
+	if own, err := ContainerHash(d.own, container); err == nil && own == running.Hash {
+		return Decision{Keep: true, Reason: "hash matches"}
+	}
+	return d.KeepChanged(container, running)
+}
+
+// KeepChanged is for a container whose stored hash differs from the running
+// kubelet's own: it is kept only when the compat file is in force, lists the
+// container (it ran when the file was recorded) with an older kubelet's
+// hash, the container was created before this kubelet started, and its
+// stored hash is what that older kubelet computes for the current spec. A
+// container created after the file was recorded is never kept this way,
+// whatever the clocks say and however often the kubelet restarts.
+func (d *Decider) KeepChanged(container *v1.Container, running RunningContainer) Decision {
+	if !d.InForce() {
+		return Decision{Reason: "definition changed"}
+	}
+	creator, listed := d.containers[running.ID]
+	if !listed {
+		return Decision{Reason: "definition changed (not running when the compat file was recorded)"}
+	}
+	if running.CreatedAt.IsZero() || !running.CreatedAt.Before(d.start) {
+		return Decision{Reason: "definition changed (created by this kubelet)"}
+	}
+	if !creator.LessThan(d.own) {
+		return Decision{Reason: fmt.Sprintf("definition changed (it carries the hash of %s, not of an older kubelet)", creator)}
+	}
+	if EraOf(creator) == EraGoStruct {
+		return keepByAge(container, running, creator)
+	}
+	legacy, err := ContainerHash(creator, container)
+	if err != nil {
+		return Decision{Reason: "definition changed (" + err.Error() + ")",
+			note: &logNote{key: "hash " + err.Error(), msg: fmt.Sprintf("kubelet-compat: %v; containers restart as upstream does", err)}}
+	}
+	if legacy == running.Hash {
+		return Decision{Keep: true, Reason: fmt.Sprintf("kept: stored hash %x is what %s computes for the current spec", legacy, creator)}
+	}
+	return Decision{Reason: fmt.Sprintf("definition changed (stored hash %x is neither this kubelet's nor %s's %x)", running.Hash, creator, legacy)}
+}
+
+// keepByAge is the rule for containers of kubelets (<= 1.15) whose hash is
+// not reproduced: keep what such a kubelet created unless the image changed.
+// It applies only to a container the file says carries such a hash.
+func keepByAge(container *v1.Container, running RunningContainer, creator Version) Decision {
+	if running.Image == "" || normalizeImage(running.Image) != normalizeImage(container.Image) {
+		return Decision{Reason: fmt.Sprintf("definition changed (image %q is not the running %q)", container.Image, running.Image)}
+	}
+	return Decision{Keep: true, Reason: fmt.Sprintf("kept: created by %s before the compat file was recorded, image unchanged", creator),
+		note: &logNote{key: "age " + running.ID, msg: fmt.Sprintf("kubelet-compat: keeping container %s (%s) created by %s: that version's hash is not reproduced, so only an image change restarts it", running.ID, container.Name, creator)}}
+}
+
+// StaticPodUID returns the UID recorded for a static pod manifest when the
+// file is in force and the manifest's bytes are unchanged since then; the
+// note, when set, says why a recorded manifest is not used.
+func (d *Decider) StaticPodUID(manifestPath string, data []byte) (uid string, ok bool, note *logNote) {
+	if !d.InForce() {
+		return "", false, nil
+	}
+	// The recorded paths are absolute; --pod-manifest-path may be relative.
+	abs, err := filepath.Abs(manifestPath)
+	if err != nil {
+		return "", false, nil
+	}
+	sp, ok := d.pods[abs]
+	if !ok {
+		return "", false, nil
+	}
+	if ManifestSHA256(data) != sp.SHA256 {
+		return "", false, &logNote{key: "manifest " + manifestPath + " " + sp.SHA256, msg: fmt.Sprintf("kubelet-compat: %s changed since it was recorded: its recorded UID is not used", manifestPath)}
+	}
+	return sp.UID, true, nil
+}
+
+// logNote is a line the kubelet logs once per key.
+type logNote struct{ key, msg string }
