@@ -53,7 +53,7 @@ func TestBuildRefusesBadInputs(t *testing.T) {
 }
 
 // TestBuildWithRelativePaths builds as `make rpm` does by default: input,
-// output and CLI given relative to the working directory (issue 9 item 0:
+// output and CLI given relative to the working directory (once
 // rpmbuild got a relative _topdir and could not find its SOURCES).
 func TestBuildWithRelativePaths(t *testing.T) {
 	requireRPMTools(t)

@@ -522,7 +522,7 @@ func TestScriptlets(t *testing.T) {
 // TestPreunRefusesSelectedVersion runs the versioned packages' %preun as rpm
 // would on a node, against a fake tree: erasing the version a stage serves
 // must fail with a message that says what to do, and upgrading it ($1 = 1)
-// or erasing another version must not (issue 9 item 15). The scriptlet's
+// or erasing another version must not. The scriptlet's
 // /usr/local/kubernetes is rewritten to the fake tree's, so the host's is
 // never looked at.
 func TestPreunRefusesSelectedVersion(t *testing.T) {

@@ -426,7 +426,7 @@ func waitForFile(t *testing.T, path string) {
 }
 
 // TestSelectConcurrentRuns runs a second switch while a first one is in
-// the middle of its own (issue 9 item 12): every run must do what it says.
+// the middle of its own: every run must do what it says.
 // A slow `ln` (or `mv`, for /etc/fstab) holds the first run in its switch;
 // the second starts once the first is there.
 func TestSelectConcurrentRuns(t *testing.T) {
@@ -534,7 +534,7 @@ func TestSelectLockTimeout(t *testing.T) {
 }
 
 // TestSelectFailedBindRollsBack makes the bind mount fail in the middle of
-// a stage2 switch (issue 9 item 13): the old selection must still serve,
+// a stage2 switch: the old selection must still serve,
 // untouched in /etc/fstab, and the kubelet is started again only when the
 // stage it runs from is intact.
 func TestSelectFailedBindRollsBack(t *testing.T) {
@@ -602,7 +602,7 @@ func TestSelectFailedBindRollsBack(t *testing.T) {
 
 // TestSelectRefusesRootWithRestart: --restart-kubelet acts on this host's
 // systemd, which is not the --root tree's, and an empty --root would be
-// the live system (issue 9 item 14). Both are usage errors, before anything
+// the live system. Both are usage errors, before anything
 // is touched.
 func TestSelectRefusesRootWithRestart(t *testing.T) {
 	root := t.TempDir()
@@ -639,8 +639,7 @@ func TestSelectRefusesRootWithRestart(t *testing.T) {
 }
 
 // TestSelectEditsSymlinkedFstab: some images link /etc/fstab elsewhere; the
-// link must stay and its target be edited, resolved inside the root
-// (issue 9 item 15).
+// link must stay and its target be edited, resolved inside the root.
 func TestSelectEditsSymlinkedFstab(t *testing.T) {
 	const others = "# /etc/fstab\nUUID=1234 / ext4 defaults 0 1\n"
 	for _, tc := range []struct {

@@ -1,4 +1,4 @@
-// Command e2e is the real-node end-to-end test of kubelet-compat (issue 6):
+// Command e2e is the real-node end-to-end test of kubelet-compat:
 // in-place kubelet upgrades on a local node (containerd, runc, bridge CNI
 // from Debian) must restart nothing with the patched kubelet, while the
 // unpatched kubelet, as the negative control on the same corpus, restarts

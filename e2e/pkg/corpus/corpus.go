@@ -266,7 +266,7 @@ type Expectation struct {
 
 // UpstreamRestarts lists the pods an unpatched kubelet restarts (recreates
 // or restarts a container of) when it replaces kubelet 1.<from> in place as
-// kubelet 1.<to>, as measured upstream (FIELD-NOTES section 4):
+// kubelet 1.<to>, as measured upstream (docs/upstream-behaviour.md):
 // static pods without metadata.uid get a new UID at 1.19 and 1.21; the
 // container hash changes at 1.19 for seccompProfile and at 1.21 for a
 // probe's terminationGracePeriodSeconds.

@@ -37,7 +37,7 @@ type Config struct {
 	Recorder proc.Recorder
 }
 
-// Args are the kubelet's flags (FIELD-NOTES section 3; they work from 1.18
+// Args are the kubelet's flags (docs/upstream-behaviour.md; they work from 1.18
 // to 1.26, and without --container-runtime from 1.27).
 func (c Config) Args() []string {
 	args := []string{
