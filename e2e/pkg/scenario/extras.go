@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -20,6 +21,7 @@ import (
 // run of the step with faults; then sweep must delete the file once the
 // legacy containers are gone.
 func (s *Scenario) extras(ctx context.Context, last Step) error {
+	s.check(s.statusAgrees(ctx))
 	s.check(s.sweepKeeps(ctx))
 	s.check(s.genuineChange(ctx))
 
@@ -62,6 +64,44 @@ func firstLine(s string) string {
 		return s[i+1:]
 	}
 	return s
+}
+
+// statusAgrees runs `kubelet-compat status` right after the patched kubelet
+// kept every container: its decision (the library's Decider on the file it
+// reads, with the running kubelet's hash) must be keep for every legacy
+// container, as the kubelet's was.
+func (s *Scenario) statusAgrees(ctx context.Context) report.Check {
+	c := report.Check{Name: "status decides as the kubelet did for every legacy container"}
+	out, err := s.cliRun(ctx, "status", "-o", "json")
+	if err != nil {
+		c.Detail = fmt.Sprintf("status: %v: %s", err, firstLine(out))
+		return c
+	}
+	var st struct {
+		Legacy []struct {
+			Pod, Container, Decision string
+			Keep                     *bool
+		} `json:"legacyContainers"`
+	}
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		c.Detail = fmt.Sprintf("status -o json: %v", err)
+		return c
+	}
+	var disagree []string
+	for _, l := range st.Legacy {
+		if strings.HasPrefix(l.Decision, "init container") {
+			continue // not hash-checked, by the kubelet either
+		}
+		if l.Keep == nil || !*l.Keep {
+			disagree = append(disagree, fmt.Sprintf("%s/%s: %s", l.Pod, l.Container, l.Decision))
+		}
+	}
+	c.Passed = len(st.Legacy) > 0 && len(disagree) == 0
+	c.Detail = fmt.Sprintf("%d legacy containers, status keeps %d", len(st.Legacy), len(st.Legacy)-len(disagree))
+	if len(disagree) > 0 {
+		c.Detail += "; not kept by status although the kubelet kept them: " + strings.Join(disagree, "; ")
+	}
+	return c
 }
 
 func (s *Scenario) sweepKeeps(ctx context.Context) report.Check {
