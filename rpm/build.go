@@ -15,7 +15,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/kubelet-compat/kubelet-compat/build/exec"
+	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
 )
 
 // Defaults of Config, documented in rpm/README.md.

@@ -19,10 +19,10 @@ import (
 	"time"
 
 	"github.com/kubelet-compat/kubelet-compat/build/cachelock"
-	"github.com/kubelet-compat/kubelet-compat/build/exec"
 	"github.com/kubelet-compat/kubelet-compat/build/matrix"
 	"github.com/kubelet-compat/kubelet-compat/build/source"
 	"github.com/kubelet-compat/kubelet-compat/build/toolchain"
+	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
 )
 
 // CompatBuild is the semver build metadata of patched builds, e.g.

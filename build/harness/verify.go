@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kubelet-compat/kubelet-compat/build/exec"
 	"github.com/kubelet-compat/kubelet-compat/build/toolchain"
+	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
 )
 
 // TestPackages are the kubelet packages the series patches and tests.

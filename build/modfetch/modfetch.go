@@ -12,7 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/kubelet-compat/kubelet-compat/build/exec"
+	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
 )
 
 // GoCommand is the modern go command; override with $KC_MODERN_GO.

@@ -27,10 +27,10 @@ import (
 	"time"
 
 	"github.com/kubelet-compat/kubelet-compat/build/cachelock"
-	"github.com/kubelet-compat/kubelet-compat/build/exec"
 	"github.com/kubelet-compat/kubelet-compat/build/matrix"
 	"github.com/kubelet-compat/kubelet-compat/build/modfetch"
 	"github.com/kubelet-compat/kubelet-compat/build/toolchain"
+	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
 )
 
 // markerFile, written last into a pristine tree, says what it was made from.

@@ -20,8 +20,8 @@ import (
 	"time"
 
 	"github.com/kubelet-compat/kubelet-compat/build/cachelock"
-	"github.com/kubelet-compat/kubelet-compat/build/exec"
 	"github.com/kubelet-compat/kubelet-compat/build/modfetch"
+	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
 )
 
 // markerFile records, inside an installed toolchain, the module sum it was

@@ -14,10 +14,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kubelet-compat/kubelet-compat/build/exec"
 	"github.com/kubelet-compat/kubelet-compat/build/matrix"
 	"github.com/kubelet-compat/kubelet-compat/build/toolchain"
 	"github.com/kubelet-compat/kubelet-compat/hack/internal/libfiles"
+	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
 )
 
 // goSpewVersion is what every supported tree vendors.

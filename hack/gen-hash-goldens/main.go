@@ -21,11 +21,11 @@ import (
 	"time"
 
 	"github.com/kubelet-compat/kubelet-compat/build/cachelock"
-	"github.com/kubelet-compat/kubelet-compat/build/exec"
 	"github.com/kubelet-compat/kubelet-compat/build/matrix"
 	"github.com/kubelet-compat/kubelet-compat/build/source"
 	"github.com/kubelet-compat/kubelet-compat/build/toolchain"
 	"github.com/kubelet-compat/kubelet-compat/hack/gen-hash-goldens/golden"
+	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
 )
 
 func main() {

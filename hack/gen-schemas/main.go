@@ -24,8 +24,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kubelet-compat/kubelet-compat/build/exec"
 	"github.com/kubelet-compat/kubelet-compat/build/matrix"
+	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
 )
 
 //go:embed reflect.go.tmpl

@@ -7,7 +7,7 @@ import (
 	"net"
 	"time"
 
-	"github.com/kubelet-compat/kubelet-compat/cmd/kubelet-compat/pkg/cri"
+	"github.com/kubelet-compat/kubelet-compat/pkg/cri"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	runtimev1 "k8s.io/cri-api/pkg/apis/runtime/v1"

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kubelet-compat/kubelet-compat/build/exec"
 	kubeletcompat "github.com/kubelet-compat/kubelet-compat/kubelet-compat"
+	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
 )
 
 // Version runs `<path> --version` and parses "Kubernetes v1.18.19". path is

@@ -1,4 +1,4 @@
-package crifake
+package fake
 
 import (
 	"context"

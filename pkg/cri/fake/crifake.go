@@ -1,8 +1,8 @@
-// Package crifake is an in-process CRI runtime for tests: a real gRPC server
+// Package fake is an in-process CRI runtime for tests: a real gRPC server
 // on a unix socket serving the read-only part of RuntimeService for
 // runtime.v1, runtime.v1alpha2 or both, from in-memory sandboxes and
 // containers. Everything else answers Unimplemented.
-package crifake
+package fake
 
 import (
 	"net"
@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubelet-compat/kubelet-compat/cmd/kubelet-compat/pkg/cri"
+	"github.com/kubelet-compat/kubelet-compat/pkg/cri"
 	"google.golang.org/grpc"
 	runtimev1 "k8s.io/cri-api/pkg/apis/runtime/v1"
 	runtimev1alpha2 "k8s.io/cri-api/pkg/apis/runtime/v1alpha2"

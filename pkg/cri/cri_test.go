@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubelet-compat/kubelet-compat/cmd/kubelet-compat/pkg/cri"
-	"github.com/kubelet-compat/kubelet-compat/cmd/kubelet-compat/pkg/crifake"
+	"github.com/kubelet-compat/kubelet-compat/pkg/cri"
+	"github.com/kubelet-compat/kubelet-compat/pkg/cri/fake"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -31,7 +31,7 @@ func TestDialDetectsAPIAndLists(t *testing.T) {
 		{name: "neither", serve: nil, wantErr: "v1alpha2, after v1 was unimplemented"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := crifake.Start(t, tc.serve...)
+			srv := fake.Start(t, tc.serve...)
 			srv.Set([]cri.Sandbox{{ID: "sb1", Name: "etcd-node1", Namespace: "kube-system", UID: "u1", Ready: true, CreatedAt: created,
 				Annotations: map[string]string{cri.ConfigSourceAnnotation: "file"}}},
 				[]cri.Container{{ID: "c1", SandboxID: "sb1", Name: "etcd", Image: "sha256:abc", State: cri.ContainerRunning, CreatedAt: created,
@@ -92,7 +92,7 @@ func TestDialErrors(t *testing.T) {
 }
 
 func TestCallErrorsAreWrapped(t *testing.T) {
-	srv := crifake.Start(t, cri.APIv1alpha2)
+	srv := fake.Start(t, cri.APIv1alpha2)
 	c, err := cri.Dial(context.Background(), srv.Endpoint, cri.Options{})
 	if err != nil {
 		t.Fatal(err)
