@@ -23,6 +23,7 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/build/source"
 	"github.com/kubelet-compat/kubelet-compat/build/toolchain"
 	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
+	"github.com/kubelet-compat/kubelet-compat/pkg/series"
 )
 
 // CompatBuild is the semver build metadata of patched builds, e.g.
@@ -207,20 +208,16 @@ func (h *Harness) series(row matrix.Row) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	data, err := os.ReadFile(filepath.Join(dir, "series"))
+	names, err := series.Read(dir)
 	if err != nil {
 		return nil, fmt.Errorf("[%s] no patch series for %s: %w", row.Kubernetes, row.Minor(), err)
 	}
-	var out []string
-	for _, line := range strings.Split(string(data), "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		out = append(out, filepath.Join(dir, line))
+	if len(names) == 0 {
+		return nil, fmt.Errorf("[%s] %s/%s lists no patches", row.Kubernetes, dir, series.File)
 	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("[%s] %s/series lists no patches", row.Kubernetes, dir)
+	out := make([]string, len(names))
+	for i, name := range names {
+		out[i] = filepath.Join(dir, name)
 	}
 	return out, nil
 }

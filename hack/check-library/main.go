@@ -17,6 +17,7 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/build/matrix"
 	"github.com/kubelet-compat/kubelet-compat/build/toolchain"
 	"github.com/kubelet-compat/kubelet-compat/hack/internal/libfiles"
+	"github.com/kubelet-compat/kubelet-compat/pkg/cachedir"
 	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
 )
 
@@ -44,11 +45,7 @@ func run(libDir string, all bool) error {
 	if !all {
 		rows = rows[:1]
 	}
-	cacheDir := os.Getenv("KC_CACHE")
-	if cacheDir == "" {
-		home, _ := os.UserHomeDir()
-		cacheDir = filepath.Join(home, ".cache", "kubelet-compat")
-	}
+	cacheDir := cachedir.Resolve(os.Getenv(cachedir.Env))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	for _, row := range rows {

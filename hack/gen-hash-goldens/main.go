@@ -25,6 +25,7 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/build/source"
 	"github.com/kubelet-compat/kubelet-compat/build/toolchain"
 	"github.com/kubelet-compat/kubelet-compat/hack/gen-hash-goldens/golden"
+	"github.com/kubelet-compat/kubelet-compat/pkg/cachedir"
 	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
 )
 
@@ -33,7 +34,7 @@ func main() {
 		versions   = flag.String("versions", "", "comma-separated releases or minors to regenerate (e.g. 1.18.19,1.21); the other lines are kept. Empty: all")
 		corpusPath = flag.String("corpus", "kubelet-compat/testdata/containers.json", "container corpus")
 		outPath    = flag.String("out", "kubelet-compat/testdata/hashes.golden", "golden file to write")
-		cacheDir   = flag.String("cache", defaultCache(), "cache root (toolchains, module cache, sources, work trees); default $KC_CACHE")
+		cacheDir   = flag.String("cache", cachedir.Resolve(os.Getenv(cachedir.Env)), "cache root (toolchains, module cache, sources, work trees); default $KC_CACHE")
 		treeTime   = flag.Duration("tree-timeout", 60*time.Minute, "time limit per tree")
 	)
 	flag.Parse()
@@ -41,14 +42,6 @@ func main() {
 		fmt.Fprintln(os.Stderr, "gen-hash-goldens:", err)
 		os.Exit(1)
 	}
-}
-
-func defaultCache() string {
-	if c := os.Getenv("KC_CACHE"); c != "" {
-		return c
-	}
-	home, _ := os.UserHomeDir()
-	return filepath.Join(home, ".cache", "kubelet-compat")
 }
 
 func run(versions, corpusPath, outPath, cacheDir string, treeTimeout time.Duration, progress io.Writer) error {

@@ -11,13 +11,13 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/kubelet-compat/kubelet-compat/build/harness"
 	"github.com/kubelet-compat/kubelet-compat/build/matrix"
+	"github.com/kubelet-compat/kubelet-compat/pkg/cachedir"
 )
 
 func main() {
@@ -58,7 +58,7 @@ func run(args []string) error {
 		}
 	}
 	h := harness.New(harness.Options{
-		CacheDir:        cacheDir(),
+		CacheDir:        cachedir.Resolve(os.Getenv(cachedir.Env)),
 		OutputDir:       *output,
 		PatchesDir:      "patches",
 		Patched:         *patched,
@@ -108,14 +108,6 @@ func buildRow(ctx context.Context, h *harness.Harness, row matrix.Row, cmd strin
 
 func splitList(s string) []string {
 	return strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' })
-}
-
-func cacheDir() string {
-	if d := os.Getenv("KC_CACHE"); d != "" {
-		return d
-	}
-	home, _ := os.UserHomeDir()
-	return filepath.Join(home, ".cache", "kubelet-compat")
 }
 
 // selectBuildRows picks the named build rows, telling an unknown version
