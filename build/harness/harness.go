@@ -55,6 +55,12 @@ type Options struct {
 	Patched bool
 	// SourceDateEpoch stamps buildDate; 0 derives it from the inputs.
 	SourceDateEpoch int64
+	// GitCommit stamps gitCommit ($KUBE_GIT_COMMIT; module zips carry no
+	// commit, so empty by default).
+	GitCommit string
+	// UserGOROOTs maps a Go version to a local GOROOT to use instead of
+	// downloading it ($KC_GOROOT_<X>).
+	UserGOROOTs map[string]string
 	// Progress receives one line per step.
 	Progress io.Writer
 }
@@ -128,7 +134,7 @@ func (h *Harness) Lock(ctx context.Context, row matrix.Row) (func(), error) {
 // copy with the series applied, modules downloaded. An unchanged tree is
 // reused as it is.
 func (h *Harness) Prepare(ctx context.Context, row matrix.Row) (*Tree, error) {
-	goroot, err := toolchain.Ensure(ctx, h.opts.CacheDir, row.Go, row.ToolchainSum, h.opts.Progress)
+	goroot, err := toolchain.Ensure(ctx, h.opts.CacheDir, row.Go, row.ToolchainSum, h.opts.UserGOROOTs[row.Go], h.opts.Progress)
 	if err != nil {
 		return nil, err
 	}
@@ -308,7 +314,7 @@ func (t *Tree) ldflags() string {
 		{"gitVersion", t.Version},
 		{"gitMajor", parts[0]},
 		{"gitMinor", parts[1]},
-		{"gitCommit", os.Getenv("KUBE_GIT_COMMIT")},
+		{"gitCommit", t.h.opts.GitCommit},
 		{"gitTreeState", "clean"},
 		{"buildDate", date},
 	}

@@ -60,7 +60,7 @@ func run(libDir string, all bool) error {
 }
 
 func check(ctx context.Context, cacheDir, libDir string, row matrix.Row) error {
-	goroot, err := toolchain.Ensure(ctx, cacheDir, row.Go, row.ToolchainSum, os.Stderr)
+	goroot, err := toolchain.Ensure(ctx, cacheDir, row.Go, row.ToolchainSum, os.Getenv(toolchain.UserGOROOTEnv(row.Go)), os.Stderr)
 	if err != nil {
 		return err
 	}

@@ -152,7 +152,7 @@ func reusable(outPath string, corpus []byte, rows, selected []matrix.Row) (*gold
 // hashTree computes the corpus hashes inside the real tree of one row.
 func hashTree(ctx context.Context, cacheDir string, row matrix.Row, corpusPath string, items []golden.CorpusItem, progress io.Writer) ([]golden.Line, error) {
 	start := time.Now()
-	goroot, err := toolchain.Ensure(ctx, cacheDir, row.Go, row.ToolchainSum, progress)
+	goroot, err := toolchain.Ensure(ctx, cacheDir, row.Go, row.ToolchainSum, os.Getenv(toolchain.UserGOROOTEnv(row.Go)), progress)
 	if err != nil {
 		return nil, err
 	}

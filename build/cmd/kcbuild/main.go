@@ -17,6 +17,7 @@ import (
 
 	"github.com/kubelet-compat/kubelet-compat/build/harness"
 	"github.com/kubelet-compat/kubelet-compat/build/matrix"
+	"github.com/kubelet-compat/kubelet-compat/build/toolchain"
 	"github.com/kubelet-compat/kubelet-compat/pkg/cachedir"
 )
 
@@ -57,12 +58,20 @@ func run(args []string) error {
 			return fmt.Errorf("SOURCE_DATE_EPOCH=%q is not a number of seconds", s)
 		}
 	}
+	userGOROOTs := map[string]string{}
+	for _, row := range rows {
+		if goroot := os.Getenv(toolchain.UserGOROOTEnv(row.Go)); goroot != "" {
+			userGOROOTs[row.Go] = goroot
+		}
+	}
 	h := harness.New(harness.Options{
 		CacheDir:        cachedir.Resolve(os.Getenv(cachedir.Env)),
 		OutputDir:       *output,
 		PatchesDir:      "patches",
 		Patched:         *patched,
 		SourceDateEpoch: epoch,
+		GitCommit:       os.Getenv("KUBE_GIT_COMMIT"),
+		UserGOROOTs:     userGOROOTs,
 		Progress:        os.Stdout,
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Hour)
