@@ -18,12 +18,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kubelet-compat/kubelet-compat/build/cachelock"
-	"github.com/kubelet-compat/kubelet-compat/build/matrix"
-	"github.com/kubelet-compat/kubelet-compat/build/source"
-	"github.com/kubelet-compat/kubelet-compat/build/toolchain"
+	"github.com/kubelet-compat/kubelet-compat/pkg/cachelock"
 	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
+	"github.com/kubelet-compat/kubelet-compat/pkg/matrix"
 	"github.com/kubelet-compat/kubelet-compat/pkg/series"
+	"github.com/kubelet-compat/kubelet-compat/pkg/source"
+	"github.com/kubelet-compat/kubelet-compat/pkg/toolchain"
 )
 
 // CompatBuild is the semver build metadata of patched builds, e.g.
@@ -337,7 +337,7 @@ func (h *Harness) sourceDateEpoch(t *Tree) int64 {
 	}
 	path := filepath.Join(h.opts.PatchesDir, "v"+t.Row.Minor())
 	if !h.opts.Patched {
-		path = filepath.Join("build", "matrix", "matrix.json")
+		path = filepath.Join("pkg", "matrix", "matrix.json")
 	}
 	out, err := exec.Command("git", "log", "-1", "--format=%ct", "--", path).Output(context.Background())
 	if n, perr := strconv.ParseInt(strings.TrimSpace(string(out)), 10, 64); err == nil && perr == nil && n > 0 {

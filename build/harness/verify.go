@@ -7,9 +7,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kubelet-compat/kubelet-compat/build/toolchain"
 	"github.com/kubelet-compat/kubelet-compat/pkg/binversion"
 	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
+	"github.com/kubelet-compat/kubelet-compat/pkg/toolchain"
 )
 
 // TestPackages are the kubelet packages the series patches and tests.

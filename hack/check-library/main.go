@@ -14,11 +14,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kubelet-compat/kubelet-compat/build/matrix"
-	"github.com/kubelet-compat/kubelet-compat/build/toolchain"
 	"github.com/kubelet-compat/kubelet-compat/hack/internal/libfiles"
 	"github.com/kubelet-compat/kubelet-compat/pkg/cachedir"
 	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
+	"github.com/kubelet-compat/kubelet-compat/pkg/matrix"
+	"github.com/kubelet-compat/kubelet-compat/pkg/toolchain"
 )
 
 // goSpewVersion is what every supported tree vendors.

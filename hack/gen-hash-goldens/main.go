@@ -1,5 +1,5 @@
 // Command gen-hash-goldens computes kubelet-compat/testdata/hashes.golden:
-// for every row of build/matrix (or those named with -versions) it fetches
+// for every row of pkg/matrix (or those named with -versions) it fetches
 // the row's Go toolchain and Kubernetes source, writes a tiny program into a
 // work copy of the tree and runs it over the container corpus, so every hash
 // comes from that minor's real kubecontainer.HashContainer.
@@ -20,13 +20,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kubelet-compat/kubelet-compat/build/cachelock"
-	"github.com/kubelet-compat/kubelet-compat/build/matrix"
-	"github.com/kubelet-compat/kubelet-compat/build/source"
-	"github.com/kubelet-compat/kubelet-compat/build/toolchain"
 	"github.com/kubelet-compat/kubelet-compat/hack/gen-hash-goldens/golden"
 	"github.com/kubelet-compat/kubelet-compat/pkg/cachedir"
+	"github.com/kubelet-compat/kubelet-compat/pkg/cachelock"
 	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
+	"github.com/kubelet-compat/kubelet-compat/pkg/matrix"
+	"github.com/kubelet-compat/kubelet-compat/pkg/source"
+	"github.com/kubelet-compat/kubelet-compat/pkg/toolchain"
 )
 
 func main() {

@@ -16,9 +16,9 @@ import (
 	"time"
 
 	"github.com/kubelet-compat/kubelet-compat/build/harness"
-	"github.com/kubelet-compat/kubelet-compat/build/matrix"
-	"github.com/kubelet-compat/kubelet-compat/build/toolchain"
 	"github.com/kubelet-compat/kubelet-compat/pkg/cachedir"
+	"github.com/kubelet-compat/kubelet-compat/pkg/matrix"
+	"github.com/kubelet-compat/kubelet-compat/pkg/toolchain"
 )
 
 func main() {
@@ -133,7 +133,7 @@ func selectBuildRows(buildRows []matrix.Row, names []string) ([]matrix.Row, erro
 		if row, err := matrix.Lookup(name); err == nil {
 			return nil, fmt.Errorf("kubernetes %s is a reference row of the matrix without a patch series; buildable: %s", row.Kubernetes, strings.Join(known, ", "))
 		}
-		return nil, fmt.Errorf("kubernetes %q is not in build/matrix/matrix.json; buildable: %s (adding a version is adding a matrix row and a patches/v<minor> series)", name, strings.Join(known, ", "))
+		return nil, fmt.Errorf("kubernetes %q is not in pkg/matrix/matrix.json; buildable: %s (adding a version is adding a matrix row and a patches/v<minor> series)", name, strings.Join(known, ", "))
 	}
 	return matrix.Select(buildRows, names)
 }

@@ -64,7 +64,7 @@ func Start(t testing.TB, apis ...string) *Server {
 		case cri.APIv1alpha2:
 			runtimev1alpha2.RegisterRuntimeServiceServer(s.grpc, v1alpha2.NewServer(v1))
 		default:
-			t.Fatalf("crifake: unknown API %q", api)
+			t.Fatalf("cri/fake: unknown API %q", api)
 		}
 	}
 	go s.grpc.Serve(lis)

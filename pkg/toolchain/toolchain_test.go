@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kubelet-compat/kubelet-compat/build/modfetch"
+	"github.com/kubelet-compat/kubelet-compat/pkg/modfetch"
 )
 
 const (

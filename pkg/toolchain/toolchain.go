@@ -19,9 +19,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kubelet-compat/kubelet-compat/build/cachelock"
-	"github.com/kubelet-compat/kubelet-compat/build/modfetch"
+	"github.com/kubelet-compat/kubelet-compat/pkg/cachelock"
 	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
+	"github.com/kubelet-compat/kubelet-compat/pkg/modfetch"
 )
 
 // markerFile records, inside an installed toolchain, the module sum it was
