@@ -15,7 +15,8 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/kubelet-compat/kubelet-compat/build/exec"
+	"github.com/kubelet-compat/kubelet-compat/pkg/binversion"
+	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
 )
 
 // Defaults of Config, documented in rpm/README.md.
@@ -201,13 +202,6 @@ func buildAllVersions(ctx context.Context, cfg Config) ([]string, error) {
 	return built, errors.Join(errs...)
 }
 
-// probes are the arguments that make each binary print its version.
-var probes = map[string][]string{
-	"kubelet": {"--version"},
-	"kubeadm": {"version"},
-	"kubectl": {"version", "--client"},
-}
-
 func buildVersioned(ctx context.Context, cfg Config, version string) ([]string, error) {
 	spec, err := RenderVersioned(VersionedSpec{Version: version, Release: cfg.Release, Arch: cfg.Arch})
 	if err != nil {
@@ -227,12 +221,12 @@ func buildVersioned(ctx context.Context, cfg Config, version string) ([]string, 
 		if err := checkExecutable(bin); err != nil {
 			return nil, fmt.Errorf("kubernetes %s: %w (is the harness output there?)", version, err)
 		}
-		out, err := exec.Command(bin, probes[name]...).Output(ctx)
+		out, err := binversion.Ask(ctx, bin, binversion.Args(name)...)
 		if err != nil {
 			return nil, fmt.Errorf("kubernetes %s: ask %s its version: %w", version, name, err)
 		}
-		if !reportsVersion(out, version) {
-			return nil, fmt.Errorf("kubernetes %s: %s reports another version: %q", version, bin, firstLine(out))
+		if !reportsVersion([]byte(out), version) {
+			return nil, fmt.Errorf("kubernetes %s: %s reports another version: %q", version, bin, firstLine([]byte(out)))
 		}
 		if err := linkSource(bin, filepath.Join(sources, name)); err != nil {
 			return nil, err

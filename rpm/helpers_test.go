@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	kcexec "github.com/kubelet-compat/kubelet-compat/build/exec"
+	kcexec "github.com/kubelet-compat/kubelet-compat/pkg/exec"
 )
 
 // allVersions are the versions the harness builds; the tests package fakes of them.

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kubelet-compat/kubelet-compat/pkg/binversion"
 )
 
 // buildRPMs builds every RPM of versions into a new directory and returns
@@ -305,13 +307,17 @@ func checkLinksServe(t *testing.T, root, version string) {
 			t.Errorf("%s does not serve %s (%v)", l.Path, want, err)
 			continue
 		}
-		if args, ok := probes[path.Base(l.Path)]; ok && path.Dir(l.Path) == "/usr/bin" {
+		if name := path.Base(l.Path); isKubeBinary[name] && path.Dir(l.Path) == "/usr/bin" {
+			args := binversion.Args(name)
 			if out := run(t, filepath.Join(root, l.Path), args...); !reportsVersion([]byte(out), version) {
 				t.Errorf("%s %v = %q, want version %s", l.Path, args, out, version)
 			}
 		}
 	}
 }
+
+// isKubeBinary names the binaries whose version the links must report.
+var isKubeBinary = map[string]bool{"kubelet": true, "kubeadm": true, "kubectl": true}
 
 // verifyUnits runs systemd-analyze verify on the installed units, the
 // kubelet drop-in included (through its link into current/stage2). It

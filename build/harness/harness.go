@@ -18,11 +18,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kubelet-compat/kubelet-compat/build/cachelock"
-	"github.com/kubelet-compat/kubelet-compat/build/exec"
-	"github.com/kubelet-compat/kubelet-compat/build/matrix"
-	"github.com/kubelet-compat/kubelet-compat/build/source"
-	"github.com/kubelet-compat/kubelet-compat/build/toolchain"
+	"github.com/kubelet-compat/kubelet-compat/pkg/cachelock"
+	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
+	"github.com/kubelet-compat/kubelet-compat/pkg/matrix"
+	"github.com/kubelet-compat/kubelet-compat/pkg/series"
+	"github.com/kubelet-compat/kubelet-compat/pkg/source"
+	"github.com/kubelet-compat/kubelet-compat/pkg/toolchain"
 )
 
 // CompatBuild is the semver build metadata of patched builds, e.g.
@@ -54,6 +55,12 @@ type Options struct {
 	Patched bool
 	// SourceDateEpoch stamps buildDate; 0 derives it from the inputs.
 	SourceDateEpoch int64
+	// GitCommit stamps gitCommit ($KUBE_GIT_COMMIT; module zips carry no
+	// commit, so empty by default).
+	GitCommit string
+	// UserGOROOTs maps a Go version to a local GOROOT to use instead of
+	// downloading it ($KC_GOROOT_<X>).
+	UserGOROOTs map[string]string
 	// Progress receives one line per step.
 	Progress io.Writer
 }
@@ -127,7 +134,7 @@ func (h *Harness) Lock(ctx context.Context, row matrix.Row) (func(), error) {
 // copy with the series applied, modules downloaded. An unchanged tree is
 // reused as it is.
 func (h *Harness) Prepare(ctx context.Context, row matrix.Row) (*Tree, error) {
-	goroot, err := toolchain.Ensure(ctx, h.opts.CacheDir, row.Go, row.ToolchainSum, h.opts.Progress)
+	goroot, err := toolchain.Ensure(ctx, h.opts.CacheDir, row.Go, row.ToolchainSum, h.opts.UserGOROOTs[row.Go], h.opts.Progress)
 	if err != nil {
 		return nil, err
 	}
@@ -207,20 +214,16 @@ func (h *Harness) series(row matrix.Row) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	data, err := os.ReadFile(filepath.Join(dir, "series"))
+	names, err := series.Read(dir)
 	if err != nil {
 		return nil, fmt.Errorf("[%s] no patch series for %s: %w", row.Kubernetes, row.Minor(), err)
 	}
-	var out []string
-	for _, line := range strings.Split(string(data), "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		out = append(out, filepath.Join(dir, line))
+	if len(names) == 0 {
+		return nil, fmt.Errorf("[%s] %s/%s lists no patches", row.Kubernetes, dir, series.File)
 	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("[%s] %s/series lists no patches", row.Kubernetes, dir)
+	out := make([]string, len(names))
+	for i, name := range names {
+		out[i] = filepath.Join(dir, name)
 	}
 	return out, nil
 }
@@ -311,7 +314,7 @@ func (t *Tree) ldflags() string {
 		{"gitVersion", t.Version},
 		{"gitMajor", parts[0]},
 		{"gitMinor", parts[1]},
-		{"gitCommit", os.Getenv("KUBE_GIT_COMMIT")},
+		{"gitCommit", t.h.opts.GitCommit},
 		{"gitTreeState", "clean"},
 		{"buildDate", date},
 	}
@@ -334,7 +337,7 @@ func (h *Harness) sourceDateEpoch(t *Tree) int64 {
 	}
 	path := filepath.Join(h.opts.PatchesDir, "v"+t.Row.Minor())
 	if !h.opts.Patched {
-		path = filepath.Join("build", "matrix", "matrix.json")
+		path = filepath.Join("pkg", "matrix", "matrix.json")
 	}
 	out, err := exec.Command("git", "log", "-1", "--format=%ct", "--", path).Output(context.Background())
 	if n, perr := strconv.ParseInt(strings.TrimSpace(string(out)), 10, 64); err == nil && perr == nil && n > 0 {

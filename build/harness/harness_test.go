@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kubelet-compat/kubelet-compat/build/matrix"
+	"github.com/kubelet-compat/kubelet-compat/pkg/matrix"
 )
 
 var row121 = matrix.Row{Kubernetes: "1.21.14", Go: "1.16.15"}

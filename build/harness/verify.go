@@ -7,8 +7,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kubelet-compat/kubelet-compat/build/exec"
-	"github.com/kubelet-compat/kubelet-compat/build/toolchain"
+	"github.com/kubelet-compat/kubelet-compat/pkg/binversion"
+	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
+	"github.com/kubelet-compat/kubelet-compat/pkg/toolchain"
 )
 
 // TestPackages are the kubelet packages the series patches and tests.
@@ -33,19 +34,12 @@ func (t *Tree) CheckBinaries(ctx context.Context, binaries []string) error {
 	out := t.h.OutputDir(t.Row)
 	for _, bin := range binaries {
 		path := filepath.Join(out, bin)
-		args := []string{"--version"}
-		if bin == "kubectl" {
-			args = []string{"version", "--client"}
-		}
-		if bin == "kubeadm" {
-			args = []string{"version", "-o", "short"}
-		}
-		got, err := exec.Command(path, args...).Output(ctx)
+		got, err := binversion.Ask(ctx, path, binversion.Args(bin)...)
 		if err != nil {
 			return fmt.Errorf("[%s] %s: %w", t.Row.Kubernetes, bin, err)
 		}
-		if !strings.Contains(string(got), t.Version) {
-			return fmt.Errorf("[%s] %s reports %q, want %s", t.Row.Kubernetes, bin, strings.TrimSpace(string(got)), t.Version)
+		if !strings.Contains(got, t.Version) {
+			return fmt.Errorf("[%s] %s reports %q, want %s", t.Row.Kubernetes, bin, got, t.Version)
 		}
 		goVersion := &exec.Cmd{Name: t.goBin(), Args: []string{"version", path}, Env: toolchain.Env(t.GOROOT, t.Row.Go, t.h.opts.CacheDir)}
 		gov, err := goVersion.Output(ctx)

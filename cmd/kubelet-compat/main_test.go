@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/kubelet-compat/kubelet-compat/cmd/kubelet-compat/internal/filelock"
-	"github.com/kubelet-compat/kubelet-compat/cmd/kubelet-compat/pkg/cri"
-	"github.com/kubelet-compat/kubelet-compat/cmd/kubelet-compat/pkg/crifake"
+	"github.com/kubelet-compat/kubelet-compat/pkg/cri"
+	"github.com/kubelet-compat/kubelet-compat/pkg/cri/fake"
 )
 
 // TestMain runs the command itself when asked: the tests below start this
@@ -51,7 +51,7 @@ func TestSignalsStopTheCommand(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			srv := crifake.Start(t, cri.APIv1)
+			srv := fake.Start(t, cri.APIv1)
 			bin := filepath.Join(dir, "kubelet")
 			os.WriteFile(bin, []byte("#!/bin/sh\necho Kubernetes v1.18.19\n"), 0755)
 			os.Mkdir(filepath.Join(dir, "manifests"), 0755)

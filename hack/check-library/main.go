@@ -14,10 +14,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kubelet-compat/kubelet-compat/build/exec"
-	"github.com/kubelet-compat/kubelet-compat/build/matrix"
-	"github.com/kubelet-compat/kubelet-compat/build/toolchain"
 	"github.com/kubelet-compat/kubelet-compat/hack/internal/libfiles"
+	"github.com/kubelet-compat/kubelet-compat/pkg/cachedir"
+	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
+	"github.com/kubelet-compat/kubelet-compat/pkg/matrix"
+	"github.com/kubelet-compat/kubelet-compat/pkg/toolchain"
 )
 
 // goSpewVersion is what every supported tree vendors.
@@ -44,11 +45,7 @@ func run(libDir string, all bool) error {
 	if !all {
 		rows = rows[:1]
 	}
-	cacheDir := os.Getenv("KC_CACHE")
-	if cacheDir == "" {
-		home, _ := os.UserHomeDir()
-		cacheDir = filepath.Join(home, ".cache", "kubelet-compat")
-	}
+	cacheDir := cachedir.Resolve(os.Getenv(cachedir.Env))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	for _, row := range rows {
@@ -63,7 +60,7 @@ func run(libDir string, all bool) error {
 }
 
 func check(ctx context.Context, cacheDir, libDir string, row matrix.Row) error {
-	goroot, err := toolchain.Ensure(ctx, cacheDir, row.Go, row.ToolchainSum, os.Stderr)
+	goroot, err := toolchain.Ensure(ctx, cacheDir, row.Go, row.ToolchainSum, os.Getenv(toolchain.UserGOROOTEnv(row.Go)), os.Stderr)
 	if err != nil {
 		return err
 	}

@@ -1,5 +1,5 @@
 // Command gen-hash-goldens computes kubelet-compat/testdata/hashes.golden:
-// for every row of build/matrix (or those named with -versions) it fetches
+// for every row of pkg/matrix (or those named with -versions) it fetches
 // the row's Go toolchain and Kubernetes source, writes a tiny program into a
 // work copy of the tree and runs it over the container corpus, so every hash
 // comes from that minor's real kubecontainer.HashContainer.
@@ -20,12 +20,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kubelet-compat/kubelet-compat/build/cachelock"
-	"github.com/kubelet-compat/kubelet-compat/build/exec"
-	"github.com/kubelet-compat/kubelet-compat/build/matrix"
-	"github.com/kubelet-compat/kubelet-compat/build/source"
-	"github.com/kubelet-compat/kubelet-compat/build/toolchain"
 	"github.com/kubelet-compat/kubelet-compat/hack/gen-hash-goldens/golden"
+	"github.com/kubelet-compat/kubelet-compat/pkg/cachedir"
+	"github.com/kubelet-compat/kubelet-compat/pkg/cachelock"
+	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
+	"github.com/kubelet-compat/kubelet-compat/pkg/matrix"
+	"github.com/kubelet-compat/kubelet-compat/pkg/source"
+	"github.com/kubelet-compat/kubelet-compat/pkg/toolchain"
 )
 
 func main() {
@@ -33,7 +34,7 @@ func main() {
 		versions   = flag.String("versions", "", "comma-separated releases or minors to regenerate (e.g. 1.18.19,1.21); the other lines are kept. Empty: all")
 		corpusPath = flag.String("corpus", "kubelet-compat/testdata/containers.json", "container corpus")
 		outPath    = flag.String("out", "kubelet-compat/testdata/hashes.golden", "golden file to write")
-		cacheDir   = flag.String("cache", defaultCache(), "cache root (toolchains, module cache, sources, work trees); default $KC_CACHE")
+		cacheDir   = flag.String("cache", cachedir.Resolve(os.Getenv(cachedir.Env)), "cache root (toolchains, module cache, sources, work trees); default $KC_CACHE")
 		treeTime   = flag.Duration("tree-timeout", 60*time.Minute, "time limit per tree")
 	)
 	flag.Parse()
@@ -41,14 +42,6 @@ func main() {
 		fmt.Fprintln(os.Stderr, "gen-hash-goldens:", err)
 		os.Exit(1)
 	}
-}
-
-func defaultCache() string {
-	if c := os.Getenv("KC_CACHE"); c != "" {
-		return c
-	}
-	home, _ := os.UserHomeDir()
-	return filepath.Join(home, ".cache", "kubelet-compat")
 }
 
 func run(versions, corpusPath, outPath, cacheDir string, treeTimeout time.Duration, progress io.Writer) error {
@@ -159,7 +152,7 @@ func reusable(outPath string, corpus []byte, rows, selected []matrix.Row) (*gold
 // hashTree computes the corpus hashes inside the real tree of one row.
 func hashTree(ctx context.Context, cacheDir string, row matrix.Row, corpusPath string, items []golden.CorpusItem, progress io.Writer) ([]golden.Line, error) {
 	start := time.Now()
-	goroot, err := toolchain.Ensure(ctx, cacheDir, row.Go, row.ToolchainSum, progress)
+	goroot, err := toolchain.Ensure(ctx, cacheDir, row.Go, row.ToolchainSum, os.Getenv(toolchain.UserGOROOTEnv(row.Go)), progress)
 	if err != nil {
 		return nil, err
 	}

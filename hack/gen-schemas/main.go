@@ -6,7 +6,7 @@
 // For each version it builds a throwaway module requiring k8s.io/api at that
 // version and runs a small reflection program (reflect.go.tmpl) in it.
 //
-//	go run ./hack/gen-schemas            # every row of build/matrix/matrix.json
+//	go run ./hack/gen-schemas            # every row of pkg/matrix/matrix.json
 //	go run ./hack/gen-schemas -check     # fail if the checked-in file is stale
 package main
 
@@ -24,8 +24,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kubelet-compat/kubelet-compat/build/exec"
-	"github.com/kubelet-compat/kubelet-compat/build/matrix"
+	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
+	"github.com/kubelet-compat/kubelet-compat/pkg/matrix"
 )
 
 //go:embed reflect.go.tmpl
@@ -36,7 +36,7 @@ const outputFile = "kubelet-compat/zz_generated.schemas.go"
 func main() {
 	out := flag.String("o", outputFile, "file to write")
 	check := flag.Bool("check", false, "compare with the existing file instead of writing it")
-	versions := flag.String("versions", "", "comma-separated Kubernetes releases or minors of build/matrix/matrix.json (default: every row)")
+	versions := flag.String("versions", "", "comma-separated Kubernetes releases or minors of pkg/matrix/matrix.json (default: every row)")
 	flag.Parse()
 	if err := run(*out, *check, *versions); err != nil {
 		fmt.Fprintln(os.Stderr, "gen-schemas:", err)

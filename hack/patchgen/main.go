@@ -19,7 +19,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/kubelet-compat/kubelet-compat/build/matrix"
+	"github.com/kubelet-compat/kubelet-compat/pkg/matrix"
 )
 
 func main() {

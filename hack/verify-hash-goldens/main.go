@@ -1,5 +1,5 @@
 // Command verify-hash-goldens fails when kubelet-compat/testdata/hashes.golden
-// is stale: made from another corpus, or by other trees than build/matrix
+// is stale: made from another corpus, or by other trees than pkg/matrix
 // names, or missing lines. It reads two files and downloads nothing; its test
 // runs it under `make test`.
 package main
@@ -9,8 +9,8 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/kubelet-compat/kubelet-compat/build/matrix"
 	"github.com/kubelet-compat/kubelet-compat/hack/gen-hash-goldens/golden"
+	"github.com/kubelet-compat/kubelet-compat/pkg/matrix"
 )
 
 func main() {

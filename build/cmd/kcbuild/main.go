@@ -11,13 +11,14 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/kubelet-compat/kubelet-compat/build/harness"
-	"github.com/kubelet-compat/kubelet-compat/build/matrix"
+	"github.com/kubelet-compat/kubelet-compat/pkg/cachedir"
+	"github.com/kubelet-compat/kubelet-compat/pkg/matrix"
+	"github.com/kubelet-compat/kubelet-compat/pkg/toolchain"
 )
 
 func main() {
@@ -57,12 +58,20 @@ func run(args []string) error {
 			return fmt.Errorf("SOURCE_DATE_EPOCH=%q is not a number of seconds", s)
 		}
 	}
+	userGOROOTs := map[string]string{}
+	for _, row := range rows {
+		if goroot := os.Getenv(toolchain.UserGOROOTEnv(row.Go)); goroot != "" {
+			userGOROOTs[row.Go] = goroot
+		}
+	}
 	h := harness.New(harness.Options{
-		CacheDir:        cacheDir(),
+		CacheDir:        cachedir.Resolve(os.Getenv(cachedir.Env)),
 		OutputDir:       *output,
 		PatchesDir:      "patches",
 		Patched:         *patched,
 		SourceDateEpoch: epoch,
+		GitCommit:       os.Getenv("KUBE_GIT_COMMIT"),
+		UserGOROOTs:     userGOROOTs,
 		Progress:        os.Stdout,
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Hour)
@@ -110,14 +119,6 @@ func splitList(s string) []string {
 	return strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' })
 }
 
-func cacheDir() string {
-	if d := os.Getenv("KC_CACHE"); d != "" {
-		return d
-	}
-	home, _ := os.UserHomeDir()
-	return filepath.Join(home, ".cache", "kubelet-compat")
-}
-
 // selectBuildRows picks the named build rows, telling an unknown version
 // from a reference row that has no patch series.
 func selectBuildRows(buildRows []matrix.Row, names []string) ([]matrix.Row, error) {
@@ -132,7 +133,7 @@ func selectBuildRows(buildRows []matrix.Row, names []string) ([]matrix.Row, erro
 		if row, err := matrix.Lookup(name); err == nil {
 			return nil, fmt.Errorf("kubernetes %s is a reference row of the matrix without a patch series; buildable: %s", row.Kubernetes, strings.Join(known, ", "))
 		}
-		return nil, fmt.Errorf("kubernetes %q is not in build/matrix/matrix.json; buildable: %s (adding a version is adding a matrix row and a patches/v<minor> series)", name, strings.Join(known, ", "))
+		return nil, fmt.Errorf("kubernetes %q is not in pkg/matrix/matrix.json; buildable: %s (adding a version is adding a matrix row and a patches/v<minor> series)", name, strings.Join(known, ", "))
 	}
 	return matrix.Select(buildRows, names)
 }

@@ -12,9 +12,9 @@ import (
 
 	"github.com/kubelet-compat/kubelet-compat/cmd/kubelet-compat/internal/kubelet"
 	"github.com/kubelet-compat/kubelet-compat/cmd/kubelet-compat/internal/manifest"
-	"github.com/kubelet-compat/kubelet-compat/cmd/kubelet-compat/pkg/cri"
-	"github.com/kubelet-compat/kubelet-compat/cmd/kubelet-compat/pkg/crifake"
 	kubeletcompat "github.com/kubelet-compat/kubelet-compat/kubelet-compat"
+	"github.com/kubelet-compat/kubelet-compat/pkg/cri"
+	"github.com/kubelet-compat/kubelet-compat/pkg/cri/fake"
 )
 
 const (
@@ -40,7 +40,7 @@ type fixture struct {
 	manifestDir    string
 	rootDir        string
 	procRoot       string
-	srv            *crifake.Server
+	srv            *fake.Server
 	stdout, stderr bytes.Buffer
 	// clocks is the machine's: booted at bootTime unless a test says otherwise.
 	clocks kubelet.Clocks
@@ -55,7 +55,7 @@ func newFixture(t *testing.T, apis ...string) *fixture {
 			t.Fatal(err)
 		}
 	}
-	f.srv = crifake.Start(t, apis...)
+	f.srv = fake.Start(t, apis...)
 	f.clocks = bootedAt(time.Unix(bootTime, 0))
 	if err := os.MkdirAll(filepath.Join(f.procRoot, "1", "ns"), 0755); err != nil {
 		t.Fatal(err)

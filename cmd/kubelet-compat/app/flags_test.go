@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kubelet-compat/kubelet-compat/cmd/kubelet-compat/pkg/cri"
+	"github.com/kubelet-compat/kubelet-compat/pkg/cri"
 )
 
 // TestNonPositiveTimeoutsAreRefused: --cri-timeout 0s or -1s used to mean

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/kubelet-compat/kubelet-compat/cmd/kubelet-compat/internal/manifest"
-	"github.com/kubelet-compat/kubelet-compat/cmd/kubelet-compat/pkg/cri"
 	kubeletcompat "github.com/kubelet-compat/kubelet-compat/kubelet-compat"
+	"github.com/kubelet-compat/kubelet-compat/pkg/cri"
 	v1 "k8s.io/api/core/v1"
 )
 

@@ -10,8 +10,8 @@ import (
 
 	"github.com/kubelet-compat/kubelet-compat/cmd/kubelet-compat/internal/manifest"
 	"github.com/kubelet-compat/kubelet-compat/cmd/kubelet-compat/internal/preflight"
-	"github.com/kubelet-compat/kubelet-compat/cmd/kubelet-compat/pkg/cri"
 	kubeletcompat "github.com/kubelet-compat/kubelet-compat/kubelet-compat"
+	"github.com/kubelet-compat/kubelet-compat/pkg/cri"
 	"github.com/spf13/cobra"
 )
 

@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	"github.com/kubelet-compat/kubelet-compat/cmd/kubelet-compat/internal/manifest"
-	"github.com/kubelet-compat/kubelet-compat/cmd/kubelet-compat/pkg/cri"
 	kubeletcompat "github.com/kubelet-compat/kubelet-compat/kubelet-compat"
+	"github.com/kubelet-compat/kubelet-compat/pkg/cri"
 	"github.com/spf13/cobra"
 )
 

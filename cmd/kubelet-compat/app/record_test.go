@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kubelet-compat/kubelet-compat/cmd/kubelet-compat/pkg/cri"
 	kubeletcompat "github.com/kubelet-compat/kubelet-compat/kubelet-compat"
+	"github.com/kubelet-compat/kubelet-compat/pkg/cri"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )

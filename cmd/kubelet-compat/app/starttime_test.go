@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubelet-compat/kubelet-compat/cmd/kubelet-compat/pkg/cri"
+	"github.com/kubelet-compat/kubelet-compat/pkg/cri"
 )
 
 // TestContainerCreatedJustBeforeTheKubeletIsLegacy: the machine booted at

@@ -6,7 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/kubelet-compat/kubelet-compat/build/exec"
+	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
 )
 
 // BusyboxApplets are linked to /bin/busybox in the busybox image.

@@ -8,7 +8,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/kubelet-compat/kubelet-compat/build/exec"
+	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
 )
 
 // Runner runs an iptables binary and returns its standard output.

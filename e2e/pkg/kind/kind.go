@@ -10,7 +10,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/kubelet-compat/kubelet-compat/build/exec"
+	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
 )
 
 // ErrSkip means the provider cannot run on this machine; the e2e reports

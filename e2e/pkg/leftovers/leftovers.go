@@ -24,7 +24,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kubelet-compat/kubelet-compat/build/exec"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/cgroups"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/iptables"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/journal"
@@ -32,6 +31,7 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/procfs"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/rootdir"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/shims"
+	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
 )
 
 // Host is the machine the undo acts on; tests use fakes in temporary

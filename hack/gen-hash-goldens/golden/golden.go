@@ -14,7 +14,7 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/kubelet-compat/kubelet-compat/build/matrix"
+	"github.com/kubelet-compat/kubelet-compat/pkg/matrix"
 )
 
 // Header lines of the file, before the corpus hash and the tree lines.

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kubelet-compat/kubelet-compat/build/exec"
 	kubeletcompat "github.com/kubelet-compat/kubelet-compat/kubelet-compat"
+	"github.com/kubelet-compat/kubelet-compat/pkg/binversion"
 )
 
 // Version runs `<path> --version` and parses "Kubernetes v1.18.19". path is
@@ -37,11 +37,11 @@ func (b Binary) Version(ctx context.Context, rootUID int) (kubeletcompat.Version
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	out, err := exec.Command(b.Path, "--version").Output(ctx)
+	out, err := binversion.Ask(ctx, b.Path, binversion.Args("kubelet")...)
 	if err != nil {
 		return kubeletcompat.Version{}, fmt.Errorf("kubelet version: %w", err)
 	}
-	return ParseVersionOutput(string(out))
+	return ParseVersionOutput(out)
 }
 
 // ParseVersionOutput parses the output of `kubelet --version`.

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubelet-compat/kubelet-compat/cmd/kubelet-compat/pkg/cri"
-	"github.com/kubelet-compat/kubelet-compat/cmd/kubelet-compat/pkg/crifake"
+	"github.com/kubelet-compat/kubelet-compat/pkg/cri"
+	"github.com/kubelet-compat/kubelet-compat/pkg/cri/fake"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -31,7 +31,7 @@ func TestDialDetectsAPIAndLists(t *testing.T) {
 		{name: "neither", serve: nil, wantErr: "v1alpha2, after v1 was unimplemented"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := crifake.Start(t, tc.serve...)
+			srv := fake.Start(t, tc.serve...)
 			srv.Set([]cri.Sandbox{{ID: "sb1", Name: "etcd-node1", Namespace: "kube-system", UID: "u1", Ready: true, CreatedAt: created,
 				Annotations: map[string]string{cri.ConfigSourceAnnotation: "file"}}},
 				[]cri.Container{{ID: "c1", SandboxID: "sb1", Name: "etcd", Image: "sha256:abc", State: cri.ContainerRunning, CreatedAt: created,
@@ -92,7 +92,7 @@ func TestDialErrors(t *testing.T) {
 }
 
 func TestCallErrorsAreWrapped(t *testing.T) {
-	srv := crifake.Start(t, cri.APIv1alpha2)
+	srv := fake.Start(t, cri.APIv1alpha2)
 	c, err := cri.Dial(context.Background(), srv.Endpoint, cri.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -115,5 +115,55 @@ func TestParseHash(t *testing.T) {
 		if got != tc.want || (err == nil) != tc.ok {
 			t.Errorf("ParseHash(%q) = %x, %v", tc.in, got, err)
 		}
+	}
+}
+
+// TestStatusStopRemove runs the calls the e2e needs over each API version:
+// both are the one v1 code path, v1alpha2 converted at the boundary.
+func TestStatusStopRemove(t *testing.T) {
+	started := time.Unix(1700000000, 0)
+	for _, api := range []string{cri.APIv1, cri.APIv1alpha2} {
+		t.Run(api, func(t *testing.T) {
+			srv := fake.Start(t, api)
+			srv.Set([]cri.Sandbox{{ID: "sb1", Name: "web", Namespace: "kc-e2e", Ready: true}, {ID: "sb2", Name: "host", Namespace: "kc-e2e", Ready: true}},
+				[]cri.Container{{ID: "c1", SandboxID: "sb1", Name: "nginx", Image: "sha256:abc", State: cri.ContainerRunning, CreatedAt: started}})
+			srv.SetSandboxNetwork("sb1", cri.SandboxStatus{IP: "10.88.0.5"})
+			srv.SetSandboxNetwork("sb2", cri.SandboxStatus{HostNetwork: true})
+			c, err := cri.Dial(context.Background(), srv.Endpoint, cri.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if c.APIVersion() != api || c.Runtime().RuntimeAPIVersion != api {
+				t.Errorf("speaking %s, runtime %+v, want %s", c.APIVersion(), c.Runtime(), api)
+			}
+			for id, want := range map[string]cri.SandboxStatus{"sb1": {IP: "10.88.0.5"}, "sb2": {HostNetwork: true}} {
+				if got, err := c.SandboxStatus(context.Background(), id); err != nil || got != want {
+					t.Errorf("SandboxStatus(%s) = %+v, %v; want %+v", id, got, err, want)
+				}
+			}
+			st, err := c.ContainerStatus(context.Background(), "c1")
+			if err != nil || st.Image != "sha256:abc" || !st.StartedAt.Equal(started) {
+				t.Errorf("ContainerStatus = %+v, %v", st, err)
+			}
+			if err := c.StopSandbox(context.Background(), "sb1"); err != nil {
+				t.Fatal(err)
+			}
+			if cs, _ := c.ListContainers(context.Background()); len(cs) != 1 || cs[0].State != cri.ContainerExited {
+				t.Errorf("after StopSandbox, containers = %+v", cs)
+			}
+			if err := c.RemoveSandbox(context.Background(), "sb1"); err != nil {
+				t.Fatal(err)
+			}
+			sbs, _ := c.ListSandboxes(context.Background())
+			cs, _ := c.ListContainers(context.Background())
+			if len(sbs) != 1 || sbs[0].ID != "sb2" || len(cs) != 0 {
+				t.Errorf("after RemoveSandbox, sandboxes = %+v, containers = %+v", sbs, cs)
+			}
+			srv.FailFor("StopPodSandbox", "sb2", status.Error(codes.Internal, "stuck"))
+			if err := c.StopSandbox(context.Background(), "sb2"); err == nil || !strings.Contains(err.Error(), "CRI StopPodSandbox sb2 at unix://") {
+				t.Errorf("StopSandbox error = %v", err)
+			}
+		})
 	}
 }

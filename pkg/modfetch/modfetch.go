@@ -12,7 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/kubelet-compat/kubelet-compat/build/exec"
+	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
 )
 
 // GoCommand is the modern go command; override with $KC_MODERN_GO.
@@ -89,14 +89,14 @@ func Download(ctx context.Context, cacheDir, path, version, wantSum string) (Mod
 }
 
 // SumMismatchError means the proxy served (and the checksum database vouched
-// for) other bytes than build/matrix/matrix.json records.
+// for) other bytes than pkg/matrix/matrix.json records.
 type SumMismatchError struct {
 	Module    string
 	Got, Want string
 }
 
 func (e *SumMismatchError) Error() string {
-	return fmt.Sprintf("%s has sum %s but build/matrix/matrix.json records %s: "+
+	return fmt.Sprintf("%s has sum %s but pkg/matrix/matrix.json records %s: "+
 		"if the matrix row is new or wrong, put %s in it; otherwise the module cache is corrupt: "+
 		"clean it with `go clean -modcache` (GOMODCACHE=<KC_CACHE>/gopath/pkg/mod) and retry",
 		e.Module, e.Got, e.Want, e.Got)

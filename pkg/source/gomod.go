@@ -5,7 +5,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/kubelet-compat/kubelet-compat/build/matrix"
+	"github.com/kubelet-compat/kubelet-compat/pkg/matrix"
 )
 
 // StubsDir holds the stub modules inside an assembled tree. The leading

@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/kubelet-compat/kubelet-compat/cmd/kubelet-compat/pkg/cri"
+	"github.com/kubelet-compat/kubelet-compat/pkg/cri"
 )
 
 // TestRealRuntime talks to a real runtime when KUBELET_COMPAT_CRI_ENDPOINT

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kubelet-compat/kubelet-compat/build/modfetch"
+	"github.com/kubelet-compat/kubelet-compat/pkg/modfetch"
 )
 
 const (
@@ -99,8 +99,7 @@ func TestEnsureUserGOROOT(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			goroot := tt.goroot(t)
-			t.Setenv("KC_GOROOT_1_13_15", goroot)
-			got, err := Ensure(context.Background(), t.TempDir(), "1.13.15", sumA, nil)
+			got, err := Ensure(context.Background(), t.TempDir(), "1.13.15", sumA, goroot, nil)
 			if tt.wantErr == "" {
 				if err != nil || got != goroot {
 					t.Fatalf("Ensure = %q, %v; want %q", got, err, goroot)
@@ -119,7 +118,7 @@ func TestEnsureReusesInstalledToolchain(t *testing.T) {
 	cache := t.TempDir()
 	dst := Dir(cache, "1.16.15")
 	installFake(t, dst, "1.16.15", sumA)
-	got, err := Ensure(context.Background(), cache, "1.16.15", sumA, nil)
+	got, err := Ensure(context.Background(), cache, "1.16.15", sumA, "", nil)
 	if err != nil || got != dst {
 		t.Fatalf("Ensure = %q, %v; want %q without a download", got, err, dst)
 	}
@@ -138,7 +137,7 @@ func TestEnsureDownloadsAndInstalls(t *testing.T) {
 	cache := t.TempDir()
 	// A stale install (other sum) is replaced.
 	installFake(t, Dir(cache, "1.15.15"), "1.15.15", sumA)
-	got, err := Ensure(context.Background(), cache, "1.15.15", sumB, nil)
+	got, err := Ensure(context.Background(), cache, "1.15.15", sumB, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +184,7 @@ func TestEnsureErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			fakeDownload(t, tt.mod, tt.dlErr)
 			cache := t.TempDir()
-			_, err := Ensure(context.Background(), cache, "1.13.15", sumA, nil)
+			_, err := Ensure(context.Background(), cache, "1.13.15", sumA, "", nil)
 			if err == nil {
 				t.Fatal("Ensure succeeded")
 			}
@@ -209,7 +208,7 @@ func TestEnsureRealToolchain(t *testing.T) {
 	if cache == "" {
 		cache = t.TempDir()
 	}
-	goroot, err := Ensure(context.Background(), cache, "1.13.15", sumA, os.Stderr)
+	goroot, err := Ensure(context.Background(), cache, "1.13.15", sumA, "", os.Stderr)
 	if err != nil {
 		t.Fatal(err)
 	}

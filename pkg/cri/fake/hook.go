@@ -1,4 +1,4 @@
-package crifake
+package fake
 
 // OnCall makes the runtime run hook each time it answers method
 // ("ListPodSandbox", "ListContainers", "ContainerStatus", "Version") before

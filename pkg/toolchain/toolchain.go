@@ -19,9 +19,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kubelet-compat/kubelet-compat/build/cachelock"
-	"github.com/kubelet-compat/kubelet-compat/build/exec"
-	"github.com/kubelet-compat/kubelet-compat/build/modfetch"
+	"github.com/kubelet-compat/kubelet-compat/pkg/cachelock"
+	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
+	"github.com/kubelet-compat/kubelet-compat/pkg/modfetch"
 )
 
 // markerFile records, inside an installed toolchain, the module sum it was
@@ -46,16 +46,17 @@ func Dir(cacheDir, goVersion string) string {
 
 // Ensure returns a GOROOT of goVersion, installing it into cacheDir if needed.
 // wantSum is the h1: sum of the toolchain module recorded in the matrix.
-func Ensure(ctx context.Context, cacheDir, goVersion, wantSum string, progress io.Writer) (string, error) {
+// userGOROOT, the value of $KC_GOROOT_<X> (see UserGOROOTEnv) that the main
+// package read, is used instead when set, once its go reports goVersion.
+func Ensure(ctx context.Context, cacheDir, goVersion, wantSum, userGOROOT string, progress io.Writer) (string, error) {
 	if progress == nil {
 		progress = io.Discard
 	}
-	if env := UserGOROOTEnv(goVersion); os.Getenv(env) != "" {
-		goroot := os.Getenv(env)
-		if err := CheckVersion(ctx, goroot, goVersion); err != nil {
-			return "", fmt.Errorf("toolchain go%s from %s=%s: %w", goVersion, env, goroot, err)
+	if userGOROOT != "" {
+		if err := CheckVersion(ctx, userGOROOT, goVersion); err != nil {
+			return "", fmt.Errorf("toolchain go%s from %s=%s: %w", goVersion, UserGOROOTEnv(goVersion), userGOROOT, err)
 		}
-		return goroot, nil
+		return userGOROOT, nil
 	}
 
 	// Other harness processes may be installing the same toolchain.

@@ -164,7 +164,7 @@ func lookup(rows []Row, version string) (Row, error) {
 			return r, nil
 		}
 	}
-	return Row{}, fmt.Errorf("kubernetes %q is not in build/matrix/matrix.json", version)
+	return Row{}, fmt.Errorf("kubernetes %q is not in pkg/matrix/matrix.json", version)
 }
 
 // Select returns the rows named in versions (releases or minors), in matrix
