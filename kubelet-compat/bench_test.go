@@ -24,11 +24,11 @@ func BenchmarkUpstreamHashContainer(b *testing.B) {
 
 func BenchmarkDecide(b *testing.B) {
 	spec := seccompContainer()
-	legacy := mustHash(&testing.T{}, "v1.20.15", spec)
+	legacy := mustHash(b, "v1.20.15", spec)
 	own, _ := ContainerHash(Version{Major: 1, Minor: 21, Patch: 14}, spec)
 
 	setup := func(b *testing.B, withFile bool) *Compat {
-		n := &node{t: &testing.T{}, path: b.TempDir() + "/" + DefaultFileName, log: &logRecorder{}}
+		n := newNode(b)
 		if withFile {
 			f := testFile()
 			if err := WriteFile(n.path, f); err != nil {

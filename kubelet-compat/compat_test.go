@@ -46,12 +46,12 @@ func (r *logRecorder) count(substr string) int {
 
 // node is a kubelet root dir with an optional compat file.
 type node struct {
-	t    *testing.T
+	t    testing.TB
 	path string
 	log  *logRecorder
 }
 
-func newNode(t *testing.T) *node {
+func newNode(t testing.TB) *node {
 	return &node{t: t, path: filepath.Join(t.TempDir(), DefaultFileName), log: &logRecorder{}}
 }
 
@@ -87,7 +87,7 @@ func (n *node) compat(own string, interval time.Duration) *Compat {
 	})
 }
 
-func mustHash(t *testing.T, version string, c *v1.Container) uint64 {
+func mustHash(t testing.TB, version string, c *v1.Container) uint64 {
 	t.Helper()
 	v, err := ParseVersion(version)
 	if err != nil {

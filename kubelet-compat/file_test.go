@@ -252,7 +252,7 @@ func writeMode(data []byte, mode os.FileMode) func(*testing.T, string) {
 	}
 }
 
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)

@@ -12,11 +12,10 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 
 	"github.com/kubelet-compat/kubelet-compat/pkg/binversion"
 	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
+	"golang.org/x/sync/errgroup"
 )
 
 // Defaults of Config, documented in rpm/README.md.
@@ -168,26 +167,21 @@ func buildAllVersions(ctx context.Context, cfg Config) ([]string, error) {
 		err  error
 	}
 	outcomes := make([]outcome, len(cfg.Versions))
-	slots := make(chan struct{}, cfg.Jobs)
-	var failed atomic.Bool
-	var wg sync.WaitGroup
+	// The group's context ends at the first failure: versions not started
+	// yet are skipped, running ones finish on ctx.
+	g, failed := errgroup.WithContext(ctx)
+	g.SetLimit(cfg.Jobs)
 	for i, v := range cfg.Versions {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			slots <- struct{}{}
-			defer func() { <-slots }()
-			if failed.Load() || ctx.Err() != nil {
-				return
+		g.Go(func() error {
+			if failed.Err() != nil {
+				return nil
 			}
 			rpms, err := buildVersioned(ctx, cfg, v)
-			if err != nil {
-				failed.Store(true)
-			}
 			outcomes[i] = outcome{rpms, err}
-		}()
+			return err
+		})
 	}
-	wg.Wait()
+	_ = g.Wait() // every error is in outcomes
 	var built []string
 	var errs []error
 	for _, o := range outcomes {
@@ -241,6 +235,7 @@ func buildVersioned(ctx context.Context, cfg Config, version string) ([]string, 
 	// kubectl writes its own completion; a fixed environment keeps it stable.
 	completion := exec.Command(filepath.Join(cfg.InputDir, version, "kubectl"), "completion", "bash")
 	completion.Env = []string{"HOME=" + top, "LC_ALL=C", "KUBECONFIG=" + filepath.Join(top, "no-kubeconfig")}
+	completion.ReplaceEnv = true
 	out, err := completion.Output(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes %s: kubectl bash completion: %w", version, err)

@@ -18,8 +18,12 @@ type Cmd struct {
 	Name string
 	Args []string
 	Dir  string
-	// Env is appended to the current process environment (later entries win).
+	// Env is appended to the current process environment (later entries
+	// win), or replaces it when ReplaceEnv is set.
 	Env []string
+	// ReplaceEnv runs the command with Env alone: nothing of this process's
+	// environment reaches it.
+	ReplaceEnv bool
 	// Stdin, when set, is fed to the command.
 	Stdin io.Reader
 	// Log, when set, receives the command line and its combined output.
@@ -29,6 +33,14 @@ type Cmd struct {
 // Command returns a Cmd for name and args.
 func Command(name string, args ...string) *Cmd {
 	return &Cmd{Name: name, Args: args}
+}
+
+// environ is the environment the command runs with.
+func (c *Cmd) environ() []string {
+	if c.ReplaceEnv {
+		return append([]string{}, c.Env...)
+	}
+	return append(os.Environ(), c.Env...)
 }
 
 // String renders the command line for logs and errors.
@@ -42,7 +54,7 @@ func (c *Cmd) Output(ctx context.Context) ([]byte, error) {
 	var stdout, stderr bytes.Buffer
 	cmd := osexec.CommandContext(ctx, c.Name, c.Args...)
 	cmd.Dir = c.Dir
-	cmd.Env = append(os.Environ(), c.Env...)
+	cmd.Env = c.environ()
 	cmd.Stdin = c.Stdin
 	cmd.Stdout = &stdout
 	cmd.Stderr = &stderr

@@ -1,6 +1,9 @@
 package report
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -44,5 +47,19 @@ func TestFinish(t *testing.T) {
 
 func TestWrite(t *testing.T) {
 	dir := t.TempDir()
-	assert.NilError(t, sample().Write(dir))
+	r := sample()
+	assert.NilError(t, r.Write(dir))
+
+	js, err := os.ReadFile(filepath.Join(dir, "report.json"))
+	assert.NilError(t, err)
+	var back Report
+	assert.NilError(t, json.Unmarshal(js, &back))
+	assert.DeepEqual(t, back.Runs, r.Runs)
+	assert.Equal(t, back.Passed, r.Passed)
+
+	txt, err := os.ReadFile(filepath.Join(dir, "report.txt"))
+	assert.NilError(t, err)
+	var table strings.Builder
+	r.Table(&table)
+	assert.Equal(t, string(txt), table.String())
 }

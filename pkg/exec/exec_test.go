@@ -1,0 +1,31 @@
+package exec
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"gotest.tools/v3/assert"
+)
+
+func TestEnvironment(t *testing.T) {
+	t.Setenv("KC_EXEC_TEST_PARENT", "from-parent")
+	for _, tc := range []struct {
+		name       string
+		replace    bool
+		wantParent bool
+	}{
+		{name: "appended to the parent's", wantParent: true},
+		{name: "replacing the parent's", replace: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := Command("/usr/bin/env")
+			cmd.Env = []string{"KC_EXEC_TEST_OWN=own"}
+			cmd.ReplaceEnv = tc.replace
+			out, err := cmd.Output(context.Background())
+			assert.NilError(t, err)
+			assert.Assert(t, strings.Contains(string(out), "KC_EXEC_TEST_OWN=own\n"))
+			assert.Equal(t, strings.Contains(string(out), "KC_EXEC_TEST_PARENT="), tc.wantParent)
+		})
+	}
+}
