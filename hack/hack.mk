@@ -37,15 +37,12 @@ check-library:
 
 # Generated files must match their generators' output.
 verify-generated:
-	$(GO) run ./hack/gen-schemas -check
-	./hack/verify-patches
-	$(GO) run ./hack/verify-hash-goldens
+	./hack/verify-all
 
 # Regenerate the v1.Container schemas (fast). The hash goldens come from real
 # upstream trees and take long: make generate-hash-goldens.
 generate:
-	$(GO) run ./hack/gen-schemas
-	./hack/update-patches
+	./hack/update-all
 
 .PHONY: generate-hash-goldens
 generate-hash-goldens:

@@ -7,7 +7,7 @@
 // version and runs a small reflection program (reflect.go.tmpl) in it.
 //
 //	go run ./hack/gen-schemas            # every row of pkg/matrix/matrix.json
-//	go run ./hack/gen-schemas -check     # fail if the checked-in file is stale
+//	go run ./hack/gen-schemas -verify    # fail if the checked-in file is stale
 package main
 
 import (
@@ -35,7 +35,7 @@ const outputFile = "kubelet-compat/zz_generated.schemas.go"
 
 func main() {
 	out := flag.String("o", outputFile, "file to write")
-	check := flag.Bool("check", false, "compare with the existing file instead of writing it")
+	check := flag.Bool("verify", false, "compare with the existing file instead of writing it")
 	versions := flag.String("versions", "", "comma-separated Kubernetes releases or minors of pkg/matrix/matrix.json (default: every row)")
 	flag.Parse()
 	if err := run(*out, *check, *versions); err != nil {
