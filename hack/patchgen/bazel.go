@@ -6,7 +6,6 @@ import (
 	"go/token"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -29,23 +28,6 @@ const (
 func bazelManaged(pristine string) bool {
 	_, err := os.Stat(filepath.Join(pristine, parentBazelFile))
 	return err == nil
-}
-
-// stagingRepos lists the k8s.io repositories that live under staging/src in
-// the tree: the go.mod requires them at v0.0.0 (replaced).
-func stagingRepos(pristine string) (map[string]bool, error) {
-	data, err := os.ReadFile(filepath.Join(pristine, "go.mod"))
-	if err != nil {
-		return nil, err
-	}
-	repos := map[string]bool{}
-	for _, m := range regexp.MustCompile(`(?m)^\s*(k8s\.io/[^\s/]+) v0\.0\.0$`).FindAllStringSubmatch(string(data), -1) {
-		repos[m[1]] = true
-	}
-	if len(repos) == 0 {
-		return nil, fmt.Errorf("%s/go.mod names no staging repositories", pristine)
-	}
-	return repos, nil
 }
 
 // bazelLabel is the label gazelle (-external=vendored) resolves an import to

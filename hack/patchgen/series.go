@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/kubelet-compat/kubelet-compat/build/exec"
+	"github.com/kubelet-compat/kubelet-compat/build/harness"
 	"github.com/kubelet-compat/kubelet-compat/build/matrix"
 	"github.com/kubelet-compat/kubelet-compat/build/source"
 	"github.com/kubelet-compat/kubelet-compat/hack/internal/libfiles"
@@ -186,7 +187,7 @@ func (g generator) addLibrary(pristine, repo string, bazel bool) error {
 	if !bazel {
 		return nil
 	}
-	staging, err := stagingRepos(pristine)
+	staging, err := harness.StagingRepos(pristine)
 	if err != nil {
 		return err
 	}
