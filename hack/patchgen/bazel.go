@@ -2,10 +2,12 @@ package main
 
 import (
 	"fmt"
+	"go/ast"
 	"go/parser"
 	"go/token"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -61,16 +63,21 @@ func libraryBUILD(dir string, staging map[string]bool) ([]byte, error) {
 			continue
 		}
 		srcs = append(srcs, e.Name())
-		f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(dir, e.Name()), nil, parser.ImportsOnly)
+		f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(dir, e.Name()), nil, parser.ImportsOnly|parser.ParseComments)
 		if err != nil {
 			return nil, err
 		}
+		specific := platformSpecific(e.Name(), f.Comments)
 		for _, imp := range f.Imports {
 			path, err := strconv.Unquote(imp.Path.Value)
 			if err != nil {
 				return nil, err
 			}
 			if l := bazelLabel(path, staging); l != "" {
+				if specific {
+					// gazelle would write a select() per platform.
+					return nil, fmt.Errorf("%s is platform-specific and imports %s: patchgen writes no select(); extend libraryBUILD", e.Name(), path)
+				}
 				deps[l] = true
 			}
 		}
@@ -99,6 +106,24 @@ filegroup(
 )
 `)
 	return []byte(b.String()), nil
+}
+
+var goosSuffix = regexp.MustCompile(`_(linux|windows|darwin|freebsd|netbsd|openbsd|solaris|android|aix|dragonfly|illumos|js|plan9)(_[a-z0-9]+)?\.go$`)
+
+// platformSpecific tells a file built on some platforms only: by its name or
+// a build constraint.
+func platformSpecific(name string, comments []*ast.CommentGroup) bool {
+	if goosSuffix.MatchString(name) {
+		return true
+	}
+	for _, g := range comments {
+		for _, c := range g.List {
+			if strings.HasPrefix(c.Text, "// +build") || strings.HasPrefix(c.Text, "//go:build") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // writeList writes a string list attribute as buildifier formats it: one

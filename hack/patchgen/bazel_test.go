@@ -25,8 +25,8 @@ func TestBazelLabel(t *testing.T) {
 
 func TestLibraryBUILD(t *testing.T) {
 	dir := t.TempDir()
-	write(t, filepath.Join(dir, "a.go"), "package x\n\nimport (\n\t\"fmt\"\n\tv1 \"k8s.io/api/core/v1\"\n)\n")
-	write(t, filepath.Join(dir, "b_linux.go"), "// +build linux\n\npackage x\n\nimport \"github.com/davecgh/go-spew/spew\"\n")
+	write(t, filepath.Join(dir, "a.go"), "package x\n\nimport (\n\t\"fmt\"\n\n\t\"github.com/davecgh/go-spew/spew\"\n\tv1 \"k8s.io/api/core/v1\"\n)\n")
+	write(t, filepath.Join(dir, "b_linux.go"), "// +build linux\n\npackage x\n\nimport \"syscall\"\n")
 	write(t, filepath.Join(dir, "a_test.go"), "package x\n\nimport \"testing\"\n")
 	got, err := libraryBUILD(dir, map[string]bool{"k8s.io/api": true})
 	if err != nil {
@@ -44,6 +44,18 @@ func TestLibraryBUILD(t *testing.T) {
 	}
 	if strings.Contains(string(got), "a_test.go") {
 		t.Errorf("BUILD lists the test file:\n%s", got)
+	}
+
+	// gazelle would write a select(): not done by hand.
+	for name, src := range map[string]string{
+		"c_windows.go": "package x\n\nimport \"golang.org/x/sys/windows\"\n",
+		"c.go":         "// +build !linux\n\npackage x\n\nimport \"golang.org/x/sys/unix\"\n",
+	} {
+		dir := t.TempDir()
+		write(t, filepath.Join(dir, name), src)
+		if _, err := libraryBUILD(dir, nil); err == nil {
+			t.Errorf("%s: a platform-specific non-standard import was accepted", name)
+		}
 	}
 }
 

@@ -58,7 +58,10 @@ var generatedMarker = []byte("DO NOT EDIT")
 // apply returns a Go file with the tree's license header: after its leading
 // build constraints and their blank line, as upstream files of the era have
 // them and the checker strips them, and before everything else.
-func (b boilerplate) apply(src []byte) []byte {
+//
+// A //go:build line without // +build lines fails: the trees' Go (1.13-1.16)
+// reads only the latter.
+func (b boilerplate) apply(src []byte) ([]byte, error) {
 	header := b.header
 	if bytes.Contains(src, generatedMarker) {
 		header = b.generated
@@ -66,6 +69,13 @@ func (b boilerplate) apply(src []byte) []byte {
 	constraints, rest := splitConstraints(src)
 	var out bytes.Buffer
 	if len(constraints) > 0 {
+		plusBuild := false
+		for _, line := range constraints {
+			plusBuild = plusBuild || strings.HasPrefix(line, "// +build")
+		}
+		if !plusBuild {
+			return nil, fmt.Errorf("%q has no // +build line, which the trees' Go needs (run gofmt with a go.mod saying go 1.16, or add it)", constraints[0])
+		}
 		for _, line := range constraints {
 			if strings.HasPrefix(line, "//go:build") && !b.knowsGoBuild {
 				continue
@@ -77,7 +87,7 @@ func (b boilerplate) apply(src []byte) []byte {
 	out.Write(bytes.TrimRight(header, "\n"))
 	out.WriteString("\n\n")
 	out.Write(rest)
-	return out.Bytes()
+	return out.Bytes(), nil
 }
 
 var constraintLine = regexp.MustCompile(`^(//go:build|// \+build)( .*)?$`)
@@ -116,7 +126,11 @@ func (b boilerplate) addTo(dir string) error {
 		if err != nil {
 			return err
 		}
-		if err := os.WriteFile(path, b.apply(data), 0o644); err != nil {
+		data, err = b.apply(data)
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		if err := os.WriteFile(path, data, 0o644); err != nil {
 			return err
 		}
 	}

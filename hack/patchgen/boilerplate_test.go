@@ -38,10 +38,20 @@ func TestBoilerplateApply(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b.knowsGoBuild = tc.knowsGoBuild
-			if got := string(b.apply([]byte(tc.src))); got != tc.want {
+			got, err := b.apply([]byte(tc.src))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != tc.want {
 				t.Errorf("apply:\n%s\nwant:\n%s", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestBoilerplateNeedsPlusBuild(t *testing.T) {
+	if _, err := (boilerplate{}).apply([]byte("//go:build linux\n\npackage x\n")); err == nil {
+		t.Error("a //go:build line without // +build was accepted")
 	}
 }
 
