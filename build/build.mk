@@ -3,7 +3,8 @@
 #   make build VERSIONS=1.21.14           one version
 #   make build PATCHED=false              upstream as released, into _output/<ver>-unpatched/
 #   make build BINARIES=kubelet,kube-apiserver
-#   make verify-trees                     patch, build the kubelet and run the patched packages' tests, per version
+#   make verify-trees                     patch, run the tree's verify-boilerplate/verify-bazel on the series, build the kubelet and run the patched packages' tests, per version
+#   make verify-upstream                  only the tree's verify-boilerplate/verify-bazel on the series (seconds)
 
 VERSIONS ?=
 PATCHED ?= true
@@ -11,9 +12,12 @@ BINARIES ?= kubelet,kubeadm,kubectl
 
 KCBUILD = $(GO) run ./build/cmd/kcbuild
 
-.PHONY: build verify-trees
+.PHONY: build verify-trees verify-upstream
 build:
 	$(KCBUILD) build -versions "$(VERSIONS)" -patched=$(PATCHED) -binaries "$(BINARIES)"
 
 verify-trees:
 	$(KCBUILD) verify-trees -versions "$(VERSIONS)"
+
+verify-upstream:
+	$(KCBUILD) verify-trees -checks-only -versions "$(VERSIONS)"

@@ -110,6 +110,10 @@ func (g generator) render(ctx context.Context, row matrix.Row) (map[string][]byt
 	if err != nil {
 		return nil, nil, err
 	}
+	bazel := bazelManaged(pristine)
+	if bazel {
+		touched = append(touched, parentBazelFile)
+	}
 	for _, f := range touched {
 		if err := copyFile(filepath.Join(pristine, f), filepath.Join(repo, f)); err != nil && !os.IsNotExist(err) {
 			return nil, nil, fmt.Errorf("pristine %s: %w", f, err)
@@ -122,7 +126,7 @@ func (g generator) render(ctx context.Context, row matrix.Row) (map[string][]byt
 		return nil, nil, err
 	}
 
-	if err := libfiles.Copy(g.libDir, filepath.Join(repo, libraryPackage)); err != nil {
+	if err := g.addLibrary(pristine, repo, bazel); err != nil {
 		return nil, nil, err
 	}
 	if err := git(ctx, nil, "add", "-A"); err != nil {
@@ -162,6 +166,46 @@ func (g generator) render(ctx context.Context, row matrix.Row) (map[string][]byt
 	series := "# Apply in order with `git am`, `git apply` or `patch -p1` to a pristine " + row.Tag() + " tree.\n" + strings.Join(names, "\n") + "\n"
 	patches[seriesFile] = []byte(series)
 	return patches, names, nil
+}
+
+// addLibrary writes the library package into repo as the library patch adds
+// it: with the tree's license headers and, in a Bazel-managed tree, its BUILD
+// file and the parent's all-srcs entry.
+func (g generator) addLibrary(pristine, repo string, bazel bool) error {
+	dir := filepath.Join(repo, libraryPackage)
+	if err := libfiles.Copy(g.libDir, dir); err != nil {
+		return err
+	}
+	bp, err := readBoilerplate(pristine)
+	if err != nil {
+		return err
+	}
+	if err := bp.addTo(dir); err != nil {
+		return err
+	}
+	if !bazel {
+		return nil
+	}
+	staging, err := source.StagingRepos(pristine)
+	if err != nil {
+		return err
+	}
+	build, err := libraryBUILD(dir, staging)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, bazelFile), build, 0o644); err != nil {
+		return err
+	}
+	parent := filepath.Join(repo, parentBazelFile)
+	data, err := os.ReadFile(parent)
+	if err != nil {
+		return err
+	}
+	if data, err = addAllSrcs(data); err != nil {
+		return err
+	}
+	return os.WriteFile(parent, data, 0o644)
 }
 
 // update rewrites the series directory from render's output.

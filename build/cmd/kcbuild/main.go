@@ -3,7 +3,7 @@
 // kubelet-compat patch series.
 //
 //	kcbuild build [-versions 1.21.14,1.20] [-patched=false] [-binaries kubelet,kubeadm,kubectl]
-//	kcbuild verify-trees [-versions ...]   # patch, build the kubelet, run the patched packages' tests
+//	kcbuild verify-trees [-checks-only] [-versions ...]   # patch, run the tree's verify-boilerplate/verify-bazel on the series, build the kubelet, run the patched packages' tests
 package main
 
 import (
@@ -29,7 +29,7 @@ func main() {
 }
 
 func usage() error {
-	return fmt.Errorf("usage: kcbuild build|verify-trees [-versions V,...] [-patched=true|false] [-binaries B,...]")
+	return fmt.Errorf("usage: kcbuild build|verify-trees [-versions V,...] [-patched=true|false] [-binaries B,...] [-checks-only]")
 }
 
 func run(args []string) error {
@@ -42,6 +42,7 @@ func run(args []string) error {
 	patched := fs.Bool("patched", true, "apply the kubelet-compat patch series (false: upstream as released)")
 	binaries := fs.String("binaries", strings.Join(harness.DefaultBinaries, ","), "binaries to build")
 	output := fs.String("output", "_output", "output directory")
+	checksOnly := fs.Bool("checks-only", false, "verify-trees: run only the upstream checks (boilerplate, Bazel) on the patched trees, without building or testing")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -79,7 +80,7 @@ func run(args []string) error {
 	start := time.Now()
 	for _, row := range rows {
 		rowStart := time.Now()
-		if err := buildRow(ctx, h, row, cmd, splitList(*binaries)); err != nil {
+		if err := buildRow(ctx, h, row, cmd, splitList(*binaries), *checksOnly); err != nil {
 			return err
 		}
 		fmt.Printf("[%s] done in %s: %s\n", row.Kubernetes, time.Since(rowStart).Round(time.Second), h.OutputDir(row))
@@ -90,7 +91,7 @@ func run(args []string) error {
 
 // buildRow runs one command on one row, holding the row's work tree lock so
 // that concurrent harness runs wait for each other.
-func buildRow(ctx context.Context, h *harness.Harness, row matrix.Row, cmd string, bins []string) error {
+func buildRow(ctx context.Context, h *harness.Harness, row matrix.Row, cmd string, bins []string, checksOnly bool) error {
 	unlock, err := h.Lock(ctx, row)
 	if err != nil {
 		return err
@@ -107,6 +108,9 @@ func buildRow(ctx context.Context, h *harness.Harness, row matrix.Row, cmd strin
 		}
 		return tree.CheckBinaries(ctx, bins)
 	case "verify-trees":
+		if err := tree.CheckUpstream(ctx); err != nil || checksOnly {
+			return err
+		}
 		if err := tree.Build(ctx, []string{"kubelet"}); err != nil {
 			return err
 		}
