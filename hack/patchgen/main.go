@@ -19,6 +19,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/kubelet-compat/kubelet-compat/pkg/cachedir"
 	"github.com/kubelet-compat/kubelet-compat/pkg/matrix"
 )
 
@@ -45,7 +46,7 @@ func run(verify bool, versions []string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	g := generator{cacheDir: cacheDir(), libDir: "kubelet-compat", patchesDir: "patches"}
+	g := generator{cacheDir: cachedir.Resolve(os.Getenv(cachedir.Env)), libDir: "kubelet-compat", patchesDir: "patches"}
 	var stale []string
 	for _, row := range rows {
 		start := time.Now()
@@ -75,12 +76,4 @@ func run(verify bool, versions []string) error {
 		return fmt.Errorf("%d patch series are stale: run hack/update-patches and commit the result", len(stale))
 	}
 	return nil
-}
-
-func cacheDir() string {
-	if d := os.Getenv("KC_CACHE"); d != "" {
-		return d
-	}
-	home, _ := os.UserHomeDir()
-	return home + "/.cache/kubelet-compat"
 }

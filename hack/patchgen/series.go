@@ -13,6 +13,7 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/hack/internal/libfiles"
 	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
 	"github.com/kubelet-compat/kubelet-compat/pkg/matrix"
+	"github.com/kubelet-compat/kubelet-compat/pkg/series"
 	"github.com/kubelet-compat/kubelet-compat/pkg/source"
 )
 
@@ -56,7 +57,7 @@ func (g generator) seriesDir(row matrix.Row) string {
 // hookPatches lists the hand-written patches of a series: every patch but
 // the first, which is generated.
 func (g generator) hookPatches(row matrix.Row) ([]string, error) {
-	names, err := readSeries(g.seriesDir(row))
+	names, err := series.Read(g.seriesDir(row))
 	if err != nil {
 		return nil, err
 	}
@@ -68,21 +69,6 @@ func (g generator) hookPatches(row matrix.Row) ([]string, error) {
 		paths = append(paths, filepath.Join(g.seriesDir(row), n))
 	}
 	return paths, nil
-}
-
-func readSeries(dir string) ([]string, error) {
-	data, err := os.ReadFile(filepath.Join(dir, seriesFile))
-	if err != nil {
-		return nil, err
-	}
-	var names []string
-	for _, line := range strings.Split(string(data), "\n") {
-		line = strings.TrimSpace(line)
-		if line != "" && !strings.HasPrefix(line, "#") {
-			names = append(names, line)
-		}
-	}
-	return names, nil
 }
 
 // render replays the series in a scratch git repository holding the

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/kubelet-compat/kubelet-compat/pkg/matrix"
+	"github.com/kubelet-compat/kubelet-compat/pkg/series"
 )
 
 func TestTouchedFiles(t *testing.T) {
@@ -28,12 +29,12 @@ func TestTouchedFiles(t *testing.T) {
 func TestReadSeries(t *testing.T) {
 	dir := t.TempDir()
 	write(t, filepath.Join(dir, seriesFile), "# comment\n0001-a.patch\n\n  0002-b.patch  \n")
-	got, err := readSeries(dir)
+	got, err := series.Read(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := []string{"0001-a.patch", "0002-b.patch"}; !reflect.DeepEqual(got, want) {
-		t.Errorf("readSeries = %v, want %v", got, want)
+		t.Errorf("series.Read = %v, want %v", got, want)
 	}
 	g := generator{patchesDir: t.TempDir()}
 	if _, err := g.hookPatches(row("1.21.14")); err == nil {
