@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
+	"github.com/kubelet-compat/kubelet-compat/pkg/series"
 	"github.com/kubelet-compat/kubelet-compat/pkg/source"
 	"github.com/kubelet-compat/kubelet-compat/pkg/toolchain"
 )
@@ -33,7 +34,7 @@ func (t *Tree) CheckUpstream(ctx context.Context) error {
 		return nil
 	}
 	start := time.Now()
-	changed, err := seriesFiles(t.patches)
+	changed, err := series.TouchedFiles(t.patches)
 	if err != nil {
 		return err
 	}
@@ -49,28 +50,6 @@ func (t *Tree) CheckUpstream(ctx context.Context) error {
 	}
 	t.h.logf(t.Row, "upstream checks (%s) passed for the series in %s", checks, time.Since(start).Round(time.Millisecond))
 	return nil
-}
-
-var diffHeader = regexp.MustCompile(`(?m)^diff --git a/\S+ b/(\S+)$`)
-
-// seriesFiles lists the files the patches leave in the tree, sorted.
-func seriesFiles(patches []string) ([]string, error) {
-	seen := map[string]bool{}
-	var files []string
-	for _, p := range patches {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return nil, err
-		}
-		for _, m := range diffHeader.FindAllStringSubmatch(string(data), -1) {
-			if !seen[m[1]] {
-				seen[m[1]] = true
-				files = append(files, m[1])
-			}
-		}
-	}
-	sort.Strings(files)
-	return files, nil
 }
 
 // checkBoilerplate runs the tree's boilerplate.py on the changed files; it

@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/kubelet-compat/kubelet-compat/pkg/series"
 )
 
 func TestSeriesFilesAndBazelDirs(t *testing.T) {
@@ -14,12 +16,12 @@ func TestSeriesFilesAndBazelDirs(t *testing.T) {
 	p2 := filepath.Join(dir, "0002.patch")
 	writeFile(t, p1, "diff --git a/pkg/kubelet/BUILD b/pkg/kubelet/BUILD\ndiff --git a/pkg/kubelet/kubeletcompat/doc.go b/pkg/kubelet/kubeletcompat/doc.go\n")
 	writeFile(t, p2, "diff --git a/pkg/kubelet/kuberuntime/x.go b/pkg/kubelet/kuberuntime/x.go\ndiff --git a/pkg/kubelet/BUILD b/pkg/kubelet/BUILD\ndiff --git a/docs/x.md b/docs/x.md\n")
-	files, err := seriesFiles([]string{p1, p2})
+	files, err := series.TouchedFiles([]string{p1, p2})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := []string{"docs/x.md", "pkg/kubelet/BUILD", "pkg/kubelet/kubeletcompat/doc.go", "pkg/kubelet/kuberuntime/x.go"}; !reflect.DeepEqual(files, want) {
-		t.Errorf("seriesFiles = %v, want %v", files, want)
+		t.Errorf("TouchedFiles = %v, want %v", files, want)
 	}
 	visit, compare := bazelDirs(files)
 	if want := []string{"pkg/kubelet", "pkg/kubelet/kubeletcompat", "pkg/kubelet/kuberuntime"}; !reflect.DeepEqual(visit, want) {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 
@@ -92,7 +91,7 @@ func (g generator) render(ctx context.Context, row matrix.Row) (map[string][]byt
 	if err := git(ctx, nil, "init", "-q"); err != nil {
 		return nil, nil, err
 	}
-	touched, err := touchedFiles(hooks)
+	touched, err := series.TouchedFiles(hooks)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -288,30 +287,6 @@ func (g generator) checkApplies(ctx context.Context, row matrix.Row, names []str
 		}
 	}
 	return nil
-}
-
-var diffHeader = regexp.MustCompile(`(?m)^diff --git a/(\S+) b/(\S+)$`)
-
-// touchedFiles lists the files the hook patches change or create.
-func touchedFiles(patches []string) ([]string, error) {
-	seen := map[string]bool{}
-	var files []string
-	for _, p := range patches {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return nil, err
-		}
-		for _, m := range diffHeader.FindAllStringSubmatch(string(data), -1) {
-			for _, f := range m[1:] {
-				if !seen[f] {
-					seen[f] = true
-					files = append(files, f)
-				}
-			}
-		}
-	}
-	sort.Strings(files)
-	return files, nil
 }
 
 func gitIn(repo string) func(ctx context.Context, env []string, args ...string) error {

@@ -16,13 +16,13 @@ func TestTouchedFiles(t *testing.T) {
 	b := filepath.Join(dir, "b.patch")
 	write(t, a, "Subject: x\n---\ndiff --git a/pkg/kubelet/kubelet.go b/pkg/kubelet/kubelet.go\n+x\ndiff --git a/pkg/kubelet/new.go b/pkg/kubelet/new.go\nnew file mode 100644\n")
 	write(t, b, "diff --git a/pkg/kubelet/config/file.go b/pkg/kubelet/config/file.go\ndiff --git a/pkg/kubelet/kubelet.go b/pkg/kubelet/kubelet.go\n")
-	got, err := touchedFiles([]string{a, b})
+	got, err := series.TouchedFiles([]string{a, b})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []string{"pkg/kubelet/config/file.go", "pkg/kubelet/kubelet.go", "pkg/kubelet/new.go"}
 	if !reflect.DeepEqual(got, want) {
-		t.Errorf("touchedFiles = %v, want %v", got, want)
+		t.Errorf("TouchedFiles = %v, want %v", got, want)
 	}
 }
 

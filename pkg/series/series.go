@@ -6,6 +6,8 @@ package series
 import (
 	"os"
 	"path/filepath"
+	"regexp"
+	"sort"
 	"strings"
 )
 
@@ -31,4 +33,29 @@ func Parse(content string) []string {
 		}
 	}
 	return names
+}
+
+var diffHeader = regexp.MustCompile(`(?m)^diff --git a/(\S+) b/(\S+)$`)
+
+// TouchedFiles lists, sorted, the files the patches change, create or
+// delete (both sides of every `diff --git` header).
+func TouchedFiles(patches []string) ([]string, error) {
+	seen := map[string]bool{}
+	var files []string
+	for _, p := range patches {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range diffHeader.FindAllStringSubmatch(string(data), -1) {
+			for _, f := range m[1:] {
+				if !seen[f] {
+					seen[f] = true
+					files = append(files, f)
+				}
+			}
+		}
+	}
+	sort.Strings(files)
+	return files, nil
 }
