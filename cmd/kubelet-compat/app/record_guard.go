@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 
 	kubeletcompat "github.com/kubelet-compat/kubelet-compat/kubelet-compat"
+	"github.com/kubelet-compat/kubelet-compat/pkg/regularfile"
 )
 
 // prepareRecord runs before record does anything else. It refuses a target
@@ -96,22 +96,11 @@ func refuseForeignFile(env Env, path string, force bool) error {
 // readExisting reads the start of the regular file at path without
 // following a symlink or blocking on a FIFO swapped in since the Lstat.
 func readExisting(path string) ([]byte, error) {
-	fh, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if errors.Is(err, syscall.ELOOP) {
-		return nil, refuseIrregularTarget(path)
+	data, err := regularfile.Read(path, maxForeignCheck, true)
+	var nr *regularfile.NotRegularError
+	if errors.As(err, &nr) {
+		return nil, fmt.Errorf("%s is %s, not a regular file: refusing to replace it", path, fileKind(nr.Mode))
 	}
-	if err != nil {
-		return nil, err
-	}
-	defer fh.Close()
-	fi, err := fh.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is %s, not a regular file: refusing to replace it", path, fileKind(fi.Mode()))
-	}
-	data, err := io.ReadAll(io.LimitReader(fh, maxForeignCheck+1))
 	if err != nil {
 		return nil, fmt.Errorf("reading the existing %s: %w", path, err)
 	}

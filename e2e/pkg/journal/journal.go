@@ -8,6 +8,7 @@
 package journal
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/cgroups"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/iptables"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/procfs"
+	"github.com/kubelet-compat/kubelet-compat/pkg/regularfile"
 )
 
 // File is the journal's name under the root.
@@ -122,20 +124,15 @@ func Create(st State) (*Journal, error) {
 
 // Load reads a root's journal (os.ErrNotExist when there is none).
 func Load(root string) (*State, error) {
-	f, err := os.Open(Path(root))
+	data, err := regularfile.Read(Path(root), maxSize, true)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() || fi.Size() > maxSize {
-		return nil, fmt.Errorf("%s: not a journal (mode %s, %d bytes)", Path(root), fi.Mode(), fi.Size())
+	if len(data) > maxSize {
+		return nil, fmt.Errorf("%s: not a journal (larger than %d bytes)", Path(root), maxSize)
 	}
 	var st State
-	dec := json.NewDecoder(f)
+	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&st); err != nil {
 		return nil, fmt.Errorf("%s: %w", Path(root), err)

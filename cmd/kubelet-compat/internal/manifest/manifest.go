@@ -13,8 +13,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 
+	"github.com/kubelet-compat/kubelet-compat/pkg/regularfile"
 	v1 "k8s.io/api/core/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
@@ -88,21 +88,9 @@ func ReadStaticDir(dir string) ([]Static, error) {
 // reads only a regular file, so a FIFO swapped in after a check cannot stall
 // a command that holds the compat file's lock.
 func ReadFile(path string) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	data, err := regularfile.Read(path, maxManifestSize, false)
 	if err != nil {
 		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file (mode %s)", path, fi.Mode())
-	}
-	data, err := io.ReadAll(io.LimitReader(f, maxManifestSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
 	if len(data) > maxManifestSize {
 		return nil, fmt.Errorf("%s is larger than %d bytes", path, maxManifestSize)
