@@ -20,8 +20,11 @@ const DefaultRecheckInterval = 5 * time.Second
 // maxLogKeys bounds the memory spent on remembering what was logged.
 const maxLogKeys = 1024
 
-// Logf logs one line; kubelets pass klog.Infof.
+// Logf logs one line; kubelets before structured logging pass klog.Infof.
 type Logf func(format string, args ...interface{})
+
+// LogS logs one structured line; kubelets from 1.21 pass klog.InfoS.
+type LogS func(msg string, keysAndValues ...interface{})
 
 // Config sets up a Compat.
 type Config struct {
@@ -35,7 +38,10 @@ type Config struct {
 	// StartTime is when the kubelet process started; containers created
 	// before it may be legacy. Defaults to this package's initialisation.
 	StartTime time.Time
-	// Logf receives the library's few log lines; nil discards them.
+	// LogS receives the library's few log lines as a message and key/value
+	// pairs; when it is nil, Logf receives them rendered as one line; when
+	// both are nil they are discarded.
+	LogS LogS
 	Logf Logf
 	// OwnerUID is the uid that must own the compat file (root by default).
 	OwnerUID int
@@ -52,7 +58,7 @@ type Compat struct {
 	own      Version
 	enabled  bool
 	start    time.Time
-	logf     Logf
+	logs     LogS
 	ownerUID int
 	interval time.Duration
 	base     time.Time
@@ -118,7 +124,7 @@ func New(cfg Config) *Compat {
 	c := &Compat{
 		path:     cfg.Path,
 		start:    cfg.StartTime,
-		logf:     cfg.Logf,
+		logs:     structured(cfg.LogS, cfg.Logf),
 		ownerUID: cfg.OwnerUID,
 		interval: cfg.RecheckInterval,
 		base:     time.Now(),
@@ -137,9 +143,9 @@ func New(cfg Config) *Compat {
 	own, err := ParseVersion(cfg.KubeletVersion)
 	switch {
 	case err != nil:
-		c.logOnce("own-version", "kubelet-compat: disabled: kubelet version: %v", err)
+		c.logOnce("own-version", "Kubelet-compat disabled: the kubelet's version is not understood", "err", err)
 	case own.Major != 1 || own.Minor < firstJSONMinor || own.Minor > lastKnownMinor:
-		c.logOnce("own-version", "kubelet-compat: disabled: kubelet %s is outside the supported range 1.%d..1.%d", own, firstJSONMinor, lastKnownMinor)
+		c.logOnce("own-version", "Kubelet-compat disabled: the kubelet is outside the supported range", "kubeletVersion", own, "supported", fmt.Sprintf("1.%d..1.%d", firstJSONMinor, lastKnownMinor))
 	default:
 		c.own, c.enabled = own, true
 	}
@@ -191,7 +197,7 @@ func (c *Compat) KeepChanged(container *v1.Container, running RunningContainer) 
 // of each container.
 func (c *Compat) finish(d Decision, running RunningContainer) Decision {
 	if d.note != nil {
-		c.logOnce(d.note.key, "%s", d.note.msg)
+		c.logOnce(d.note.key, d.note.msg, d.note.kv...)
 		d.note = nil
 	}
 	if d.Keep {
@@ -219,7 +225,7 @@ func (c *Compat) keep(running RunningContainer, reason string) Decision {
 func (c *Compat) StaticPodUID(manifestPath string, data []byte) (string, bool) {
 	uid, ok, note := c.decider().StaticPodUID(manifestPath, data)
 	if note != nil {
-		c.logOnce(note.key, "%s", note.msg)
+		c.logOnce(note.key, note.msg, note.kv...)
 	}
 	return uid, ok
 }
@@ -273,11 +279,11 @@ func (c *Compat) reload(old *fileState) (st *fileState, retry bool) {
 	fi, err := os.Lstat(c.path)
 	if err != nil {
 		if !os.IsNotExist(err) {
-			c.logOnce("stat "+err.Error(), "kubelet-compat: cannot stat the compat file, will retry: %v", err)
+			c.logOnce("stat "+err.Error(), "Cannot stat the compat file, will retry", "err", err)
 			return old, true
 		}
 		if old != nil && old.decider != nil && old.decider.InForce() {
-			c.logf2("kubelet-compat: %s is gone; containers restart on hash changes as upstream does", c.path)
+			c.log("Compat file is gone; containers restart on hash changes as upstream does", "path", c.path)
 		}
 		return &fileState{}, false
 	}
@@ -289,7 +295,7 @@ func (c *Compat) reload(old *fileState) (st *fileState, retry bool) {
 		if os.IsNotExist(err) {
 			return &fileState{}, false // removed since the Lstat
 		}
-		c.logOnce("read "+err.Error(), "kubelet-compat: cannot read the compat file, will retry: %v", err)
+		c.logOnce("read "+err.Error(), "Cannot read the compat file, will retry", "err", err)
 		return old, true
 	}
 	st = &fileState{present: true}
@@ -297,23 +303,23 @@ func (c *Compat) reload(old *fileState) (st *fileState, retry bool) {
 		st.stamp = changeStamp(fi)
 	}
 	if err != nil {
-		c.logOnce("read "+err.Error(), "kubelet-compat: ignoring compat file: %v", err)
+		c.logOnce("read "+err.Error(), "Ignoring compat file", "err", err)
 		return st, false
 	}
 	st.decider = NewDecider(f, c.own, c.start)
 	switch state, why := st.decider.State(); state {
 	case FileIgnored:
-		c.logOnce("version "+f.PreviousVersion, "kubelet-compat: ignoring %s: %s", c.path, why)
+		c.logOnce("version "+f.PreviousVersion, "Ignoring compat file", "path", c.path, "reason", why)
 	case FilePending:
-		c.logOnce(fmt.Sprintf("pending %s %v", f.PreviousVersion, st.stamp), "kubelet-compat: %s is %s, %d containers, %d static pods; what it lists from earlier upgrades is kept", c.path, why, len(f.Containers), len(f.StaticPods))
+		c.logOnce(fmt.Sprintf("pending %s %v", f.PreviousVersion, st.stamp), "Compat file is pending: what it lists from earlier upgrades is kept", "path", c.path, "reason", why, "containers", len(f.Containers), "staticPods", len(f.StaticPods))
 	default:
-		c.logOnce(fmt.Sprintf("active %s %v", f.PreviousVersion, st.stamp), "kubelet-compat: %s is active: previous kubelet %s recorded at %s, %d containers, %d static pods", c.path, f.PreviousVersion, f.RecordedAt.Format(time.RFC3339), len(f.Containers), len(f.StaticPods))
+		c.logOnce(fmt.Sprintf("active %s %v", f.PreviousVersion, st.stamp), "Compat file is active", "path", c.path, "previousKubelet", f.PreviousVersion, "recordedAt", f.RecordedAt.Format(time.RFC3339), "containers", len(f.Containers), "staticPods", len(f.StaticPods))
 	}
 	return st, false
 }
 
 // logOnce logs a message the first time its key is seen.
-func (c *Compat) logOnce(key, format string, args ...interface{}) {
+func (c *Compat) logOnce(key, msg string, keysAndValues ...interface{}) {
 	c.logMu.Lock()
 	if c.logged[key] {
 		c.logMu.Unlock()
@@ -324,11 +330,32 @@ func (c *Compat) logOnce(key, format string, args ...interface{}) {
 	}
 	c.logged[key] = true
 	c.logMu.Unlock()
-	c.logf2(format, args...)
+	c.log(msg, keysAndValues...)
 }
 
-func (c *Compat) logf2(format string, args ...interface{}) {
-	if c.logf != nil {
-		c.logf(format, args...)
+func (c *Compat) log(msg string, keysAndValues ...interface{}) {
+	if c.logs != nil {
+		c.logs(msg, keysAndValues...)
 	}
+}
+
+// structured returns the structured logger the library logs through: logs
+// itself, or logf fed one rendered line, or nil.
+func structured(logs LogS, logf Logf) LogS {
+	if logs != nil || logf == nil {
+		return logs
+	}
+	return func(msg string, keysAndValues ...interface{}) {
+		logf("%s", renderLine(msg, keysAndValues))
+	}
+}
+
+// renderLine renders a structured line for printf-style loggers, as
+// `kubelet-compat: msg key="value" ...`.
+func renderLine(msg string, keysAndValues []interface{}) string {
+	line := "kubelet-compat: " + msg
+	for i := 0; i+1 < len(keysAndValues); i += 2 {
+		line += fmt.Sprintf(" %v=%q", keysAndValues[i], fmt.Sprint(keysAndValues[i+1]))
+	}
+	return line
 }

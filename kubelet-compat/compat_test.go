@@ -385,7 +385,7 @@ func TestBadFileLoggedOnce(t *testing.T) {
 			t.Fatal("bad file kept a changed container")
 		}
 	}
-	if got := n.log.count("ignoring compat file"); got != 1 {
+	if got := n.log.count("Ignoring compat file"); got != 1 {
 		t.Errorf("bad file logged %d times, want 1: %q", got, n.log.lines)
 	}
 	// A different problem is a new line.
@@ -394,7 +394,7 @@ func TestBadFileLoggedOnce(t *testing.T) {
 	for i := 0; i < 50; i++ {
 		c.Decide(spec, running)
 	}
-	if got := n.log.count("ignoring compat file"); got != 2 {
+	if got := n.log.count("Ignoring compat file"); got != 2 {
 		t.Errorf("two distinct problems logged %d times, want 2: %q", got, n.log.lines)
 	}
 }
@@ -465,4 +465,26 @@ func loadCorpus(t testing.TB) []corpusItem {
 		t.Fatalf("corpus has %d containers, want at least 30", len(items))
 	}
 	return items
+}
+
+// TestStructuredLogging: with LogS the library logs a message and key/value
+// pairs (klog.InfoS); with Logf alone, one rendered line (klog.Infof).
+func TestStructuredLogging(t *testing.T) {
+	n := newNode(t)
+	must(t, os.WriteFile(n.path, []byte("{not json"), 0644))
+	var msgs []string
+	var kvs [][]interface{}
+	c := New(Config{Path: n.path, KubeletVersion: "v1.21.14", OwnerUID: os.Getuid(),
+		LogS: func(msg string, kv ...interface{}) { msgs = append(msgs, msg); kvs = append(kvs, kv) }})
+	c.Decide(seccompContainer(), RunningContainer{ID: "c1", Hash: 1, CreatedAt: beforeStart})
+	if len(msgs) != 1 || msgs[0] != "Ignoring compat file" || len(kvs[0]) != 2 || kvs[0][0] != "err" {
+		t.Errorf("LogS got %q %v, want one message with an err pair", msgs, kvs)
+	}
+
+	printf := newNode(t)
+	must(t, os.WriteFile(printf.path, []byte("{not json"), 0644))
+	printf.compat("v1.21.14", time.Hour).Decide(seccompContainer(), RunningContainer{ID: "c1", Hash: 1, CreatedAt: beforeStart})
+	if got := printf.log.count(`kubelet-compat: Ignoring compat file err="`); got != 1 {
+		t.Errorf("Logf got %q, want one rendered line", printf.log.lines)
+	}
 }

@@ -141,7 +141,7 @@ func (d *Decider) KeepChanged(container *v1.Container, running RunningContainer)
 	legacy, err := ContainerHash(creator, container)
 	if err != nil {
 		return Decision{Reason: "definition changed (" + err.Error() + ")",
-			note: &logNote{key: "hash " + err.Error(), msg: fmt.Sprintf("kubelet-compat: %v; containers restart as upstream does", err)}}
+			note: &logNote{key: "hash " + err.Error(), msg: "Container hash of a recorded kubelet not reproduced; containers restart as upstream does", kv: []interface{}{"err", err}}}
 	}
 	if legacy == running.Hash {
 		return Decision{Keep: true, Reason: fmt.Sprintf("kept: stored hash %x is what %s computes for the current spec", legacy, creator)}
@@ -157,7 +157,7 @@ func keepByAge(container *v1.Container, running RunningContainer, creator Versio
 		return Decision{Reason: fmt.Sprintf("definition changed (image %q is not the running %q)", container.Image, running.Image)}
 	}
 	return Decision{Keep: true, Reason: fmt.Sprintf("kept: created by %s before the compat file was recorded, image unchanged", creator),
-		note: &logNote{key: "age " + running.ID, msg: fmt.Sprintf("kubelet-compat: keeping container %s (%s) created by %s: that version's hash is not reproduced, so only an image change restarts it", running.ID, container.Name, creator)}}
+		note: &logNote{key: "age " + running.ID, msg: "Keeping a container whose creator's hash is not reproduced: only an image change restarts it", kv: []interface{}{"containerID", running.ID, "containerName", container.Name, "createdBy", creator.String()}}}
 }
 
 // StaticPodUID returns the UID recorded for a static pod manifest when the
@@ -177,10 +177,13 @@ func (d *Decider) StaticPodUID(manifestPath string, data []byte) (uid string, ok
 		return "", false, nil
 	}
 	if ManifestSHA256(data) != sp.SHA256 {
-		return "", false, &logNote{key: "manifest " + manifestPath + " " + sp.SHA256, msg: fmt.Sprintf("kubelet-compat: %s changed since it was recorded: its recorded UID is not used", manifestPath)}
+		return "", false, &logNote{key: "manifest " + manifestPath + " " + sp.SHA256, msg: "Static pod manifest changed since it was recorded: its recorded UID is not used", kv: []interface{}{"path", manifestPath}}
 	}
 	return sp.UID, true, nil
 }
 
-// logNote is a line the kubelet logs once per key.
-type logNote struct{ key, msg string }
+// logNote is a structured line the kubelet logs once per key.
+type logNote struct {
+	key, msg string
+	kv       []interface{}
+}
