@@ -61,6 +61,9 @@ type Options struct {
 	// UserGOROOTs maps a Go version to a local GOROOT to use instead of
 	// downloading it ($KC_GOROOT_<X>).
 	UserGOROOTs map[string]string
+	// UserSources maps a Kubernetes version to a user-supplied tree
+	// ($KUBE_SRC_<X>, $KUBE_SRC).
+	UserSources map[string]string
 	// Progress receives one line per step.
 	Progress io.Writer
 }
@@ -138,7 +141,7 @@ func (h *Harness) Prepare(ctx context.Context, row matrix.Row) (*Tree, error) {
 	if err != nil {
 		return nil, err
 	}
-	pristine, err := source.Ensure(ctx, h.opts.CacheDir, row, h.opts.Progress)
+	pristine, err := source.Ensure(ctx, h.opts.CacheDir, row, h.opts.UserSources[row.Kubernetes], h.opts.Progress)
 	if err != nil {
 		return nil, err
 	}

@@ -156,7 +156,7 @@ func hashTree(ctx context.Context, cacheDir string, row matrix.Row, corpusPath s
 	if err != nil {
 		return nil, err
 	}
-	pristine, err := source.Ensure(ctx, cacheDir, row, progress)
+	pristine, err := source.Ensure(ctx, cacheDir, row, source.UserSource(row, os.Getenv), progress)
 	if err != nil {
 		return nil, err
 	}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/kubelet-compat/kubelet-compat/pkg/cachedir"
 	"github.com/kubelet-compat/kubelet-compat/pkg/matrix"
+	"github.com/kubelet-compat/kubelet-compat/pkg/source"
 )
 
 func main() {
@@ -46,7 +47,8 @@ func run(verify bool, versions []string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	g := generator{cacheDir: cachedir.Resolve(os.Getenv(cachedir.Env)), libDir: "kubelet-compat", patchesDir: "patches"}
+	g := generator{cacheDir: cachedir.Resolve(os.Getenv(cachedir.Env)), libDir: "kubelet-compat", patchesDir: "patches",
+		userSource: func(row matrix.Row) string { return source.UserSource(row, os.Getenv) }}
 	var stale []string
 	for _, row := range rows {
 		start := time.Now()

@@ -47,6 +47,15 @@ type generator struct {
 	cacheDir   string
 	libDir     string
 	patchesDir string
+	// userSource names a user-supplied tree for a row ($KUBE_SRC*); nil: none.
+	userSource func(matrix.Row) string
+}
+
+func (g generator) sourceOf(row matrix.Row) string {
+	if g.userSource == nil {
+		return ""
+	}
+	return g.userSource(row)
 }
 
 func (g generator) seriesDir(row matrix.Row) string {
@@ -73,7 +82,7 @@ func (g generator) hookPatches(row matrix.Row) ([]string, error) {
 // render replays the series in a scratch git repository holding the
 // pristine files the hooks touch, and returns the exported patches by name.
 func (g generator) render(ctx context.Context, row matrix.Row) (map[string][]byte, []string, error) {
-	pristine, err := source.Ensure(ctx, g.cacheDir, row, os.Stderr)
+	pristine, err := source.Ensure(ctx, g.cacheDir, row, g.sourceOf(row), os.Stderr)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -263,7 +272,7 @@ func (g generator) verify(ctx context.Context, row matrix.Row) error {
 // checkApplies applies the series to a copy of the whole pristine tree, with
 // `patch -p1` as distribution builds do.
 func (g generator) checkApplies(ctx context.Context, row matrix.Row, names []string) error {
-	pristine, err := source.Ensure(ctx, g.cacheDir, row, os.Stderr)
+	pristine, err := source.Ensure(ctx, g.cacheDir, row, g.sourceOf(row), os.Stderr)
 	if err != nil {
 		return err
 	}

@@ -15,13 +15,8 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
 )
 
-// GoCommand is the modern go command; override with $KC_MODERN_GO.
-func GoCommand() string {
-	if g := os.Getenv("KC_MODERN_GO"); g != "" {
-		return g
-	}
-	return "go"
-}
+// goCommand is the modern go command: the one first on PATH.
+const goCommand = "go"
 
 // Module is what `go mod download -json` reports for one module.
 type Module struct {
@@ -65,7 +60,7 @@ func Download(ctx context.Context, cacheDir, path, version, wantSum string) (Mod
 	}
 	defer os.RemoveAll(tmp)
 
-	cmd := exec.Command(GoCommand(), "mod", "download", "-json", what)
+	cmd := exec.Command(goCommand, "mod", "download", "-json", what)
 	cmd.Dir = tmp
 	cmd.Env = Env(cacheDir)
 	out, runErr := cmd.Output(ctx)

@@ -50,19 +50,23 @@ func UserSourceEnv(row matrix.Row) string {
 	return "KUBE_SRC_" + strings.ReplaceAll(row.Kubernetes, ".", "_")
 }
 
-func userSource(row matrix.Row) string {
-	if s := os.Getenv(UserSourceEnv(row)); s != "" {
+// UserSource returns the user-supplied tree for row named by the
+// environment (getenv is os.Getenv in main packages): KUBE_SRC_<ver>, else
+// KUBE_SRC, else "".
+func UserSource(row matrix.Row, getenv func(string) string) string {
+	if s := getenv(UserSourceEnv(row)); s != "" {
 		return s
 	}
-	return os.Getenv("KUBE_SRC")
+	return getenv("KUBE_SRC")
 }
 
-// Ensure returns the pristine tree of row, assembling it if needed.
-func Ensure(ctx context.Context, cacheDir string, row matrix.Row, progress io.Writer) (string, error) {
+// Ensure returns the pristine tree of row, assembling it if needed; userSrc
+// (see UserSource), when set, is a git checkout or tarball to use instead.
+func Ensure(ctx context.Context, cacheDir string, row matrix.Row, userSrc string, progress io.Writer) (string, error) {
 	if progress == nil {
 		progress = io.Discard
 	}
-	if src := userSource(row); src != "" {
+	if src := userSrc; src != "" {
 		dir, err := fromUser(ctx, cacheDir, row, src, progress)
 		if err != nil {
 			return "", fmt.Errorf("[%s] source from %s: %w", row.Kubernetes, src, err)

@@ -157,7 +157,6 @@ func fakeModuleZip(t *testing.T) string {
 }
 
 func TestEnsureAssemblesTree(t *testing.T) {
-	t.Setenv("KUBE_SRC", "")
 	zip := fakeModuleZip(t)
 	calls := 0
 	old := download
@@ -169,7 +168,7 @@ func TestEnsureAssemblesTree(t *testing.T) {
 
 	cache := t.TempDir()
 	row := matrix.Row{Kubernetes: "1.18.19", SourceSum: "h1:x", Stubs: []string{"vbom.ml/util"}}
-	dir, err := Ensure(context.Background(), cache, row, nil)
+	dir, err := Ensure(context.Background(), cache, row, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,11 +190,11 @@ func TestEnsureAssemblesTree(t *testing.T) {
 	}
 
 	// Second call: cached, no download. A changed row (new stub) rebuilds.
-	if _, err := Ensure(context.Background(), cache, row, nil); err != nil || calls != 1 {
+	if _, err := Ensure(context.Background(), cache, row, "", nil); err != nil || calls != 1 {
 		t.Errorf("second Ensure: err %v, downloads %d, want 1", err, calls)
 	}
 	row.Stubs = append(row.Stubs, "k8s.io/sample-apiserver")
-	if _, err := Ensure(context.Background(), cache, row, nil); err != nil || calls != 2 {
+	if _, err := Ensure(context.Background(), cache, row, "", nil); err != nil || calls != 2 {
 		t.Errorf("Ensure after a row change: err %v, downloads %d, want 2", err, calls)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "_kc_stubs", "k8s.io", "sample-apiserver", "go.mod")); err != nil {
@@ -234,9 +233,8 @@ func TestEnsureUserSource(t *testing.T) {
 		}
 	}
 	row := matrix.Row{Kubernetes: "1.18.19"}
-	t.Setenv("KUBE_SRC_1_18_19", checkout)
 	cache := t.TempDir()
-	dir, err := Ensure(context.Background(), cache, row, nil)
+	dir, err := Ensure(context.Background(), cache, row, checkout, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,8 +245,8 @@ func TestEnsureUserSource(t *testing.T) {
 		t.Errorf(".git copied")
 	}
 
-	t.Setenv("KUBE_SRC_1_18_19", t.TempDir()) // not a Kubernetes tree
-	if _, err := Ensure(context.Background(), cache, row, nil); err == nil || !strings.Contains(err.Error(), "staging") {
+	notKubernetes := t.TempDir()
+	if _, err := Ensure(context.Background(), cache, row, notKubernetes, nil); err == nil || !strings.Contains(err.Error(), "staging") {
 		t.Errorf("Ensure of a non-Kubernetes dir: %v", err)
 	}
 }
@@ -257,7 +255,6 @@ func TestEnsureRealSource(t *testing.T) {
 	if os.Getenv("KC_SLOW") == "" {
 		t.Skip("downloads k8s.io/kubernetes through the proxy; set KC_SLOW=1")
 	}
-	t.Setenv("KUBE_SRC", "")
 	row, err := matrix.Lookup("1.18.19")
 	if err != nil {
 		t.Fatal(err)
@@ -266,7 +263,7 @@ func TestEnsureRealSource(t *testing.T) {
 	if cache == "" {
 		cache = t.TempDir()
 	}
-	dir, err := Ensure(context.Background(), cache, row, os.Stderr)
+	dir, err := Ensure(context.Background(), cache, row, "", os.Stderr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,5 +297,24 @@ func TestAssembleWritesShim(t *testing.T) {
 	}
 	if src, err := os.ReadFile(filepath.Join(stub, "sortorder", "sortorder.go")); err != nil || !strings.Contains(string(src), "type Natural = upstream.Natural") {
 		t.Errorf("shim package = %q, %v", src, err)
+	}
+}
+
+func TestUserSource(t *testing.T) {
+	row := matrix.Row{Kubernetes: "1.18.19"}
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{name: "none"},
+		{name: "every version", env: map[string]string{"KUBE_SRC": "/src/any"}, want: "/src/any"},
+		{name: "this version wins", env: map[string]string{"KUBE_SRC": "/src/any", "KUBE_SRC_1_18_19": "/src/118"}, want: "/src/118"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := UserSource(row, func(k string) string { return tc.env[k] }); got != tc.want {
+				t.Errorf("UserSource = %q, want %q", got, tc.want)
+			}
+		})
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/build/harness"
 	"github.com/kubelet-compat/kubelet-compat/pkg/cachedir"
 	"github.com/kubelet-compat/kubelet-compat/pkg/matrix"
+	"github.com/kubelet-compat/kubelet-compat/pkg/source"
 	"github.com/kubelet-compat/kubelet-compat/pkg/toolchain"
 )
 
@@ -59,10 +60,13 @@ func run(args []string) error {
 			return fmt.Errorf("SOURCE_DATE_EPOCH=%q is not a number of seconds", s)
 		}
 	}
-	userGOROOTs := map[string]string{}
+	userGOROOTs, userSources := map[string]string{}, map[string]string{}
 	for _, row := range rows {
 		if goroot := os.Getenv(toolchain.UserGOROOTEnv(row.Go)); goroot != "" {
 			userGOROOTs[row.Go] = goroot
+		}
+		if src := source.UserSource(row, os.Getenv); src != "" {
+			userSources[row.Kubernetes] = src
 		}
 	}
 	h := harness.New(harness.Options{
@@ -73,6 +77,7 @@ func run(args []string) error {
 		SourceDateEpoch: epoch,
 		GitCommit:       os.Getenv("KUBE_GIT_COMMIT"),
 		UserGOROOTs:     userGOROOTs,
+		UserSources:     userSources,
 		Progress:        os.Stdout,
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Hour)
