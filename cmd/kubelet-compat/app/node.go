@@ -95,6 +95,21 @@ func (o *nodeOptions) dial(ctx context.Context) (*cri.Client, error) {
 	return cri.Dial(ctx, o.runtimeEndpoint, cri.Options{Timeout: o.criTimeout})
 }
 
+// dialNode connects to the runtime and reads the node's sandboxes and
+// containers; the caller closes the client.
+func (o *nodeOptions) dialNode(ctx context.Context) (*cri.Client, *nodeState, error) {
+	client, err := o.dial(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := readNode(ctx, client)
+	if err != nil {
+		client.Close()
+		return nil, nil, err
+	}
+	return client, st, nil
+}
+
 // runningKubelet is the kubelet process and its version.
 type runningKubelet struct {
 	pid     int

@@ -133,15 +133,11 @@ func (o *preflightOptions) nodePods(ctx context.Context, env Env) ([]preflight.P
 	if err != nil {
 		return nil, nil, err
 	}
-	client, err := o.dial(ctx)
+	client, st, err := o.dialNode(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer client.Close()
-	st, err := readNode(ctx, client)
-	if err != nil {
-		return nil, nil, err
-	}
 	idx, err := o.loadSpecs(ctx, node)
 	if err != nil {
 		return nil, nil, err

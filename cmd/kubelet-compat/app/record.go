@@ -75,15 +75,11 @@ func runRecord(ctx context.Context, env Env, o *nodeOptions) error {
 	case err != nil:
 		return err
 	}
-	client, err := o.dial(ctx)
+	client, st, err := o.dialNode(ctx)
 	if err != nil {
 		return err
 	}
 	defer client.Close()
-	st, err := readNode(ctx, client)
-	if err != nil {
-		return err
-	}
 	sandboxes := st.sandboxes
 	f := &kubeletcompat.File{
 		APIVersion:      kubeletcompat.APIVersion,

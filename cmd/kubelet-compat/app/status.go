@@ -81,15 +81,11 @@ func runStatus(ctx context.Context, env Env, o *statusOptions) error {
 	if err != nil {
 		return err
 	}
-	client, err := o.dial(ctx)
+	client, st, err := o.dialNode(ctx)
 	if err != nil {
 		return err
 	}
 	defer client.Close()
-	st, err := readNode(ctx, client)
-	if err != nil {
-		return err
-	}
 	idx, err := o.loadSpecs(ctx, node)
 	if err != nil {
 		return err

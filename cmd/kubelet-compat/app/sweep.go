@@ -81,15 +81,11 @@ func runSweep(ctx context.Context, env Env, o *sweepOptions) error {
 		// the protection away from the swap it was recorded for.
 		return &exitError{code: ExitKept, err: fmt.Errorf("keeping %s: %s (delete it by hand if that upgrade was abandoned)", path, file.Reason)}
 	}
-	client, err := o.dial(ctx)
+	client, st, err := o.dialNode(ctx)
 	if err != nil {
 		return err
 	}
 	defer client.Close()
-	st, err := readNode(ctx, client)
-	if err != nil {
-		return err
-	}
 	idx, err := o.loadSpecs(ctx, node)
 	if err != nil {
 		return err
