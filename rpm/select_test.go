@@ -493,9 +493,7 @@ func TestSelectConcurrentRuns(t *testing.T) {
 				}
 			}
 			checkMode(t, root, tc.mode, want)
-			if leftovers, _ := filepath.Glob(filepath.Join(root, CurrentDir, ".*")); len(leftovers) > 0 {
-				t.Errorf("temporaries left behind: %v", leftovers)
-			}
+			assertNoTemporaries(t, root)
 		})
 	}
 }
@@ -503,11 +501,7 @@ func TestSelectConcurrentRuns(t *testing.T) {
 // TestSelectLockTimeout: a run that cannot get the lock in time changes
 // nothing and says why in one line.
 func TestSelectLockTimeout(t *testing.T) {
-	root := t.TempDir()
-	makeInstalledTree(t, root, allVersions)
-	if r := kubernetesSelect(t, nil, root, "all", "1.18.19"); r.code != 0 {
-		t.Fatalf("setup: %s", r.stderr)
-	}
+	root := treeWith118Selected(t)
 	holder := exec.Command("flock", filepath.Join(root, CurrentDir), "sleep", "30")
 	holder.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := holder.Start(); err != nil {
@@ -593,9 +587,7 @@ func TestSelectFailedBindRollsBack(t *testing.T) {
 			if string(calls) != tc.wantCalls {
 				t.Errorf("systemctl calls %q, want %q", calls, tc.wantCalls)
 			}
-			if leftovers, _ := filepath.Glob(filepath.Join(root, CurrentDir, ".*")); len(leftovers) > 0 {
-				t.Errorf("temporaries left behind: %v", leftovers)
-			}
+			assertNoTemporaries(t, root)
 		})
 	}
 }
@@ -605,11 +597,7 @@ func TestSelectFailedBindRollsBack(t *testing.T) {
 // the live system. Both are usage errors, before anything
 // is touched.
 func TestSelectRefusesRootWithRestart(t *testing.T) {
-	root := t.TempDir()
-	makeInstalledTree(t, root, allVersions)
-	if r := kubernetesSelect(t, nil, root, "all", "1.18.19"); r.code != 0 {
-		t.Fatalf("setup: %s", r.stderr)
-	}
+	root := treeWith118Selected(t)
 	// The systemctl on PATH only logs: were the refusal missing, the host's
 	// kubelet must still not be touched.
 	log := filepath.Join(t.TempDir(), "calls")
@@ -723,5 +711,24 @@ func TestSelectRemovesStaleTemporaries(t *testing.T) {
 	}
 	if _, err := os.Stat(kept); err != nil {
 		t.Errorf("%s was removed: %v", kept, err)
+	}
+}
+
+// treeWith118Selected is an installed tree of every version with 1.18.19
+// selected for both stages.
+func treeWith118Selected(t *testing.T) string {
+	t.Helper()
+	root := t.TempDir()
+	makeInstalledTree(t, root, allVersions)
+	if r := kubernetesSelect(t, nil, root, "all", "1.18.19"); r.code != 0 {
+		t.Fatalf("setup: %s", r.stderr)
+	}
+	return root
+}
+
+func assertNoTemporaries(t *testing.T, root string) {
+	t.Helper()
+	if leftovers, _ := filepath.Glob(filepath.Join(root, CurrentDir, ".*")); len(leftovers) > 0 {
+		t.Errorf("temporaries left behind: %v", leftovers)
 	}
 }
