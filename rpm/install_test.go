@@ -556,12 +556,7 @@ func TestPreunRefusesSelectedVersion(t *testing.T) {
 	}
 	for _, mode := range []string{"symlink", "bind"} {
 		t.Run(mode, func(t *testing.T) {
-			if mode == "bind" {
-				requireRoot(t, "bind mode (mount --bind)")
-			}
-			root := t.TempDir()
-			t.Cleanup(func() { unmountUnder(t, root) })
-			makeInstalledTree(t, root, versions)
+			root := installedTreeFor(t, mode, versions)
 			for _, args := range [][]string{{"--mode", mode, "all", "1.20.15"}, {"stage1", "1.21.14"}} {
 				if r := kubernetesSelect(t, nil, root, args...); r.code != 0 {
 					t.Fatalf("setup %v: %s", args, r.stderr)

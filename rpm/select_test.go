@@ -144,12 +144,7 @@ func TestSelectSkewPolicyAndIdempotence(t *testing.T) {
 	}
 	for _, mode := range []string{"symlink", "bind"} {
 		t.Run(mode, func(t *testing.T) {
-			if mode == "bind" {
-				requireRoot(t, "bind mode (mount --bind)")
-			}
-			root := t.TempDir()
-			t.Cleanup(func() { unmountUnder(t, root) })
-			makeInstalledTree(t, root, allVersions)
+			root := installedTreeFor(t, mode, allVersions)
 			for _, s := range steps {
 				before := treeState(t, root)
 				r := kubernetesSelect(t, nil, root, append([]string{"--mode", mode}, s.args...)...)
@@ -232,12 +227,7 @@ func TestSelectWhileKubeletRuns(t *testing.T) {
 		{mode: "symlink", wantCode: 0},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
-			if tc.mode == "bind" {
-				requireRoot(t, "bind mode (mount --bind)")
-			}
-			root := t.TempDir()
-			t.Cleanup(func() { unmountUnder(t, root) })
-			makeInstalledTree(t, root, allVersions)
+			root := installedTreeFor(t, tc.mode, allVersions)
 			if r := kubernetesSelect(t, nil, root, "--mode", tc.mode, "all", "1.18.19"); r.code != 0 {
 				t.Fatalf("select: %s", r.stderr)
 			}
@@ -446,12 +436,7 @@ func TestSelectConcurrentRuns(t *testing.T) {
 			first: []string{"--force", "stage1", "1.19.16"}, then: []string{"--force", "stage2", "1.19.16"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if tc.mode == "bind" {
-				requireRoot(t, "bind mode (mount --bind)")
-			}
-			root := t.TempDir()
-			t.Cleanup(func() { unmountUnder(t, root) })
-			makeInstalledTree(t, root, allVersions)
+			root := installedTreeFor(t, tc.mode, allVersions)
 			if r := kubernetesSelect(t, nil, root, "--mode", tc.mode, "all", "1.18.19"); r.code != 0 {
 				t.Fatalf("setup: %s", r.stderr)
 			}
@@ -639,12 +624,7 @@ func TestSelectEditsSymlinkedFstab(t *testing.T) {
 		{name: "chain of links, bind mode", link: "fstab.d/../fstab.link", real: "data/fstab", mode: "bind"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if tc.mode == "bind" {
-				requireRoot(t, "bind mode (mount --bind)")
-			}
-			root := t.TempDir()
-			t.Cleanup(func() { unmountUnder(t, root) })
-			makeInstalledTree(t, root, allVersions)
+			root := installedTreeFor(t, tc.mode, allVersions)
 			real := filepath.Join(root, tc.real)
 			if err := os.MkdirAll(filepath.Dir(real), 0o755); err != nil {
 				t.Fatal(err)
@@ -731,4 +711,17 @@ func assertNoTemporaries(t *testing.T, root string) {
 	if leftovers, _ := filepath.Glob(filepath.Join(root, CurrentDir, ".*")); len(leftovers) > 0 {
 		t.Errorf("temporaries left behind: %v", leftovers)
 	}
+}
+
+// installedTreeFor is an installed tree of versions for a test of mode: in
+// bind mode it needs root and unmounts what the test mounted.
+func installedTreeFor(t *testing.T, mode string, versions []string) string {
+	t.Helper()
+	if mode == "bind" {
+		requireRoot(t, "bind mode (mount --bind)")
+	}
+	root := t.TempDir()
+	t.Cleanup(func() { unmountUnder(t, root) })
+	makeInstalledTree(t, root, versions)
+	return root
 }
