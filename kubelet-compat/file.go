@@ -298,7 +298,7 @@ func problemf(format string, args ...interface{}) error {
 // blocks: the file is opened non-blocking without following links, and the
 // opened descriptor is checked, so nothing swapped in between a check and
 // the open is read. A missing file returns an error satisfying os.IsNotExist;
-// a file that is there but not usable returns a *FileProblem; any other
+// a file that is there but not usable returns a *FileProblem; every other
 // error (EMFILE, EIO) is transient.
 func ReadFile(path string, ownerUID int) (*File, os.FileInfo, error) {
 	fh, err := openFile(path)
