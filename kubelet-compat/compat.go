@@ -64,6 +64,7 @@ type Compat struct {
 	base     time.Time
 
 	state  atomic.Value // *fileState
+	noFile *Decider     // the decisions without a file (upstream)
 	loadMu sync.Mutex   // serialises reloads
 
 	logMu  sync.Mutex
@@ -101,7 +102,8 @@ type Decision struct {
 	// rather than on every sync.
 	FirstKeep bool
 
-	note *logNote // logged once by Compat
+	note    *logNote // logged once by Compat
+	viaFile bool     // kept through the compat file, not by an equal hash
 }
 
 var defaultCompat atomic.Value // *Compat
@@ -148,6 +150,7 @@ func New(cfg Config) *Compat {
 		c.logOnce("own-version", "Kubelet-compat disabled: the kubelet is outside the supported range", "kubeletVersion", own, "supported", fmt.Sprintf("1.%d..1.%d", firstJSONMinor, lastKnownMinor))
 	default:
 		c.own, c.enabled = own, true
+		c.noFile = NewDecider(nil, own, c.start)
 	}
 	return c
 }
@@ -175,11 +178,7 @@ func (c *Compat) Decide(container *v1.Container, running RunningContainer) Decis
 	if c == nil || !c.enabled {
 		return Decision{Reason: "definition changed"}
 	}
-	d := c.decider()
-	if own, err := ContainerHash(c.own, container); err == nil && own == running.Hash {
-		return Decision{Keep: true, Reason: "hash matches"}
-	}
-	return c.finish(d.KeepChanged(container, running), running)
+	return c.finish(c.decider().Decide(container, running), running)
 }
 
 // KeepChanged is Decider.KeepChanged on the compat file as it is now: the
@@ -200,7 +199,7 @@ func (c *Compat) finish(d Decision, running RunningContainer) Decision {
 		c.logOnce(d.note.key, d.note.msg, d.note.kv...)
 		d.note = nil
 	}
-	if d.Keep {
+	if d.Keep && d.viaFile {
 		return c.keep(running, d.Reason)
 	}
 	return d
@@ -236,7 +235,10 @@ func (c *Compat) decider() *Decider {
 	if st := c.current(); st != nil && st.decider != nil {
 		return st.decider
 	}
-	return &Decider{}
+	if c == nil || c.noFile == nil {
+		return &Decider{} // disabled: nothing is in force
+	}
+	return c.noFile
 }
 
 // current returns the compat file state, re-stat'ing the file at most once

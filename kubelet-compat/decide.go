@@ -144,7 +144,7 @@ func (d *Decider) KeepChanged(container *v1.Container, running RunningContainer)
 			note: &logNote{key: "hash " + err.Error(), msg: "Container hash of a recorded kubelet not reproduced; containers restart as upstream does", kv: []interface{}{"err", err}}}
 	}
 	if legacy == running.Hash {
-		return Decision{Keep: true, Reason: fmt.Sprintf("kept: stored hash %x is what %s computes for the current spec", legacy, creator)}
+		return Decision{Keep: true, viaFile: true, Reason: fmt.Sprintf("kept: stored hash %x is what %s computes for the current spec", legacy, creator)}
 	}
 	return Decision{Reason: fmt.Sprintf("definition changed (stored hash %x is neither this kubelet's nor %s's %x)", running.Hash, creator, legacy)}
 }
@@ -156,7 +156,7 @@ func keepByAge(container *v1.Container, running RunningContainer, creator Versio
 	if running.Image == "" || normalizeImage(running.Image) != normalizeImage(container.Image) {
 		return Decision{Reason: fmt.Sprintf("definition changed (image %q is not the running %q)", container.Image, running.Image)}
 	}
-	return Decision{Keep: true, Reason: fmt.Sprintf("kept: created by %s before the compat file was recorded, image unchanged", creator),
+	return Decision{Keep: true, viaFile: true, Reason: fmt.Sprintf("kept: created by %s before the compat file was recorded, image unchanged", creator),
 		note: &logNote{key: "age " + running.ID, msg: "Keeping a container whose creator's hash is not reproduced: only an image change restarts it", kv: []interface{}{"containerID", running.ID, "containerName", container.Name, "createdBy", creator.String()}}}
 }
 

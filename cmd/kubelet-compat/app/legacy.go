@@ -22,10 +22,10 @@ type compatFileState struct {
 	RecordedAt      *time.Time `json:"recordedAt,omitempty"`
 	Containers      int        `json:"containers,omitempty"`
 	StaticPods      int        `json:"staticPods,omitempty"`
-	// decider is the kubelet's own decision core on this file; file is nil
-	// when the file could not be read.
+	// decider is the kubelet's own decision core on this file (its File is
+	// nil when the file could not be read); state is ignored, not absent,
+	// for a file that is there but unreadable.
 	decider *kubeletcompat.Decider
-	file    *kubeletcompat.File
 	state   kubeletcompat.FileState
 }
 
@@ -42,7 +42,7 @@ func readCompatFile(path string, ownerUID int, current kubeletcompat.Version, st
 	}
 	st.decider = kubeletcompat.NewDecider(f, current, start)
 	state, reason := st.decider.State()
-	st.state, st.State, st.Reason, st.file = state, state.String(), reason, f
+	st.state, st.State, st.Reason = state, state.String(), reason
 	if f != nil {
 		st.PreviousVersion, st.Containers, st.StaticPods = f.PreviousVersion, len(f.Containers), len(f.StaticPods)
 		at := f.RecordedAt

@@ -73,7 +73,7 @@ func runSweep(ctx context.Context, env Env, o *sweepOptions) error {
 		return err
 	}
 	file := readCompatFile(path, env.OwnerUID, k.version, k.start)
-	if file.state == kubeletcompat.FileIgnored && file.file == nil {
+	if file.state == kubeletcompat.FileIgnored && file.decider.File() == nil {
 		return fmt.Errorf("compat file %s is not valid (%s); not deleting what cannot be checked", path, file.Reason)
 	}
 	if file.state == kubeletcompat.FilePending {
