@@ -38,6 +38,7 @@ var Binaries = map[string]string{
 	"kube-apiserver":          "./cmd/kube-apiserver",
 	"kube-controller-manager": "./cmd/kube-controller-manager",
 	"kube-scheduler":          "./cmd/kube-scheduler",
+	"kube-proxy":              "./cmd/kube-proxy",
 }
 
 // DefaultBinaries are what `make` builds.
