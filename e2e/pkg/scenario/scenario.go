@@ -194,7 +194,7 @@ func Run(ctx context.Context, o Options, stack *cleanup.Stack, rep *report.Repor
 		if err != nil {
 			return err
 		}
-		assertPatched(run)
+		report.AssertPatched(run)
 		s.Report.Runs = append(s.Report.Runs, *run)
 		if !run.Passed {
 			errs = append(errs, fmt.Errorf("%s patched: %s", st, run.Verdict))
@@ -243,53 +243,12 @@ func (s *Scenario) controlRun(ctx context.Context, st Step) error {
 	for _, e := range exp {
 		run.Expected = append(run.Expected, report.Expectation{Pod: e.Pod, Reason: e.Reason})
 	}
-	assertControl(run)
+	report.AssertControl(run)
 	s.Report.Runs = append(s.Report.Runs, *run)
 	if !run.Passed {
 		return fmt.Errorf("%s unpatched control: %s", st, run.Verdict)
 	}
 	return nil
-}
-
-// assertPatched: the patched kubelet restarts nothing.
-func assertPatched(run *report.Run) {
-	rerun := 0
-	for _, c := range run.Diff.Changes {
-		if c.Kind == snapshot.InitRerun {
-			rerun++
-		}
-	}
-	run.Passed = run.Restarts == 0 && run.RecreatedPods == 0 && rerun == 0 && run.Pods > 0
-	if run.Passed {
-		run.Verdict = "pass: 0 restarts"
-		return
-	}
-	run.Verdict = fmt.Sprintf("FAIL: %d restarts, %d pods recreated, %d init reruns: %s", run.Restarts, run.RecreatedPods, rerun, strings.Join(run.Diff.RestartedPods, " "))
-}
-
-// assertControl: the unpatched kubelet restarts at least what upstream is
-// known to restart; a step where upstream restarts nothing is reported.
-func assertControl(run *report.Run) {
-	restarted := map[string]bool{}
-	for _, p := range run.Diff.RestartedPods {
-		restarted[p] = true
-	}
-	var missed []string
-	for _, e := range run.Expected {
-		if !restarted[e.Pod] {
-			missed = append(missed, e.Pod)
-		}
-	}
-	switch {
-	case len(run.Expected) == 0:
-		run.Passed = true
-		run.Verdict = fmt.Sprintf("reported, not asserted: upstream restarts nothing on this step (seen: %d restarts)", run.Restarts)
-	case len(missed) > 0:
-		run.Verdict = fmt.Sprintf("FAIL: the control did not restart %s: this e2e could not tell the patch from upstream", strings.Join(missed, " "))
-	default:
-		run.Passed = true
-		run.Verdict = fmt.Sprintf("pass: restarts as upstream (%d/%d expected pods, %d pods in all)", len(run.Expected), len(run.Expected), len(run.Diff.RestartedPods))
-	}
 }
 
 // reset removes every pod and the kubelet's state: the next baseline
