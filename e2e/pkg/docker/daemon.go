@@ -22,12 +22,14 @@ type Paths struct {
 func (p Paths) ContainerdConfig() string { return filepath.Join(p.Root, "containerd.toml") }
 func (p Paths) ContainerdRoot() string   { return filepath.Join(p.Root, "containerd", "root") }
 func (p Paths) ContainerdState() string  { return filepath.Join(p.Root, "containerd", "state") }
-func (p Paths) ContainerdSocket() string { return filepath.Join(p.Root, "containerd", "containerd.sock") }
-func (p Paths) ExecRoot() string         { return filepath.Join(p.Root, "exec") }
-func (p Paths) Socket() string           { return filepath.Join(p.Root, "docker.sock") }
-func (p Paths) PIDFile() string          { return filepath.Join(p.Root, "dockerd.pid") }
-func (p Paths) DaemonConfig() string     { return filepath.Join(p.Root, "daemon.json") }
-func (p Paths) KeyFile() string          { return filepath.Join(p.Root, "key.json") }
+func (p Paths) ContainerdSocket() string {
+	return filepath.Join(p.Root, "containerd", "containerd.sock")
+}
+func (p Paths) ExecRoot() string     { return filepath.Join(p.Root, "exec") }
+func (p Paths) Socket() string       { return filepath.Join(p.Root, "docker.sock") }
+func (p Paths) PIDFile() string      { return filepath.Join(p.Root, "dockerd.pid") }
+func (p Paths) DaemonConfig() string { return filepath.Join(p.Root, "daemon.json") }
+func (p Paths) KeyFile() string      { return filepath.Join(p.Root, "key.json") }
 
 // DaemonOptions configure a private daemon.
 type DaemonOptions struct {
