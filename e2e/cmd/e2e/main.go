@@ -16,12 +16,10 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/cleanup"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/journal"
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/leftovers"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/procfs"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
@@ -108,21 +106,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		plan.extras = false
 		plan.controls = true
 	}
-	if *provider == "kind" {
-		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-		defer stop()
-		err := kind.Run(ctx)
-		if errors.Is(err, kind.ErrSkip) {
-			fmt.Fprintf(stdout, "e2e: kind provider SKIPPED: %v\n", err)
-			return 0
-		}
-		if err != nil {
-			fmt.Fprintf(stderr, "e2e: kind provider: %v\n", err)
-			return 1
-		}
-		return 0
-	}
-	if *provider != "local" {
+	if *provider != "local" && *provider != "kind" {
 		fmt.Fprintf(stderr, "e2e: unknown provider %q\n", *provider)
 		return 2
 	}
@@ -139,6 +123,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	rep := &report.Report{Mode: *mode, Provider: *provider, StartedAt: time.Now()}
 	stack := cleanup.New(stdout)
+	if *provider == "kind" {
+		return runKind(kindRun{mode: *mode, steps: plan.steps, controls: plan.controls, skipPatched: !*patchedRuns,
+			root: rootPath, repoRoot: repoRoot, output: abs(*output), reportDir: abs(*reportDir), syncFreq: *syncFreq}, rep, stack, stdout, stderr)
+	}
 	opts := scenario.Options{Mode: *mode, Steps: plan.steps, Pods: plan.pods, Output: abs(*output), ReportDir: abs(*reportDir),
 		Root: rootPath, RepoRoot: repoRoot, NodeName: *nodeName, SyncFrequency: *syncFreq, Controls: plan.controls,
 		Extras: plan.extras, SkipPatched: !*patchedRuns, API: plan.api, Log: stdout}

@@ -28,9 +28,13 @@ type Cluster struct {
 // ClusterConfig is the kind configuration of the run's clusters: one
 // control-plane node and workers, no default CNI (the e2e installs a
 // bridge network of its own, see cni.go).
-func ClusterConfig(workers int) string {
+func ClusterConfig(workers int, syncFrequency time.Duration) string {
 	var b strings.Builder
-	b.WriteString("kind: Cluster\napiVersion: kind.x-k8s.io/v1alpha4\nnetworking:\n  disableDefaultCNI: true\n  podSubnet: 10.244.0.0/16\n  serviceSubnet: 10.96.0.0/16\nnodes:\n- role: control-plane\n")
+	b.WriteString("kind: Cluster\napiVersion: kind.x-k8s.io/v1alpha4\nnetworking:\n  disableDefaultCNI: true\n  podSubnet: 10.244.0.0/16\n  serviceSubnet: 10.96.0.0/16\n")
+	// kubeadm keeps the cluster's KubeletConfiguration in a ConfigMap and
+	// carries it over on upgrade: every kubelet, old and new, syncs as often.
+	fmt.Fprintf(&b, "kubeadmConfigPatches:\n- |\n  kind: KubeletConfiguration\n  syncFrequency: %s\n  fileCheckFrequency: 5s\n", syncFrequency)
+	b.WriteString("nodes:\n- role: control-plane\n")
 	for i := 0; i < workers; i++ {
 		b.WriteString("- role: worker\n")
 	}
@@ -39,7 +43,7 @@ func ClusterConfig(workers int) string {
 
 // CreateCluster creates a cluster on image, recording its name in the
 // journal before kind makes anything.
-func (p *Provider) CreateCluster(ctx context.Context, name, image string, workers int) (*Cluster, error) {
+func (p *Provider) CreateCluster(ctx context.Context, name, image string, workers int, syncFrequency time.Duration) (*Cluster, error) {
 	c := &Cluster{Name: name, Image: image, Kubeconfig: filepath.Join(p.opts.Root, name+".kubeconfig"), p: p}
 	if err := p.Journal.Update(func(st *journal.State) { st.Docker.Clusters = append(st.Docker.Clusters, name) }); err != nil {
 		return nil, err
@@ -55,7 +59,7 @@ func (p *Provider) CreateCluster(ctx context.Context, name, image string, worker
 		}
 	}
 	cfg := filepath.Join(p.opts.Root, name+".yaml")
-	if err := os.WriteFile(cfg, []byte(ClusterConfig(workers)), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte(ClusterConfig(workers, syncFrequency)), 0o644); err != nil {
 		return nil, err
 	}
 	p.logf("creating cluster %s: 1 control-plane node and %d workers on %s", name, workers, image)

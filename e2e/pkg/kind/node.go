@@ -51,7 +51,8 @@ func (n *Node) ReadFile(ctx context.Context, path string) ([]byte, error) {
 // WriteFile writes a file of the node through a temporary file and a
 // rename, creating its directory.
 func (n *Node) WriteFile(ctx context.Context, path string, data []byte, mode os.FileMode) error {
-	script := `set -e; mkdir -p "$(dirname "$1")"; cat >"$1.kc-tmp"; chmod "$2" "$1.kc-tmp"; mv -f "$1.kc-tmp" "$1"`
+	// A dot-file: the kubelet ignores it in its manifest directory.
+	script := `set -e; d=$(dirname "$1"); t="$d/.$(basename "$1").kc-tmp"; mkdir -p "$d"; cat >"$t"; chmod "$2" "$t"; mv -f "$t" "$1"`
 	_, err := n.Exec(ctx, bytes.NewReader(data), "sh", "-c", script, "sh", path, fmt.Sprintf("%o", mode.Perm()))
 	if err != nil {
 		return fmt.Errorf("%s: writing %s: %w", n.name, path, err)
