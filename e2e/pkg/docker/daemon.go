@@ -93,6 +93,12 @@ disabled_plugins = ["io.containerd.grpc.v1.cri"]
 `, p.ContainerdRoot(), p.ContainerdState(), p.ContainerdSocket(), filepath.Join(p.Root, "opt"))
 }
 
+// DaemonConfig is dockerd's configuration file: only where its trust key
+// goes (dockerd 20.10 writes /etc/docker/key.json otherwise).
+func DaemonConfig(p Paths) string {
+	return fmt.Sprintf("{\"deprecated-key-path\": %q}\n", p.KeyFile())
+}
+
 // DaemonArgs are dockerd's flags. The daemon changes nothing on the host's
 // network configuration: no iptables rules, no ip_forward, no default
 // bridge (kind's nodes reach each other on their own bridge network and
@@ -103,7 +109,6 @@ func DaemonArgs(p Paths, dataRoot, runtime string) []string {
 		"--data-root=" + dataRoot,
 		"--exec-root=" + p.ExecRoot(),
 		"--pidfile=" + p.PIDFile(),
-		"--deprecated-key-path=" + p.KeyFile(),
 		"--host=unix://" + p.Socket(),
 		"--containerd=" + p.ContainerdSocket(),
 		"--iptables=false", "--ip6tables=false", "--ip-forward=false", "--ip-masq=false",
@@ -138,7 +143,7 @@ func Start(ctx context.Context, o DaemonOptions) (*Daemon, error) {
 	if err := os.WriteFile(o.ContainerdConfig(), []byte(ContainerdConfig(o.Paths)), 0o644); err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(o.DaemonConfig(), []byte("{}\n"), 0o644); err != nil {
+	if err := os.WriteFile(o.DaemonConfig(), []byte(DaemonConfig(o.Paths)), 0o644); err != nil {
 		return nil, err
 	}
 	d.containerd, err = proc.Start(o.Recorder, "containerd (docker)", "containerd", []string{"--config", o.ContainerdConfig()}, nil, filepath.Join(o.LogDir, "docker-containerd.log"))

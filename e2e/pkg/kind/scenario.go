@@ -59,6 +59,9 @@ var controlPlaneStatics = []string{"etcd", "kube-apiserver", "kube-controller-ma
 // Run runs the controls (each step on a fresh cluster with the unpatched
 // kubelet), then the patched chain on one cluster.
 func Run(ctx context.Context, p *Provider, o ScenarioOptions, stack *cleanup.Stack, rep *report.Report) error {
+	if err := preflight(ctx, p, o); err != nil {
+		return err
+	}
 	var errs []error
 	if o.Controls {
 		for i, st := range o.Steps {
@@ -71,6 +74,37 @@ func Run(ctx context.Context, p *Provider, o ScenarioOptions, stack *cleanup.Sta
 		errs = append(errs, r.run(ctx, stack))
 	}
 	return errors.Join(errs...)
+}
+
+// preflight checks that every node image, RPM and image archive the plan
+// needs was built, before any cluster is made.
+func preflight(ctx context.Context, p *Provider, o ScenarioOptions) error {
+	var missing []string
+	need := func(ok bool, what string) {
+		if !ok {
+			missing = append(missing, what)
+		}
+	}
+	exists := func(pattern string) bool {
+		m, _ := filepath.Glob(pattern)
+		return len(m) > 0
+	}
+	for i, st := range o.Steps {
+		if i == 0 || o.Controls {
+			need(p.Engine.ImageExists(ctx, NodeImage(st.From)), "node image "+NodeImage(st.From))
+		}
+		need(exists(filepath.Join(o.Output, "kind", "images", st.To+".tar")), "images of "+st.To)
+		if !o.SkipPatched {
+			need(exists(filepath.Join(o.Output, "kind", "rpms", "patched", "kubernetes-"+st.To+"-node-*.rpm")), "patched RPMs of "+st.To)
+		}
+		if o.Controls {
+			need(exists(filepath.Join(o.Output, "kind", "rpms", "unpatched", "kubernetes-"+st.To+"-node-*.rpm")), "unpatched RPMs of "+st.To)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("not built yet (make kind-images KIND_VERSIONS=...): %s", strings.Join(missing, ", "))
+	}
+	return nil
 }
 
 // clusterRun is the state the actions of one cluster share.
