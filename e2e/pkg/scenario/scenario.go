@@ -23,6 +23,7 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kubelet"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/local"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/mounts"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/node"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
 )
@@ -64,6 +65,11 @@ type Scenario struct {
 	opts    Options
 	stack   *cleanup.Stack
 	node    *local.Node
+	// host is node as the Node every provider implements.
+	host *local.HostNode
+	// betweenKubelets is a fault run between stopping the old kubelet
+	// and starting the new one (nil: none).
+	betweenKubelets func(context.Context) error
 	rt      *snapshot.Runtime
 	corpus  *corpus.Corpus
 	kubelet *kubelet.Kubelet
@@ -146,12 +152,13 @@ func Run(ctx context.Context, o Options, stack *cleanup.Stack, rep *report.Repor
 	if o.API {
 		extra = []string{"etcd-server"}
 	}
-	node, err := local.Up(ctx, local.Options{Root: o.Root, LogDir: s.logDir(), RepoRoot: o.RepoRoot, Log: o.Log, ExtraPackages: extra}, stack)
+	ln, err := local.Up(ctx, local.Options{Root: o.Root, LogDir: s.logDir(), RepoRoot: o.RepoRoot, Log: o.Log, ExtraPackages: extra}, stack)
 	if err != nil {
 		return fmt.Errorf("local node: %w", err)
 	}
-	s.node = node
-	rt, err := snapshot.Dial(ctx, node.RuntimeEndpoint())
+	s.node = ln
+	s.host = &local.HostNode{Node: ln, NodeName: o.NodeName, Swap: s.swapKubelet}
+	rt, err := s.host.Runtime(ctx)
 	if err != nil {
 		return err
 	}
@@ -163,7 +170,7 @@ func Run(ctx context.Context, o Options, stack *cleanup.Stack, rep *report.Repor
 		return err
 	})
 	if o.API {
-		cp, err := controlplane.New(controlplane.Options{Dir: filepath.Join(o.Root, "controlplane"), LogDir: s.logDir(), APIServer: s.APIServer, Recorder: node.Journal})
+		cp, err := controlplane.New(controlplane.Options{Dir: filepath.Join(o.Root, "controlplane"), LogDir: s.logDir(), APIServer: s.APIServer, Recorder: ln.Journal})
 		if err != nil {
 			return err
 		}
@@ -212,11 +219,11 @@ func Run(ctx context.Context, o Options, stack *cleanup.Stack, rep *report.Repor
 // NodeOnly brings the local node up (containerd, images) and lists what
 // the CRI sees; the caller's cleanup takes it down.
 func NodeOnly(ctx context.Context, o Options, stack *cleanup.Stack) error {
-	node, err := local.Up(ctx, local.Options{Root: o.Root, LogDir: filepath.Join(o.ReportDir, "logs"), RepoRoot: o.RepoRoot, Log: o.Log}, stack)
+	ln, err := local.Up(ctx, local.Options{Root: o.Root, LogDir: filepath.Join(o.ReportDir, "logs"), RepoRoot: o.RepoRoot, Log: o.Log}, stack)
 	if err != nil {
 		return err
 	}
-	rt, err := snapshot.Dial(ctx, node.RuntimeEndpoint())
+	rt, err := (&local.HostNode{Node: ln, NodeName: o.NodeName}).Runtime(ctx)
 	if err != nil {
 		return err
 	}
@@ -280,6 +287,21 @@ func (s *Scenario) stopKubelet(ctx context.Context) error {
 	err := s.kubelet.Stop(ctx)
 	s.kubelet = nil
 	return err
+}
+
+// swapKubelet is the local node's kubelet swap (local.HostNode.Swap): stop
+// the running kubelet, run the fault injected between the two if any,
+// start k.
+func (s *Scenario) swapKubelet(ctx context.Context, k node.Kubelet) error {
+	if err := s.stopKubelet(ctx); err != nil {
+		return err
+	}
+	if s.betweenKubelets != nil {
+		if err := s.betweenKubelets(ctx); err != nil {
+			return err
+		}
+	}
+	return s.startKubelet(k.Version, k.Patched)
 }
 
 func (s *Scenario) startKubelet(version string, patched bool) error {
@@ -385,16 +407,14 @@ func (s *Scenario) swap(ctx context.Context, st Step, patched bool, faults []str
 		}
 	}
 	s.logf("swap %s (%s): stopping kubelet %s", st, variant, st.From)
-	if err := s.stopKubelet(ctx); err != nil {
-		return nil, err
-	}
+	s.betweenKubelets = nil
 	if has(faults, FaultContainerdRestart) {
-		s.logf("fault: restarting containerd between the two kubelets")
-		if err := s.node.RestartContainerd(ctx); err != nil {
-			return nil, err
+		s.betweenKubelets = func(ctx context.Context) error {
+			s.logf("fault: restarting containerd between the two kubelets")
+			return s.node.RestartContainerd(ctx)
 		}
 	}
-	if err := s.startKubelet(st.To, patched); err != nil {
+	if err := s.host.SwapKubelet(ctx, node.Kubelet{Version: st.To, Patched: patched}); err != nil {
 		return nil, err
 	}
 	started := s.kubelet.Started
