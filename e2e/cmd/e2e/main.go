@@ -51,7 +51,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	mode := fl.String("mode", "ci", "ci (1.20 -> 1.21, 10 pods), full (1.18 -> 1.19 -> 1.20 -> 1.21, 30 pods), api (ci against etcd and kube-apiserver), bench (1.20 -> 1.21, 100 pods), node (the node up and down), or cleanup (undo what a killed run's journal under -root lists)")
 	api := fl.Bool("api", false, "API mode for any mode: etcd and kube-apiserver, pods through the API")
 	pods := fl.Int("pods", 0, "pods in the corpus (default: the mode's)")
-	provider := fl.String("provider", "local", "local, or kind (needs Docker; skipped without it)")
+	provider := fl.String("provider", "local", "local (the host is the node), or kind (kubeadm clusters of kind nodes: the Docker engine that answers, else a private dockerd from Debian)")
 	output := fl.String("output", "_output", "the repository's _output: kubelets in <ver>/ and <ver>-unpatched/, the CLI")
 	reportDir := fl.String("report-dir", "_output/e2e", "where report.json, report.txt and logs/ go")
 	root := fl.String("root", "/var/lib/kubelet-compat-e2e", "private state directory of the node (removed afterwards)")
