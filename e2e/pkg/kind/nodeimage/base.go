@@ -29,6 +29,9 @@ var basePackages = []string{
 	"procps", "rpm", "runc", "socat", "systemd", "systemd-sysv", "util-linux",
 }
 
+// baseFiles are the embedded files Dockerfile.base copies.
+var baseFiles = []string{"entrypoint", "kind-iptables-mode", "kind-kubelet-cgroup", "containerd.service", "10-kind-network.conf", "crictl.yaml", "20-kind.conf"}
+
 // rootfsKey names the debootstrap tarball: it depends on the suite and the
 // package list only.
 func rootfsKey() string {
@@ -43,8 +46,10 @@ func rootfsKey() string {
 func (b *builder) buildBase(ctx context.Context) (string, error) {
 	key := rootfsKey()
 	rootfsRef := rootfsRepo + ":" + key
-	parts := allFiles()
-	parts["rootfs"] = []byte(rootfsRef)
+	parts := map[string][]byte{"rootfs": []byte(rootfsRef)}
+	for _, n := range append([]string{"Dockerfile.base", "containerd-config.toml.tmpl"}, baseFiles...) {
+		parts[n] = file(n)
+	}
 	hash := contentHash(parts)
 	ref := baseRepo + ":" + shortHash(hash)
 	if h, ok := b.docker.imageHash(ctx, ref); ok && h == hash {
@@ -78,7 +83,7 @@ func (b *builder) buildBase(ctx context.Context) (string, error) {
 		return "", err
 	}
 	files := map[string][]byte{"Dockerfile": dockerfile, "containerd-config.toml": cfg}
-	for _, n := range []string{"entrypoint", "kind-iptables-mode", "kind-kubelet-cgroup", "containerd.service", "10-kind-network.conf", "crictl.yaml", "20-kind.conf"} {
+	for _, n := range baseFiles {
 		files[n] = file(n)
 	}
 	if err := writeContext(ctxDir, files); err != nil {

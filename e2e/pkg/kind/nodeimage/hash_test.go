@@ -35,9 +35,9 @@ func TestRootfsKeyFollowsPackages(t *testing.T) {
 	assert.Assert(t, rootfsKey() != k)
 }
 
-func TestEmbeddedFilesChangeTheBaseHash(t *testing.T) {
+func TestEmbeddedFilesExist(t *testing.T) {
 	files := allFiles()
-	for _, name := range []string{"entrypoint", "Dockerfile.base", "containerd-config.toml.tmpl", "node-setup.sh"} {
+	for _, name := range append([]string{"Dockerfile.base", "containerd-config.toml.tmpl", "node-setup.sh", "kube-proxy-wrapper"}, baseFiles...) {
 		_, ok := files[name]
 		assert.Assert(t, ok, name)
 	}

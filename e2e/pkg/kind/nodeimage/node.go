@@ -83,10 +83,11 @@ func (b *builder) buildNode(ctx context.Context, v, base string, imgs versionIma
 	if err := b.docker.run(ctx, "exec", name, "/kind/build/node-setup.sh", v); err != nil {
 		return fmt.Errorf("setting up the node (log: %s): %w", b.logPath, err)
 	}
+	// STOPSIGNAL (SIGRTMIN+3 for systemd) is inherited from the base:
+	// docker 20.10 refuses it as a commit change.
 	if err := b.docker.run(ctx, "commit",
 		"--change", `ENTRYPOINT ["/usr/local/bin/entrypoint", "/sbin/init"]`,
 		"--change", `CMD []`,
-		"--change", "STOPSIGNAL SIGRTMIN+3",
 		"--change", fmt.Sprintf("LABEL %s=%q", HashLabel, hash),
 		name, ref); err != nil {
 		return fmt.Errorf("committing %s: %w", ref, err)

@@ -140,9 +140,11 @@ func (b *builder) buildCLI(ctx context.Context) (string, error) {
 	return out, nil
 }
 
-// sourceDateEpoch is make rpm's default: the commit time of HEAD.
+// sourceDateEpoch is the commit time of the last commit that changed what
+// goes into the RPMs (make rpm uses HEAD's; that would rebuild every node
+// image on every commit).
 func (b *builder) sourceDateEpoch(ctx context.Context) string {
-	cmd := exec.Command("git", "log", "-1", "--format=%ct")
+	cmd := exec.Command("git", "log", "-1", "--format=%ct", "--", "rpm", "cmd/kubelet-compat", "kubelet-compat", "pkg", "go.mod", "go.sum")
 	cmd.Dir = b.opts.RepoRoot
 	out, err := cmd.Output(ctx)
 	if s := strings.TrimSpace(string(out)); err == nil {

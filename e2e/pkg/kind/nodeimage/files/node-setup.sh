@@ -38,9 +38,10 @@ for _ in $(seq 100); do
 done
 ctr() { command ctr --address /run/containerd-build/containerd.sock -n k8s.io "$@"; }
 ctr images import --no-unpack --all-platforms images.tar
+ctr images ls -q >imported
 missing=0
 while read -r ref; do
-  ctr images ls -q | grep -qxF "$ref" || { echo "node-setup: $ref missing after the import" >&2; missing=1; }
+  grep -qxF "$ref" imported || { echo "node-setup: $ref missing after the import" >&2; missing=1; }
 done <image-refs
 kill "$pid"
 wait "$pid" || true
