@@ -12,11 +12,13 @@ import (
 )
 
 const (
-	suite        = "bookworm"
-	baseRepo     = "kubelet-compat/kind-base"
-	rootfsRepo   = "kubelet-compat/kind-rootfs"
-	nodeRepo     = "kubelet-compat/kind-node"
-	pauseBinName = "pause"
+	suite      = "bookworm"
+	baseRepo   = "kubelet-compat/kind-base"
+	rootfsRepo = "kubelet-compat/kind-rootfs"
+	// the control-plane images' root: small, without systemd or containerd
+	componentRepo = "kubelet-compat/kind-component-rootfs"
+	nodeRepo      = "kubelet-compat/kind-node"
+	pauseBinName  = "pause"
 )
 
 // basePackages is what a node runs besides Kubernetes: systemd as init,
@@ -32,20 +34,43 @@ var basePackages = []string{
 // baseFiles are the embedded files Dockerfile.base copies.
 var baseFiles = []string{"entrypoint", "kind-iptables-mode", "kind-kubelet-cgroup", "containerd.service", "10-kind-network.conf", "crictl.yaml", "20-kind.conf"}
 
-// rootfsKey names the debootstrap tarball: it depends on the suite and the
+// componentPackages is what the control-plane images need besides their
+// binary: iptables and conntrack for kube-proxy; Debian's minbase gives the
+// shell, glibc (Debian's etcd) and /tmp.
+var componentPackages = []string{"conntrack", "ebtables", "iptables"}
+
+// rootfsKey names a debootstrap tarball: it depends on the suite and the
 // package list only.
-func rootfsKey() string {
+func rootfsKey(packages []string) string {
 	return shortHash(contentHash(map[string][]byte{
 		"suite":    []byte(suite + " minbase"),
-		"packages": []byte(strings.Join(basePackages, ",")),
+		"packages": []byte(strings.Join(packages, ",")),
 	}))
+}
+
+// importRootfs makes <repo>:<key> from the debootstrap of packages, unless
+// it exists, and returns its reference.
+func (b *builder) importRootfs(ctx context.Context, repo string, packages []string) (string, error) {
+	key := rootfsKey(packages)
+	ref := repo + ":" + key
+	if _, ok := b.docker.imageHash(ctx, ref); ok {
+		return ref, nil
+	}
+	tarball, err := b.rootfsTarball(ctx, key, packages)
+	if err != nil {
+		return "", err
+	}
+	b.logf("importing %s as %s", tarball, ref)
+	if err := b.docker.run(ctx, "import", tarball, ref); err != nil {
+		return "", fmt.Errorf("importing the root file system: %w", err)
+	}
+	return ref, nil
 }
 
 // buildBase makes kubelet-compat/kind-base:<hash> unless it exists and
 // returns its reference.
 func (b *builder) buildBase(ctx context.Context) (string, error) {
-	key := rootfsKey()
-	rootfsRef := rootfsRepo + ":" + key
+	rootfsRef := rootfsRepo + ":" + rootfsKey(basePackages)
 	parts := map[string][]byte{"rootfs": []byte(rootfsRef)}
 	for _, n := range append([]string{"Dockerfile.base", "containerd-config.toml.tmpl"}, baseFiles...) {
 		parts[n] = file(n)
@@ -57,15 +82,8 @@ func (b *builder) buildBase(ctx context.Context) (string, error) {
 		return ref, nil
 	}
 	done := b.step("base image " + ref)
-	if _, ok := b.docker.imageHash(ctx, rootfsRef); !ok {
-		tarball, err := b.rootfsTarball(ctx, key)
-		if err != nil {
-			return "", err
-		}
-		b.logf("importing %s as %s", tarball, rootfsRef)
-		if err := b.docker.run(ctx, "import", tarball, rootfsRef); err != nil {
-			return "", fmt.Errorf("importing the root file system: %w", err)
-		}
+	if _, err := b.importRootfs(ctx, rootfsRepo, basePackages); err != nil {
+		return "", err
 	}
 	ctxDir, err := b.tempDir("base-context")
 	if err != nil {
@@ -96,15 +114,15 @@ func (b *builder) buildBase(ctx context.Context) (string, error) {
 	return ref, nil
 }
 
-// rootfsTarball returns the cached debootstrap tarball for key, making it
-// when missing.
-func (b *builder) rootfsTarball(ctx context.Context, key string) (string, error) {
+// rootfsTarball returns the cached debootstrap tarball of packages (key is
+// rootfsKey(packages)), making it when missing.
+func (b *builder) rootfsTarball(ctx context.Context, key string, packages []string) (string, error) {
 	tarball := filepath.Join(b.opts.CacheDir, "kind", "rootfs-"+key+".tar")
 	if _, err := os.Stat(tarball); err == nil {
 		b.logf("debootstrap tarball %s is cached", tarball)
 		return tarball, nil
 	}
-	done := b.step("debootstrap " + suite + " (" + strings.Join(basePackages, ",") + ")")
+	done := b.step("debootstrap " + suite + " (" + strings.Join(packages, ",") + ")")
 	if err := b.ensureDebianPackage(ctx, "debootstrap", "debootstrap"); err != nil {
 		return "", err
 	}
@@ -122,7 +140,7 @@ func (b *builder) rootfsTarball(ctx context.Context, key string) (string, error)
 	defer os.RemoveAll(dir)
 	root := filepath.Join(dir, "root")
 	cmd := exec.Command("debootstrap", "--variant=minbase", "--components=main",
-		"--include="+strings.Join(basePackages, ","), suite, root, mirror)
+		"--include="+strings.Join(packages, ","), suite, root, mirror)
 	cmd.Log = b.cmdLog
 	if err := cmd.Run(ctx); err != nil {
 		return "", fmt.Errorf("debootstrap (log: %s): %w", b.logPath, err)

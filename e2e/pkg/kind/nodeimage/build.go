@@ -92,7 +92,7 @@ func Build(ctx context.Context, opts Options) error {
 		return fmt.Errorf("RPMs: %w", err)
 	}
 	for _, v := range opts.Versions {
-		imgs, err := b.buildVersionImages(ctx, v, base)
+		imgs, err := b.buildVersionImages(ctx, v)
 		if err != nil {
 			return fmt.Errorf("images of %s: %w", v, err)
 		}

@@ -27,12 +27,10 @@ func TestContentHash(t *testing.T) {
 }
 
 func TestRootfsKeyFollowsPackages(t *testing.T) {
-	k := rootfsKey()
-	assert.Equal(t, rootfsKey(), k)
-	saved := basePackages
-	defer func() { basePackages = saved }()
-	basePackages = append(append([]string{}, saved...), "curl")
-	assert.Assert(t, rootfsKey() != k)
+	k := rootfsKey(basePackages)
+	assert.Equal(t, rootfsKey(basePackages), k)
+	assert.Assert(t, rootfsKey(append(append([]string{}, basePackages...), "curl")) != k)
+	assert.Assert(t, rootfsKey(componentPackages) != k)
 }
 
 func TestEmbeddedFilesExist(t *testing.T) {

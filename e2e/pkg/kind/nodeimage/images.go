@@ -28,8 +28,9 @@ type imageSpec struct {
 	inline     map[string][]byte // context name -> content
 }
 
-// binaryImage is a control-plane component on the base image (a shell,
-// /tmp, iptables for kube-proxy), run as kubeadm's manifests say.
+// binaryImage is a control-plane component on the component root (a
+// shell, /tmp, glibc, iptables for kube-proxy), run as kubeadm's manifests
+// say.
 func binaryImage(ref, base, name, binary string) imageSpec {
 	return imageSpec{
 		ref: ref,
@@ -50,7 +51,7 @@ func scratchImage(ref, name, binary string) imageSpec {
 
 // buildVersionImages builds the images kubeadm of version v lists and saves
 // them to <OutputDir>/kind/images/<v>.tar.
-func (b *builder) buildVersionImages(ctx context.Context, v, base string) (versionImages, error) {
+func (b *builder) buildVersionImages(ctx context.Context, v string) (versionImages, error) {
 	kubeadm := filepath.Join(b.opts.OutputDir, v, "kubeadm")
 	out, err := exec.Command(kubeadm, "config", "images", "list", "--kubernetes-version", "v"+v).Output(ctx)
 	if err != nil {
@@ -59,6 +60,10 @@ func (b *builder) buildVersionImages(ctx context.Context, v, base string) (versi
 	list, err := parseImageList(string(out))
 	if err != nil {
 		return versionImages{}, err
+	}
+	base, err := b.importRootfs(ctx, componentRepo, componentPackages)
+	if err != nil {
+		return versionImages{}, fmt.Errorf("component root file system: %w", err)
 	}
 	unpatched := filepath.Join(b.opts.OutputDir, v+"-unpatched")
 	var specs []imageSpec
@@ -72,8 +77,8 @@ func (b *builder) buildVersionImages(ctx context.Context, v, base string) (versi
 			// kube-proxy programs the iptables backend the node uses.
 			s = binaryImage(list[c], base, "kube-proxy", bin)
 			s.dockerfile = strings.Replace(s.dockerfile, "COPY kube-proxy /usr/local/bin/kube-proxy\n",
-				"COPY kube-proxy /usr/local/bin/kube-proxy.bin\nCOPY kube-proxy-wrapper /usr/local/bin/kube-proxy\n", 1)
-			s.inline = map[string][]byte{"kube-proxy-wrapper": file("kube-proxy-wrapper")}
+				"COPY kube-proxy /usr/local/bin/kube-proxy.bin\nCOPY kube-proxy-wrapper /usr/local/bin/kube-proxy\nCOPY kind-iptables-mode /usr/local/bin/kind-iptables-mode\n", 1)
+			s.inline = map[string][]byte{"kube-proxy-wrapper": file("kube-proxy-wrapper"), "kind-iptables-mode": file("kind-iptables-mode")}
 		}
 		specs = append(specs, s)
 	}
