@@ -7,6 +7,7 @@
 #   make e2e E2E_ARGS='-pods 20'  anything else for e2e/cmd/e2e
 #   make e2e E2E_BUILD=false      use the binaries already in _output
 #   make e2e-cleanup          undo what a killed run's journal lists (.ci/run runs it first)
+#   make kind-images KIND_VERSIONS=1.20.15,1.21.14   kind node images (needs Docker: DOCKER_HOST)
 
 E2E ?= ci
 E2E_PROVIDER ?= local
@@ -25,7 +26,7 @@ E2E_BINARIES_api := kubelet,kube-apiserver
 E2E_VERSIONS_full := 1.18.19,1.19.16,1.20.15,1.21.14
 E2E_UNPATCHED_full := 1.19.16,1.20.15,1.21.14
 
-.PHONY: e2e e2e-binaries e2e-unit e2e-cleanup
+.PHONY: e2e e2e-binaries e2e-unit e2e-cleanup kind-images
 e2e: e2e-binaries
 	$(GO) build -o _output/e2e/e2e ./e2e/cmd/e2e
 	./_output/e2e/e2e -mode $(E2E) -provider $(E2E_PROVIDER) $(E2E_ARGS)
@@ -48,3 +49,14 @@ endif
 # The e2e's fast unit tests (also part of `go test ./...`).
 e2e-unit:
 	$(GO) test -count=1 ./e2e/...
+
+# kind node images without a registry (e2e/README.md, "kind node images"):
+# kubelet-compat/kind-node:v<ver>, _output/kind/images/<ver>.tar,
+# _output/kind/rpms/{patched,unpatched}. Needs _output/<ver> and
+# _output/<ver>-unpatched (make build, make build PATCHED=false with the
+# control-plane binaries); the Docker engine comes from DOCKER_HOST.
+KIND_VERSIONS ?= 1.20.15,1.21.14
+KIND_UNPATCHED ?= $(KIND_VERSIONS)
+kind-images:
+	$(GO) build -o _output/kind/kind-images ./e2e/cmd/kind-images
+	./_output/kind/kind-images -versions $(KIND_VERSIONS) -unpatched $(KIND_UNPATCHED)

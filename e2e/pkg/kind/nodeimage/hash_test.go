@@ -1,0 +1,50 @@
+package nodeimage
+
+import (
+	"strings"
+	"testing"
+
+	"gotest.tools/v3/assert"
+)
+
+func TestContentHash(t *testing.T) {
+	base := map[string][]byte{"a": []byte("xy"), "b": []byte("z")}
+	h := contentHash(base)
+	assert.Equal(t, len(h), 64)
+	assert.Equal(t, contentHash(map[string][]byte{"b": []byte("z"), "a": []byte("xy")}), h, "order of insertion must not matter")
+	for _, tc := range []struct {
+		name  string
+		parts map[string][]byte
+	}{
+		{"bytes moved between parts", map[string][]byte{"a": []byte("x"), "b": []byte("yz")}},
+		{"renamed part", map[string][]byte{"a": []byte("xy"), "c": []byte("z")}},
+		{"changed content", map[string][]byte{"a": []byte("xy"), "b": []byte("Z")}},
+		{"extra empty part", map[string][]byte{"a": []byte("xy"), "b": []byte("z"), "c": nil}},
+		{"name and content swapped", map[string][]byte{"xy": []byte("a"), "b": []byte("z")}},
+	} {
+		assert.Assert(t, contentHash(tc.parts) != h, tc.name)
+	}
+}
+
+func TestRootfsKeyFollowsPackages(t *testing.T) {
+	k := rootfsKey(basePackages)
+	assert.Equal(t, rootfsKey(basePackages), k)
+	assert.Assert(t, rootfsKey(append(append([]string{}, basePackages...), "curl")) != k)
+	assert.Assert(t, rootfsKey(componentPackages) != k)
+}
+
+func TestEmbeddedFilesExist(t *testing.T) {
+	files := allFiles()
+	for _, name := range append([]string{"Dockerfile.base", "containerd-config.toml.tmpl", "node-setup.sh", "kube-proxy-wrapper"}, baseFiles...) {
+		_, ok := files[name]
+		assert.Assert(t, ok, name)
+	}
+}
+
+func TestContainerdConfig(t *testing.T) {
+	cfg, err := containerdConfig("k8s.gcr.io/pause:3.4.1")
+	assert.NilError(t, err)
+	for _, want := range []string{`sandbox_image = "k8s.gcr.io/pause:3.4.1"`, "SystemdCgroup = false", "restrict_oom_score_adj = true", `bin_dir = "/usr/lib/cni"`} {
+		assert.Assert(t, strings.Contains(string(cfg), want), want)
+	}
+}

@@ -1,0 +1,75 @@
+package nodeimage
+
+import (
+	"testing"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+)
+
+const list120 = `k8s.gcr.io/kube-apiserver:v1.20.15
+k8s.gcr.io/kube-controller-manager:v1.20.15
+k8s.gcr.io/kube-scheduler:v1.20.15
+k8s.gcr.io/kube-proxy:v1.20.15
+k8s.gcr.io/pause:3.2
+k8s.gcr.io/etcd:3.4.13-0
+k8s.gcr.io/coredns:1.7.0
+`
+
+const list121 = `k8s.gcr.io/kube-apiserver:v1.21.14
+k8s.gcr.io/kube-controller-manager:v1.21.14
+k8s.gcr.io/kube-scheduler:v1.21.14
+k8s.gcr.io/kube-proxy:v1.21.14
+k8s.gcr.io/pause:3.4.1
+k8s.gcr.io/etcd:3.4.13-0
+k8s.gcr.io/coredns/coredns:v1.8.0
+`
+
+func TestParseImageList(t *testing.T) {
+	for _, tc := range []struct {
+		name, out       string
+		wantCoreDNS     string
+		wantCoreDNSTag  string
+		wantPause, want string
+	}{
+		{name: "1.20", out: list120, wantCoreDNS: "k8s.gcr.io/coredns:1.7.0", wantCoreDNSTag: "1.7.0", wantPause: "k8s.gcr.io/pause:3.2"},
+		{name: "1.21 nested coredns repository", out: list121, wantCoreDNS: "k8s.gcr.io/coredns/coredns:v1.8.0", wantCoreDNSTag: "v1.8.0", wantPause: "k8s.gcr.io/pause:3.4.1"},
+		{name: "blank lines and spaces", out: "\n  " + list120 + "\n\n", wantCoreDNS: "k8s.gcr.io/coredns:1.7.0", wantCoreDNSTag: "1.7.0", wantPause: "k8s.gcr.io/pause:3.2"},
+		{name: "registry with a port", out: "registry.local:5000/kube-apiserver:v1.20.15\n" + list120[len("k8s.gcr.io/kube-apiserver:v1.20.15\n"):], wantCoreDNS: "k8s.gcr.io/coredns:1.7.0", wantCoreDNSTag: "1.7.0", wantPause: "k8s.gcr.io/pause:3.2"},
+		{name: "missing etcd", out: "k8s.gcr.io/kube-apiserver:v1.20.15\nk8s.gcr.io/kube-controller-manager:v1.20.15\nk8s.gcr.io/kube-scheduler:v1.20.15\nk8s.gcr.io/kube-proxy:v1.20.15\nk8s.gcr.io/pause:3.2\nk8s.gcr.io/coredns:1.7.0\n", want: "kubeadm listed no etcd image"},
+		{name: "duplicate", out: list120 + "k8s.gcr.io/pause:3.2\n", want: "kubeadm listed pause twice"},
+		{name: "unknown component", out: list120 + "k8s.gcr.io/dashboard:v2\n", want: `kubeadm listed "k8s.gcr.io/dashboard:v2": unknown component "dashboard"`},
+		{name: "no tag", out: "k8s.gcr.io/pause\n", want: `kubeadm listed "k8s.gcr.io/pause", not an image reference with a tag`},
+		{name: "a warning line", out: "W1130 could not fetch: x\n" + list120, want: `kubeadm listed "W1130 could not fetch: x", not an image reference with a tag`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, err := parseImageList(tc.out)
+			if tc.want != "" {
+				assert.Error(t, err, tc.want)
+				return
+			}
+			assert.NilError(t, err)
+			assert.Equal(t, l[compCoreDNS], tc.wantCoreDNS)
+			assert.Equal(t, l.tag(compCoreDNS), tc.wantCoreDNSTag)
+			assert.Equal(t, l[compPause], tc.wantPause)
+			assert.Check(t, is.Len(l.refs(), 7))
+		})
+	}
+}
+
+func TestCoreDNSModuleVersion(t *testing.T) {
+	for _, tc := range []struct{ tag, want, err string }{
+		{tag: "1.7.0", want: "v1.7.0"},
+		{tag: "v1.8.0", want: "v1.8.0"},
+		{tag: "1.8.0-rc1", err: `CoreDNS tag "1.8.0-rc1" is not a release version`},
+		{tag: "latest", err: `CoreDNS tag "latest" is not a release version`},
+	} {
+		got, err := coreDNSModuleVersion(tc.tag)
+		if tc.err != "" {
+			assert.Error(t, err, tc.err)
+			continue
+		}
+		assert.NilError(t, err)
+		assert.Equal(t, got, tc.want)
+	}
+}

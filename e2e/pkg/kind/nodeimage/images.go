@@ -1,0 +1,241 @@
+package nodeimage
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
+)
+
+// versionImages is what a node image of one version preloads.
+type versionImages struct {
+	list imageList
+	tar  string // <OutputDir>/kind/images/<ver>.tar
+	ids  string // "ref id" lines of the saved images: the tar's identity
+}
+
+// imageSpec is one image to build: a Dockerfile and the files of its
+// context.
+type imageSpec struct {
+	ref        string
+	dockerfile string
+	files      map[string]string // context name -> source path
+	inline     map[string][]byte // context name -> content
+}
+
+// binaryImage is a control-plane component on the component root (a
+// shell, /tmp, glibc, iptables for kube-proxy), run as kubeadm's manifests
+// say.
+func binaryImage(ref, base, name, binary string) imageSpec {
+	return imageSpec{
+		ref: ref,
+		dockerfile: fmt.Sprintf("FROM %s\nCOPY %s /usr/local/bin/%s\nENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\nSTOPSIGNAL SIGTERM\nENTRYPOINT [\"/usr/local/bin/%s\"]\nCMD []\n",
+			base, name, name, name),
+		files: map[string]string{name: binary},
+	}
+}
+
+// scratchImage is a static binary alone, as upstream's pause and CoreDNS.
+func scratchImage(ref, name, binary string) imageSpec {
+	return imageSpec{
+		ref:        ref,
+		dockerfile: fmt.Sprintf("FROM scratch\nCOPY %s /%s\nENTRYPOINT [\"/%s\"]\n", name, name, name),
+		files:      map[string]string{name: binary},
+	}
+}
+
+// buildVersionImages builds the images kubeadm of version v lists and saves
+// them to <OutputDir>/kind/images/<v>.tar.
+func (b *builder) buildVersionImages(ctx context.Context, v string) (versionImages, error) {
+	kubeadm := filepath.Join(b.opts.OutputDir, v, "kubeadm")
+	out, err := exec.Command(kubeadm, "config", "images", "list", "--kubernetes-version", "v"+v).Output(ctx)
+	if err != nil {
+		return versionImages{}, fmt.Errorf("listing kubeadm's images: %w", err)
+	}
+	list, err := parseImageList(string(out))
+	if err != nil {
+		return versionImages{}, err
+	}
+	base, err := b.importRootfs(ctx, componentRepo, componentPackages)
+	if err != nil {
+		return versionImages{}, fmt.Errorf("component root file system: %w", err)
+	}
+	unpatched := filepath.Join(b.opts.OutputDir, v+"-unpatched")
+	var specs []imageSpec
+	for _, c := range []string{compAPIServer, compController, compScheduler, compProxy} {
+		bin := filepath.Join(unpatched, c)
+		if err := b.waitForFile(ctx, bin); err != nil {
+			return versionImages{}, err
+		}
+		s := binaryImage(list[c], base, c, bin)
+		if c == compProxy {
+			// kube-proxy programs the iptables backend the node uses.
+			s = binaryImage(list[c], base, "kube-proxy", bin)
+			s.dockerfile = strings.Replace(s.dockerfile, "COPY kube-proxy /usr/local/bin/kube-proxy\n",
+				"COPY kube-proxy /usr/local/bin/kube-proxy.bin\nCOPY kube-proxy-wrapper /usr/local/bin/kube-proxy\nCOPY kind-iptables-mode /usr/local/bin/kind-iptables-mode\n", 1)
+			s.inline = map[string][]byte{"kube-proxy-wrapper": file("kube-proxy-wrapper"), "kind-iptables-mode": file("kind-iptables-mode")}
+		}
+		specs = append(specs, s)
+	}
+	etcd, err := b.etcdBinary(ctx)
+	if err != nil {
+		return versionImages{}, fmt.Errorf("etcd: %w", err)
+	}
+	specs = append(specs, binaryImage(list[compEtcd], base, "etcd", etcd))
+	coredns, err := b.coreDNSBinary(ctx, list.tag(compCoreDNS))
+	if err != nil {
+		return versionImages{}, fmt.Errorf("CoreDNS: %w", err)
+	}
+	specs = append(specs, scratchImage(list[compCoreDNS], "coredns", coredns))
+	pause, err := b.pauseBinary(ctx)
+	if err != nil {
+		return versionImages{}, err
+	}
+	specs = append(specs, scratchImage(list[compPause], "pause", pause))
+
+	for _, s := range specs {
+		if err := b.buildImage(ctx, s); err != nil {
+			return versionImages{}, err
+		}
+	}
+	return b.saveImages(ctx, v, list)
+}
+
+// buildImage builds s unless an image with its input hash exists.
+func (b *builder) buildImage(ctx context.Context, s imageSpec) error {
+	parts := map[string][]byte{"Dockerfile": []byte(s.dockerfile)}
+	for name, src := range s.files {
+		sum, err := fileSHA256(src)
+		if err != nil {
+			return err
+		}
+		parts["file:"+name] = []byte(sum)
+	}
+	for name, content := range s.inline {
+		parts["inline:"+name] = content
+	}
+	hash := contentHash(parts)
+	if h, ok := b.docker.imageHash(ctx, s.ref); ok && h == hash {
+		b.logf("image %s is up to date", s.ref)
+		return nil
+	}
+	done := b.step("image " + s.ref)
+	dir, err := b.tempDir("image")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	content := map[string][]byte{"Dockerfile": []byte(s.dockerfile + fmt.Sprintf("LABEL %s=%q\n", HashLabel, hash))}
+	for name, c := range s.inline {
+		content[name] = c
+	}
+	if err := writeContext(dir, content); err != nil {
+		return err
+	}
+	for name, src := range s.files {
+		if err := copyFile(src, filepath.Join(dir, name), 0o755); err != nil {
+			return err
+		}
+	}
+	if err := b.docker.run(ctx, "build", "--network", "none", "-t", s.ref, dir); err != nil {
+		return fmt.Errorf("building %s: %w", s.ref, err)
+	}
+	done()
+	return nil
+}
+
+// saveImages writes list's images to <v>.tar unless the tar holds exactly
+// these images already.
+func (b *builder) saveImages(ctx context.Context, v string, list imageList) (versionImages, error) {
+	refs := list.refs()
+	var lines []string
+	for _, ref := range refs {
+		id, err := b.docker.imageID(ctx, ref)
+		if err != nil {
+			return versionImages{}, fmt.Errorf("image %s: %w", ref, err)
+		}
+		lines = append(lines, ref+" "+id)
+	}
+	sort.Strings(lines)
+	ids := strings.Join(lines, "\n") + "\n"
+	dir := filepath.Join(b.kindDir, "images")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return versionImages{}, err
+	}
+	tar := filepath.Join(dir, v+".tar")
+	stamp := tar + ".ids"
+	res := versionImages{list: list, tar: tar, ids: ids}
+	if old, err := os.ReadFile(stamp); err == nil && string(old) == ids {
+		if _, err := os.Stat(tar); err == nil {
+			b.logf("%s is up to date", tar)
+			return res, nil
+		}
+	}
+	done := b.step("saving " + tar)
+	os.Remove(stamp)
+	tmp := tar + ".tmp"
+	if err := b.docker.run(ctx, append([]string{"save", "-o", tmp}, refs...)...); err != nil {
+		os.Remove(tmp)
+		return versionImages{}, fmt.Errorf("docker save: %w", err)
+	}
+	if err := os.Rename(tmp, tar); err != nil {
+		return versionImages{}, err
+	}
+	if err := os.WriteFile(stamp, []byte(ids), 0o644); err != nil {
+		return versionImages{}, err
+	}
+	done()
+	return res, nil
+}
+
+// waitForFile waits for a binary the harness is still building: present
+// and not modified for 15 s.
+func (b *builder) waitForFile(ctx context.Context, path string) error {
+	const settle = 15 * time.Second
+	logged := false
+	for {
+		fi, err := os.Stat(path)
+		if err == nil && time.Since(fi.ModTime()) > settle {
+			return nil
+		}
+		if !logged {
+			b.logf("waiting for %s (make build PATCHED=false builds it)", path)
+			logged = true
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s: %w", path, ctx.Err())
+		case <-time.After(5 * time.Second):
+		}
+	}
+}
+
+// pauseBinary builds e2e/cmd/e2e-pause once per run.
+func (b *builder) pauseBinary(ctx context.Context) (string, error) {
+	dir := filepath.Join(b.kindDir, "bin")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w -buildid=", "-o", filepath.Join(dir, "pause"), "./e2e/cmd/e2e-pause")
+	cmd.Dir, cmd.Env, cmd.Log = b.opts.RepoRoot, []string{"CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64"}, b.cmdLog
+	if err := cmd.Run(ctx); err != nil {
+		return "", fmt.Errorf("building the pause binary: %w", err)
+	}
+	return filepath.Join(dir, "pause"), nil
+}
+
+func copyFile(src, dst string, mode os.FileMode) error {
+	in, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(dst, in, mode); err != nil {
+		return err
+	}
+	return os.Chmod(dst, mode)
+}

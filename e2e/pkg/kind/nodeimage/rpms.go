@@ -1,0 +1,164 @@
+package nodeimage
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
+)
+
+// rpmSet is where the RPMs are: patched (every version of Options.Versions)
+// and unpatched (the control: Options.UnpatchedVersions' unpatched kubelet).
+type rpmSet struct {
+	patched, unpatched string
+}
+
+// forVersion returns the patched RPMs a node of version v installs.
+func (r rpmSet) forVersion(v string) ([]string, error) {
+	var out []string
+	for _, glob := range []string{"kubernetes-unversioned-*.rpm", "kubernetes-" + v + "-node-*.rpm", "kubernetes-" + v + "-kubeadm-*.rpm", "kubernetes-" + v + "-client-*.rpm"} {
+		m, _ := filepath.Glob(filepath.Join(r.patched, glob))
+		if len(m) != 1 {
+			return nil, fmt.Errorf("want one %s in %s, found %d", glob, r.patched, len(m))
+		}
+		out = append(out, m[0])
+	}
+	return out, nil
+}
+
+// buildRPMs packages the patched binaries into kind/rpms/patched and the
+// unpatched kubelets (with the same kubeadm and kubectl) into
+// kind/rpms/unpatched, each skipped when its inputs did not change.
+func (b *builder) buildRPMs(ctx context.Context) (rpmSet, error) {
+	set := rpmSet{patched: filepath.Join(b.kindDir, "rpms", "patched"), unpatched: filepath.Join(b.kindDir, "rpms", "unpatched")}
+	cli, err := b.buildCLI(ctx)
+	if err != nil {
+		return set, err
+	}
+	patchedIn := map[string]map[string]string{}
+	for _, v := range b.opts.Versions {
+		dir := filepath.Join(b.opts.OutputDir, v)
+		patchedIn[v] = map[string]string{"kubelet": filepath.Join(dir, "kubelet"), "kubeadm": filepath.Join(dir, "kubeadm"), "kubectl": filepath.Join(dir, "kubectl")}
+	}
+	if err := b.rpmbuild(ctx, "patched", patchedIn, cli, set.patched); err != nil {
+		return set, err
+	}
+	if len(b.opts.UnpatchedVersions) == 0 {
+		return set, nil
+	}
+	unpatchedIn := map[string]map[string]string{}
+	for _, v := range b.opts.UnpatchedVersions {
+		dir := filepath.Join(b.opts.OutputDir, v)
+		kubelet := filepath.Join(b.opts.OutputDir, v+"-unpatched", "kubelet")
+		if err := b.waitForFile(ctx, kubelet); err != nil {
+			return set, err
+		}
+		unpatchedIn[v] = map[string]string{"kubelet": kubelet, "kubeadm": filepath.Join(dir, "kubeadm"), "kubectl": filepath.Join(dir, "kubectl")}
+	}
+	return set, b.rpmbuild(ctx, "unpatched", unpatchedIn, cli, set.unpatched)
+}
+
+// rpmbuild runs rpm/cmd/build-rpms on a staging input dir of links to in
+// (version -> binary name -> path) and replaces out with the result.
+func (b *builder) rpmbuild(ctx context.Context, what string, in map[string]map[string]string, cli, out string) error {
+	epoch := b.sourceDateEpoch(ctx)
+	parts := map[string][]byte{"epoch": []byte(epoch)}
+	if parts["cli"], _ = fileSHA256Bytes(cli); parts["cli"] == nil {
+		return fmt.Errorf("hashing %s", cli)
+	}
+	var versions []string
+	for v, bins := range in {
+		versions = append(versions, v)
+		for name, path := range bins {
+			sum, err := fileSHA256(path)
+			if err != nil {
+				return err
+			}
+			parts[v+"/"+name] = []byte(sum)
+		}
+	}
+	sort.Strings(versions)
+	hash := contentHash(parts)
+	stamp := filepath.Join(out, ".inputs")
+	if old, err := os.ReadFile(stamp); err == nil && string(old) == hash {
+		b.logf("%s RPMs in %s are up to date", what, out)
+		return nil
+	}
+	done := b.step(what + " RPMs of " + strings.Join(versions, " "))
+	stage, err := b.tempDir("rpm-" + what)
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(stage)
+	for v, bins := range in {
+		if err := os.MkdirAll(filepath.Join(stage, "input", v), 0o755); err != nil {
+			return err
+		}
+		for name, path := range bins {
+			if err := os.Symlink(path, filepath.Join(stage, "input", v, name)); err != nil {
+				return err
+			}
+		}
+	}
+	result := filepath.Join(stage, "rpms")
+	cmd := exec.Command("go", "run", "./rpm/cmd/build-rpms", "-input", filepath.Join(stage, "input"), "-output", result,
+		"-versions", strings.Join(versions, " "), "-kubelet-compat", cli, "-source-date-epoch", epoch)
+	cmd.Dir, cmd.Log = b.opts.RepoRoot, b.cmdLog
+	if err := cmd.Run(ctx); err != nil {
+		return fmt.Errorf("build-rpms (%s): %w", what, err)
+	}
+	if err := os.WriteFile(filepath.Join(result, ".inputs"), []byte(hash), 0o644); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(out); err != nil {
+		return err
+	}
+	if err := os.Rename(result, out); err != nil {
+		return err
+	}
+	done()
+	return nil
+}
+
+// buildCLI builds the kubelet-compat CLI the node packages ship, as make rpm
+// does (static, reproducible).
+func (b *builder) buildCLI(ctx context.Context) (string, error) {
+	out := filepath.Join(b.kindDir, "bin", "kubelet-compat")
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w -buildid=", "-o", out, "./cmd/kubelet-compat")
+	cmd.Dir, cmd.Env, cmd.Log = b.opts.RepoRoot, []string{"CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64"}, b.cmdLog
+	if err := cmd.Run(ctx); err != nil {
+		return "", fmt.Errorf("building the kubelet-compat CLI: %w", err)
+	}
+	return out, nil
+}
+
+// sourceDateEpoch is the commit time of the last commit that changed what
+// goes into the RPMs (make rpm uses HEAD's; that would rebuild every node
+// image on every commit).
+func (b *builder) sourceDateEpoch(ctx context.Context) string {
+	cmd := exec.Command("git", "log", "-1", "--format=%ct", "--", "rpm", "cmd/kubelet-compat", "kubelet-compat", "pkg", "go.mod", "go.sum")
+	cmd.Dir = b.opts.RepoRoot
+	out, err := cmd.Output(ctx)
+	if s := strings.TrimSpace(string(out)); err == nil {
+		if _, err := strconv.ParseInt(s, 10, 64); err == nil {
+			return s
+		}
+	}
+	return "1577836800"
+}
+
+func fileSHA256Bytes(path string) ([]byte, error) {
+	s, err := fileSHA256(path)
+	if err != nil {
+		return nil, err
+	}
+	return []byte(s), nil
+}

@@ -1,0 +1,129 @@
+package nodeimage
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
+)
+
+// oldGo is the cached toolchain CoreDNS releases of the 1.20/1.21 era build
+// with when the machine's Go refuses them.
+const oldGo = "go1.16.15"
+
+// etcdBinary returns Debian's etcd (package etcd-server), downloaded and
+// unpacked into the cache once; nothing is installed on the machine (the
+// package would start an etcd service).
+func (b *builder) etcdBinary(ctx context.Context) (string, error) {
+	dir := filepath.Join(b.opts.CacheDir, "kind", "etcd-server")
+	bin := filepath.Join(dir, "usr", "bin", "etcd")
+	if _, err := os.Stat(bin); err == nil {
+		return bin, nil
+	}
+	done := b.step("downloading Debian's etcd-server")
+	debs := filepath.Join(b.opts.CacheDir, "kind", "debs")
+	if err := os.MkdirAll(debs, 0o755); err != nil {
+		return "", err
+	}
+	dl := exec.Command("apt-get", "download", "etcd-server")
+	dl.Dir, dl.Log = debs, b.cmdLog
+	if err := dl.Run(ctx); err != nil {
+		up := exec.Command("apt-get", "update")
+		up.Log = b.cmdLog
+		if err := up.Run(ctx); err != nil {
+			return "", fmt.Errorf("apt-get update: %w", err)
+		}
+		if err := dl.Run(ctx); err != nil {
+			return "", fmt.Errorf("apt-get download etcd-server: %w", err)
+		}
+	}
+	m, _ := filepath.Glob(filepath.Join(debs, "etcd-server_*.deb"))
+	if len(m) == 0 {
+		return "", fmt.Errorf("apt-get download left no etcd-server_*.deb in %s", debs)
+	}
+	tmp := dir + ".tmp"
+	os.RemoveAll(tmp)
+	x := exec.Command("dpkg-deb", "-x", m[len(m)-1], tmp)
+	x.Log = b.cmdLog
+	if err := x.Run(ctx); err != nil {
+		return "", err
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		return "", err
+	}
+	done()
+	return bin, nil
+}
+
+// coreDNSBinary builds github.com/coredns/coredns at the release kubeadm
+// names (from the Go module proxy, static), cached per version.
+func (b *builder) coreDNSBinary(ctx context.Context, tag string) (string, error) {
+	version, err := coreDNSModuleVersion(tag)
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(b.opts.CacheDir, "kind", "coredns-"+version)
+	bin := filepath.Join(dir, "coredns")
+	if _, err := os.Stat(bin); err == nil {
+		return bin, nil
+	}
+	done := b.step("building CoreDNS " + version)
+	dl := exec.Command("go", "mod", "download", "-json", "github.com/coredns/coredns@"+version)
+	dl.Dir = b.opts.CacheDir
+	out, err := dl.Output(ctx)
+	if err != nil {
+		return "", fmt.Errorf("downloading CoreDNS %s: %w", version, err)
+	}
+	var mod struct{ Dir string }
+	if err := json.Unmarshal(out, &mod); err != nil || mod.Dir == "" {
+		return "", fmt.Errorf("go mod download: no module directory in %q", out)
+	}
+	work, err := b.tempDir("coredns")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(work)
+	src := filepath.Join(work, "src")
+	// The module cache is read-only; the build may have to complete go.sum.
+	if err := exec.Command("cp", "-r", mod.Dir, src).Run(ctx); err != nil {
+		return "", err
+	}
+	if err := exec.Command("chmod", "-R", "u+w", src).Run(ctx); err != nil {
+		return "", err
+	}
+	tmpBin := filepath.Join(work, "coredns")
+	env := []string{"CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64", "GOFLAGS=-mod=mod", "GOWORK=off"}
+	build := func(goBin string, extraEnv ...string) error {
+		c := exec.Command(goBin, "build", "-trimpath", "-ldflags=-s -w", "-o", tmpBin, ".")
+		c.Dir, c.Env, c.Log = src, append(append([]string{}, env...), extraEnv...), b.cmdLog
+		return c.Run(ctx)
+	}
+	if err := build("go"); err != nil {
+		old := filepath.Join(b.opts.CacheDir, "toolchains", oldGo, "bin", "go")
+		b.logf("CoreDNS %s does not build with the machine's Go (%v); trying %s", version, firstLineOf(err.Error()), old)
+		proxy, _ := exec.Command("go", "env", "GOPROXY").Output(ctx)
+		sumdb, _ := exec.Command("go", "env", "GOSUMDB").Output(ctx)
+		if err := build(old, "GOENV=off", "GOTOOLCHAIN=local",
+			"GOCACHE="+filepath.Join(b.opts.CacheDir, "kind", "gocache-"+oldGo),
+			"GOPROXY="+strings.TrimSpace(string(proxy)), "GOSUMDB="+strings.TrimSpace(string(sumdb))); err != nil {
+			return "", fmt.Errorf("building CoreDNS %s with %s: %w", version, oldGo, err)
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	if err := os.Rename(tmpBin, bin); err != nil {
+		return "", err
+	}
+	done()
+	return bin, nil
+}
+
+func firstLineOf(s string) string {
+	l, _, _ := strings.Cut(s, "\n")
+	return l
+}
