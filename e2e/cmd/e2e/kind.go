@@ -12,6 +12,7 @@ import (
 
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/cleanup"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind/nodeimage"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/scenario"
 	"github.com/kubelet-compat/kubelet-compat/pkg/cachedir"
@@ -44,6 +45,12 @@ func runKind(k kindRun, rep *report.Report, stack *cleanup.Stack, stdout, stderr
 		if err != nil {
 			return err
 		}
+		// The images, incrementally, on the engine the clusters use.
+		versions, unpatched := kindVersions(steps, k.controls)
+		if err := nodeimage.Build(ctx, nodeimage.Options{Versions: versions, UnpatchedVersions: unpatched, DockerEnv: p.Engine.Env,
+			RepoRoot: k.repoRoot, OutputDir: k.output, CacheDir: cache, Log: stdout}); err != nil {
+			return fmt.Errorf("kind images: %w", err)
+		}
 		return kind.Run(ctx, p, kind.ScenarioOptions{Steps: steps, Controls: k.controls, SkipPatched: k.skipPatched,
 			Output: k.output, LogDir: logDir, Workers: 2, SyncFrequency: k.syncFreq, Log: stdout}, stack, rep)
 	})
@@ -65,4 +72,30 @@ func runKind(k kindRun, rep *report.Report, stack *cleanup.Stack, stdout, stderr
 		return 1
 	}
 	return 0
+}
+
+// kindVersions are the versions whose node images, images and RPMs the
+// plan needs: every version of the chain; unpatched RPMs of each step's
+// target for the controls.
+func kindVersions(steps []kind.Step, controls bool) (versions, unpatched []string) {
+	for _, s := range steps {
+		versions = appendNew(versions, s.From, s.To)
+		if controls {
+			unpatched = appendNew(unpatched, s.To)
+		}
+	}
+	return versions, unpatched
+}
+
+func appendNew(list []string, vs ...string) []string {
+	for _, v := range vs {
+		found := false
+		for _, x := range list {
+			found = found || x == v
+		}
+		if !found {
+			list = append(list, v)
+		}
+	}
+	return list
 }
