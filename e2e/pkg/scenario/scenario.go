@@ -62,20 +62,20 @@ type Options struct {
 
 // Scenario is one e2e run on one node.
 type Scenario struct {
-	opts    Options
-	stack   *cleanup.Stack
-	node    *local.Node
+	opts  Options
+	stack *cleanup.Stack
+	node  *local.Node
 	// host is node as the Node every provider implements.
 	host *local.HostNode
 	// betweenKubelets is a fault run between stopping the old kubelet
 	// and starting the new one (nil: none).
 	betweenKubelets func(context.Context) error
-	rt      *snapshot.Runtime
-	corpus  *corpus.Corpus
-	kubelet *kubelet.Kubelet
-	cp      *controlplane.ControlPlane
-	phase   int
-	Report  *report.Report
+	rt              *snapshot.Runtime
+	corpus          *corpus.Corpus
+	kubelet         *kubelet.Kubelet
+	cp              *controlplane.ControlPlane
+	phase           int
+	Report          *report.Report
 }
 
 func (s *Scenario) logf(format string, args ...interface{}) {
