@@ -152,7 +152,6 @@ func (r *Report) Table(w io.Writer) {
 }
 
 type stepSummary struct {
-	pods, containers   int
 	patched, unpatched *Run
 }
 
@@ -163,18 +162,33 @@ func (r *Report) summary(w io.Writer) {
 		run := &r.Runs[i]
 		s, ok := steps[run.Step]
 		if !ok {
-			s = &stepSummary{pods: run.Pods, containers: run.Containers}
+			s = &stepSummary{}
 			steps[run.Step] = s
 			order = append(order, run.Step)
 		}
 		if len(run.Faults) > 0 {
 			continue
 		}
-		switch {
-		case run.Variant == Patched && s.patched == nil:
-			s.patched = run
-		case run.Variant == Unpatched && s.unpatched == nil:
-			s.unpatched = run
+		// A multi-node provider has one run per node: the step's row sums
+		// them and shows the longest window.
+		add := func(sum **Run) {
+			if *sum == nil {
+				c := *run
+				*sum = &c
+				return
+			}
+			(*sum).Pods += run.Pods
+			(*sum).Containers += run.Containers
+			(*sum).Restarts += run.Restarts
+			if run.WindowSeconds > (*sum).WindowSeconds {
+				(*sum).WindowSeconds = run.WindowSeconds
+			}
+		}
+		switch run.Variant {
+		case Patched:
+			add(&s.patched)
+		case Unpatched:
+			add(&s.unpatched)
 		}
 	}
 	cell := func(run *Run, f func(*Run) string) string {
@@ -189,7 +203,15 @@ func (r *Report) summary(w io.Writer) {
 	fmt.Fprintf(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	for _, step := range order {
 		s := steps[step]
-		fmt.Fprintf(w, "| %s | %d | %d | %s | %s | %s | %s |\n", step, s.pods, s.containers,
+		counted := s.patched
+		if counted == nil {
+			counted = s.unpatched
+		}
+		pods, containers := 0, 0
+		if counted != nil {
+			pods, containers = counted.Pods, counted.Containers
+		}
+		fmt.Fprintf(w, "| %s | %d | %d | %s | %s | %s | %s |\n", step, pods, containers,
 			cell(s.patched, restarts), cell(s.unpatched, restarts), cell(s.patched, window), cell(s.unpatched, window))
 	}
 }
