@@ -8,7 +8,7 @@
 #   make e2e E2E_ARGS='-pods 20'  anything else for e2e/cmd/e2e
 #   make e2e E2E_BUILD=false      use the binaries already in _output
 #   make e2e-cleanup          undo what a killed run's journal lists (.ci/run runs it first)
-#   make kind-images KIND_VERSIONS=1.20.15,1.21.14   kind node images (needs Docker: DOCKER_HOST)
+#   make kind-images [E2E=full] [KIND_SAVE=file]   the kind node images alone
 
 E2E ?= ci
 E2E_PROVIDER ?= local
@@ -60,11 +60,15 @@ e2e-unit:
 
 # kind node images without a registry (e2e/README.md, "kind node images"):
 # kubelet-compat/kind-node:v<ver>, _output/kind/images/<ver>.tar,
-# _output/kind/rpms/{patched,unpatched}. Needs _output/<ver> and
-# _output/<ver>-unpatched (make build, make build PATCHED=false with the
-# control-plane binaries); the Docker engine comes from DOCKER_HOST.
-KIND_VERSIONS ?= 1.20.15,1.21.14
-KIND_UNPATCHED ?= $(KIND_VERSIONS)
-kind-images:
-	$(GO) build -o _output/kind/kind-images ./e2e/cmd/kind-images
-	./_output/kind/kind-images -versions $(KIND_VERSIONS) -unpatched $(KIND_UNPATCHED)
+# _output/kind/rpms/{patched,unpatched}, for the versions of the E2E plan
+# (ci: 1.20.15 1.21.14; full: 1.18.19 .. 1.21.14), on the Docker engine
+# that answers, else on the private dockerd the e2e starts. The e2e builds
+# them itself anyway; KIND_SAVE=file also writes the node images there
+# (docker save), for a machine with Docker but no build tools (load them
+# with docker load -i, copy _output/kind, run the e2e with
+# E2E_ARGS=-kind-images=use E2E_BUILD=false).
+KIND_SAVE ?=
+kind-images: E2E_PROVIDER := kind
+kind-images: e2e-binaries
+	$(GO) build -o _output/e2e/e2e ./e2e/cmd/e2e
+	./_output/e2e/e2e -mode images -provider kind -images-of $(E2E) $(if $(KIND_SAVE),-save $(KIND_SAVE)) $(E2E_ARGS)

@@ -26,6 +26,9 @@ type kindRun struct {
 	root, repoRoot        string
 	output, reportDir     string
 	syncFreq              time.Duration
+	// images: build or use; save: -mode images writes the node images
+	// there.
+	images, save string
 }
 
 // runKind runs the plan on kind clusters: the controls, each step on a
@@ -39,17 +42,43 @@ func runKind(k kindRun, rep *report.Report, stack *cleanup.Stack, stdout, stderr
 		names = append(names, s.String())
 	}
 	logDir := filepath.Join(k.reportDir, "logs")
-	fmt.Fprintf(stdout, "e2e %s: %s, kind provider (1 control-plane node, 2 workers per cluster), state in %s\n", k.mode, strings.Join(names, ", "), k.root)
+	if k.images != "build" && k.images != "use" {
+		fmt.Fprintf(stderr, "e2e: -kind-images must be build or use, not %q\n", k.images)
+		return 2
+	}
+	versions, unpatched := kindVersions(steps, k.controls || k.mode == "images")
+	if k.mode == "images" {
+		fmt.Fprintf(stdout, "e2e images: kind images of %s (unpatched RPMs of %s)\n", strings.Join(versions, ", "), strings.Join(unpatched, ", "))
+	} else {
+		fmt.Fprintf(stdout, "e2e %s: %s, kind provider (1 control-plane node, 2 workers per cluster), state in %s\n", k.mode, strings.Join(names, ", "), k.root)
+	}
 	runErr, cleanErr := cleanup.Guard(stack, func(ctx context.Context) error {
 		p, err := kind.Up(ctx, kind.Options{Root: k.root, CacheDir: cache, RepoRoot: k.repoRoot, LogDir: logDir, Log: stdout}, stack)
 		if err != nil {
 			return err
 		}
 		// The images, incrementally, on the engine the clusters use.
-		versions, unpatched := kindVersions(steps, k.controls)
-		if err := nodeimage.Build(ctx, nodeimage.Options{Versions: versions, UnpatchedVersions: unpatched, DockerEnv: p.Engine.Env,
-			RepoRoot: k.repoRoot, OutputDir: k.output, CacheDir: cache, Log: stdout}); err != nil {
-			return fmt.Errorf("kind images: %w", err)
+		if k.images == "build" {
+			if err := nodeimage.Build(ctx, nodeimage.Options{Versions: versions, UnpatchedVersions: unpatched, DockerEnv: p.Engine.Env,
+				RepoRoot: k.repoRoot, OutputDir: k.output, CacheDir: cache, Log: stdout}); err != nil {
+				return fmt.Errorf("kind images: %w", err)
+			}
+		}
+		if k.mode == "images" {
+			if k.save == "" {
+				return nil
+			}
+			var refs []string
+			for _, v := range versions {
+				refs = append(refs, kind.NodeImage(v))
+			}
+			fmt.Fprintf(stdout, "e2e images: saving %s to %s\n", strings.Join(refs, " "), k.save)
+			tmp := k.save + ".tmp"
+			if err := p.Engine.Command(append([]string{"save", "-o", tmp}, refs...)...).Run(ctx); err != nil {
+				os.Remove(tmp)
+				return err
+			}
+			return os.Rename(tmp, k.save)
 		}
 		return kind.Run(ctx, p, kind.ScenarioOptions{Steps: steps, Controls: k.controls, SkipPatched: k.skipPatched,
 			Output: k.output, LogDir: logDir, Workers: 2, SyncFrequency: k.syncFreq, Log: stdout}, stack, rep)
@@ -59,6 +88,13 @@ func runKind(k kindRun, rep *report.Report, stack *cleanup.Stack, stdout, stderr
 	}
 	if cleanErr != nil {
 		fmt.Fprintf(stderr, "e2e: cleanup: %v\n", cleanErr)
+	}
+	if k.mode == "images" {
+		if runErr != nil || cleanErr != nil {
+			return 1
+		}
+		fmt.Fprintln(stdout, "e2e images: done")
+		return 0
 	}
 	rep.Finish(time.Now(), errors.Join(runErr, cleanErr))
 	if err := rep.Write(k.reportDir); err != nil {

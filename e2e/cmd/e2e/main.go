@@ -59,6 +59,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	stepsFlag := fl.String("steps", "", "override the mode's steps: from:to,from:to (e.g. 1.18.19:1.21.14)")
 	patchedRuns := fl.Bool("patched", true, "run the patched chain (false: only the unpatched controls)")
 	syncFreq := fl.Duration("sync-frequency", 10*time.Second, "the kubelet's --sync-frequency")
+	kindImages := fl.String("kind-images", "build", "kind provider: build (the images the plan needs, incrementally, before the clusters) or use (those the engine holds, e.g. docker load-ed from -mode images -save)")
+	imagesOf := fl.String("images-of", "ci", "-mode images: the plan whose versions to build (ci, full)")
+	save := fl.String("save", "", "-mode images: also write the node images to this docker-archive file (docker save), for machines with Docker but no build tools")
 	if err := fl.Parse(args); err != nil {
 		return 2
 	}
@@ -75,6 +78,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 
 	plan, ok := plans[*mode]
+	if *mode == "images" {
+		// The kind images only (make kind-images): the versions of
+		// -images-of's plan, or of -steps.
+		plan, ok = plans[*imagesOf]
+		ok = ok && *provider == "kind"
+	}
 	if *mode == "node" {
 		// Brings the local node up and down again: a quick check of the
 		// provider and its cleanup, without kubelets.
@@ -82,7 +91,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		plan.steps = []scenario.Step{{}}
 	}
 	if !ok {
-		fmt.Fprintf(stderr, "e2e: unknown mode %q (ci, full, api, bench, node, cleanup)\n", *mode)
+		fmt.Fprintf(stderr, "e2e: unknown mode %q (ci, full, api, bench, node, cleanup; images with -provider kind)\n", *mode)
 		return 2
 	}
 	if *pods > 0 {
@@ -124,7 +133,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	rep := &report.Report{Mode: *mode, Provider: *provider, StartedAt: time.Now()}
 	stack := cleanup.New(stdout)
 	if *provider == "kind" {
-		return runKind(kindRun{mode: *mode, steps: plan.steps, controls: plan.controls, skipPatched: !*patchedRuns,
+		return runKind(kindRun{mode: *mode, steps: plan.steps, controls: plan.controls, skipPatched: !*patchedRuns, images: *kindImages, save: *save,
 			root: rootPath, repoRoot: repoRoot, output: abs(*output), reportDir: abs(*reportDir), syncFreq: *syncFreq}, rep, stack, stdout, stderr)
 	}
 	opts := scenario.Options{Mode: *mode, Steps: plan.steps, Pods: plan.pods, Output: abs(*output), ReportDir: abs(*reportDir),
