@@ -27,7 +27,7 @@ E2E_BINARIES_api := kubelet,kube-apiserver
 E2E_VERSIONS_full := 1.18.19,1.19.16,1.20.15,1.21.14
 E2E_UNPATCHED_full := 1.19.16,1.20.15,1.21.14
 
-.PHONY: e2e e2e-binaries e2e-unit e2e-cleanup kind-images
+.PHONY: e2e e2e-binaries e2e-binaries-local e2e-binaries-kind e2e-unit e2e-cleanup kind-images
 e2e: e2e-binaries
 	$(GO) build -o _output/e2e/e2e ./e2e/cmd/e2e
 	./_output/e2e/e2e -mode $(E2E) -provider $(E2E_PROVIDER) $(E2E_ARGS)
@@ -43,12 +43,15 @@ e2e-cleanup:
 # provider also needs kubeadm and kubectl (the node RPMs) and the
 # control-plane binaries of every version (its images, built as released);
 # the e2e builds the kind images itself, on the engine it runs the clusters on.
-e2e-binaries:
-ifeq ($(E2E_PROVIDER)$(E2E_BUILD),localtrue)
+e2e-binaries: e2e-binaries-$(E2E_PROVIDER)
+e2e-binaries-local:
+ifeq ($(E2E_BUILD),true)
 	$(MAKE) build VERSIONS=$(E2E_VERSIONS_$(E2E)) BINARIES=$(or $(E2E_BINARIES_$(E2E)),kubelet)
 	$(MAKE) build VERSIONS=$(E2E_UNPATCHED_$(E2E)) PATCHED=false BINARIES=kubelet
 endif
-ifeq ($(E2E_PROVIDER)$(E2E_BUILD),kindtrue)
+	$(GO) build -o _output/kubelet-compat ./cmd/kubelet-compat
+e2e-binaries-kind:
+ifeq ($(E2E_BUILD),true)
 	$(MAKE) build VERSIONS=$(E2E_VERSIONS_$(E2E)) BINARIES=kubelet,kubeadm,kubectl
 	$(MAKE) build VERSIONS=$(E2E_VERSIONS_$(E2E)) PATCHED=false BINARIES=kubelet,kube-apiserver,kube-controller-manager,kube-scheduler,kube-proxy
 endif
@@ -68,7 +71,6 @@ e2e-unit:
 # with docker load -i, copy _output/kind, run the e2e with
 # E2E_ARGS=-kind-images=use E2E_BUILD=false).
 KIND_SAVE ?=
-kind-images: E2E_PROVIDER := kind
-kind-images: e2e-binaries
+kind-images: e2e-binaries-kind
 	$(GO) build -o _output/e2e/e2e ./e2e/cmd/e2e
 	./_output/e2e/e2e -mode images -provider kind -images-of $(E2E) $(if $(KIND_SAVE),-save $(KIND_SAVE)) $(E2E_ARGS)

@@ -1,0 +1,35 @@
+package docker
+
+import (
+	"strings"
+	"testing"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+)
+
+func TestDaemonArgs(t *testing.T) {
+	p := Paths{Root: "/var/lib/kc/docker"}
+	stock := strings.Join(DaemonArgs(p, "/cache/docker", ""), " ")
+	// Nothing of the host's network configuration changes.
+	for _, want := range []string{"--iptables=false", "--ip-forward=false", "--ip-masq=false", "--bridge=none",
+		"--data-root=/cache/docker", "--exec-root=/var/lib/kc/docker/exec", "--host=unix:///var/lib/kc/docker/docker.sock",
+		"--containerd=/var/lib/kc/docker/containerd/containerd.sock", "--config-file=/var/lib/kc/docker/daemon.json"} {
+		assert.Check(t, is.Contains(stock, want))
+	}
+	// With every capability nothing is wrapped.
+	assert.Check(t, !strings.Contains(stock, "runtime"), stock)
+
+	wrapped := strings.Join(DaemonArgs(p, "/cache/docker", "/x/e2e-oci-runtime"), " ")
+	assert.Check(t, is.Contains(wrapped, "--add-runtime=kc-e2e=/x/e2e-oci-runtime --default-runtime=kc-e2e"))
+}
+
+func TestConfigsStayUnderTheRoot(t *testing.T) {
+	p := Paths{Root: "/var/lib/kc/docker"}
+	assert.Check(t, is.Contains(DaemonConfig(p), `"deprecated-key-path": "/var/lib/kc/docker/key.json"`))
+	c := ContainerdConfig(p)
+	for _, want := range []string{`root = "/var/lib/kc/docker/containerd/root"`, `state = "/var/lib/kc/docker/containerd/state"`,
+		`address = "/var/lib/kc/docker/containerd/containerd.sock"`, `path = "/var/lib/kc/docker/opt"`, `"io.containerd.grpc.v1.cri"`} {
+		assert.Check(t, is.Contains(c, want))
+	}
+}
