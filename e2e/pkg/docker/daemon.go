@@ -13,6 +13,10 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/proc"
 )
 
+// CgroupParent is the cgroup (cgroupfs driver) of a private daemon's
+// containers.
+const CgroupParent = "kc-e2e-docker"
+
 // Paths are where a private daemon keeps what goes with the run.
 type Paths struct {
 	// Root is the run's directory for the daemon.
@@ -113,6 +117,9 @@ func DaemonArgs(p Paths, dataRoot, runtime string) []string {
 		"--containerd=" + p.ContainerdSocket(),
 		"--iptables=false", "--ip6tables=false", "--ip-forward=false", "--ip-masq=false",
 		"--bridge=none",
+		// Its containers' cgroups in a parent of the run's own, which the
+		// journal records and the cleanup removes.
+		"--cgroup-parent=" + CgroupParent,
 	}
 	if runtime != "" {
 		args = append(args, "--add-runtime=kc-e2e="+runtime, "--default-runtime=kc-e2e")

@@ -14,7 +14,7 @@ func TestDaemonArgs(t *testing.T) {
 	// Nothing of the host's network configuration changes.
 	for _, want := range []string{"--iptables=false", "--ip-forward=false", "--ip-masq=false", "--bridge=none",
 		"--data-root=/cache/docker", "--exec-root=/var/lib/kc/docker/exec", "--host=unix:///var/lib/kc/docker/docker.sock",
-		"--containerd=/var/lib/kc/docker/containerd/containerd.sock", "--config-file=/var/lib/kc/docker/daemon.json"} {
+		"--containerd=/var/lib/kc/docker/containerd/containerd.sock", "--config-file=/var/lib/kc/docker/daemon.json", "--cgroup-parent=kc-e2e-docker"} {
 		assert.Check(t, is.Contains(stock, want))
 	}
 	// With every capability nothing is wrapped.

@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/cgroups"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/cleanup"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/docker"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/journal"
@@ -187,6 +188,11 @@ func (p *Provider) before(private bool, dp docker.Paths) (journal.State, error) 
 		// The network's bridge exists only while a dockerd has it up: a
 		// private one's is removed with it.
 		st.Bridge = Network.Bridge
+		cg, err := cgroups.Record(cgroups.Host{Root: "/sys/fs/cgroup"}, docker.CgroupParent)
+		if err != nil {
+			return journal.State{}, err
+		}
+		st.Cgroups = &cg
 		for _, d := range []string{"/run/containerd/s", "/run/containerd"} {
 			if _, err := os.Lstat(d); os.IsNotExist(err) {
 				st.Dirs = append(st.Dirs, d)
