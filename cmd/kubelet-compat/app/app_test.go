@@ -153,9 +153,11 @@ func (f *fixture) run(args ...string) int {
 // runTo runs a command with its own output buffers, e.g. next to another.
 func (f *fixture) runTo(ctx context.Context, stdout, stderr *bytes.Buffer, args ...string) int {
 	// Flags given later win: the test's own come last.
-	full := []string{args[0], "--runtime-endpoint", f.srv.Endpoint, "--manifest-dir", f.manifestDir}
-	if args[0] != "preflight" {
-		full = append(full, "--root-dir", f.rootDir)
+	// preflight reads the root dir too (cpu_manager_state, the device
+	// checkpoint, kubeadm-flags.env): never the machine's.
+	full := []string{args[0], "--runtime-endpoint", f.srv.Endpoint, "--manifest-dir", f.manifestDir, "--root-dir", f.rootDir}
+	if args[0] == "preflight" {
+		full = append(full, "--kubelet-config", filepath.Join(f.rootDir, "config.yaml"))
 	}
 	env := f.env()
 	env.Stdout, env.Stderr = stdout, stderr

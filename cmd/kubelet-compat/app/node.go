@@ -160,6 +160,9 @@ type specIndex struct {
 	static  map[string]manifest.Static // "namespace/name-node"
 	byUID   map[string]*v1.Pod
 	sources []string
+	// apiPods are the node's pods as the API server lists them (nil
+	// without --kubeconfig).
+	apiPods []v1.Pod
 }
 
 type podSpec struct {
@@ -187,6 +190,7 @@ func (o *nodeOptions) loadSpecs(ctx context.Context, node string) (*specIndex, e
 		if err != nil {
 			return nil, err
 		}
+		idx.apiPods = pods
 		for i := range pods {
 			p := &pods[i]
 			idx.byUID[string(p.UID)] = p
@@ -200,7 +204,7 @@ func (o *nodeOptions) loadSpecs(ctx context.Context, node string) (*specIndex, e
 	return idx, nil
 }
 
-func listNodePods(ctx context.Context, kubeconfig, node string) ([]v1.Pod, error) {
+func coreClient(kubeconfig string) (*corev1client.CoreV1Client, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
@@ -210,6 +214,27 @@ func listNodePods(ctx context.Context, kubeconfig, node string) ([]v1.Pod, error
 	cs, err := corev1client.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
+	}
+	return cs, nil
+}
+
+// getNode reads the node object.
+func getNode(ctx context.Context, kubeconfig, node string) (*v1.Node, error) {
+	cs, err := coreClient(kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	n, err := cs.Nodes().Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("reading node %s: %w", node, err)
+	}
+	return n, nil
+}
+
+func listNodePods(ctx context.Context, kubeconfig, node string) ([]v1.Pod, error) {
+	cs, err := coreClient(kubeconfig)
+	if err != nil {
+		return nil, err
 	}
 	list, err := cs.Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 
 type preflightOptions struct {
 	nodeOptions
+	killerOptions
 	from, to   string
 	files      []string
 	onNode     bool
@@ -46,6 +47,43 @@ Reasons an unpatched kubelet restarts a container:
 Init containers are not hash-checked once they completed: they are reported
 as kept unless their pod is recreated.
 
+What else loses pods at the swap (a second table, same columns; CHECK names
+the check). The new kubelet re-admits every pod when it starts; the patched
+kubelet, while the compat file is active, admits a pod whose containers were
+created before it started whatever node affinity, taints, resource fit or
+eviction pressure say (as upstream's NotEvictPodOnKubeletRestart):
+  node-affinity      --node, --kubeconfig: nodeSelector or required node
+                     affinity (matchExpressions, matchFields metadata.name)
+                     that no longer matches the node's labels: upstream
+                     rejects the pod (NodeAffinity; MatchNodeSelector <1.18).
+  taints             --node, --kubeconfig: NoExecute taints a pod does not
+                     tolerate (the kubelet rejects from 1.22: TaintToleration),
+                     and the lowest tolerationSeconds for not-ready and
+                     unreachable against --swap-window (default 40s): the node
+                     is Unknown after --node-monitor-grace-period (40s) and the
+                     controller evicts pods whose tolerationSeconds run out.
+  resources          --node, --kubeconfig: replays the re-admission (oldest
+                     first) against the allocatable the target computes:
+                     node capacity minus kube-reserved, system-reserved and
+                     eviction-hard of --kubelet-config and the target flags,
+                     maxPods; reports OutOfcpu/OutOfmemory/OutOfpods/... pods,
+                     newest first.
+  exec-probe         every exec probe when the upgrade crosses 1.20: its
+                     timeoutSeconds is enforced from 1.20 (KEP-1972).
+  cpu-manager        --node: <root-dir>/cpu_manager_state whose policy (or, for
+                     static, reserved CPUs) the target's config refuses: the
+                     kubelet does not start.
+  device-checkpoint  --node: the device-plugin checkpoint's format (v1 <= 1.19,
+                     v2 >= 1.20) and whether the target reads it (v1: only
+                     1.20.14+/1.21.8+, kubernetes#102882).
+  flags              --node, --target-kubelet: the target binary parses the
+                     node's flags (--target-flags, default KUBELET_KUBEADM_ARGS
+                     of <root-dir>/kubeadm-flags.env) with --version appended
+                     (it exits after parsing, before touching anything), and
+                     its --help lists the flags and feature gates it knows.
+A check whose inputs are missing (no --kubeconfig, no config file, no
+--target-kubelet) is one "note: not checked: ..." line.
+
 Pods come from manifests (-f, repeatable: files or directories of YAML or JSON,
 multi-document YAML; kinds other than Pod are skipped with a note; pods are
 treated as static pods unless --static-pods=false) or from this node (--node:
@@ -55,9 +93,14 @@ defaults applied.
 
 Exit codes: 0 report written, 1 error.`,
 		Example: `  kubelet-compat preflight --from v1.18.19 --to v1.19.16 -f /etc/kubernetes/manifests
-  kubelet-compat preflight --from v1.30.14 --to v1.31.14 --node --kubeconfig /etc/kubernetes/kubelet.conf -o json`,
+  kubelet-compat preflight --from v1.30.14 --to v1.31.14 --node --kubeconfig /etc/kubernetes/kubelet.conf -o json
+  kubelet-compat preflight --from v1.20.15 --to v1.21.14 --node --kubeconfig /etc/kubernetes/kubelet.conf \
+      --target-kubelet /usr/lib/kubernetes/1.21.14/bin/kubelet --swap-window 60s`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runPreflight(cmd.Context(), env, o) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.targetFlagsGiven = cmd.Flags().Changed("target-flags")
+			return runPreflight(cmd.Context(), env, o)
+		},
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&o.from, "from", "", "the kubelet version running now, e.g. v1.18.19 (required)")
@@ -68,6 +111,8 @@ Exit codes: 0 report written, 1 error.`,
 	fs.StringVarP(&o.output, "output", "o", "table", "output format: table or json")
 	o.addRuntimeFlags(fs)
 	o.addKubeconfigFlag(fs)
+	fs.StringVar(&o.rootDir, "root-dir", defaultRootDir, "the kubelet's --root-dir (cpu_manager_state, device-plugins/kubelet_internal_checkpoint, kubeadm-flags.env)")
+	o.killerOptions.addFlags(fs)
 	cmd.MarkFlagRequired("from")
 	cmd.MarkFlagRequired("to")
 	return cmd
@@ -93,8 +138,9 @@ func runPreflight(ctx context.Context, env Env, o *preflightOptions) error {
 	}
 	var pods []preflight.Pod
 	var notes []string
+	var api *nodeAPI
 	if o.onNode {
-		pods, notes, err = o.nodePods(ctx, env)
+		pods, notes, api, err = o.nodePods(ctx, env)
 	} else {
 		pods, notes, err = o.manifestPods()
 	}
@@ -106,6 +152,11 @@ func runPreflight(ctx context.Context, env Env, o *preflightOptions) error {
 		return err
 	}
 	report.Notes = append(report.Notes, notes...)
+	if o.onNode {
+		o.nodeKillers(ctx, env, from, to, pods, api, report)
+	} else {
+		o.manifestKillers(from, to, pods, report)
+	}
 	if o.output == "json" {
 		return writeJSON(env.Stdout, report)
 	}
@@ -128,19 +179,28 @@ func (o *preflightOptions) manifestPods() ([]preflight.Pod, []string, error) {
 	return pods, notes, nil
 }
 
-func (o *preflightOptions) nodePods(ctx context.Context, env Env) ([]preflight.Pod, []string, error) {
+func (o *preflightOptions) nodePods(ctx context.Context, env Env) ([]preflight.Pod, []string, *nodeAPI, error) {
 	node, err := o.node(env)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	client, st, err := o.dialNode(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	defer client.Close()
 	idx, err := o.loadSpecs(ctx, node)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
+	}
+	api := &nodeAPI{name: node}
+	if o.kubeconfig != "" {
+		if api.node, err = getNode(ctx, o.kubeconfig, node); err != nil {
+			return nil, nil, nil, err
+		}
+		for i := range idx.apiPods {
+			api.pods = append(api.pods, &idx.apiPods[i])
+		}
 	}
 	bySandbox := map[string]*preflight.Pod{}
 	var order []string
@@ -178,7 +238,7 @@ func (o *preflightOptions) nodePods(ctx context.Context, env Env) ([]preflight.P
 	if len(idx.sources) == 0 {
 		notes = append(notes, "no pod specs: give --manifest-dir and/or --kubeconfig")
 	}
-	return pods, notes, nil
+	return pods, notes, api, nil
 }
 
 func writePreflightTable(w io.Writer, r *preflight.Report) error {
@@ -206,5 +266,6 @@ func writePreflightTable(w io.Writer, r *preflight.Report) error {
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)
 	}
+	writeKillers(w, r)
 	return nil
 }

@@ -80,7 +80,7 @@ func TestPreflightNode(t *testing.T) {
 			if code := f.run("preflight", "--from", "v1.18.19", "--to", "v1.19.16", "--node"); code != 0 {
 				t.Fatalf("exit %d: %s", code, f.stderr.String())
 			}
-			golden.Assert(t, f.stdout.String(), "preflight-node.table.golden")
+			golden.Assert(t, strings.ReplaceAll(f.stdout.String(), f.dir, "$DIR"), "preflight-node.table.golden")
 		})
 	}
 }

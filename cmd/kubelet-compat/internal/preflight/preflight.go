@@ -73,6 +73,12 @@ type Report struct {
 	Rows    []Row    `json:"containers"`
 	Notes   []string `json:"notes,omitempty"`
 	Summary Summary  `json:"summary"`
+	// Killers are the other things that lose pods at the swap (node
+	// affinity, taints, resource fit, exec probe timeouts, the CPU manager
+	// and device-plugin checkpoints, flags); KillerNotes say what was
+	// checked and what was not.
+	Killers     []Finding `json:"podKillers,omitempty"`
+	KillerNotes []string  `json:"podKillerNotes,omitempty"`
 }
 
 // Summary counts the rows.
