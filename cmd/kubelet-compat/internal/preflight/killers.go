@@ -58,7 +58,9 @@ type Finding struct {
 
 func podName(p *v1.Pod) string { return p.Namespace + "/" + p.Name }
 
-func rejected(reason string) string { return "rejected: " + reason + " (pod Failed, containers killed)" }
+func rejected(reason string) string {
+	return "rejected: " + reason + " (pod Failed, containers killed)"
+}
 
 // IsMirrorPod says whether an API pod is the mirror of a static pod.
 func IsMirrorPod(p *v1.Pod) bool {
@@ -342,7 +344,7 @@ func Taints(to kubeletcompat.Version, node *v1.Node, pods []*v1.Pod, window, gra
 			}
 			risk := ""
 			switch {
-			case key == TaintUnreachable && window > grace && time.Duration(s)*time.Second < window-grace:
+			case key == TaintUnreachable && window >= grace && time.Duration(s)*time.Second <= window-grace:
 				risk = fmt.Sprintf("the node is Unknown after %s of a %s swap and the pod is evicted %ds later", grace, window, s)
 			case key == TaintNotReady && time.Duration(s)*time.Second < window:
 				risk = fmt.Sprintf("if the new kubelet reports NotReady while it starts (within the %s swap window) the pod is evicted after %ds", window, s)
@@ -373,7 +375,7 @@ func Taints(to kubeletcompat.Version, node *v1.Node, pods []*v1.Pod, window, gra
 		}
 	}
 	unknown := "the node stays Ready-or-NotReady (the swap is shorter than node-monitor-grace-period)"
-	if window > grace {
+	if window >= grace {
 		unknown = fmt.Sprintf("the node goes Unknown after %s (node-monitor-grace-period) and gets %s:NoExecute", grace, TaintUnreachable)
 	}
 	summary := Finding{Pod: NodeRow, Check: CheckTaints, Unpatched: "summary", Patched: "summary",
