@@ -74,8 +74,8 @@ eviction pressure say (as upstream's NotEvictPodOnKubeletRestart):
                      static, reserved CPUs) the target's config refuses: the
                      kubelet does not start.
   device-checkpoint  --node: the device-plugin checkpoint's format (v1 <= 1.19,
-                     v2 >= 1.20) and whether the target reads it (v1: only
-                     1.20.14+/1.21.8+, kubernetes#102882).
+                     v2 >= 1.20) and whether the target reads it (v1 is not
+                     read by 1.20.0-1.20.13 and 1.21.0-1.21.7: kubernetes#102882).
   flags              --node, --target-kubelet: the target binary parses the
                      node's flags (--target-flags, default KUBELET_KUBEADM_ARGS
                      of <root-dir>/kubeadm-flags.env) with --version appended
