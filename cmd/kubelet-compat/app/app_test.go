@@ -157,7 +157,7 @@ func (f *fixture) runTo(ctx context.Context, stdout, stderr *bytes.Buffer, args 
 	// checkpoint, kubeadm-flags.env): never the machine's.
 	full := []string{args[0], "--runtime-endpoint", f.srv.Endpoint, "--manifest-dir", f.manifestDir, "--root-dir", f.rootDir}
 	if args[0] == "preflight" {
-		full = append(full, "--kubelet-config", filepath.Join(f.rootDir, "config.yaml"))
+		full = append(full, "--kubelet-config", filepath.Join(f.rootDir, "config.yaml"), "--extra-args-file", filepath.Join(f.dir, "sysconfig-kubelet"))
 	}
 	env := f.env()
 	env.Stdout, env.Stderr = stdout, stderr

@@ -42,13 +42,19 @@ type killerOptions struct {
 	targetFlags       string
 	targetFlagsGiven  bool
 	targetKubelet     string
+	extraArgsFiles    []string
 }
+
+// defaultExtraArgsFiles hold KUBELET_EXTRA_ARGS: the RPMs' drop-in reads
+// /etc/sysconfig/kubelet, Debian's packages /etc/default/kubelet.
+var defaultExtraArgsFiles = []string{"/etc/sysconfig/kubelet", "/etc/default/kubelet"}
 
 func (k *killerOptions) addFlags(fs *pflag.FlagSet) {
 	positiveDurationVar(fs, &k.swapWindow, "swap-window", defaultSwapWindow, "how long the kubelet is expected to be down (or NotReady) during the swap")
 	positiveDurationVar(fs, &k.gracePeriod, "node-monitor-grace-period", preflight.DefaultNodeMonitorGracePeriod, "kube-controller-manager's --node-monitor-grace-period: a node without status for that long is Unknown and tainted unreachable:NoExecute")
 	fs.StringVar(&k.kubeletConfigPath, "kubelet-config", "", "the target kubelet's config file (default: the --config of the target flags, else "+defaultKubeletConfig+")")
 	fs.StringVar(&k.targetFlags, "target-flags", "", "the target kubelet's command-line flags, as one shell-quoted string (default: "+kubeadmFlagsVar+" of <root-dir>/"+kubeadmFlagsEnv+")")
+	fs.StringSliceVar(&k.extraArgsFiles, "extra-args-file", defaultExtraArgsFiles, "environment files whose KUBELET_EXTRA_ARGS follow KUBELET_KUBEADM_ARGS in the target flags (when --target-flags is not given; missing files are skipped)")
 	fs.StringVar(&k.targetKubelet, "target-kubelet", "", "the target kubelet binary, an absolute path (root-owned, writable only by root): run as `PATH <flags> --version` (parses the flags, then exits) and `PATH --help` to check the node's flags and feature gates")
 }
 
@@ -93,22 +99,35 @@ func (o *preflightOptions) targetConfig() (preflight.KubeletConfig, []preflight.
 		}
 		args = words
 	} else {
-		path := filepath.Join(o.rootDir, kubeadmFlagsEnv)
-		data, err := readNodeFile(path)
-		switch {
-		case errors.Is(err, os.ErrNotExist):
-			flagsKnown = false
-			notes = append(notes, fmt.Sprintf("no %s and no --target-flags: the target's flags are taken as none", path))
-		case err != nil:
-			flagsKnown = false
-			notes = append(notes, fmt.Sprintf("%s: %v: the target's flags are taken as none", path, err))
-		default:
-			v, _ := preflight.ParseEnvFile(data, kubeadmFlagsVar)
+		sources := []struct{ path, variable string }{{filepath.Join(o.rootDir, kubeadmFlagsEnv), kubeadmFlagsVar}}
+		for _, p := range o.extraArgsFiles {
+			sources = append(sources, struct{ path, variable string }{p, "KUBELET_EXTRA_ARGS"})
+		}
+		found := false
+		for _, src := range sources {
+			data, err := readNodeFile(src.path)
+			switch {
+			case errors.Is(err, os.ErrNotExist):
+				continue
+			case err != nil:
+				notes = append(notes, fmt.Sprintf("%s: %v: skipped", src.path, err))
+				continue
+			}
+			found = true
+			v, _ := preflight.ParseEnvFile(data, src.variable)
 			words, err := preflight.SplitShellWords(v)
 			if err != nil {
-				notes = append(notes, path+": "+err.Error())
+				notes = append(notes, src.path+": "+err.Error())
 			}
-			args = words
+			args = append(args, words...)
+		}
+		if !found {
+			flagsKnown = false
+			var paths []string
+			for _, src := range sources {
+				paths = append(paths, src.path)
+			}
+			notes = append(notes, fmt.Sprintf("no %s and no --target-flags: the target's flags are taken as none", strings.Join(paths, ", ")))
 		}
 	}
 	flags, _ := preflight.ParseFlagArgs(args)
