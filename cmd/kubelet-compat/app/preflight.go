@@ -68,6 +68,8 @@ eviction pressure say (as upstream's NotEvictPodOnKubeletRestart):
                      eviction-hard of --kubelet-config and the target flags,
                      maxPods; reports OutOfcpu/OutOfmemory/OutOfpods/... pods,
                      newest first.
+  eviction-pressure  --node, --kubeconfig: while the node has Memory/Disk/PID
+                     pressure, the pods the eviction manager rejects (Evicted).
   exec-probe         every exec probe when the upgrade crosses 1.20: its
                      timeoutSeconds is enforced from 1.20 (KEP-1972).
   cpu-manager        --node: <root-dir>/cpu_manager_state whose policy (or, for
@@ -78,7 +80,8 @@ eviction pressure say (as upstream's NotEvictPodOnKubeletRestart):
                      read by 1.20.0-1.20.13 and 1.21.0-1.21.7: kubernetes#102882).
   flags              --node, --target-kubelet: the target binary parses the
                      node's flags (--target-flags, default KUBELET_KUBEADM_ARGS
-                     of <root-dir>/kubeadm-flags.env) with --version appended
+                     of <root-dir>/kubeadm-flags.env and KUBELET_EXTRA_ARGS of
+                     --extra-args-file) with --version appended
                      (it exits after parsing, before touching anything), and
                      its --help lists the flags and feature gates it knows.
 A check whose inputs are missing (no --kubeconfig, no config file, no

@@ -30,7 +30,7 @@ const (
 	maxNodeFileSize       = 16 << 20
 	defaultSwapWindow     = 40 * time.Second
 	notCheckedPrefix      = "not checked: "
-	killersWithoutAPIList = "node-affinity, taints, resources"
+	killersWithoutAPIList = "node-affinity, taints, resources, eviction-pressure"
 )
 
 // killerOptions are preflight's flags for the checks besides container
@@ -199,6 +199,7 @@ func (o *preflightOptions) nodeKillers(ctx context.Context, env Env, from, to ku
 	} else {
 		add(preflight.NodeAffinity(to, api.node, api.pods))
 		add(preflight.Taints(to, api.node, api.pods, o.swapWindow, o.gracePeriod))
+		add(preflight.EvictionPressure(api.node, api.pods))
 		alloc, err := preflight.Allocatable(api.node.Status.Capacity, api.node.Status.Allocatable, cfg)
 		if err != nil {
 			note(notCheckedPrefix + "resources: " + err.Error())

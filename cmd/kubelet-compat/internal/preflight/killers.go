@@ -574,3 +574,73 @@ func show(n v1.ResourceName, v int64) string {
 	}
 	return strconv.FormatInt(v, 10)
 }
+
+// ---- eviction pressure ----
+
+// CheckEvictionPressure is the CHECK of EvictionPressure.
+const CheckEvictionPressure = "eviction-pressure"
+
+// isBestEffort is v1qos.GetPodQOS(pod) == BestEffort: no container (init
+// included) requests or limits cpu or memory.
+func isBestEffort(p *v1.Pod) bool {
+	for _, cs := range [][]v1.Container{p.Spec.InitContainers, p.Spec.Containers} {
+		for _, c := range cs {
+			for _, l := range []v1.ResourceList{c.Resources.Requests, c.Resources.Limits} {
+				for n, q := range l {
+					if (n == v1.ResourceCPU || n == v1.ResourceMemory) && !q.IsZero() {
+						return false
+					}
+				}
+			}
+		}
+	}
+	return true
+}
+
+// EvictionPressure reports the pods the eviction manager's admit handler
+// rejects ("Evicted") while the node has a pressure condition: under memory
+// pressure alone, BestEffort pods that do not tolerate the memory-pressure
+// taint; under disk or PID pressure, every pod; critical pods never. The
+// new kubelet knows the pressure only once its eviction manager has
+// synchronized (every 10 s), so the verdict is "may be rejected".
+func EvictionPressure(node *v1.Node, pods []*v1.Pod) []Finding {
+	var conds []string
+	memoryOnly := true
+	for _, c := range node.Status.Conditions {
+		switch c.Type {
+		case v1.NodeMemoryPressure, v1.NodeDiskPressure, v1.NodePIDPressure:
+			if c.Status == v1.ConditionTrue {
+				conds = append(conds, string(c.Type))
+				if c.Type != v1.NodeMemoryPressure {
+					memoryOnly = false
+				}
+			}
+		}
+	}
+	if len(conds) == 0 {
+		return nil
+	}
+	var out []Finding
+	for _, p := range pods {
+		if !activePod(p) || isCriticalPod(p) {
+			continue
+		}
+		if memoryOnly {
+			if !isBestEffort(p) {
+				continue
+			}
+			if ok, _ := tolerationFor(p, v1.Taint{Key: "node.kubernetes.io/memory-pressure", Effect: v1.TaintEffectNoSchedule}); ok {
+				continue
+			}
+		}
+		why := "the node has " + strings.Join(conds, ", ")
+		if memoryOnly {
+			why += " and the pod is BestEffort"
+		}
+		out = append(out, Finding{Pod: podName(p), Check: CheckEvictionPressure,
+			Unpatched: "may be rejected: Evicted (pod Failed, containers killed)", Patched: KeptAdmitted,
+			Why:           why + ": rejected at re-admission once the new kubelet's eviction manager has seen it",
+			PatchedReason: keptAdmittedReason})
+	}
+	return out
+}

@@ -415,6 +415,9 @@ func TestKillersGolden(t *testing.T) {
 	alloc, err := Allocatable(node.Status.Capacity, node.Status.Allocatable, KubeletConfig{KubeReserved: map[string]string{"cpu": "1"}})
 	assert.NilError(t, err)
 	all = append(all, ResourceFit(alloc, pods)...)
+	pressured := node.DeepCopy()
+	pressured.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeMemoryPressure, Status: v1.ConditionTrue}}
+	all = append(all, EvictionPressure(pressured, pods)...)
 	all = append(all, ExecProbes(mustVersion(t, "v1.19.16"), to, pods)...)
 	f, _ := CPUManagerState("/var/lib/kubelet/cpu_manager_state", []byte(`{"policyName":"static","defaultCpuSet":"0-3"}`), KubeletConfig{})
 	all = append(all, f...)
@@ -427,4 +430,42 @@ func TestKillersGolden(t *testing.T) {
 	data, err := json.MarshalIndent(all, "", "  ")
 	assert.NilError(t, err)
 	golden.Assert(t, string(data)+"\n", "killers.json.golden")
+}
+
+func TestEvictionPressure(t *testing.T) {
+	withConds := func(conds ...v1.NodeConditionType) *v1.Node {
+		n := testNode()
+		for _, c := range conds {
+			n.Status.Conditions = append(n.Status.Conditions, v1.NodeCondition{Type: c, Status: v1.ConditionTrue})
+		}
+		n.Status.Conditions = append(n.Status.Conditions, v1.NodeCondition{Type: v1.NodePIDPressure, Status: v1.ConditionFalse})
+		return n
+	}
+	pods := []*v1.Pod{
+		mkPod("besteffort", time.Hour),
+		mkPod("burstable", time.Hour, requests("memory", "1Gi")),
+		mkPod("tolerant", time.Hour, func(p *v1.Pod) {
+			p.Spec.Tolerations = []v1.Toleration{{Key: "node.kubernetes.io/memory-pressure", Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoSchedule}}
+		}),
+		mkPod("mirror", time.Hour, mirror()),
+	}
+	for _, tc := range []struct {
+		name  string
+		node  *v1.Node
+		wants []string
+	}{
+		{"no pressure", withConds(), nil},
+		{"memory: BestEffort without the toleration", withConds(v1.NodeMemoryPressure), []string{"default/besteffort"}},
+		{"disk: every non-critical pod", withConds(v1.NodeDiskPressure), []string{"default/besteffort", "default/burstable", "default/tolerant"}},
+		{"memory and disk", withConds(v1.NodeMemoryPressure, v1.NodeDiskPressure), []string{"default/besteffort", "default/burstable", "default/tolerant"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, f := range EvictionPressure(tc.node, pods) {
+				got = append(got, f.Pod)
+				assert.Equal(t, f.Patched, KeptAdmitted)
+			}
+			assert.DeepEqual(t, got, tc.wants)
+		})
+	}
 }
