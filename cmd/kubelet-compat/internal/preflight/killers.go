@@ -470,9 +470,9 @@ func isExtended(n v1.ResourceName) bool {
 }
 
 // ResourceFit replays the kubelet's re-admission of the node's pods
-// (HandlePodAdditions: oldest first by creation time, each checked against
-// the pods admitted before it) against the allocatable the target kubelet
-// computes, and reports those it would reject: OutOfpods, OutOfcpu,
+// (HandlePodAdditions: oldest first by creation time, static pods first,
+// each checked against the pods admitted before it) against the
+// allocatable the target kubelet computes, and reports those it would reject: OutOfpods, OutOfcpu,
 // OutOfmemory, OutOfephemeral-storage, OutOf<hugepages/extended resource>,
 // newest first. Critical pods (static, mirror, system priority) are not
 // rejected: upstream evicts other pods to make room for them, which is
@@ -484,8 +484,17 @@ func ResourceFit(allocatable v1.ResourceList, pods []*v1.Pod) []Finding {
 			active = append(active, p)
 		}
 	}
+	// A static pod read from its file has no creation time (the mirror pod
+	// the API lists has one), and the file source usually delivers before
+	// the API server: static pods come first.
+	created := func(p *v1.Pod) time.Time {
+		if IsMirrorPod(p) || isStaticPod(p) {
+			return time.Time{}
+		}
+		return p.CreationTimestamp.Time
+	}
 	sort.SliceStable(active, func(i, j int) bool {
-		a, b := active[i].CreationTimestamp.Time, active[j].CreationTimestamp.Time
+		a, b := created(active[i]), created(active[j])
 		if !a.Equal(b) {
 			return a.Before(b)
 		}

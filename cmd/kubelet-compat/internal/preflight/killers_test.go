@@ -221,6 +221,8 @@ func TestResourceFit(t *testing.T) {
 		{"ended pods do not count", []*v1.Pod{mkPod("a", 3*time.Hour, requests("cpu", "2"), phase(v1.PodSucceeded)), mkPod("b", 2*time.Hour, requests("cpu", "2"))}, nil},
 		{"a critical pod evicts others", []*v1.Pod{mkPod("a", 3*time.Hour, requests("cpu", "2")), mkPod("sys", 2*time.Hour, requests("cpu", "1"), critical)},
 			[]string{"default/sys: admitted by evicting other pods (critical pod, OutOfcpu)"}},
+		{"static pods come first, whatever their mirror's age", []*v1.Pod{mkPod("a", 3*time.Hour, requests("cpu", "1500m")), mkPod("etcd", time.Hour, requests("cpu", "1"), mirror())},
+			[]string{"default/a: rejected: OutOfcpu (pod Failed, containers killed)"}},
 		{"init containers: the largest, not the sum", []*v1.Pod{mkPod("a", time.Hour, requests("cpu", "1"), func(p *v1.Pod) {
 			p.Spec.InitContainers = []v1.Container{{Name: "i1", Resources: v1.ResourceRequirements{Requests: v1.ResourceList{"cpu": resource.MustParse("2")}}},
 				{Name: "i2", Resources: v1.ResourceRequirements{Requests: v1.ResourceList{"cpu": resource.MustParse("2")}}}}
