@@ -98,7 +98,7 @@ Exit codes: 0 report written, 1 error.`,
 		Example: `  kubelet-compat preflight --from v1.18.19 --to v1.19.16 -f /etc/kubernetes/manifests
   kubelet-compat preflight --from v1.30.14 --to v1.31.14 --node --kubeconfig /etc/kubernetes/kubelet.conf -o json
   kubelet-compat preflight --from v1.20.15 --to v1.21.14 --node --kubeconfig /etc/kubernetes/kubelet.conf \
-      --target-kubelet /usr/lib/kubernetes/1.21.14/bin/kubelet --swap-window 60s`,
+      --target-kubelet /usr/local/kubernetes/1.21.14/stage2/usr/bin/kubelet --swap-window 60s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.targetFlagsGiven = cmd.Flags().Changed("target-flags")

@@ -270,6 +270,9 @@ func tolerationFor(p *v1.Pod, taint v1.Taint) (bool, *int64) {
 		}
 		if lowest == nil || *t.TolerationSeconds < *lowest {
 			s := *t.TolerationSeconds
+			if s < 0 {
+				s = 0 // the taint manager evicts at once
+			}
 			lowest = &s
 		}
 	}
