@@ -46,14 +46,18 @@ func (b Binary) Run(ctx context.Context, rootUID int, timeout time.Duration, arg
 	return out.String(), err == nil, nil
 }
 
-type limitedBuffer struct{ bytes.Buffer }
+// limitedBuffer keeps the first maxRunOutput bytes written to it. It has
+// no ReadFrom, so that io.Copy goes through Write.
+type limitedBuffer struct{ buf bytes.Buffer }
 
 func (l *limitedBuffer) Write(p []byte) (int, error) {
-	if room := maxRunOutput - l.Len(); room < len(p) {
+	if room := maxRunOutput - l.buf.Len(); room < len(p) {
 		if room > 0 {
-			l.Buffer.Write(p[:room])
+			l.buf.Write(p[:room])
 		}
 		return len(p), nil
 	}
-	return l.Buffer.Write(p)
+	return l.buf.Write(p)
 }
+
+func (l *limitedBuffer) String() string { return l.buf.String() }
