@@ -49,9 +49,9 @@ as kept unless their pod is recreated.
 
 What else loses pods at the swap (a second table, same columns; CHECK names
 the check). The new kubelet re-admits every pod when it starts; the patched
-kubelet, while the compat file is active, admits a pod whose containers were
-created before it started whatever node affinity, taints, resource fit or
-eviction pressure say (as upstream's NotEvictPodOnKubeletRestart):
+kubelet admits a pod the compat file lists (it ran before the swap) whatever
+node affinity, taints, resource fit or eviction pressure say (as upstream's
+NotEvictPodOnKubeletRestart):
   node-affinity      --node, --kubeconfig: nodeSelector or required node
                      affinity (matchExpressions, matchFields metadata.name)
                      that no longer matches the node's labels: upstream

@@ -35,13 +35,15 @@ const NodeRow = "(node)"
 
 // Verdicts shared by several checks.
 const (
-	// KeptAdmitted is the patched kubelet's verdict for a pod whose
-	// containers were created before it started while the compat file is
-	// active: it does not reject it for node affinity, taints, resource fit
-	// or eviction pressure (like upstream's NotEvictPodOnKubeletRestart,
+	// KeptAdmitted is the patched kubelet's verdict for a pod that ran
+	// before the swap: while the compat file lists one of its containers
+	// (or records its static pod's UID), a rejection for node affinity or
+	// selector, taints, resource fit or eviction pressure is waived
+	// (kubeletcompat.AdmitDespite, asked by HandlePodAdditions after
+	// canAdmitPod; like upstream's NotEvictPodOnKubeletRestart,
 	// kubernetes#133803).
 	KeptAdmitted       = "kept (admitted: started before the swap)"
-	keptAdmittedReason = "the compat file is active and the pod's containers were created before the kubelet started: admission does not reject it (as upstream's NotEvictPodOnKubeletRestart, kubernetes#133803)"
+	keptAdmittedReason = "the compat file lists its containers (record ran before the swap): the rejection is waived for a pod that ran before the kubelet (as upstream's NotEvictPodOnKubeletRestart, kubernetes#133803)"
 	sameAsUpstream     = "same as upstream"
 )
 
@@ -478,8 +480,8 @@ func isExtended(n v1.ResourceName) bool {
 // allocatable the target kubelet computes, and reports those it would reject: OutOfpods, OutOfcpu,
 // OutOfmemory, OutOfephemeral-storage, OutOf<hugepages/extended resource>,
 // newest first. Critical pods (static, mirror, system priority) are not
-// rejected: upstream evicts other pods to make room for them, which is
-// reported too.
+// rejected: the kubelet evicts other pods to make room for them (patched
+// or not), which is reported too.
 func ResourceFit(allocatable v1.ResourceList, pods []*v1.Pod) []Finding {
 	var active []*v1.Pod
 	for _, p := range pods {
@@ -549,8 +551,8 @@ func ResourceFit(allocatable v1.ResourceList, pods []*v1.Pod) []Finding {
 		f := Finding{Pod: podName(p), Check: CheckResources, Why: strings.Join(whys, "; ")}
 		if isCriticalPod(p) {
 			f.Unpatched = "admitted by evicting other pods (critical pod, " + reasons[0] + ")"
-			f.Patched = KeptAdmitted
-			f.PatchedReason = keptAdmittedReason + "; nothing is evicted for it"
+			f.Patched = f.Unpatched
+			f.PatchedReason = sameAsUpstream + ": the critical-pod preemption runs inside admission, before any rejection the compat file could waive"
 		} else {
 			f.Unpatched, f.Patched, f.PatchedReason = rejected(reasons[0]), KeptAdmitted, keptAdmittedReason
 		}

@@ -234,7 +234,9 @@ func TestResourceFit(t *testing.T) {
 			var got []string
 			for _, f := range ResourceFit(alloc, tc.pods) {
 				got = append(got, f.Pod+": "+f.Unpatched)
-				if !strings.HasPrefix(f.Unpatched, "admitted") {
+				if strings.HasPrefix(f.Unpatched, "admitted") {
+					assert.Equal(t, f.Patched, f.Unpatched)
+				} else {
 					assert.Equal(t, f.Patched, KeptAdmitted)
 				}
 			}
