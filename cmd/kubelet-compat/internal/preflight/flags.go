@@ -37,10 +37,11 @@ func ParseHelp(out string) Help {
 }
 
 // DryParse is the answer of the target binary run as
-// `<target> <node flags> --version`: every kubelet from 1.16 parses all its
-// flags, then prints the version and exits before it reads the config file
-// or touches the node (cmd/kubelet/app/server.go: cleanFlagSet.Parse, the
-// help short-circuit, then verflag.PrintAndExitIfRequested).
+// `<target> <node flags> --version`: the kubelet parses all its flags, then
+// prints the version and exits before it reads the config file or touches
+// the node (cmd/kubelet/app/server.go: cleanFlagSet.Parse, the help
+// short-circuit, then verflag.PrintAndExitIfRequested; read in the 1.18 to
+// 1.21 trees, assumed for the other minors).
 type DryParse struct {
 	// Ran is false when the binary was not run (Why says why).
 	Ran    bool
