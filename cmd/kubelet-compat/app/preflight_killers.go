@@ -275,7 +275,7 @@ func (o *preflightOptions) checkTargetFlags(ctx context.Context, env Env, flags 
 	switch {
 	case err != nil:
 		dry.Why = err.Error()
-	case ok && !strings.HasPrefix(strings.TrimSpace(out), "Kubernetes v"):
+	case ok && !preflight.PrintedVersion(out):
 		dry.Why = fmt.Sprintf("%s --version printed %q, not a kubelet version", bin.Path, firstLine(out))
 	default:
 		dry = preflight.DryParse{Ran: true, OK: ok, Output: out}

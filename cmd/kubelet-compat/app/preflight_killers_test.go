@@ -73,6 +73,7 @@ HELP
     exit 255;;
   esac
 done
+echo "Flag --max-pods has been deprecated, This parameter should be set via the config file" >&2
 echo "Kubernetes v1.20.15"
 `)
 	os.Chmod(bin, 0755)

@@ -9,6 +9,9 @@ import (
 
 // ---- 7. flags and feature gates the target refuses ----
 
+// mayNotStart is the verdict for a feature gate --help does not list.
+const mayNotStart = "kubelet may not start (node NotReady: pods evicted after their tolerationSeconds)"
+
 // Help is what `kubelet --help` lists: flag names and feature gates with
 // their stage ("BETA - default=true").
 type Help struct {
@@ -48,6 +51,18 @@ type DryParse struct {
 	OK     bool
 	Output string
 	Why    string
+}
+
+// PrintedVersion says whether a kubelet's output has its version line
+// ("Kubernetes v1.21.14"): deprecated flags are warned about first, on
+// stderr ("Flag --network-plugin has been deprecated, ...").
+func PrintedVersion(out string) bool {
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "Kubernetes v") {
+			return true
+		}
+	}
+	return false
 }
 
 var klogPrefix = regexp.MustCompile(`^[FEWI]\d{4} [0-9:.]+\s+\d+ [^\]]+\] `)
@@ -117,8 +132,9 @@ func TargetFlags(target string, flags []FlagArg, gates map[string]bool, dry DryP
 		if _, ok := help.Gates[g]; ok || g == "AllAlpha" || g == "AllBeta" {
 			continue
 		}
-		bad(fmt.Sprintf("feature gate %s=%t is not listed by %s --help: GA (refused unless set to its locked value), deprecated or removed (\"unrecognized feature gate\")", g, gates[g], target),
-			sameAsUpstream+": remove the gate from --feature-gates / featureGates before the swap")
+		out = append(out, Finding{Pod: NodeRow, Check: CheckFlags, Unpatched: mayNotStart, Patched: mayNotStart,
+			Why:           fmt.Sprintf("feature gate %s=%t is not listed by %s --help: GA (--help lists no GA gate; refused only when locked to the other value) or removed (refused: \"unrecognized feature gate\")", g, gates[g], target),
+			PatchedReason: sameAsUpstream + ": check the gate in the target's release notes, or remove it from --feature-gates / featureGates before the swap"})
 	}
 	return out, notes
 }

@@ -367,6 +367,15 @@ Flags:
       --version version[=true]        Print version information and quit
 `
 
+func TestPrintedVersion(t *testing.T) {
+	// A real 1.21 kubelet warns about deprecated flags before the version.
+	assert.Assert(t, PrintedVersion("Flag --network-plugin has been deprecated, will be removed along with dockershim.\nKubernetes v1.21.14+compat.1\n"))
+	assert.Assert(t, !PrintedVersion("Usage:\n  kubelet [flags]\n"))
+	// And a refused flag is a structured klog line.
+	assert.Equal(t, firstError(`E1130 16:29:19.058809    2943 server.go:156] "Failed to parse kubelet flag" err="unknown flag: --bogus-flag"`+"\nUsage:\n"),
+		`"Failed to parse kubelet flag" err="unknown flag: --bogus-flag"`)
+}
+
 func TestTargetFlags(t *testing.T) {
 	h := ParseHelp(helpText)
 	assert.DeepEqual(t, h.Flags, map[string]bool{"config": true, "feature-gates": true, "help": true, "max-pods": true, "v": true, "version": true})
@@ -383,9 +392,9 @@ func TestTargetFlags(t *testing.T) {
 		{"refused", DryParse{Ran: true, Output: "F1130 10:00:00.000000    4242 server.go:160] unknown flag: --network-plugin\n"}, &h,
 			[]string{"/k refuses the node's flags: unknown flag: --network-plugin (`/k <flags> --version`)",
 				"--network-plugin is not listed by /k --help: removed (refused at start) or deprecated and hidden",
-				`feature gate DynamicKubeletConfig=true is not listed by /k --help: GA (refused unless set to its locked value), deprecated or removed ("unrecognized feature gate")`}, 0},
+				`feature gate DynamicKubeletConfig=true is not listed by /k --help: GA (--help lists no GA gate; refused only when locked to the other value) or removed (refused: "unrecognized feature gate")`}, 0},
 		{"parsed: hidden flags are deprecated, not refused", DryParse{Ran: true, OK: true, Output: "Kubernetes v1.21.14"}, &h,
-			[]string{`feature gate DynamicKubeletConfig=true is not listed by /k --help: GA (refused unless set to its locked value), deprecated or removed ("unrecognized feature gate")`}, 2},
+			[]string{`feature gate DynamicKubeletConfig=true is not listed by /k --help: GA (--help lists no GA gate; refused only when locked to the other value) or removed (refused: "unrecognized feature gate")`}, 2},
 		{"not run, no help", DryParse{Why: "kubelet binary /k does not exist"}, nil, nil, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
