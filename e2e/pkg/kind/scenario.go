@@ -169,10 +169,21 @@ func (r *clusterRun) run(ctx context.Context, stack *cleanup.Stack) error {
 		}
 		actions = append(actions, Action{"step " + st.String() + ": workloads and the API unchanged", (*clusterRun).checkStep})
 	}
+	// Deleted right after its run (the next cluster needs the memory), or
+	// by the stack when the run is interrupted.
+	deleted := false
+	stack.Push("delete kind cluster "+r.name, func(ctx context.Context) error {
+		if deleted || r.c == nil {
+			return nil
+		}
+		return r.c.Delete(ctx, false)
+	})
 	err := runActions(ctx, r, actions)
 	if r.c != nil {
 		if derr := r.c.Delete(ctx, err != nil || len(r.failures) > 0); derr != nil {
 			err = errors.Join(err, fmt.Errorf("deleting cluster %s: %w", r.name, derr))
+		} else {
+			deleted = true
 		}
 	}
 	if err == nil && len(r.failures) > 0 {
