@@ -9,6 +9,7 @@ package journal
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,8 +19,10 @@ import (
 	"time"
 
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/cgroups"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/cleanup"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/iptables"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/procfs"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/rootdir"
 	"github.com/kubelet-compat/kubelet-compat/pkg/regularfile"
 )
 
@@ -262,4 +265,34 @@ func WriteFile(path string, data []byte) error {
 		return err
 	}
 	return nil
+}
+
+// TakeRoot claims and locks a run's root (package rootdir) and pushes on
+// stack the lock's release and, for a run that wrote no journal (written
+// reports false when the cleanup runs), the root's removal: a run with a
+// journal leaves the root to the journal's undo, and a root holding an
+// earlier run's journal to `make e2e-cleanup`.
+func TakeRoot(path string, stack *cleanup.Stack, written func() bool) (string, error) {
+	root, err := rootdir.Claim(path)
+	if err != nil {
+		return "", err
+	}
+	release, err := rootdir.Lock(root)
+	if err != nil {
+		return "", err
+	}
+	stack.Push("release the lock on "+root, func(context.Context) error { release(); return nil })
+	stack.Push("remove "+root+" if this run wrote no journal", func(context.Context) error {
+		if written() {
+			return nil
+		}
+		if _, err := os.Lstat(Path(root)); err == nil {
+			return nil
+		}
+		if err := rootdir.Owned(root); err != nil {
+			return err
+		}
+		return os.RemoveAll(root)
+	})
+	return root, nil
 }

@@ -26,7 +26,6 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/leftovers"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/local"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/procfs"
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/rootdir"
 	"github.com/kubelet-compat/kubelet-compat/pkg/cachelock"
 	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
 	"github.com/kubelet-compat/kubelet-compat/pkg/gotool"
@@ -82,28 +81,11 @@ func Up(ctx context.Context, opts Options, stack *cleanup.Stack) (*Provider, err
 		return nil, fmt.Errorf("the kind provider reads the nodes' runtimes through /proc/<pid>/root: run as root")
 	}
 	p := &Provider{opts: opts}
-	root, err := rootdir.Claim(opts.Root)
+	root, err := journal.TakeRoot(opts.Root, stack, func() bool { return p.Journal != nil })
 	if err != nil {
 		return nil, err
 	}
-	release, err := rootdir.Lock(root)
-	if err != nil {
-		return nil, err
-	}
-	stack.Push("release the lock on "+root, func(context.Context) error { release(); return nil })
 	p.opts.Root = root
-	stack.Push("remove "+root+" if this run wrote no journal", func(context.Context) error {
-		if p.Journal != nil {
-			return nil
-		}
-		if _, err := os.Lstat(journal.Path(root)); err == nil {
-			return nil
-		}
-		if err := rootdir.Owned(root); err != nil {
-			return err
-		}
-		return os.RemoveAll(root)
-	})
 	if err := os.MkdirAll(opts.LogDir, 0o755); err != nil {
 		return nil, err
 	}

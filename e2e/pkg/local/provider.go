@@ -14,7 +14,6 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/journal"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/leftovers"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/proc"
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/rootdir"
 	"github.com/kubelet-compat/kubelet-compat/pkg/cri"
 )
 
@@ -65,29 +64,13 @@ func Up(ctx context.Context, opts Options, stack *cleanup.Stack) (*Node, error) 
 	if LinkExists(DefaultNetwork.Bridge) {
 		return nil, fmt.Errorf("network interface %s exists already: another e2e runs, or a previous one was killed (make e2e-cleanup)", DefaultNetwork.Bridge)
 	}
-	root, err := rootdir.Claim(opts.Root)
+	var n *Node
+	root, err := journal.TakeRoot(opts.Root, stack, func() bool { return n != nil && n.Journal != nil })
 	if err != nil {
 		return nil, err
 	}
-	release, err := rootdir.Lock(root)
-	if err != nil {
-		return nil, err
-	}
-	stack.Push("release the lock on "+root, func(context.Context) error { release(); return nil })
 	opts.Root = root
-	n := &Node{Paths: Paths{Root: root}, opts: opts, stack: stack}
-	stack.Push("remove "+root+" if this run wrote no journal", func(context.Context) error {
-		if n.Journal != nil {
-			return nil // the journal's undo removes it
-		}
-		if _, err := os.Lstat(journal.Path(root)); err == nil {
-			return nil // an earlier run's: make e2e-cleanup
-		}
-		if err := rootdir.Owned(root); err != nil {
-			return err
-		}
-		return os.RemoveAll(root)
-	})
+	n = &Node{Paths: Paths{Root: root}, opts: opts, stack: stack}
 	if p, _ := filepath.Glob("/run/containerd/containerd.sock"); len(p) > 0 {
 		logf("note: a system containerd socket exists; the e2e runs its own containerd at %s", n.ContainerdSocket())
 	}
