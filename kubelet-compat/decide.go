@@ -51,6 +51,7 @@ type Decider struct {
 	reason     string
 	containers map[string]Version   // hash version by container ID
 	pods       map[string]StaticPod // by manifest path
+	uids       map[string]bool      // static pod UIDs
 }
 
 // NewDecider returns the decisions of a kubelet of version own, started at
@@ -76,8 +77,10 @@ func NewDecider(f *File, own Version, start time.Time) *Decider {
 		d.containers[c.ID], _ = ParseVersion(c.HashVersion) // validated by Parse
 	}
 	d.pods = make(map[string]StaticPod, len(f.StaticPods))
+	d.uids = make(map[string]bool, len(f.StaticPods))
 	for _, sp := range f.StaticPods {
 		d.pods[sp.ManifestPath] = sp
+		d.uids[sp.UID] = true
 	}
 	return d
 }

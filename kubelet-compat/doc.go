@@ -11,8 +11,11 @@
 // previous kubelet version and the UIDs the static pods run under. While it
 // is active, a container created before this kubelet process started is kept
 // when its stored hash equals the hash the previous version computes for the
-// current spec; every genuine change still restarts it. A missing or bad file
-// makes the kubelet behave exactly like upstream.
+// current spec; every genuine change still restarts it. A pod the file shows
+// was started before this kubelet is admitted despite a node affinity,
+// taint, resource fit or eviction rejection (AdmitDespite), as upstream's
+// later NotEvictPodOnKubeletRestart does for affinity and taints. A missing
+// or bad file makes the kubelet behave exactly like upstream.
 //
 // This package is compiled into kubelet trees from 1.18 on: it may import only
 // the standard library, k8s.io/api, k8s.io/apimachinery and go-spew, must

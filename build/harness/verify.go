@@ -15,6 +15,15 @@ import (
 // TestPackages are the kubelet packages the series patches and tests.
 var TestPackages = []string{"./pkg/kubelet/kuberuntime/", "./pkg/kubelet/config/"}
 
+// KubeletTestPackage and KubeletTestRun select, of the kubelet package that
+// patch 0004 changes, the tests of its admission path (HandlePodAdditions:
+// upstream's and the series'); the whole package's tests take long and need
+// more of the host than the others.
+const (
+	KubeletTestPackage = "./pkg/kubelet/"
+	KubeletTestRun     = "^(TestHandle|TestPurgingObsoleteStatusMapEntries$|TestGenerateAPIPodStatusWithDifferentRestartPolicies$)"
+)
+
 // Test runs the patched packages' unit tests (upstream's and the series')
 // with the row's Go.
 func (t *Tree) Test(ctx context.Context) error {
@@ -22,6 +31,10 @@ func (t *Tree) Test(ctx context.Context) error {
 	t.h.logf(t.Row, "testing %s with go%s...", strings.Join(TestPackages, " "), t.Row.Go)
 	args := append([]string{"test", "-count=1"}, TestPackages...)
 	if err := t.run(ctx, "test", t.goBin(), args...); err != nil {
+		return err
+	}
+	t.h.logf(t.Row, "testing %s -run %q with go%s...", KubeletTestPackage, KubeletTestRun, t.Row.Go)
+	if err := t.run(ctx, "test-kubelet", t.goBin(), "test", "-count=1", "-v", "-run", KubeletTestRun, KubeletTestPackage); err != nil {
 		return err
 	}
 	t.h.logf(t.Row, "tests passed in %s", time.Since(start).Round(time.Second))

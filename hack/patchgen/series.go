@@ -34,8 +34,10 @@ the one the previous kubelet stored. The kubeletcompat package reads a compat
 file, written before the binary is swapped, that records the previous kubelet
 version and the UIDs of static pods. With it the kubelet keeps a container
 created before it started when the stored hash is what the previous version
-computes for the current spec; any genuine change still restarts it. A
-missing or bad file makes the kubelet behave exactly as upstream.
+computes for the current spec; any genuine change still restarts it. It
+also tells the kubelet whether a pod the file shows was started before it is
+admitted despite a node affinity, taint, resource fit or eviction rejection.
+A missing or bad file makes the kubelet behave exactly as upstream.
 
 The package imports only the standard library, k8s.io/api,
 k8s.io/apimachinery and go-spew, and logs through an injected function.
