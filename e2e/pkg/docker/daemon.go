@@ -11,7 +11,12 @@ import (
 
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/capfilter"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/proc"
+	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
 )
+
+// DefaultBridge is a private daemon's default bridge network: made by
+// the run before dockerd starts (address and all), removed afterwards.
+var DefaultBridge = struct{ Name, Address string }{"kce2edock0", "10.217.79.1/24"}
 
 // CgroupParent is the cgroup (cgroupfs driver) of a private daemon's
 // containers.
@@ -115,8 +120,10 @@ func DaemonArgs(p Paths, dataRoot, runtime string) []string {
 		"--pidfile=" + p.PIDFile(),
 		"--host=unix://" + p.Socket(),
 		"--containerd=" + p.ContainerdSocket(),
-		"--iptables=false", "--ip6tables=false", "--ip-forward=false", "--ip-masq=false",
-		"--bridge=none",
+		"--iptables=false", "--ip-forward=false", "--ip-masq=false",
+		// Its default network on a bridge the run made (dockerd would
+		// create docker0, and with --bridge=none delete an existing one).
+		"--bridge=" + DefaultBridge.Name,
 		// Its containers' cgroups in a parent of the run's own, which the
 		// journal records and the cleanup removes.
 		"--cgroup-parent=" + CgroupParent,
@@ -161,6 +168,10 @@ func Start(ctx context.Context, o DaemonOptions) (*Daemon, error) {
 		_, err := os.Stat(o.ContainerdSocket())
 		return err
 	}); err != nil {
+		d.Stop(ctx)
+		return nil, err
+	}
+	if err := makeBridge(ctx); err != nil {
 		d.Stop(ctx)
 		return nil, err
 	}
@@ -215,4 +226,22 @@ func waitFor(ctx context.Context, p *proc.Process, name string, timeout time.Dur
 		case <-time.After(300 * time.Millisecond):
 		}
 	}
+}
+
+// makeBridge creates the daemon's default bridge with its address; the
+// caller recorded its name in the journal before.
+func makeBridge(ctx context.Context) error {
+	if _, err := os.Stat("/sys/class/net/" + DefaultBridge.Name); err == nil {
+		return fmt.Errorf("network interface %s exists already: another e2e runs, or a killed one left it (make e2e-cleanup)", DefaultBridge.Name)
+	}
+	for _, args := range [][]string{
+		{"link", "add", DefaultBridge.Name, "type", "bridge"},
+		{"addr", "add", DefaultBridge.Address, "dev", DefaultBridge.Name},
+		{"link", "set", DefaultBridge.Name, "up"},
+	} {
+		if err := exec.Command("ip", args...).Run(ctx); err != nil {
+			return fmt.Errorf("dockerd's bridge: %w", err)
+		}
+	}
+	return nil
 }

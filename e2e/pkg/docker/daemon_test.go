@@ -12,11 +12,12 @@ func TestDaemonArgs(t *testing.T) {
 	p := Paths{Root: "/var/lib/kc/docker"}
 	stock := strings.Join(DaemonArgs(p, "/cache/docker", ""), " ")
 	// Nothing of the host's network configuration changes.
-	for _, want := range []string{"--iptables=false", "--ip-forward=false", "--ip-masq=false", "--bridge=none",
+	for _, want := range []string{"--iptables=false", "--ip-forward=false", "--ip-masq=false", "--bridge=kce2edock0",
 		"--data-root=/cache/docker", "--exec-root=/var/lib/kc/docker/exec", "--host=unix:///var/lib/kc/docker/docker.sock",
 		"--containerd=/var/lib/kc/docker/containerd/containerd.sock", "--config-file=/var/lib/kc/docker/daemon.json", "--cgroup-parent=kc-e2e-docker"} {
 		assert.Check(t, is.Contains(stock, want))
 	}
+	assert.Check(t, !strings.Contains(stock, "--bridge=none"), "dockerd deletes docker0 with --bridge=none")
 	// With every capability nothing is wrapped.
 	assert.Check(t, !strings.Contains(stock, "runtime"), stock)
 

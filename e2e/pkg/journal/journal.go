@@ -115,6 +115,10 @@ type Docker struct {
 	Clusters []string `json:"clusters,omitempty"`
 	// Network is the docker network the run creates for them.
 	Network string `json:"network,omitempty"`
+	// DefaultBridge is the bridge a private dockerd gets as its default
+	// network, made by the run (so that dockerd neither creates nor, as
+	// --bridge=none would, deletes a docker0 of someone else's).
+	DefaultBridge string `json:"defaultBridge,omitempty"`
 	// DataRoot is a private dockerd's image store, kept between runs: what
 	// is still mounted under it once that dockerd is gone is the run's.
 	DataRoot string `json:"dataRoot,omitempty"`

@@ -166,6 +166,7 @@ func (p *Provider) before(private bool, dp docker.Paths) (journal.State, error) 
 	if private {
 		st.Docker.Host = "unix://" + dp.Socket()
 		st.Docker.DataRoot = DataRoot(p.opts.CacheDir)
+		st.Docker.DefaultBridge = docker.DefaultBridge.Name
 		st.Containerd = &journal.Containerd{Config: dp.ContainerdConfig(), Root: dp.ContainerdRoot(), State: dp.ContainerdState(), Socket: dp.ContainerdSocket()}
 		// The network's bridge exists only while a dockerd has it up: a
 		// private one's is removed with it.

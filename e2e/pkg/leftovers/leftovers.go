@@ -171,6 +171,14 @@ func Undo(ctx context.Context, st journal.State, h Host) error {
 		step("kill the run's containers and containerd shims", func() error { return killTasks(ctx, st, h) })
 		step("remove the run's shim sockets", func() error { return removeSockets(st, h) })
 		step("remove the CNI results cached for the run's sandboxes", func() error { return removeCNICache(st, h) })
+		if st.Docker != nil && st.Docker.DefaultBridge != "" {
+			step("delete the private dockerd's bridge "+st.Docker.DefaultBridge, func() error {
+				if !h.LinkExists(st.Docker.DefaultBridge) {
+					return nil
+				}
+				return h.DeleteLink(ctx, st.Docker.DefaultBridge)
+			})
+		}
 		if st.Bridge != "" {
 			step("delete the CNI bridge "+st.Bridge, func() error {
 				if !h.LinkExists(st.Bridge) {
