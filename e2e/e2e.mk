@@ -3,7 +3,8 @@
 #   make e2e E2E=full         chain 1.18.19 -> 1.19.16 -> 1.20.15 -> 1.21.14, 30 pods
 #   make e2e E2E=api          CI form in API mode: etcd + kube-apiserver (upgraded first), API pods
 #   make e2e E2E=bench        1.20.15 -> 1.21.14 with 100 pods: the upgrade window
-#   make e2e E2E_PROVIDER=kind    kind cluster (needs Docker; skipped without it)
+#   make e2e E2E_PROVIDER=kind    kubeadm clusters on kind (1.20.15 -> 1.21.14; E2E=full: 1.18 -> 1.21);
+#                                 the Docker engine that answers, else a private dockerd from Debian
 #   make e2e E2E_ARGS='-pods 20'  anything else for e2e/cmd/e2e
 #   make e2e E2E_BUILD=false      use the binaries already in _output
 #   make e2e-cleanup          undo what a killed run's journal lists (.ci/run runs it first)
@@ -38,11 +39,18 @@ e2e-cleanup:
 	$(GO) build -o _output/e2e/e2e ./e2e/cmd/e2e
 	./_output/e2e/e2e -mode cleanup $(E2E_ARGS)
 
-# The kubelets (incremental: instant when built) and the CLI.
+# The kubelets (incremental: instant when built) and the CLI. The kind
+# provider also needs kubeadm and kubectl (the node RPMs) and the
+# control-plane binaries of every version (its images, built as released);
+# the e2e builds the kind images itself, on the engine it runs the clusters on.
 e2e-binaries:
 ifeq ($(E2E_PROVIDER)$(E2E_BUILD),localtrue)
 	$(MAKE) build VERSIONS=$(E2E_VERSIONS_$(E2E)) BINARIES=$(or $(E2E_BINARIES_$(E2E)),kubelet)
 	$(MAKE) build VERSIONS=$(E2E_UNPATCHED_$(E2E)) PATCHED=false BINARIES=kubelet
+endif
+ifeq ($(E2E_PROVIDER)$(E2E_BUILD),kindtrue)
+	$(MAKE) build VERSIONS=$(E2E_VERSIONS_$(E2E)) BINARIES=kubelet,kubeadm,kubectl
+	$(MAKE) build VERSIONS=$(E2E_VERSIONS_$(E2E)) PATCHED=false BINARIES=kubelet,kube-apiserver,kube-controller-manager,kube-scheduler,kube-proxy
 endif
 	$(GO) build -o _output/kubelet-compat ./cmd/kubelet-compat
 

@@ -16,12 +16,10 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/cleanup"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/journal"
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/leftovers"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/procfs"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
@@ -53,7 +51,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	mode := fl.String("mode", "ci", "ci (1.20 -> 1.21, 10 pods), full (1.18 -> 1.19 -> 1.20 -> 1.21, 30 pods), api (ci against etcd and kube-apiserver), bench (1.20 -> 1.21, 100 pods), node (the node up and down), or cleanup (undo what a killed run's journal under -root lists)")
 	api := fl.Bool("api", false, "API mode for any mode: etcd and kube-apiserver, pods through the API")
 	pods := fl.Int("pods", 0, "pods in the corpus (default: the mode's)")
-	provider := fl.String("provider", "local", "local, or kind (needs Docker; skipped without it)")
+	provider := fl.String("provider", "local", "local (the host is the node), or kind (kubeadm clusters of kind nodes: the Docker engine that answers, else a private dockerd from Debian)")
 	output := fl.String("output", "_output", "the repository's _output: kubelets in <ver>/ and <ver>-unpatched/, the CLI")
 	reportDir := fl.String("report-dir", "_output/e2e", "where report.json, report.txt and logs/ go")
 	root := fl.String("root", "/var/lib/kubelet-compat-e2e", "private state directory of the node (removed afterwards)")
@@ -108,21 +106,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		plan.extras = false
 		plan.controls = true
 	}
-	if *provider == "kind" {
-		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-		defer stop()
-		err := kind.Run(ctx)
-		if errors.Is(err, kind.ErrSkip) {
-			fmt.Fprintf(stdout, "e2e: kind provider SKIPPED: %v\n", err)
-			return 0
-		}
-		if err != nil {
-			fmt.Fprintf(stderr, "e2e: kind provider: %v\n", err)
-			return 1
-		}
-		return 0
-	}
-	if *provider != "local" {
+	if *provider != "local" && *provider != "kind" {
 		fmt.Fprintf(stderr, "e2e: unknown provider %q\n", *provider)
 		return 2
 	}
@@ -139,6 +123,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	rep := &report.Report{Mode: *mode, Provider: *provider, StartedAt: time.Now()}
 	stack := cleanup.New(stdout)
+	if *provider == "kind" {
+		return runKind(kindRun{mode: *mode, steps: plan.steps, controls: plan.controls, skipPatched: !*patchedRuns,
+			root: rootPath, repoRoot: repoRoot, output: abs(*output), reportDir: abs(*reportDir), syncFreq: *syncFreq}, rep, stack, stdout, stderr)
+	}
 	opts := scenario.Options{Mode: *mode, Steps: plan.steps, Pods: plan.pods, Output: abs(*output), ReportDir: abs(*reportDir),
 		Root: rootPath, RepoRoot: repoRoot, NodeName: *nodeName, SyncFrequency: *syncFreq, Controls: plan.controls,
 		Extras: plan.extras, SkipPatched: !*patchedRuns, API: plan.api, Log: stdout}

@@ -97,6 +97,24 @@ type State struct {
 	// Dirs did not exist before the run and are made by its tools outside
 	// the root (/run/containerd, /var/log/pods, ...): removed when empty.
 	Dirs []string `json:"dirs,omitempty"`
+	// Docker is what a kind run made through a Docker engine.
+	Docker *Docker `json:"docker,omitempty"`
+}
+
+// Docker is what a kind run made through a Docker engine: the user's, or
+// the private dockerd the run started (then in Processes, with its
+// containerd as Containerd).
+type Docker struct {
+	// Host is the engine's DOCKER_HOST ("" for the user's default).
+	Host string `json:"host"`
+	// Clusters are the kind clusters the run creates, recorded before:
+	// their containers carry the label io.x-k8s.kind.cluster=<name>.
+	Clusters []string `json:"clusters,omitempty"`
+	// Network is the docker network the run creates for them.
+	Network string `json:"network,omitempty"`
+	// DataRoot is a private dockerd's image store, kept between runs: what
+	// is still mounted under it once that dockerd is gone is the run's.
+	DataRoot string `json:"dataRoot,omitempty"`
 }
 
 // Journal is a run's open journal; safe for concurrent use.

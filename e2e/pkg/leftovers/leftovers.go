@@ -61,6 +61,9 @@ type Host struct {
 	ShimSocketDir string
 	FileDirs      []string
 	CNICacheDir   string
+	// RemoveDocker removes the run's kind clusters' containers and its
+	// docker network through the engine (nil: not on this host).
+	RemoveDocker func(ctx context.Context, d journal.Docker) error
 	// Grace is how long a process gets between SIGTERM and SIGKILL.
 	Grace time.Duration
 	Log   io.Writer
@@ -87,9 +90,51 @@ func Machine(log io.Writer) Host {
 		ShimSocketDir: "/run/containerd/s",
 		FileDirs:      []string{"/var/log/pods", "/var/log/containers", "/var/lib/cni/results", "/var/lib/kubelet/device-plugins"},
 		CNICacheDir:   "/var/lib/cni/results",
+		RemoveDocker:  removeDocker,
 		Grace:         15 * time.Second,
 		Log:           log,
 	}
+}
+
+// kindClusterLabel is the label kind puts on a cluster's containers.
+const kindClusterLabel = "io.x-k8s.kind.cluster"
+
+// removeDocker removes the containers of the recorded kind clusters (by
+// kind's label, exact cluster name) and the recorded network, through the
+// engine the run used. An engine that does not answer (a private dockerd
+// already gone) is not an error: its containers die with its shims.
+func removeDocker(ctx context.Context, d journal.Docker) error {
+	docker := func(args ...string) *exec.Cmd {
+		c := exec.Command("docker", args...)
+		if d.Host != "" {
+			c.Env = []string{"DOCKER_HOST=" + d.Host}
+		}
+		return c
+	}
+	if _, err := docker("version", "--format", "{{.Server.Version}}").Output(ctx); err != nil {
+		return nil
+	}
+	var errs []error
+	for _, name := range d.Clusters {
+		out, err := docker("ps", "-aq", "--filter", "label="+kindClusterLabel+"="+name).Output(ctx)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, id := range strings.Fields(string(out)) {
+			if err := docker("rm", "-f", "-v", id).Run(ctx); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if d.Network != "" {
+		if _, err := docker("network", "inspect", d.Network).Output(ctx); err == nil {
+			if err := docker("network", "rm", d.Network).Run(ctx); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func (h Host) logf(format string, args ...interface{}) {
@@ -119,6 +164,9 @@ func Undo(ctx context.Context, st journal.State, h Host) error {
 	boot, _ := h.Proc.BootID()
 	sameBoot := st.BootID != "" && st.BootID == boot
 	if sameBoot {
+		if st.Docker != nil && h.RemoveDocker != nil {
+			step("remove the run's kind clusters and docker network", func() error { return h.RemoveDocker(ctx, *st.Docker) })
+		}
 		step("stop the processes the run started", func() error { return stopProcesses(ctx, st, h) })
 		step("kill the run's containers and containerd shims", func() error { return killTasks(ctx, st, h) })
 		step("remove the run's shim sockets", func() error { return removeSockets(st, h) })
@@ -154,7 +202,7 @@ func Undo(ctx context.Context, st journal.State, h Host) error {
 		h.logf("the journal is from boot %q, this is boot %q: its processes, mounts, links, iptables rules, cgroups and sysctls went with that boot", st.BootID, boot)
 	}
 	// Mounts under the root are the run's, whichever boot made them.
-	step("unmount everything under "+root+" and the run's netns", func() error { return unmountAll(st, h) })
+	step("unmount everything under "+root+" (and a private dockerd's data root) and the run's netns", func() error { return unmountAll(st, h) })
 	if len(st.Files) > 0 {
 		step("remove the files the run's tools wrote outside the root", func() error { return removeFiles(st, h) })
 	}
@@ -250,17 +298,25 @@ func killTasks(ctx context.Context, st journal.State, h Host) error {
 // were bind-mounted elsewhere, and removes those netns files.
 func unmountAll(st journal.State, h Host) error {
 	var errs []error
-	for attempt := 0; attempt < 5; attempt++ {
-		mps, err := h.Mounts(st.Root)
-		if err != nil {
-			return err
-		}
-		if len(mps) == 0 {
-			break
-		}
-		for _, mp := range mps {
-			if err := h.Unmount(mp); err != nil && attempt == 4 {
-				errs = append(errs, err)
+	dirs := []string{st.Root}
+	if st.Docker != nil && st.Docker.DataRoot != "" {
+		// The private dockerd was stopped before: its containers' root
+		// file systems left mounted (it died first) are the run's.
+		dirs = append(dirs, st.Docker.DataRoot)
+	}
+	for _, dir := range dirs {
+		for attempt := 0; attempt < 5; attempt++ {
+			mps, err := h.Mounts(dir)
+			if err != nil {
+				return err
+			}
+			if len(mps) == 0 {
+				break
+			}
+			for _, mp := range mps {
+				if err := h.Unmount(mp); err != nil && attempt == 4 {
+					errs = append(errs, err)
+				}
 			}
 		}
 	}

@@ -63,3 +63,24 @@ func TestWrite(t *testing.T) {
 	r.Table(&table)
 	assert.Equal(t, string(txt), table.String())
 }
+
+// A multi-node provider reports one run per node: the summary sums them
+// per step and variant, the runs table names each node, and the pods that
+// restarted by design are listed apart.
+func TestTablePerNodeGolden(t *testing.T) {
+	start := time.Date(2026, 11, 30, 16, 0, 0, 0, time.UTC)
+	run := func(variant, node string, pods, containers, restarts int, window float64) Run {
+		return Run{Step: "1.20.15 -> 1.21.14", From: "1.20.15", To: "1.21.14", Variant: variant, Node: node,
+			Pods: pods, Containers: containers, Restarts: restarts, WindowSeconds: window, Passed: true, Verdict: "pass"}
+	}
+	cp := run(Patched, "kc-control-plane", 6, 6, 0, 13.3)
+	cp.ByDesign = []Expectation{{Pod: "kube-system/kube-proxy-x", Reason: "kubeadm upgrade apply updated the DaemonSet"}}
+	r := &Report{Mode: "ci", Provider: "kind", StartedAt: start, Runs: []Run{
+		run(Unpatched, "kc-control-plane", 6, 6, 4, 36.2), run(Unpatched, "kc-worker", 12, 13, 7, 13.3), run(Unpatched, "kc-worker2", 6, 6, 0, 19.7),
+		cp, run(Patched, "kc-worker", 12, 13, 0, 13.2), run(Patched, "kc-worker2", 6, 6, 0, 13.5),
+	}}
+	r.Finish(start.Add(999*time.Second), nil)
+	var sb strings.Builder
+	r.Table(&sb)
+	golden.Assert(t, sb.String(), "table-per-node.golden")
+}

@@ -32,7 +32,7 @@ func (s *Scenario) extras(ctx context.Context, last Step) error {
 	if err != nil {
 		return err
 	}
-	assertPatched(run)
+	report.AssertPatched(run)
 	s.Report.Runs = append(s.Report.Runs, *run)
 	s.check(s.sweepDeletesWhenLegacyGone(ctx))
 	return nil

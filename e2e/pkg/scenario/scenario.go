@@ -23,6 +23,7 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kubelet"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/local"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/mounts"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/node"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
 )
@@ -61,15 +62,20 @@ type Options struct {
 
 // Scenario is one e2e run on one node.
 type Scenario struct {
-	opts    Options
-	stack   *cleanup.Stack
-	node    *local.Node
-	rt      *snapshot.Runtime
-	corpus  *corpus.Corpus
-	kubelet *kubelet.Kubelet
-	cp      *controlplane.ControlPlane
-	phase   int
-	Report  *report.Report
+	opts  Options
+	stack *cleanup.Stack
+	node  *local.Node
+	// host is node as the Node every provider implements.
+	host *local.HostNode
+	// betweenKubelets is a fault run between stopping the old kubelet
+	// and starting the new one (nil: none).
+	betweenKubelets func(context.Context) error
+	rt              *snapshot.Runtime
+	corpus          *corpus.Corpus
+	kubelet         *kubelet.Kubelet
+	cp              *controlplane.ControlPlane
+	phase           int
+	Report          *report.Report
 }
 
 func (s *Scenario) logf(format string, args ...interface{}) {
@@ -146,12 +152,13 @@ func Run(ctx context.Context, o Options, stack *cleanup.Stack, rep *report.Repor
 	if o.API {
 		extra = []string{"etcd-server"}
 	}
-	node, err := local.Up(ctx, local.Options{Root: o.Root, LogDir: s.logDir(), RepoRoot: o.RepoRoot, Log: o.Log, ExtraPackages: extra}, stack)
+	ln, err := local.Up(ctx, local.Options{Root: o.Root, LogDir: s.logDir(), RepoRoot: o.RepoRoot, Log: o.Log, ExtraPackages: extra}, stack)
 	if err != nil {
 		return fmt.Errorf("local node: %w", err)
 	}
-	s.node = node
-	rt, err := snapshot.Dial(ctx, node.RuntimeEndpoint())
+	s.node = ln
+	s.host = &local.HostNode{Node: ln, NodeName: o.NodeName, Swap: s.swapKubelet}
+	rt, err := s.host.Runtime(ctx)
 	if err != nil {
 		return err
 	}
@@ -163,7 +170,7 @@ func Run(ctx context.Context, o Options, stack *cleanup.Stack, rep *report.Repor
 		return err
 	})
 	if o.API {
-		cp, err := controlplane.New(controlplane.Options{Dir: filepath.Join(o.Root, "controlplane"), LogDir: s.logDir(), APIServer: s.APIServer, Recorder: node.Journal})
+		cp, err := controlplane.New(controlplane.Options{Dir: filepath.Join(o.Root, "controlplane"), LogDir: s.logDir(), APIServer: s.APIServer, Recorder: ln.Journal})
 		if err != nil {
 			return err
 		}
@@ -194,7 +201,7 @@ func Run(ctx context.Context, o Options, stack *cleanup.Stack, rep *report.Repor
 		if err != nil {
 			return err
 		}
-		assertPatched(run)
+		report.AssertPatched(run)
 		s.Report.Runs = append(s.Report.Runs, *run)
 		if !run.Passed {
 			errs = append(errs, fmt.Errorf("%s patched: %s", st, run.Verdict))
@@ -212,11 +219,11 @@ func Run(ctx context.Context, o Options, stack *cleanup.Stack, rep *report.Repor
 // NodeOnly brings the local node up (containerd, images) and lists what
 // the CRI sees; the caller's cleanup takes it down.
 func NodeOnly(ctx context.Context, o Options, stack *cleanup.Stack) error {
-	node, err := local.Up(ctx, local.Options{Root: o.Root, LogDir: filepath.Join(o.ReportDir, "logs"), RepoRoot: o.RepoRoot, Log: o.Log}, stack)
+	ln, err := local.Up(ctx, local.Options{Root: o.Root, LogDir: filepath.Join(o.ReportDir, "logs"), RepoRoot: o.RepoRoot, Log: o.Log}, stack)
 	if err != nil {
 		return err
 	}
-	rt, err := snapshot.Dial(ctx, node.RuntimeEndpoint())
+	rt, err := (&local.HostNode{Node: ln, NodeName: o.NodeName}).Runtime(ctx)
 	if err != nil {
 		return err
 	}
@@ -243,53 +250,12 @@ func (s *Scenario) controlRun(ctx context.Context, st Step) error {
 	for _, e := range exp {
 		run.Expected = append(run.Expected, report.Expectation{Pod: e.Pod, Reason: e.Reason})
 	}
-	assertControl(run)
+	report.AssertControl(run)
 	s.Report.Runs = append(s.Report.Runs, *run)
 	if !run.Passed {
 		return fmt.Errorf("%s unpatched control: %s", st, run.Verdict)
 	}
 	return nil
-}
-
-// assertPatched: the patched kubelet restarts nothing.
-func assertPatched(run *report.Run) {
-	rerun := 0
-	for _, c := range run.Diff.Changes {
-		if c.Kind == snapshot.InitRerun {
-			rerun++
-		}
-	}
-	run.Passed = run.Restarts == 0 && run.RecreatedPods == 0 && rerun == 0 && run.Pods > 0
-	if run.Passed {
-		run.Verdict = "pass: 0 restarts"
-		return
-	}
-	run.Verdict = fmt.Sprintf("FAIL: %d restarts, %d pods recreated, %d init reruns: %s", run.Restarts, run.RecreatedPods, rerun, strings.Join(run.Diff.RestartedPods, " "))
-}
-
-// assertControl: the unpatched kubelet restarts at least what upstream is
-// known to restart; a step where upstream restarts nothing is reported.
-func assertControl(run *report.Run) {
-	restarted := map[string]bool{}
-	for _, p := range run.Diff.RestartedPods {
-		restarted[p] = true
-	}
-	var missed []string
-	for _, e := range run.Expected {
-		if !restarted[e.Pod] {
-			missed = append(missed, e.Pod)
-		}
-	}
-	switch {
-	case len(run.Expected) == 0:
-		run.Passed = true
-		run.Verdict = fmt.Sprintf("reported, not asserted: upstream restarts nothing on this step (seen: %d restarts)", run.Restarts)
-	case len(missed) > 0:
-		run.Verdict = fmt.Sprintf("FAIL: the control did not restart %s: this e2e could not tell the patch from upstream", strings.Join(missed, " "))
-	default:
-		run.Passed = true
-		run.Verdict = fmt.Sprintf("pass: restarts as upstream (%d/%d expected pods, %d pods in all)", len(run.Expected), len(run.Expected), len(run.Diff.RestartedPods))
-	}
 }
 
 // reset removes every pod and the kubelet's state: the next baseline
@@ -321,6 +287,21 @@ func (s *Scenario) stopKubelet(ctx context.Context) error {
 	err := s.kubelet.Stop(ctx)
 	s.kubelet = nil
 	return err
+}
+
+// swapKubelet is the local node's kubelet swap (local.HostNode.Swap): stop
+// the running kubelet, run the fault injected between the two if any,
+// start k.
+func (s *Scenario) swapKubelet(ctx context.Context, k node.Kubelet) error {
+	if err := s.stopKubelet(ctx); err != nil {
+		return err
+	}
+	if s.betweenKubelets != nil {
+		if err := s.betweenKubelets(ctx); err != nil {
+			return err
+		}
+	}
+	return s.startKubelet(k.Version, k.Patched)
 }
 
 func (s *Scenario) startKubelet(version string, patched bool) error {
@@ -426,16 +407,14 @@ func (s *Scenario) swap(ctx context.Context, st Step, patched bool, faults []str
 		}
 	}
 	s.logf("swap %s (%s): stopping kubelet %s", st, variant, st.From)
-	if err := s.stopKubelet(ctx); err != nil {
-		return nil, err
-	}
+	s.betweenKubelets = nil
 	if has(faults, FaultContainerdRestart) {
-		s.logf("fault: restarting containerd between the two kubelets")
-		if err := s.node.RestartContainerd(ctx); err != nil {
-			return nil, err
+		s.betweenKubelets = func(ctx context.Context) error {
+			s.logf("fault: restarting containerd between the two kubelets")
+			return s.node.RestartContainerd(ctx)
 		}
 	}
-	if err := s.startKubelet(st.To, patched); err != nil {
+	if err := s.host.SwapKubelet(ctx, node.Kubelet{Version: st.To, Patched: patched}); err != nil {
 		return nil, err
 	}
 	started := s.kubelet.Started

@@ -9,7 +9,12 @@ import (
 	"strings"
 
 	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
+	"github.com/kubelet-compat/kubelet-compat/pkg/gotool"
 )
+
+// Crictl is the CRI command line kubeadm needs on a node, from the Go
+// module proxy (v1.34 speaks CRI v1, which containerd 1.6 serves).
+var Crictl = gotool.Tool{Name: "crictl", Package: "sigs.k8s.io/cri-tools/cmd/crictl", Version: "v1.34.0"}
 
 const (
 	suite      = "bookworm"
@@ -75,6 +80,9 @@ func (b *builder) buildBase(ctx context.Context) (string, error) {
 	for _, n := range append([]string{"Dockerfile.base", "containerd-config.toml.tmpl"}, baseFiles...) {
 		parts[n] = file(n)
 	}
+	// kubeadm drives a CRI runtime through crictl (kubeadm upgrade's
+	// preflight and image checks): the pinned release, built once.
+	parts["crictl"] = []byte(Crictl.String())
 	hash := contentHash(parts)
 	ref := baseRepo + ":" + shortHash(hash)
 	if h, ok := b.docker.imageHash(ctx, ref); ok && h == hash {
@@ -100,7 +108,15 @@ func (b *builder) buildBase(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	files := map[string][]byte{"Dockerfile": dockerfile, "containerd-config.toml": cfg}
+	crictlPath, err := gotool.Ensure(ctx, b.opts.CacheDir, Crictl, b.cmdLog)
+	if err != nil {
+		return "", err
+	}
+	crictl, err := os.ReadFile(crictlPath)
+	if err != nil {
+		return "", err
+	}
+	files := map[string][]byte{"Dockerfile": dockerfile, "containerd-config.toml": cfg, "crictl": crictl}
 	for _, n := range baseFiles {
 		files[n] = file(n)
 	}

@@ -15,7 +15,7 @@ var embedded embed.FS
 
 // executables are the embedded files installed with mode 0755.
 var executables = map[string]bool{
-	"entrypoint": true, "kind-iptables-mode": true, "kind-kubelet-cgroup": true, "kube-proxy-wrapper": true, "node-setup.sh": true,
+	"entrypoint": true, "crictl": true, "kind-iptables-mode": true, "kind-kubelet-cgroup": true, "kube-proxy-wrapper": true, "node-setup.sh": true,
 }
 
 // file returns an embedded file.

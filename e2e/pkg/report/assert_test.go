@@ -1,10 +1,9 @@
-package scenario
+package report
 
 import (
 	"strings"
 	"testing"
 
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
 	"gotest.tools/v3/assert"
 )
@@ -12,19 +11,19 @@ import (
 func TestAssertPatched(t *testing.T) {
 	tests := []struct {
 		name    string
-		run     report.Run
+		run     Run
 		want    bool
 		verdict string
 	}{
-		{name: "nothing moved", run: report.Run{Pods: 3}, want: true, verdict: "pass"},
-		{name: "a restart", run: report.Run{Pods: 3, Restarts: 1, Diff: snapshot.Diff{RestartedPods: []string{"ns/a"}}}, verdict: "FAIL: 1 restarts, 0 pods recreated, 0 init reruns: ns/a"},
-		{name: "an init container ran again", run: report.Run{Pods: 3, Diff: snapshot.Diff{Changes: []snapshot.Change{{Kind: snapshot.InitRerun}}}}, verdict: "FAIL"},
-		{name: "no pods at all", run: report.Run{}, verdict: "FAIL"},
+		{name: "nothing moved", run: Run{Pods: 3}, want: true, verdict: "pass"},
+		{name: "a restart", run: Run{Pods: 3, Restarts: 1, Diff: snapshot.Diff{RestartedPods: []string{"ns/a"}}}, verdict: "FAIL: 1 restarts, 0 pods recreated, 0 init reruns: ns/a"},
+		{name: "an init container ran again", run: Run{Pods: 3, Diff: snapshot.Diff{Changes: []snapshot.Change{{Kind: snapshot.InitRerun}}}}, verdict: "FAIL"},
+		{name: "no pods at all", run: Run{}, verdict: "FAIL"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			run := tt.run
-			assertPatched(&run)
+			AssertPatched(&run)
 			assert.Equal(t, run.Passed, tt.want)
 			assert.Assert(t, strings.HasPrefix(run.Verdict, tt.verdict), run.Verdict)
 		})
@@ -32,10 +31,10 @@ func TestAssertPatched(t *testing.T) {
 }
 
 func TestAssertControl(t *testing.T) {
-	exp := []report.Expectation{{Pod: "ns/a"}, {Pod: "ns/b"}}
+	exp := []Expectation{{Pod: "ns/a"}, {Pod: "ns/b"}}
 	tests := []struct {
 		name      string
-		expected  []report.Expectation
+		expected  []Expectation
 		restarted []string
 		want      bool
 		verdict   string
@@ -46,8 +45,8 @@ func TestAssertControl(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			run := report.Run{Expected: tt.expected, Diff: snapshot.Diff{RestartedPods: tt.restarted}}
-			assertControl(&run)
+			run := Run{Expected: tt.expected, Diff: snapshot.Diff{RestartedPods: tt.restarted}}
+			AssertControl(&run)
 			assert.Equal(t, run.Passed, tt.want)
 			assert.Assert(t, strings.HasPrefix(run.Verdict, tt.verdict), run.Verdict)
 		})

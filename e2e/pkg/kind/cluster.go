@@ -1,0 +1,151 @@
+package kind
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/journal"
+	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Cluster is one kind cluster of the run.
+type Cluster struct {
+	Name       string
+	Image      string
+	Kubeconfig string
+	Nodes      []*Node
+	Client     kubernetes.Interface
+	p          *Provider
+}
+
+// ClusterConfig is the kind configuration of the run's clusters: one
+// control-plane node and workers, no default CNI (the e2e installs a
+// bridge network of its own, see cni.go).
+func ClusterConfig(workers int, syncFrequency time.Duration) string {
+	var b strings.Builder
+	b.WriteString("kind: Cluster\napiVersion: kind.x-k8s.io/v1alpha4\nnetworking:\n  disableDefaultCNI: true\n  podSubnet: 10.244.0.0/16\n  serviceSubnet: 10.96.0.0/16\n")
+	// kubeadm keeps the cluster's KubeletConfiguration in a ConfigMap and
+	// carries it over on upgrade: every kubelet, old and new, syncs as often.
+	fmt.Fprintf(&b, "kubeadmConfigPatches:\n- |\n  kind: KubeletConfiguration\n  syncFrequency: %s\n  fileCheckFrequency: 5s\n", syncFrequency)
+	b.WriteString("nodes:\n- role: control-plane\n")
+	for i := 0; i < workers; i++ {
+		b.WriteString("- role: worker\n")
+	}
+	return b.String()
+}
+
+// CreateCluster creates a cluster on image, recording its name in the
+// journal before kind makes anything.
+func (p *Provider) CreateCluster(ctx context.Context, name, image string, workers int, syncFrequency time.Duration) (*Cluster, error) {
+	c := &Cluster{Name: name, Image: image, Kubeconfig: filepath.Join(p.opts.Root, name+".kubeconfig"), p: p}
+	if err := p.Journal.Update(func(st *journal.State) { st.Docker.Clusters = append(st.Docker.Clusters, name) }); err != nil {
+		return nil, err
+	}
+	// A killed run's containers of this name in the private engine are
+	// the project's; on the user's engine they are refused.
+	if ids, _ := p.Engine.Command("ps", "-aq", "--filter", "label=io.x-k8s.kind.cluster="+name).Output(ctx); len(strings.TrimSpace(string(ids))) > 0 {
+		if !p.Engine.Private {
+			return nil, fmt.Errorf("containers of a kind cluster %s exist already (make e2e-cleanup, or kind delete cluster --name %s)", name, name)
+		}
+		if err := p.Engine.Command(append([]string{"rm", "-f", "-v"}, strings.Fields(string(ids))...)...).Run(ctx); err != nil {
+			return nil, err
+		}
+	}
+	cfg := filepath.Join(p.opts.Root, name+".yaml")
+	if err := os.WriteFile(cfg, []byte(ClusterConfig(workers, syncFrequency)), 0o644); err != nil {
+		return nil, err
+	}
+	p.logf("creating cluster %s: 1 control-plane node and %d workers on %s", name, workers, image)
+	start := time.Now()
+	logPath := filepath.Join(p.opts.LogDir, "kind-create-"+name+".log")
+	lf, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	defer lf.Close()
+	create := p.kindCommand("create", "cluster", "--name", name, "--image", image, "--config", cfg,
+		"--kubeconfig", c.Kubeconfig, "--wait", "0s", "--retain", "-v", "1")
+	create.Log = lf
+	if err := create.Run(ctx); err != nil {
+		p.exportLogs(ctx, name)
+		return c, fmt.Errorf("kind create cluster %s: %w (see %s)", name, err, logPath)
+	}
+	p.logf("cluster %s created in %.0fs", name, time.Since(start).Seconds())
+	if err := c.loadNodes(ctx); err != nil {
+		return c, err
+	}
+	restCfg, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
+	if err != nil {
+		return c, err
+	}
+	restCfg.Timeout = 30 * time.Second
+	if c.Client, err = kubernetes.NewForConfig(restCfg); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+// kindCommand runs kind against the provider's engine and network.
+func (p *Provider) kindCommand(args ...string) *exec.Cmd {
+	cmd := exec.Command(p.Kind, args...)
+	cmd.Env = append(append([]string{}, p.Engine.Env...), "KIND_EXPERIMENTAL_DOCKER_NETWORK="+Network.Name, "KIND_EXPERIMENTAL_PROVIDER=docker")
+	return cmd
+}
+
+// exportLogs keeps kind's view of a failed cluster for the report.
+func (p *Provider) exportLogs(ctx context.Context, name string) {
+	dir := filepath.Join(p.opts.LogDir, "kind-"+name)
+	if err := p.kindCommand("export", "logs", dir, "--name", name).Run(ctx); err != nil {
+		p.logf("kind export logs %s: %v", name, err)
+		return
+	}
+	p.logf("cluster %s: kind's logs in %s", name, dir)
+}
+
+// loadNodes lists the cluster's node containers and their roles.
+func (c *Cluster) loadNodes(ctx context.Context) error {
+	out, err := c.p.Engine.Command("ps", "--filter", "label=io.x-k8s.kind.cluster="+c.Name,
+		"--format", `{{.Names}} {{.Label "io.x-k8s.kind.role"}}`).Output(ctx)
+	if err != nil {
+		return err
+	}
+	c.Nodes = nil
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 2 {
+			continue
+		}
+		c.Nodes = append(c.Nodes, &Node{name: f[0], role: f[1], engine: c.p.Engine})
+	}
+	sort.Slice(c.Nodes, func(i, j int) bool {
+		if c.Nodes[i].role != c.Nodes[j].role {
+			return c.Nodes[i].role == "control-plane"
+		}
+		return c.Nodes[i].name < c.Nodes[j].name
+	})
+	if len(c.Nodes) == 0 || c.Nodes[0].role != "control-plane" {
+		return fmt.Errorf("cluster %s: no control-plane node among %q", c.Name, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// ControlPlane is the cluster's control-plane node.
+func (c *Cluster) ControlPlane() *Node { return c.Nodes[0] }
+
+// Workers are the others.
+func (c *Cluster) Workers() []*Node { return c.Nodes[1:] }
+
+// Delete removes the cluster's containers.
+func (c *Cluster) Delete(ctx context.Context, keepLogs bool) error {
+	if keepLogs {
+		c.p.exportLogs(ctx, c.Name)
+	}
+	return c.p.kindCommand("delete", "cluster", "--name", c.Name, "--kubeconfig", c.Kubeconfig).Run(ctx)
+}

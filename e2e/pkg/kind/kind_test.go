@@ -1,0 +1,77 @@
+package kind
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
+	"gotest.tools/v3/assert"
+	"gotest.tools/v3/golden"
+)
+
+func TestClusterConfig(t *testing.T) {
+	golden.Assert(t, ClusterConfig(2, 10*time.Second), "cluster.golden")
+}
+
+func TestCNIConfList(t *testing.T) {
+	conf, err := CNIConfList("10.244.1.0/24")
+	assert.NilError(t, err)
+	var got struct {
+		Name    string `json:"name"`
+		Plugins []struct {
+			Type string `json:"type"`
+			IPAM struct {
+				Ranges [][]map[string]string `json:"ranges"`
+			} `json:"ipam"`
+		} `json:"plugins"`
+	}
+	assert.NilError(t, json.Unmarshal([]byte(conf), &got))
+	assert.Equal(t, got.Name, CNINetwork)
+	assert.Equal(t, got.Plugins[0].Type, "bridge")
+	assert.Equal(t, got.Plugins[0].IPAM.Ranges[0][0]["subnet"], "10.244.1.0/24")
+}
+
+func TestExpectations(t *testing.T) {
+	cp := &Node{name: "c-control-plane", role: "control-plane"}
+	w1 := &Node{name: "c-worker", role: "worker"}
+	w2 := &Node{name: "c-worker2", role: "worker"}
+	r := &clusterRun{staticNode: w1, statics: StaticPods(w1.name)}
+	pods := func(es []report.Expectation) []string {
+		var out []string
+		for _, e := range es {
+			out = append(out, e.Pod)
+		}
+		return out
+	}
+	tests := []struct {
+		step Step
+		n    *Node
+		want []string
+	}{
+		{Step{"1.20.15", "1.21.14"}, cp, []string{"kube-system/etcd-c-control-plane", "kube-system/kube-apiserver-c-control-plane",
+			"kube-system/kube-controller-manager-c-control-plane", "kube-system/kube-scheduler-c-control-plane"}},
+		{Step{"1.19.16", "1.20.15"}, cp, nil},
+		{Step{"1.20.15", "1.21.14"}, w2, nil},
+		// The corpus: the five kinds without metadata.uid, and the probe's
+		// terminationGracePeriodSeconds at 1.21.
+		{Step{"1.20.15", "1.21.14"}, w1, []string{"kc-e2e/hostnet-001-c-worker", "kc-e2e/hostpath-004-c-worker", "kc-e2e/init-003-c-worker",
+			"kc-e2e/multi-002-c-worker", "kc-e2e/probegrace-006-c-worker", "kc-e2e/web-000-c-worker"}},
+		{Step{"1.18.19", "1.19.16"}, w1, []string{"kc-e2e/hostnet-001-c-worker", "kc-e2e/hostpath-004-c-worker", "kc-e2e/init-003-c-worker",
+			"kc-e2e/multi-002-c-worker", "kc-e2e/seccomp-005-c-worker", "kc-e2e/web-000-c-worker"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.step.String()+" "+tt.n.name, func(t *testing.T) {
+			r.step = tt.step
+			assert.DeepEqual(t, pods(r.expectations(tt.n)), tt.want)
+		})
+	}
+}
+
+func TestStaticName(t *testing.T) {
+	assert.Equal(t, staticName("etcd-kc-e2e-patched-control-plane"), "etcd")
+	assert.Equal(t, staticName("kube-apiserver-x"), "kube-apiserver")
+	assert.Equal(t, staticName("kube-proxy-abcde"), "")
+	assert.Equal(t, staticName("coredns-74ff55c5b-x"), "")
+	assert.Equal(t, podBase("kube-system/etcd-x"), "etcd-x")
+}

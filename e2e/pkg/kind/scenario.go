@@ -1,0 +1,754 @@
+package kind
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/cleanup"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/corpus"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/images"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kubelet"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/node"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Step is one in-place upgrade of a cluster.
+type Step struct{ From, To string }
+
+func (s Step) String() string { return s.From + " -> " + s.To }
+
+// ScenarioOptions configure a kind run.
+type ScenarioOptions struct {
+	// Steps is the chain the patched cluster goes through.
+	Steps []Step
+	// Controls runs every step once more on a cluster of its own with the
+	// unpatched kubelet of the step's target: the negative control.
+	Controls    bool
+	SkipPatched bool
+	// Output is the repository's _output: the kind/ images and RPMs.
+	Output string
+	// LogDir receives each node's logs and command output.
+	LogDir  string
+	Workers int
+	// SyncFrequency is the kubelets' syncFrequency (kubeadm's
+	// KubeletConfiguration, carried over by kubeadm upgrade).
+	SyncFrequency time.Duration
+	Log           io.Writer
+}
+
+// NodeImage is the node image of a version (package nodeimage).
+func NodeImage(version string) string { return "kubelet-compat/kind-node:v" + version }
+
+// Namespaces the snapshots cover: the workloads and the control plane.
+var snapshotNamespaces = []string{Namespace, "kube-system"}
+
+// controlPlaneStatics are kubeadm's static pods on the control-plane node.
+var controlPlaneStatics = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"}
+
+// Run runs the controls (each step on a fresh cluster with the unpatched
+// kubelet), then the patched chain on one cluster.
+func Run(ctx context.Context, p *Provider, o ScenarioOptions, stack *cleanup.Stack, rep *report.Report) error {
+	if err := preflight(ctx, p, o); err != nil {
+		return err
+	}
+	var errs []error
+	if o.Controls {
+		for i, st := range o.Steps {
+			r := &clusterRun{p: p, o: o, rep: rep, name: fmt.Sprintf("kc-e2e-control-%d", i+1), steps: []Step{st}, patched: false}
+			errs = append(errs, r.run(ctx, stack))
+		}
+	}
+	if !o.SkipPatched {
+		r := &clusterRun{p: p, o: o, rep: rep, name: "kc-e2e-patched", steps: o.Steps, patched: true}
+		errs = append(errs, r.run(ctx, stack))
+	}
+	return errors.Join(errs...)
+}
+
+// preflight checks that every node image, RPM and image archive the plan
+// needs was built, before any cluster is made.
+func preflight(ctx context.Context, p *Provider, o ScenarioOptions) error {
+	var missing []string
+	need := func(ok bool, what string) {
+		if !ok {
+			missing = append(missing, what)
+		}
+	}
+	exists := func(pattern string) bool {
+		m, _ := filepath.Glob(pattern)
+		return len(m) > 0
+	}
+	for i, st := range o.Steps {
+		if i == 0 || o.Controls {
+			need(p.Engine.ImageExists(ctx, NodeImage(st.From)), "node image "+NodeImage(st.From))
+		}
+		need(exists(filepath.Join(o.Output, "kind", "images", st.To+".tar")), "images of "+st.To)
+		if !o.SkipPatched {
+			need(exists(filepath.Join(o.Output, "kind", "rpms", "patched", "kubernetes-"+st.To+"-node-*.rpm")), "patched RPMs of "+st.To)
+		}
+		if o.Controls {
+			need(exists(filepath.Join(o.Output, "kind", "rpms", "unpatched", "kubernetes-"+st.To+"-node-*.rpm")), "unpatched RPMs of "+st.To)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("not built yet (make kind-images KIND_VERSIONS=...): %s", strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// clusterRun is the state the actions of one cluster share.
+type clusterRun struct {
+	p       *Provider
+	o       ScenarioOptions
+	rep     *report.Report
+	name    string
+	steps   []Step
+	patched bool
+
+	c          *Cluster
+	statics    *corpus.Corpus
+	staticNode *Node
+	step       Step
+	// stepStart is the cluster's snapshot (every node) at the start of
+	// the step; apiStart the workloads' pod UIDs in the API.
+	stepStart *snapshot.Snapshot
+	apiStart  map[string]string
+	// rewritten are the control-plane manifests kubeadm upgrade apply
+	// changed in this step.
+	rewritten map[string]bool
+	// byDesign are the pods kubeadm upgrade apply restarted, reported
+	// with the control-plane node's swap.
+	byDesign []report.Expectation
+	failures []string
+}
+
+func (r *clusterRun) variant() string {
+	if r.patched {
+		return report.Patched
+	}
+	return report.Unpatched
+}
+
+func (r *clusterRun) logf(format string, args ...interface{}) {
+	fmt.Fprintf(r.o.Log, "%s kind %s: %s\n", time.Now().Format("15:04:05"), r.name, fmt.Sprintf(format, args...))
+}
+
+func (r *clusterRun) run(ctx context.Context, stack *cleanup.Stack) error {
+	actions := []Action{
+		{"create the cluster on " + NodeImage(r.steps[0].From), (*clusterRun).create},
+		{"install the pod network", func(r *clusterRun, ctx context.Context) error { return r.c.InstallCNI(ctx) }},
+		{"import the workload images into every node", (*clusterRun).importImages},
+		{"create the workloads and the static pods", (*clusterRun).createWorkloads},
+		{"wait until every pod is ready", func(r *clusterRun, ctx context.Context) error { return r.waitAllReady(ctx, 5*time.Minute) }},
+	}
+	for _, st := range r.steps {
+		st := st
+		actions = append(actions,
+			Action{"step " + st.String() + ": snapshot", func(r *clusterRun, ctx context.Context) error { return r.startStep(ctx, st) }},
+			Action{"stage " + st.To + " on every node (RPMs, images)", (*clusterRun).stage},
+			Action{"upgrade the control plane (kubeadm upgrade apply v" + st.To + ")", (*clusterRun).upgradeControlPlane},
+		)
+		for i := 0; i <= r.o.Workers; i++ {
+			i := i
+			what := "the control-plane node"
+			if i > 0 {
+				what = fmt.Sprintf("worker %d", i)
+			}
+			actions = append(actions, Action{"upgrade " + what + " to " + st.To, func(r *clusterRun, ctx context.Context) error { return r.upgradeNode(ctx, r.c.Nodes[i]) }})
+		}
+		actions = append(actions, Action{"step " + st.String() + ": workloads and the API unchanged", (*clusterRun).checkStep})
+	}
+	err := runActions(ctx, r, actions)
+	if r.c != nil {
+		if derr := r.c.Delete(ctx, err != nil || len(r.failures) > 0); derr != nil {
+			err = errors.Join(err, fmt.Errorf("deleting cluster %s: %w", r.name, derr))
+		}
+	}
+	if err == nil && len(r.failures) > 0 {
+		err = fmt.Errorf("cluster %s: %s", r.name, strings.Join(r.failures, "; "))
+	}
+	return err
+}
+
+func (r *clusterRun) create(ctx context.Context) error {
+	c, err := r.p.CreateCluster(ctx, r.name, NodeImage(r.steps[0].From), r.o.Workers, r.o.SyncFrequency)
+	r.c = c
+	if err != nil {
+		return err
+	}
+	if len(c.Workers()) != r.o.Workers {
+		return fmt.Errorf("%d workers, want %d", len(c.Workers()), r.o.Workers)
+	}
+	r.staticNode = c.Workers()[0]
+	return nil
+}
+
+// importImages loads the workloads' busybox images into every node's
+// containerd (the node images hold only what kubeadm needs).
+func (r *clusterRun) importImages(ctx context.Context) error {
+	bb1, err := images.Busybox(corpus.BusyboxImage, "/bin/busybox", 1)
+	if err != nil {
+		return err
+	}
+	bb2, err := images.Busybox(corpus.BusyboxVariantImage, "/bin/busybox", 2)
+	if err != nil {
+		return err
+	}
+	layout, _, err := images.Layout(bb1, bb2)
+	if err != nil {
+		return err
+	}
+	for _, n := range r.c.Nodes {
+		pid, err := n.PID(ctx)
+		if err != nil {
+			return err
+		}
+		if _, err := images.Import(ctx, fmt.Sprintf("/proc/%d/root/run/containerd/containerd.sock", pid), layout, "overlayfs"); err != nil {
+			return fmt.Errorf("%s: %w", n.name, err)
+		}
+	}
+	return nil
+}
+
+func (r *clusterRun) createWorkloads(ctx context.Context) error {
+	if err := r.c.CreateWorkloads(ctx, r.c.Workers()[len(r.c.Workers())-1].name); err != nil {
+		return err
+	}
+	r.statics = StaticPods(r.staticNode.name)
+	return WriteStaticPods(ctx, r.staticNode, r.statics)
+}
+
+// expectedPods is how many pods the namespaces hold once all run: the
+// workloads, the static pods' mirror pods, and kube-system's.
+func (r *clusterRun) waitAllReady(ctx context.Context, timeout time.Duration) error {
+	nodes := len(r.c.Nodes)
+	want := 2 + 1 + nodes + 1 + len(r.statics.Pods)
+	if _, err := r.c.WaitPodsReady(ctx, timeout, want, Namespace); err != nil {
+		return err
+	}
+	// etcd, apiserver, controller-manager, scheduler, kube-proxy per node,
+	// two coredns.
+	_, err := r.c.WaitPodsReady(ctx, timeout, 4+nodes+2, "kube-system")
+	return err
+}
+
+// snapshotNode is one node's runtime view of the namespaces.
+func snapshotNode(ctx context.Context, n node.Node) (*snapshot.Snapshot, error) {
+	rt, err := n.Runtime(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer rt.Close()
+	all := &snapshot.Snapshot{Taken: time.Now()}
+	for _, ns := range snapshotNamespaces {
+		s, err := rt.Take(ctx, ns)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", n.Name(), err)
+		}
+		all.Sandboxes = append(all.Sandboxes, s.Sandboxes...)
+		all.Containers = append(all.Containers, s.Containers...)
+	}
+	all.Sort()
+	return all, nil
+}
+
+// snapshotCluster merges every node's snapshot.
+func (r *clusterRun) snapshotCluster(ctx context.Context) (*snapshot.Snapshot, error) {
+	all := &snapshot.Snapshot{Taken: time.Now()}
+	for _, n := range r.c.Nodes {
+		s, err := snapshotNode(ctx, n)
+		if err != nil {
+			return nil, err
+		}
+		all.Sandboxes = append(all.Sandboxes, s.Sandboxes...)
+		all.Containers = append(all.Containers, s.Containers...)
+	}
+	all.Sort()
+	return all, nil
+}
+
+func (r *clusterRun) apiPods(ctx context.Context) (map[string]string, error) {
+	list, err := r.c.Client.CoreV1().Pods(Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, p := range list.Items {
+		out[p.Name] = string(p.UID)
+	}
+	return out, nil
+}
+
+func (r *clusterRun) startStep(ctx context.Context, st Step) error {
+	r.step = st
+	// One sync period without change before anything moves.
+	if err := sleep(ctx, r.o.SyncFrequency); err != nil {
+		return err
+	}
+	var err error
+	if r.stepStart, err = r.snapshotCluster(ctx); err != nil {
+		return err
+	}
+	r.apiStart, err = r.apiPods(ctx)
+	return err
+}
+
+// stage installs the step's RPMs next to the running version and loads
+// its images, on every node, as an operator pre-stages an upgrade.
+func (r *clusterRun) stage(ctx context.Context) error {
+	variant := "patched"
+	if !r.patched {
+		variant = "unpatched"
+	}
+	rpms, err := filepath.Glob(filepath.Join(r.o.Output, "kind", "rpms", variant, "kubernetes-"+r.step.To+"-*.rpm"))
+	if err != nil {
+		return err
+	}
+	if len(rpms) == 0 {
+		return fmt.Errorf("no %s RPMs of %s in %s (make kind-images)", variant, r.step.To, filepath.Join(r.o.Output, "kind", "rpms", variant))
+	}
+	imageTar := filepath.Join(r.o.Output, "kind", "images", r.step.To+".tar")
+	for _, n := range r.c.Nodes {
+		dir := "/root/kc-e2e-stage/" + r.step.To
+		if _, err := n.Exec(ctx, nil, "mkdir", "-p", dir); err != nil {
+			return err
+		}
+		var paths []string
+		for _, rpm := range rpms {
+			if err := r.p.Engine.Command("cp", rpm, n.name+":"+dir+"/").Run(ctx); err != nil {
+				return err
+			}
+			paths = append(paths, dir+"/"+filepath.Base(rpm))
+		}
+		if out, err := n.Exec(ctx, nil, append([]string{"rpm", "-i", "--nodeps", "--force-debian"}, paths...)...); err != nil {
+			return fmt.Errorf("%s: installing %s: %w (%s)", n.name, strings.Join(paths, " "), err, out)
+		}
+		// The new kubelet logs each container it keeps at V(2): the
+		// report counts those lines. Only the swapped-in kubelet reads it.
+		if _, err := n.Exec(ctx, nil, "sed", "-i", "s/^KUBELET_EXTRA_ARGS=$/KUBELET_EXTRA_ARGS=--v=2/", "/etc/sysconfig/kubelet"); err != nil {
+			return fmt.Errorf("%s: kubelet verbosity: %w", n.name, err)
+		}
+		f, err := os.Open(imageTar)
+		if err != nil {
+			return fmt.Errorf("%w (make kind-images)", err)
+		}
+		_, err = n.Exec(ctx, f, "ctr", "-n", "k8s.io", "images", "import", "-")
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("%s: importing %s: %w", n.name, imageTar, err)
+		}
+	}
+	return nil
+}
+
+// readManifests reads the control-plane node's static pod manifests.
+func (r *clusterRun) readManifests(ctx context.Context) (map[string][]byte, error) {
+	cp := r.c.ControlPlane()
+	out := map[string][]byte{}
+	for _, name := range controlPlaneStatics {
+		b, err := cp.ReadFile(ctx, StaticPodDir+"/"+name+".yaml")
+		if err != nil {
+			return nil, err
+		}
+		out[name] = b
+	}
+	return out, nil
+}
+
+func (r *clusterRun) nodeLog(n *Node, what string, out []byte) {
+	path := filepath.Join(r.o.LogDir, r.name, n.name+"-"+what+".log")
+	os.MkdirAll(filepath.Dir(path), 0o755)
+	os.WriteFile(path, out, 0o644)
+}
+
+// execLogged runs a command on a node, keeping its output in the logs.
+func (r *clusterRun) execLogged(ctx context.Context, n *Node, what string, args ...string) ([]byte, error) {
+	out, err := n.Exec(ctx, nil, append([]string{"sh", "-c", `exec "$@" 2>&1`, "sh"}, args...)...)
+	r.nodeLog(n, what, out)
+	if err != nil {
+		return out, fmt.Errorf("%s: %s: %w (see %s)", n.name, strings.Join(args, " "), err, filepath.Join(r.o.LogDir, r.name, n.name+"-"+what+".log"))
+	}
+	return out, nil
+}
+
+func (r *clusterRun) upgradeControlPlane(ctx context.Context) error {
+	cp := r.c.ControlPlane()
+	before, err := r.readManifests(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := r.execLogged(ctx, cp, "select-stage1-"+r.step.To, "kubernetes-select", "stage1", r.step.To); err != nil {
+		return err
+	}
+	if _, err := r.execLogged(ctx, cp, "kubeadm-upgrade-apply-"+r.step.To, "kubeadm", "upgrade", "apply", "v"+r.step.To, "--yes", "--v=1"); err != nil {
+		return err
+	}
+	after, err := r.readManifests(ctx)
+	if err != nil {
+		return err
+	}
+	r.rewritten = map[string]bool{}
+	var rewritten, untouched []string
+	for _, name := range controlPlaneStatics {
+		if bytes.Equal(before[name], after[name]) {
+			untouched = append(untouched, name)
+		} else {
+			r.rewritten[name] = true
+			rewritten = append(rewritten, name)
+		}
+	}
+	r.logf("kubeadm upgrade apply rewrote %v, left %v untouched", rewritten, untouched)
+	if err := r.waitRollouts(ctx, 5*time.Minute); err != nil {
+		return err
+	}
+	if err := r.waitAllReady(ctx, 5*time.Minute); err != nil {
+		return err
+	}
+	// What restarted since the step began restarted by design: kubeadm
+	// rewrote its manifest or updated its DaemonSet/Deployment. A static
+	// pod whose manifest it left alone must not have moved.
+	now, err := r.snapshotCluster(ctx)
+	if err != nil {
+		return err
+	}
+	diff := snapshot.Compare(r.stepStart, now)
+	check := report.Check{Name: fmt.Sprintf("%s %s: kubeadm upgrade apply restarts only what it changed", r.name, r.step), Passed: true}
+	var byDesign []string
+	r.byDesign = nil
+	for _, pod := range diff.RestartedPods {
+		name := podBase(pod)
+		switch {
+		case strings.HasPrefix(pod, Namespace+"/"):
+			check.Passed = false
+			byDesign = append(byDesign, pod+" (a workload!)")
+		case isStatic(name) && !r.rewritten[staticName(name)]:
+			check.Passed = false
+			byDesign = append(byDesign, pod+" (manifest untouched!)")
+		default:
+			byDesign = append(byDesign, pod)
+			r.byDesign = append(r.byDesign, report.Expectation{Pod: pod, Reason: byDesignReason(name)})
+		}
+	}
+	check.Detail = fmt.Sprintf("rewritten manifests: %s; untouched: %s; restarted: %s", list(rewritten), list(untouched), list(byDesign))
+	r.rep.Checks = append(r.rep.Checks, check)
+	if !check.Passed {
+		r.failures = append(r.failures, check.Name+": "+check.Detail)
+	}
+	return nil
+}
+
+// waitRollouts waits for kube-proxy's DaemonSet and coredns's Deployment,
+// which kubeadm upgrade apply updates.
+func (r *clusterRun) waitRollouts(ctx context.Context, timeout time.Duration) error {
+	cs := r.c.Client
+	return poll(ctx, timeout, func() error {
+		ds, err := cs.AppsV1().DaemonSets("kube-system").Get(ctx, "kube-proxy", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if ds.Status.ObservedGeneration < ds.Generation || ds.Status.UpdatedNumberScheduled != ds.Status.DesiredNumberScheduled || ds.Status.NumberAvailable != ds.Status.DesiredNumberScheduled {
+			return fmt.Errorf("kube-proxy: %d/%d updated, %d available", ds.Status.UpdatedNumberScheduled, ds.Status.DesiredNumberScheduled, ds.Status.NumberAvailable)
+		}
+		d, err := cs.AppsV1().Deployments("kube-system").Get(ctx, "coredns", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		want := int32(1)
+		if d.Spec.Replicas != nil {
+			want = *d.Spec.Replicas
+		}
+		if d.Status.ObservedGeneration < d.Generation || d.Status.UpdatedReplicas != want || d.Status.AvailableReplicas != want || d.Status.Replicas != want {
+			return fmt.Errorf("coredns: %d/%d updated, %d available, %d in all", d.Status.UpdatedReplicas, want, d.Status.AvailableReplicas, d.Status.Replicas)
+		}
+		return nil
+	})
+}
+
+// upgradeNode is what an operator does on each node: kubeadm upgrade node
+// (workers; the control-plane node had upgrade apply), kubelet-compat
+// record, the kubelet swapped by kubernetes-select, kubelet-compat status.
+func (r *clusterRun) upgradeNode(ctx context.Context, n *Node) error {
+	if n.role != "control-plane" {
+		if _, err := r.execLogged(ctx, n, "select-stage1-"+r.step.To, "kubernetes-select", "stage1", r.step.To); err != nil {
+			return err
+		}
+		if _, err := r.execLogged(ctx, n, "kubeadm-upgrade-node-"+r.step.To, "kubeadm", "upgrade", "node", "--v=1"); err != nil {
+			return err
+		}
+	}
+	if _, err := r.execLogged(ctx, n, "record-"+r.step.To, "kubelet-compat", "record"); err != nil {
+		return err
+	}
+	before, err := snapshotNode(ctx, n)
+	if err != nil {
+		return err
+	}
+	k := node.Kubelet{Version: r.step.To, Patched: r.patched}
+	start := time.Now()
+	if err := n.SwapKubelet(ctx, k); err != nil {
+		return err
+	}
+	window, err := r.waitNodeSettled(ctx, n, before, start, 4*time.Minute)
+	if err != nil {
+		return err
+	}
+	// Three sync periods: anything the new kubelet restarts, it has by then.
+	if err := sleep(ctx, 3*r.o.SyncFrequency); err != nil {
+		return err
+	}
+	after, err := snapshotNode(ctx, n)
+	if err != nil {
+		return err
+	}
+	if _, err := r.execLogged(ctx, n, "status-"+r.step.To, "kubelet-compat", "status"); err != nil {
+		r.logf("%s: kubelet-compat status: %v", n.name, err)
+	}
+	kept := 0
+	if out, err := n.Exec(ctx, nil, "journalctl", "-u", "kubelet", "--since", "@"+fmt.Sprint(start.Unix()), "-o", "cat", "--no-pager"); err == nil {
+		kept = bytes.Count(out, []byte(kubelet.KeptMessage))
+		r.nodeLog(n, "kubelet-"+r.step.To, out)
+	}
+	diff := snapshot.Compare(before, after)
+	run := report.Run{Step: r.step.String(), From: r.step.From, To: r.step.To, Variant: r.variant(), Node: n.name,
+		Pods: diff.Pods, Containers: diff.Containers, Restarts: diff.Restarts, RecreatedPods: diff.RecreatedPods,
+		WindowSeconds: window.Seconds(), KeptLogLines: kept, Diff: diff}
+	if n.role == "control-plane" {
+		run.ByDesign = r.byDesign
+	}
+	if r.patched {
+		report.AssertPatched(&run)
+	} else {
+		run.Expected = r.expectations(n)
+		report.AssertControl(&run)
+	}
+	r.rep.Runs = append(r.rep.Runs, run)
+	r.logf("%s: %s -> %s %s: %d restarts, %d recreated pods, window %.1fs: %s", n.name, r.step.From, r.step.To, r.variant(), run.Restarts, run.RecreatedPods, run.WindowSeconds, run.Verdict)
+	if !run.Passed {
+		r.failures = append(r.failures, fmt.Sprintf("%s %s %s: %s", n.name, r.step, r.variant(), run.Verdict))
+	}
+	return nil
+}
+
+// expectations are the pods of n that upstream's kubelet restarts on the
+// step: static pods without metadata.uid when the UID derivation changes
+// (1.19, 1.21; kubeadm's own control-plane pods have none), and the
+// corpus's hash-changing pods.
+func (r *clusterRun) expectations(n *Node) []report.Expectation {
+	from, to := kubelet.Minor(r.step.From), kubelet.Minor(r.step.To)
+	crosses := func(m int) bool { return from < m && to >= m }
+	var out []report.Expectation
+	if n.role == "control-plane" {
+		for _, name := range controlPlaneStatics {
+			pod := "kube-system/" + name + "-" + n.name
+			switch {
+			case crosses(19):
+				out = append(out, report.Expectation{Pod: pod, Reason: "static pod without metadata.uid: new UID derivation in 1.19"})
+			case crosses(21):
+				out = append(out, report.Expectation{Pod: pod, Reason: "static pod without metadata.uid: UID includes node name and path in 1.21"})
+			}
+		}
+	}
+	if n == r.staticNode {
+		for _, e := range r.statics.UpstreamRestarts(from, to) {
+			out = append(out, report.Expectation{Pod: e.Pod, Reason: e.Reason})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Pod < out[j].Pod })
+	return out
+}
+
+// waitNodeSettled waits until the new kubelet has reported the node Ready
+// after start, every API pod of the node is Ready again, and the runtime
+// runs every pod that ran before; it returns the time since start.
+func (r *clusterRun) waitNodeSettled(ctx context.Context, n *Node, before *snapshot.Snapshot, start time.Time, timeout time.Duration) (time.Duration, error) {
+	var settled time.Time
+	err := poll(ctx, timeout, func() error {
+		nd, err := r.c.Client.CoreV1().Nodes().Get(ctx, n.name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		ready := false
+		for _, c := range nd.Status.Conditions {
+			if c.Type == v1.NodeReady {
+				ready = c.Status == v1.ConditionTrue && c.LastHeartbeatTime.Time.After(start.Add(-time.Second))
+			}
+		}
+		if !ready {
+			return fmt.Errorf("node %s not Ready since the swap", n.name)
+		}
+		for _, ns := range snapshotNamespaces {
+			list, err := r.c.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + n.name})
+			if err != nil {
+				return err
+			}
+			for _, p := range list.Items {
+				if !podReady(&p) {
+					return fmt.Errorf("pod %s/%s not ready", ns, p.Name)
+				}
+			}
+		}
+		now, err := snapshotNode(ctx, n)
+		if err != nil {
+			return err
+		}
+		for _, pod := range before.Pods() {
+			if _, ok := now.ReadySandbox(pod); !ok {
+				return fmt.Errorf("%s has no ready sandbox", pod)
+			}
+			if len(now.Running(pod)) < len(before.Running(pod)) {
+				return fmt.Errorf("%s runs %d of %d containers", pod, len(now.Running(pod)), len(before.Running(pod)))
+			}
+		}
+		settled = time.Now()
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("%s after the swap: %w", n.name, err)
+	}
+	return settled.Sub(start), nil
+}
+
+// checkStep compares the whole cluster's workloads with the step's start:
+// the runtime (every node) and the API (pod names and UIDs).
+func (r *clusterRun) checkStep(ctx context.Context) error {
+	now, err := r.snapshotCluster(ctx)
+	if err != nil {
+		return err
+	}
+	onlyWorkloads := func(s *snapshot.Snapshot) *snapshot.Snapshot {
+		out := &snapshot.Snapshot{Taken: s.Taken}
+		for _, sb := range s.Sandboxes {
+			if strings.HasPrefix(sb.Pod, Namespace+"/") {
+				out.Sandboxes = append(out.Sandboxes, sb)
+			}
+		}
+		for _, c := range s.Containers {
+			if strings.HasPrefix(c.Pod, Namespace+"/") {
+				out.Containers = append(out.Containers, c)
+			}
+		}
+		return out
+	}
+	diff := snapshot.Compare(onlyWorkloads(r.stepStart), onlyWorkloads(now))
+	api, err := r.apiPods(ctx)
+	if err != nil {
+		return err
+	}
+	var gone, changed, added []string
+	for name, uid := range r.apiStart {
+		now, ok := api[name]
+		switch {
+		case !ok:
+			gone = append(gone, name)
+		case now != uid:
+			changed = append(changed, name)
+		}
+	}
+	for name := range api {
+		if _, ok := r.apiStart[name]; !ok {
+			added = append(added, name)
+		}
+	}
+	sort.Strings(gone)
+	sort.Strings(changed)
+	sort.Strings(added)
+	versions, err := r.kubeletVersions(ctx)
+	if err != nil {
+		return err
+	}
+	detail := fmt.Sprintf("runtime, every node: %d pods, %d containers, %d restarts, %d recreated (%s); API: %d pods, deleted %s, new UID %s, new %s; kubelets %s",
+		diff.Pods, diff.Containers, diff.Restarts, diff.RecreatedPods, list(diff.RestartedPods), len(r.apiStart), list(gone), list(changed), list(added), versions)
+	check := report.Check{Name: fmt.Sprintf("%s %s %s: workloads over the whole step", r.name, r.step, r.variant()), Detail: detail}
+	want := "v" + r.step.To
+	versionsOK := true
+	for _, v := range strings.Split(versions, " ") {
+		if !strings.HasPrefix(v, want) || strings.Contains(v, "+compat.") != r.patched {
+			versionsOK = false
+		}
+	}
+	if r.patched {
+		check.Passed = diff.Restarts == 0 && diff.RecreatedPods == 0 && len(gone)+len(changed)+len(added) == 0 && diff.Pods > 0 && versionsOK
+	} else {
+		// Reported; the per-node runs assert what upstream restarts.
+		check.Passed = versionsOK
+		check.Detail = "reported: " + detail
+	}
+	r.rep.Checks = append(r.rep.Checks, check)
+	if !check.Passed {
+		r.failures = append(r.failures, check.Name+": "+detail)
+	}
+	return nil
+}
+
+func (r *clusterRun) kubeletVersions(ctx context.Context) (string, error) {
+	list, err := r.c.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return "", err
+	}
+	var vs []string
+	for _, n := range list.Items {
+		vs = append(vs, n.Status.NodeInfo.KubeletVersion)
+	}
+	sort.Strings(vs)
+	return strings.Join(vs, " "), nil
+}
+
+// byDesignReason says why kubeadm upgrade apply restarted a kube-system pod.
+func byDesignReason(name string) string {
+	switch {
+	case isStatic(name):
+		return "kubeadm upgrade apply rewrote its manifest"
+	case strings.HasPrefix(name, "kube-proxy-"):
+		return "kubeadm upgrade apply updated the kube-proxy DaemonSet"
+	case strings.HasPrefix(name, "coredns-"):
+		return "kubeadm upgrade apply updated the CoreDNS Deployment"
+	}
+	return "restarted during kubeadm upgrade apply"
+}
+
+// podBase is the pod name of namespace/name.
+func podBase(pod string) string {
+	if i := strings.IndexByte(pod, '/'); i >= 0 {
+		return pod[i+1:]
+	}
+	return pod
+}
+
+func isStatic(name string) bool { return staticName(name) != "" }
+
+// staticName maps kube-system/<component>-<node> to the component.
+func staticName(name string) string {
+	for _, s := range controlPlaneStatics {
+		if strings.HasPrefix(name, s+"-") {
+			return s
+		}
+	}
+	return ""
+}
+
+func list(xs []string) string {
+	if len(xs) == 0 {
+		return "none"
+	}
+	return strings.Join(xs, " ")
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
+}
