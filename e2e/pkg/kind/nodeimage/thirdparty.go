@@ -72,8 +72,20 @@ func (b *builder) coreDNSBinary(ctx context.Context, tag string) (string, error)
 		return bin, nil
 	}
 	done := b.step("building CoreDNS " + version)
+	work, err := b.tempDir("coredns")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(work)
+	// Outside any module (the work dir is inside ours): nothing but the
+	// named module is resolved, and no go.sum is touched.
+	outside, err := os.MkdirTemp("", "kc-coredns-download-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(outside)
 	dl := exec.Command("go", "mod", "download", "-json", "github.com/coredns/coredns@"+version)
-	dl.Dir = b.opts.CacheDir
+	dl.Dir, dl.Env = outside, []string{"GOWORK=off", "GO111MODULE=on"}
 	out, err := dl.Output(ctx)
 	if err != nil {
 		return "", fmt.Errorf("downloading CoreDNS %s: %w", version, err)
@@ -82,11 +94,6 @@ func (b *builder) coreDNSBinary(ctx context.Context, tag string) (string, error)
 	if err := json.Unmarshal(out, &mod); err != nil || mod.Dir == "" {
 		return "", fmt.Errorf("go mod download: no module directory in %q", out)
 	}
-	work, err := b.tempDir("coredns")
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(work)
 	src := filepath.Join(work, "src")
 	// The module cache is read-only; the build may have to complete go.sum.
 	if err := exec.Command("cp", "-r", mod.Dir, src).Run(ctx); err != nil {
