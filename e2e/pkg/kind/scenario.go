@@ -102,7 +102,7 @@ func preflight(ctx context.Context, p *Provider, o ScenarioOptions) error {
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("not built yet (make kind-images KIND_VERSIONS=...): %s", strings.Join(missing, ", "))
+		return fmt.Errorf("not built yet (make kind-images, or run with -kind-images=build): %s", strings.Join(missing, ", "))
 	}
 	return nil
 }
