@@ -35,6 +35,8 @@ type Config struct {
 	Minor int
 	// Recorder records the process in the run's journal (may be nil).
 	Recorder proc.Recorder
+	// ExtraArgs are appended to the flags (e.g. --max-pods).
+	ExtraArgs []string
 }
 
 // Args are the kubelet's flags (docs/upstream-behaviour.md; they work from 1.18
@@ -69,7 +71,7 @@ func (c Config) Args() []string {
 	if c.Kubeconfig != "" {
 		args = append(args, "--kubeconfig="+c.Kubeconfig)
 	}
-	return args
+	return append(args, c.ExtraArgs...)
 }
 
 // Kubelet is a running kubelet.

@@ -1,0 +1,522 @@
+package scenario
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/corpus"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/node"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+)
+
+// The admission cases (mode admission, API mode): pods that ran on kubelet
+// vN and that vN+1 re-admits when it starts. Upstream rejects a pod whose
+// node no longer matches its nodeSelector (NodeAffinity) or that no longer
+// fits the node's allocatable (OutOf<resource>): the pod goes Failed and its
+// containers are killed. The patched kubelet (patch 0004,
+// kubeletcompat.Compat.AdmitDespite) admits a pod the compat file shows ran
+// before it.
+const (
+	// KeepLabel is set on the node through the API after registration (no
+	// kubelet owns it: --node-labels are applied only when the kubelet
+	// creates its node object) and removed while kubelet vN runs.
+	KeepLabel = "kc-e2e/keep"
+	// AdmitMessage is patch 0004's log line for a pod admitted despite a
+	// rejection.
+	AdmitMessage = "Admitting a pod started before this kubelet"
+	// fillPods are created after the selector pod, one per second (the
+	// kubelet admits pods in creation order, to the second).
+	fillPods = 3
+)
+
+// Admission cases, as reported.
+const (
+	CaseLabelRemoved = "node label removed before the swap"
+	CaseMaxPods      = "--max-pods lowered at the swap"
+	CaseBystander    = "fits and matches"
+)
+
+// admissionPlan is what one admission run creates after the baseline.
+type admissionPlan struct {
+	selector corpus.Pod
+	fill     []corpus.Pod
+	// maxPods is the new kubelet's --max-pods: the corpus and one more
+	// pod, so that, upstream, the selector pod is rejected for its
+	// nodeSelector alone and the newest fill pods for the pod count.
+	maxPods int
+}
+
+func (s *Scenario) newAdmissionPlan() admissionPlan {
+	o := corpus.Options{NodeName: s.opts.NodeName, API: true}
+	p := admissionPlan{selector: corpus.WebPod("keep-sel", map[string]string{KeepLabel: "true"}, o), maxPods: len(s.corpus.Pods) + 1}
+	for i := 0; i < fillPods; i++ {
+		p.fill = append(p.fill, corpus.WebPod(fmt.Sprintf("fill-%d", i), nil, o))
+	}
+	return p
+}
+
+// order is every pod in creation order (the corpus first, created together).
+func (p admissionPlan) order(c *corpus.Corpus) []string {
+	var names []string
+	for _, x := range c.Pods {
+		names = append(names, x.Name)
+	}
+	names = append(names, p.selector.Name)
+	for _, x := range p.fill {
+		names = append(names, x.Name)
+	}
+	return names
+}
+
+// expectedRejections is what upstream's kubelet 1.20/1.21 does when it
+// re-admits the pods in creation order with --max-pods maxPods on a node
+// without the selector pod's label: the resource fit comes first
+// (OutOfpods once maxPods pods are admitted), then the node selector
+// (NodeAffinity); a rejected pod is Failed and no longer counts.
+func expectedRejections(order []string, selector string, maxPods int) map[string]string {
+	out := map[string]string{}
+	admitted := 0
+	for _, pod := range order {
+		switch {
+		case admitted >= maxPods:
+			out[pod] = "OutOfpods"
+		case pod == selector:
+			out[pod] = "NodeAffinity"
+		default:
+			admitted++
+		}
+	}
+	return out
+}
+
+// caseOf names the case a pod stands for.
+func caseOf(reason string) string {
+	switch reason {
+	case "NodeAffinity":
+		return CaseLabelRemoved
+	case "":
+		return CaseBystander
+	}
+	return CaseMaxPods
+}
+
+// admissionRuns runs the unpatched control then the patched kubelet, each
+// from its own baseline.
+func (s *Scenario) admissionRuns(ctx context.Context, st Step) error {
+	for _, patched := range []bool{false, true} {
+		if patched && s.opts.SkipPatched {
+			continue
+		}
+		if err := s.admissionRun(ctx, st, patched); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Scenario) admissionRun(ctx context.Context, st Step, patched bool) error {
+	if err := s.baseline(ctx, st.From); err != nil {
+		return err
+	}
+	cs, err := s.cp.Client()
+	if err != nil {
+		return err
+	}
+	plan := s.newAdmissionPlan()
+	if err := s.createAdmissionPods(ctx, cs, plan); err != nil {
+		return err
+	}
+	expect := expectedRejections(plan.order(s.corpus), plan.selector.Name, plan.maxPods)
+	variant := report.Unpatched
+	if patched {
+		variant = report.Patched
+	}
+	run := &report.Run{Step: st.String() + " (admission)", From: st.From, To: st.To, Variant: variant}
+	if err := s.record(ctx); err != nil {
+		return err
+	}
+	before, err := s.rt.Take(ctx, corpus.Namespace)
+	if err != nil {
+		return err
+	}
+	poller := startReadyPoller(ctx, cs, 250*time.Millisecond)
+	if err := s.admissionSwap(ctx, cs, st, patched, plan); err != nil {
+		poller.stop()
+		return err
+	}
+	started := s.kubelet.Started
+	window, err := s.waitAdmitted(ctx, cs, patched, expect)
+	run.WindowSeconds = time.Since(started).Seconds()
+	if err == nil {
+		run.WindowSeconds = window.Sub(started).Seconds()
+	} else if patched {
+		poller.stop()
+		return fmt.Errorf("after the swap to %s %s: %w", st.To, variant, err)
+	} else {
+		s.logf("control: %v; reporting what is there", err)
+	}
+	settle := 3*s.opts.SyncFrequency + 3*time.Second
+	s.logf("admission %s (%s): settled %.1fs after the kubelet started; waiting %s", st, variant, run.WindowSeconds, settle)
+	if err := sleep(ctx, settle); err != nil {
+		poller.stop()
+		return err
+	}
+	windows := readyWindows(poller.stop())
+	if err := s.kubelet.Alive(); err != nil {
+		return err
+	}
+	after, err := s.rt.Take(ctx, corpus.Namespace)
+	if err != nil {
+		return err
+	}
+	pods, err := podsByName(ctx, cs)
+	if err != nil {
+		return err
+	}
+	if run.KeptLogLines, err = s.kubelet.CountLines(AdmitMessage); err != nil {
+		return err
+	}
+	run.Diff = snapshot.Compare(before, after)
+	run.Pods, run.Containers, run.Restarts, run.RecreatedPods = run.Diff.Pods, run.Diff.Containers, run.Diff.Restarts, run.Diff.RecreatedPods
+	for _, name := range plan.order(s.corpus) {
+		c := admissionCheck(variant, name, expect[name], pods[name], before, after, windows[name])
+		s.check(c)
+	}
+	s.assertAdmission(run, expect)
+	s.Report.Runs = append(s.Report.Runs, *run)
+	s.logf("admission %s (%s): %s", st, variant, run.Verdict)
+	if !run.Passed {
+		return fmt.Errorf("admission %s %s: %s", st, variant, run.Verdict)
+	}
+	return nil
+}
+
+// createAdmissionPods labels the node, then creates the selector pod and
+// the fill pods one second apart and waits until they run and serve.
+func (s *Scenario) createAdmissionPods(ctx context.Context, cs kubernetes.Interface, plan admissionPlan) error {
+	if err := setNodeLabel(ctx, cs, s.opts.NodeName, `"true"`); err != nil {
+		return err
+	}
+	for _, p := range append([]corpus.Pod{plan.selector}, plan.fill...) {
+		if err := sleep(ctx, 1100*time.Millisecond); err != nil {
+			return err
+		}
+		if _, err := cs.CoreV1().Pods(corpus.Namespace).Create(ctx, p.Spec, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating pod %s: %w", p.Name, err)
+		}
+		s.extraPods = append(s.extraPods, p)
+	}
+	if _, err := s.waitReady(ctx, 2*time.Minute, false); err != nil {
+		return fmt.Errorf("admission pods on the baseline: %w", err)
+	}
+	s.logf("admission: node labelled %s=true; %s (nodeSelector) and %d fill pods run: %d pods on the node", KeepLabel, plan.selector.Name, len(plan.fill), len(s.pods()))
+	return nil
+}
+
+// admissionSwap removes the node label while kubelet vN runs, upgrades
+// kube-apiserver, then swaps the kubelet for st.To with --max-pods lowered;
+// between the two kubelets the node's pod capacity is set to that value
+// through the API (what the new kubelet publishes in its first status
+// update), so that admission does not race that update.
+func (s *Scenario) admissionSwap(ctx context.Context, cs kubernetes.Interface, st Step, patched bool, plan admissionPlan) error {
+	if err := setNodeLabel(ctx, cs, s.opts.NodeName, "null"); err != nil {
+		return err
+	}
+	s.logf("admission: removed the node label %s while kubelet %s runs", KeepLabel, st.From)
+	if err := s.cp.UpgradeAPIServer(ctx, st.To); err != nil {
+		return err
+	}
+	s.nextKubeletArgs = []string{fmt.Sprintf("--max-pods=%d", plan.maxPods)}
+	s.betweenKubelets = func(ctx context.Context) error {
+		s.logf("admission: node capacity and allocatable pods = %d through the API", plan.maxPods)
+		return setNodePods(ctx, cs, s.opts.NodeName, plan.maxPods)
+	}
+	defer func() { s.betweenKubelets = nil }()
+	return s.host.SwapKubelet(ctx, node.Kubelet{Version: st.To, Patched: patched})
+}
+
+// waitAdmitted waits, patched, until every pod runs, serves and was synced;
+// unpatched, until every expected pod is Failed with its reason and has no
+// running container, and the others run, serve and were synced.
+func (s *Scenario) waitAdmitted(ctx context.Context, cs kubernetes.Interface, patched bool, expect map[string]string) (time.Time, error) {
+	if patched {
+		return s.waitReady(ctx, 3*time.Minute, true)
+	}
+	var kept []corpus.Pod
+	for _, p := range s.pods() {
+		if expect[p.Name] == "" {
+			kept = append(kept, p)
+		}
+	}
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		why, err := s.rejectedYet(ctx, cs, expect)
+		if err != nil {
+			why = err.Error()
+		}
+		if why == "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			return time.Time{}, fmt.Errorf("upstream's rejections not seen after 3 minutes: %s", why)
+		}
+		if err := sleep(ctx, 250*time.Millisecond); err != nil {
+			return time.Time{}, err
+		}
+	}
+	return s.waitReadyOf(ctx, 3*time.Minute, true, kept)
+}
+
+// rejectedYet says which expected rejection is not seen yet, or "".
+func (s *Scenario) rejectedYet(ctx context.Context, cs kubernetes.Interface, expect map[string]string) (string, error) {
+	pods, err := podsByName(ctx, cs)
+	if err != nil {
+		return "", err
+	}
+	snap, err := s.rt.Take(ctx, corpus.Namespace)
+	if err != nil {
+		return "", err
+	}
+	var missing []string
+	for name, reason := range expect {
+		p := pods[name]
+		switch {
+		case p == nil:
+			missing = append(missing, name+" is gone from the API")
+		case p.Status.Phase != v1.PodFailed || p.Status.Reason != reason:
+			missing = append(missing, fmt.Sprintf("%s is %s/%s, not Failed/%s", name, p.Status.Phase, p.Status.Reason, reason))
+		case len(snap.Running(corpus.Namespace+"/"+name)) > 0:
+			missing = append(missing, name+" still has running containers")
+		}
+	}
+	sort.Strings(missing)
+	return strings.Join(missing, "; "), nil
+}
+
+// admissionCheck is one pod's outcome: unpatched, an expected rejection
+// must be Failed with its reason and its containers gone; patched, every
+// pod runs its containers of before, with 0 restarts.
+func admissionCheck(variant, name, reason string, pod *v1.Pod, before, after *snapshot.Snapshot, w readyWindow) report.Check {
+	c := report.Check{Name: fmt.Sprintf("admission %s: %s (%s)", variant, name, caseOf(reason))}
+	rt := corpus.Namespace + "/" + name
+	same := sameContainers(rt, before, after)
+	running := len(after.Running(rt))
+	phase, why, restarts := "missing", "", int32(-1)
+	if pod != nil {
+		phase, why = string(pod.Status.Phase), pod.Status.Reason
+		restarts = 0
+		for _, st := range pod.Status.ContainerStatuses {
+			restarts += st.RestartCount
+		}
+	}
+	switch {
+	case variant == report.Unpatched && reason != "":
+		c.Passed = phase == string(v1.PodFailed) && why == reason && running == 0
+	default:
+		c.Passed = phase == string(v1.PodRunning) && same && restarts == 0 && w.ReadyAtEnd
+	}
+	c.Detail = fmt.Sprintf("upstream expects %s; phase %s", orDash(reason), phase)
+	if why != "" {
+		c.Detail += " (" + why + ")"
+	}
+	c.Detail += fmt.Sprintf(", running containers %d, same containers as before: %t, restarts %d; Ready False %.1fs across the swap%s",
+		running, same, restarts, w.NotReadySeconds, map[bool]string{true: "", false: ", not Ready at the end"}[w.ReadyAtEnd])
+	return c
+}
+
+// assertAdmission sets the run's verdict: unpatched, every expected
+// rejection happened (else the e2e cannot tell the patch from upstream);
+// patched, no restart, nothing recreated, and one admission log line per
+// pod upstream rejects.
+func (s *Scenario) assertAdmission(run *report.Run, expect map[string]string) {
+	failed := 0
+	for _, c := range s.Report.Checks {
+		if strings.HasPrefix(c.Name, "admission "+run.Variant+":") && !c.Passed {
+			failed++
+		}
+	}
+	if run.Variant == report.Unpatched {
+		for name, reason := range expect {
+			run.Expected = append(run.Expected, report.Expectation{Pod: corpus.Namespace + "/" + name, Reason: "rejected at re-admission: " + reason})
+		}
+		sort.Slice(run.Expected, func(i, j int) bool { return run.Expected[i].Pod < run.Expected[j].Pod })
+		run.Passed = failed == 0
+		run.Verdict = fmt.Sprintf("pass: rejected as upstream (%d pods Failed, containers killed)", len(expect))
+		if !run.Passed {
+			run.Verdict = fmt.Sprintf("FAIL: %d pods not as upstream: this e2e could not tell the patch from upstream", failed)
+		}
+		return
+	}
+	report.AssertPatched(run)
+	if failed > 0 || run.KeptLogLines < len(expect) {
+		run.Passed = false
+		run.Verdict = fmt.Sprintf("FAIL: %d pods not kept, %d %q lines for %d rejections upstream; %s", failed, run.KeptLogLines, AdmitMessage, len(expect), run.Verdict)
+		return
+	}
+	run.Verdict = fmt.Sprintf("%s, %d pods admitted despite a rejection (log lines)", run.Verdict, run.KeptLogLines)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "admission"
+	}
+	return "rejection " + s
+}
+
+// sameContainers: the pod runs after exactly the containers (ID, attempt)
+// it ran before, and at least one.
+func sameContainers(pod string, before, after *snapshot.Snapshot) bool {
+	b, a := before.Running(pod), after.Running(pod)
+	if len(b) == 0 || len(a) != len(b) {
+		return false
+	}
+	for name, bc := range b {
+		ac, ok := a[name]
+		if !ok || ac.ID != bc.ID || ac.Attempt != bc.Attempt {
+			return false
+		}
+	}
+	return true
+}
+
+func podsByName(ctx context.Context, cs kubernetes.Interface) (map[string]*v1.Pod, error) {
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	list, err := cs.CoreV1().Pods(corpus.Namespace).List(cctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]*v1.Pod{}
+	for i := range list.Items {
+		out[list.Items[i].Name] = &list.Items[i]
+	}
+	return out, nil
+}
+
+// setNodeLabel sets KeepLabel to a JSON value ("null" removes it).
+func setNodeLabel(ctx context.Context, cs kubernetes.Interface, nodeName, value string) error {
+	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%s}}}`, KeepLabel, value)
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if _, err := cs.CoreV1().Nodes().Patch(cctx, nodeName, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("node label %s=%s: %w", KeepLabel, value, err)
+	}
+	return nil
+}
+
+// setNodePods sets the node's pod capacity and allocatable.
+func setNodePods(ctx context.Context, cs kubernetes.Interface, nodeName string, pods int) error {
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	n, err := cs.CoreV1().Nodes().Get(cctx, nodeName, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	q := *resource.NewQuantity(int64(pods), resource.DecimalSI)
+	n.Status.Capacity[v1.ResourcePods] = q
+	n.Status.Allocatable[v1.ResourcePods] = q
+	_, err = cs.CoreV1().Nodes().UpdateStatus(cctx, n, metav1.UpdateOptions{})
+	return err
+}
+
+// readySample is the pods' Ready conditions as the API showed them at t.
+type readySample struct {
+	t     time.Time
+	ready map[string]bool
+}
+
+// readyWindow is how long a pod's Ready condition was False across the
+// samples, and whether it was Ready at the last one.
+type readyWindow struct {
+	NotReadySeconds float64
+	ReadyAtEnd      bool
+}
+
+// readyWindows sums, per pod, the time between consecutive samples that
+// begin with the pod not Ready (a pod missing from a sample is not Ready);
+// while the API server is down (its upgrade) there are no samples, and the
+// gap counts as the state seen before it.
+func readyWindows(samples []readySample) map[string]readyWindow {
+	out := map[string]readyWindow{}
+	for _, smp := range samples {
+		for name := range smp.ready {
+			out[name] = readyWindow{}
+		}
+	}
+	for i := 0; i+1 < len(samples); i++ {
+		d := samples[i+1].t.Sub(samples[i].t).Seconds()
+		for name := range out {
+			if !samples[i].ready[name] {
+				w := out[name]
+				w.NotReadySeconds += d
+				out[name] = w
+			}
+		}
+	}
+	if len(samples) > 0 {
+		last := samples[len(samples)-1]
+		for name, w := range out {
+			w.ReadyAtEnd = last.ready[name]
+			out[name] = w
+		}
+	}
+	return out
+}
+
+func podReady(p *v1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == v1.PodReady {
+			return c.Status == v1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// readyPoller samples the pods' Ready conditions through the API until
+// stopped.
+type readyPoller struct {
+	cancel  context.CancelFunc
+	done    chan struct{}
+	mu      sync.Mutex
+	samples []readySample
+}
+
+func startReadyPoller(ctx context.Context, cs kubernetes.Interface, every time.Duration) *readyPoller {
+	ctx, cancel := context.WithCancel(ctx)
+	p := &readyPoller{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		for ctx.Err() == nil {
+			if pods, err := podsByName(ctx, cs); err == nil {
+				smp := readySample{t: time.Now(), ready: map[string]bool{}}
+				for name, pod := range pods {
+					smp.ready[name] = podReady(pod)
+				}
+				p.mu.Lock()
+				p.samples = append(p.samples, smp)
+				p.mu.Unlock()
+			}
+			_ = sleep(ctx, every)
+		}
+	}()
+	return p
+}
+
+// stop ends the polling and returns the samples.
+func (p *readyPoller) stop() []readySample {
+	p.cancel()
+	<-p.done
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.samples
+}

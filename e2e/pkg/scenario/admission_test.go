@@ -1,0 +1,61 @@
+package scenario
+
+import (
+	"math"
+	"reflect"
+	"testing"
+	"time"
+)
+
+func TestExpectedRejections(t *testing.T) {
+	order := []string{"a", "b", "c", "c2", "keep-sel", "fill-0", "fill-1", "fill-2"}
+	got := expectedRejections(order, "keep-sel", 5)
+	want := map[string]string{"keep-sel": "NodeAffinity", "fill-1": "OutOfpods", "fill-2": "OutOfpods"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	// The resource fit is checked first: past maxPods the selector pod
+	// is rejected for the pod count.
+	got = expectedRejections([]string{"a", "keep-sel", "b"}, "keep-sel", 1)
+	want = map[string]string{"keep-sel": "OutOfpods", "b": "OutOfpods"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	if got := expectedRejections([]string{"a", "b"}, "none", 110); len(got) != 0 {
+		t.Fatalf("nothing to reject, got %v", got)
+	}
+}
+
+func TestCaseOf(t *testing.T) {
+	for reason, want := range map[string]string{"NodeAffinity": CaseLabelRemoved, "OutOfpods": CaseMaxPods, "": CaseBystander} {
+		if got := caseOf(reason); got != want {
+			t.Errorf("caseOf(%q) = %q, want %q", reason, got, want)
+		}
+	}
+}
+
+func TestReadyWindows(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	samples := []readySample{
+		{at(0), map[string]bool{"kept": true, "flap": true, "failed": true}},
+		{at(1), map[string]bool{"kept": true, "flap": false, "failed": false}},
+		// the API server is down from 1 to 4: the gap counts as the
+		// state seen at 1
+		{at(4), map[string]bool{"kept": true, "flap": true, "failed": false}},
+		{at(5), map[string]bool{"kept": true, "flap": true}},
+	}
+	w := readyWindows(samples)
+	check := func(name string, secs float64, end bool) {
+		t.Helper()
+		if math.Abs(w[name].NotReadySeconds-secs) > 1e-9 || w[name].ReadyAtEnd != end {
+			t.Errorf("%s: got %+v, want %.1fs not ready, ready at end %t", name, w[name], secs, end)
+		}
+	}
+	check("kept", 0, true)
+	check("flap", 3, true)
+	check("failed", 4, false)
+	if len(readyWindows(nil)) != 0 {
+		t.Error("no samples, no windows")
+	}
+}
