@@ -192,6 +192,7 @@ func (s *Scenario) admissionRun(ctx context.Context, st Step, patched bool) erro
 		c := admissionCheck(variant, name, expect[name], pods[name], before, after, windows[name])
 		s.check(c)
 	}
+	s.check(readinessSummary(variant, plan.order(s.corpus), expect, windows))
 	s.assertAdmission(run, expect)
 	s.Report.Runs = append(s.Report.Runs, *run)
 	s.logf("admission %s (%s): %s", st, variant, run.Verdict)
@@ -364,6 +365,44 @@ func (s *Scenario) assertAdmission(run *report.Run, expect map[string]string) {
 		return
 	}
 	run.Verdict = fmt.Sprintf("%s, %d pods admitted despite a rejection (log lines)", run.Verdict, run.KeptLogLines)
+}
+
+// readinessSummary reports the Ready windows of one run: how long the pods
+// the kubelet ran on were not Ready across the swap (longest and mean), and
+// how many were never Ready again. Reported, not asserted (it passes when
+// every pod was sampled).
+func readinessSummary(variant string, order []string, expect map[string]string, windows map[string]readyWindow) report.Check {
+	c := report.Check{Name: "admission " + variant + ": Ready False across the swap (API polled every 250 ms)", Passed: true}
+	var kept, longest, sum float64
+	var notBack, missing []string
+	for _, name := range order {
+		w, ok := windows[name]
+		switch {
+		case !ok:
+			missing = append(missing, name)
+		case !w.ReadyAtEnd:
+			notBack = append(notBack, fmt.Sprintf("%s (%.1fs, %s)", name, w.NotReadySeconds, orDash(expect[name])))
+		default:
+			kept++
+			sum += w.NotReadySeconds
+			if w.NotReadySeconds > longest {
+				longest = w.NotReadySeconds
+			}
+		}
+	}
+	mean := 0.0
+	if kept > 0 {
+		mean = sum / kept
+	}
+	c.Detail = fmt.Sprintf("%d pods Ready again: longest %.1fs, mean %.1fs; never Ready again: %d", int(kept), longest, mean, len(notBack))
+	if len(notBack) > 0 {
+		c.Detail += " (" + strings.Join(notBack, ", ") + ")"
+	}
+	if len(missing) > 0 {
+		c.Passed = false
+		c.Detail += "; never sampled: " + strings.Join(missing, ", ")
+	}
+	return c
 }
 
 func orDash(s string) string {

@@ -59,3 +59,15 @@ func TestReadyWindows(t *testing.T) {
 		t.Error("no samples, no windows")
 	}
 }
+
+func TestReadinessSummary(t *testing.T) {
+	w := map[string]readyWindow{"a": {1, true}, "b": {3, true}, "sel": {40, false}}
+	c := readinessSummary("unpatched", []string{"a", "b", "sel"}, map[string]string{"sel": "NodeAffinity"}, w)
+	want := "2 pods Ready again: longest 3.0s, mean 2.0s; never Ready again: 1 (sel (40.0s, rejection NodeAffinity))"
+	if !c.Passed || c.Detail != want {
+		t.Fatalf("got %+v, want detail %q", c, want)
+	}
+	if c := readinessSummary("patched", []string{"a", "gone"}, nil, w); c.Passed {
+		t.Fatalf("a pod never sampled must fail: %+v", c)
+	}
+}
