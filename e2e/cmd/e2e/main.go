@@ -66,6 +66,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	kindImages := fl.String("kind-images", "build", "kind provider: build (the images the plan needs, incrementally, before the clusters) or use (those the engine holds, e.g. docker load-ed from -mode images -save)")
 	imagesOf := fl.String("images-of", "ci", "-mode images: the plan whose versions to build (ci, full)")
 	save := fl.String("save", "", "-mode images: also write the node images to this docker-archive file (docker save), for machines with Docker but no build tools")
+	admissionRace := fl.Bool("admission-race", false, "-mode admission: leave the node's pod capacity to the new kubelet's first status update, which races its first admissions (default: set through the API between the kubelets)")
 	if err := fl.Parse(args); err != nil {
 		return 2
 	}
@@ -142,7 +143,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	opts := scenario.Options{Mode: *mode, Steps: plan.steps, Pods: plan.pods, Output: abs(*output), ReportDir: abs(*reportDir),
 		Root: rootPath, RepoRoot: repoRoot, NodeName: *nodeName, SyncFrequency: *syncFreq, Controls: plan.controls,
-		Extras: plan.extras, SkipPatched: !*patchedRuns, API: plan.api, Admission: plan.admission, Log: stdout}
+		Extras: plan.extras, SkipPatched: !*patchedRuns, API: plan.api, Admission: plan.admission, AdmissionRace: *admissionRace, Log: stdout}
 	var steps []string
 	for _, s := range plan.steps {
 		steps = append(steps, s.String())

@@ -183,13 +183,16 @@ func (s *Scenario) admissionRun(ctx context.Context, st Step, patched bool) erro
 	if err != nil {
 		return err
 	}
-	if run.KeptLogLines, err = s.kubelet.CountLines(AdmitMessage); err != nil {
+	lines, err := s.kubelet.Lines(AdmitMessage)
+	if err != nil {
 		return err
 	}
+	run.KeptLogLines = len(lines)
+	admitted := admittedDespite(lines)
 	run.Diff = snapshot.Compare(before, after)
 	run.Pods, run.Containers, run.Restarts, run.RecreatedPods = run.Diff.Pods, run.Diff.Containers, run.Diff.Restarts, run.Diff.RecreatedPods
 	for _, name := range plan.order(s.corpus) {
-		c := admissionCheck(variant, name, expect[name], pods[name], before, after, windows[name])
+		c := admissionCheck(variant, name, expect[name], pods[name], before, after, windows[name], admitted[name])
 		s.check(c)
 	}
 	s.check(readinessSummary(variant, plan.order(s.corpus), expect, windows))
@@ -238,11 +241,13 @@ func (s *Scenario) admissionSwap(ctx context.Context, cs kubernetes.Interface, s
 		return err
 	}
 	s.nextKubeletArgs = []string{fmt.Sprintf("--max-pods=%d", plan.maxPods)}
-	s.betweenKubelets = func(ctx context.Context) error {
-		s.logf("admission: node capacity and allocatable pods = %d through the API", plan.maxPods)
-		return setNodePods(ctx, cs, s.opts.NodeName, plan.maxPods)
+	if !s.opts.AdmissionRace {
+		s.betweenKubelets = func(ctx context.Context) error {
+			s.logf("admission: node capacity and allocatable pods = %d through the API", plan.maxPods)
+			return setNodePods(ctx, cs, s.opts.NodeName, plan.maxPods)
+		}
+		defer func() { s.betweenKubelets = nil }()
 	}
-	defer func() { s.betweenKubelets = nil }()
 	return s.host.SwapKubelet(ctx, node.Kubelet{Version: st.To, Patched: patched})
 }
 
@@ -307,7 +312,7 @@ func (s *Scenario) rejectedYet(ctx context.Context, cs kubernetes.Interface, exp
 // admissionCheck is one pod's outcome: unpatched, an expected rejection
 // must be Failed with its reason and its containers gone; patched, every
 // pod runs its containers of before, with 0 restarts.
-func admissionCheck(variant, name, reason string, pod *v1.Pod, before, after *snapshot.Snapshot, w readyWindow) report.Check {
+func admissionCheck(variant, name, reason string, pod *v1.Pod, before, after *snapshot.Snapshot, w readyWindow, logged string) report.Check {
 	c := report.Check{Name: fmt.Sprintf("admission %s: %s (%s)", variant, name, caseOf(reason))}
 	rt := corpus.Namespace + "/" + name
 	same := sameContainers(rt, before, after)
@@ -323,6 +328,9 @@ func admissionCheck(variant, name, reason string, pod *v1.Pod, before, after *sn
 	switch {
 	case variant == report.Unpatched && reason != "":
 		c.Passed = phase == string(v1.PodFailed) && why == reason && running == 0
+	case variant == report.Patched && reason != "":
+		// The kubelet must say it admitted the pod despite a rejection.
+		c.Passed = phase == string(v1.PodRunning) && same && restarts == 0 && w.ReadyAtEnd && logged != ""
 	default:
 		c.Passed = phase == string(v1.PodRunning) && same && restarts == 0 && w.ReadyAtEnd
 	}
@@ -332,6 +340,9 @@ func admissionCheck(variant, name, reason string, pod *v1.Pod, before, after *sn
 	}
 	c.Detail += fmt.Sprintf(", running containers %d, same containers as before: %t, restarts %d; Ready False %.1fs across the swap%s",
 		running, same, restarts, w.NotReadySeconds, map[bool]string{true: "", false: ", not Ready at the end"}[w.ReadyAtEnd])
+	if logged != "" {
+		c.Detail += "; kubelet: admitted despite " + logged
+	}
 	return c
 }
 
@@ -466,6 +477,33 @@ func setNodePods(ctx context.Context, cs kubernetes.Interface, nodeName string, 
 	n.Status.Allocatable[v1.ResourcePods] = q
 	_, err = cs.CoreV1().Nodes().UpdateStatus(cctx, n, metav1.UpdateOptions{})
 	return err
+}
+
+// admittedDespite maps the pods named in patch 0004's log lines ("Admitting
+// a pod started before this kubelet despite an admission rejection"
+// pod="ns/name" ... reason="...") to the reason waived.
+func admittedDespite(lines []string) map[string]string {
+	out := map[string]string{}
+	for _, l := range lines {
+		pod, reason := logValue(l, "pod"), logValue(l, "reason")
+		if _, name, ok := strings.Cut(pod, "/"); ok {
+			out[name] = reason
+		}
+	}
+	return out
+}
+
+// logValue is the quoted value of key in a klog structured line.
+func logValue(line, key string) string {
+	i := strings.Index(line, " "+key+`="`)
+	if i < 0 {
+		return ""
+	}
+	rest := line[i+len(key)+3:]
+	if j := strings.IndexByte(rest, '"'); j >= 0 {
+		return rest[:j]
+	}
+	return ""
 }
 
 // readySample is the pods' Ready conditions as the API showed them at t.

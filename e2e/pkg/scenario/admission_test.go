@@ -71,3 +71,16 @@ func TestReadinessSummary(t *testing.T) {
 		t.Fatalf("a pod never sampled must fail: %+v", c)
 	}
 }
+
+func TestAdmittedDespite(t *testing.T) {
+	lines := []string{
+		`I1130 16:50:26.534848    3986 compat.go:356] "Admitting a pod started before this kubelet despite an admission rejection" pod="kc-e2e/keep-sel" podUID="3e88" reason="NodeAffinity" message="Predicate NodeAffinity failed" startedBefore="container httpd (15f8) is listed in the compat file"`,
+		`I1130 16:50:26.534973    3986 compat.go:356] "Admitting a pod started before this kubelet despite an admission rejection" pod="kc-e2e/fill-1" podUID="966d" reason="OutOfpods" message="Node didn't have enough resource: pods, requested: 1, used: 5, capacity: 5"`,
+		`garbage without keys`,
+	}
+	got := admittedDespite(lines)
+	want := map[string]string{"keep-sel": "NodeAffinity", "fill-1": "OutOfpods"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+}

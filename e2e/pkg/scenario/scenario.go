@@ -60,7 +60,11 @@ type Options struct {
 	// Admission runs the admission cases (admission.go) on each step
 	// instead of the restart comparison; needs API.
 	Admission bool
-	Log       io.Writer
+	// AdmissionRace leaves the node's pod capacity to the new kubelet's
+	// first status update (it races the first admissions) instead of
+	// setting it through the API between the two kubelets.
+	AdmissionRace bool
+	Log           io.Writer
 }
 
 // Scenario is one e2e run on one node.
