@@ -223,6 +223,10 @@ func (s *Scenario) createAdmissionPods(ctx context.Context, cs kubernetes.Interf
 	if _, err := s.waitReady(ctx, 2*time.Minute, false); err != nil {
 		return fmt.Errorf("admission pods on the baseline: %w", err)
 	}
+	// The Ready windows start from every pod Ready in the API.
+	if err := waitAPIReady(ctx, cs, len(s.pods()), 2*time.Minute); err != nil {
+		return err
+	}
 	s.logf("admission: node labelled %s=true; %s (nodeSelector) and %d fill pods run: %d pods on the node", KeepLabel, plan.selector.Name, len(plan.fill), len(s.pods()))
 	return nil
 }
@@ -548,6 +552,29 @@ func readyWindows(samples []readySample) map[string]readyWindow {
 		}
 	}
 	return out
+}
+
+// waitAPIReady waits until n pods are Ready in the API.
+func waitAPIReady(ctx context.Context, cs kubernetes.Interface, n int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		pods, err := podsByName(ctx, cs)
+		ready := 0
+		for _, p := range pods {
+			if podReady(p) {
+				ready++
+			}
+		}
+		if err == nil && ready == n {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d of %d pods Ready in the API after %s (%v)", ready, n, timeout, err)
+		}
+		if err := sleep(ctx, 250*time.Millisecond); err != nil {
+			return err
+		}
+	}
 }
 
 func podReady(p *v1.Pod) bool {
