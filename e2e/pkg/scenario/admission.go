@@ -43,11 +43,15 @@ const (
 const (
 	CaseLabelRemoved = "node label removed before the swap"
 	CaseMaxPods      = "--max-pods lowered at the swap"
+	CaseCPU          = "--kube-reserved cpu raised at the swap"
 	CaseBystander    = "fits and matches"
 )
 
 // admissionPlan is what one admission run creates after the baseline.
 type admissionPlan struct {
+	// cpu requests hogCPUMilli: it fits the node until the new kubelet
+	// reserves all but allocatableCPUMilli.
+	cpu      corpus.Pod
 	selector corpus.Pod
 	fill     []corpus.Pod
 	// maxPods is the new kubelet's --max-pods: the corpus and one more
@@ -56,44 +60,89 @@ type admissionPlan struct {
 	maxPods int
 }
 
+const (
+	hogCPUMilli = 300
+	// allocatableCPUMilli is the new kubelet's allocatable CPU: room for
+	// the corpus and a fill pod (5m each), not for the cpu pod.
+	allocatableCPUMilli = 100
+)
+
 func (s *Scenario) newAdmissionPlan() admissionPlan {
 	o := corpus.Options{NodeName: s.opts.NodeName, API: true}
-	p := admissionPlan{selector: corpus.WebPod("keep-sel", map[string]string{KeepLabel: "true"}, o), maxPods: len(s.corpus.Pods) + 1}
+	p := admissionPlan{cpu: corpus.WebPod("keep-cpu", nil, o), selector: corpus.WebPod("keep-sel", map[string]string{KeepLabel: "true"}, o), maxPods: len(s.corpus.Pods) + 1}
+	p.cpu.Spec.Spec.Containers[0].Resources.Requests[v1.ResourceCPU] = *resource.NewMilliQuantity(hogCPUMilli, resource.DecimalSI)
 	for i := 0; i < fillPods; i++ {
 		p.fill = append(p.fill, corpus.WebPod(fmt.Sprintf("fill-%d", i), nil, o))
 	}
 	return p
 }
 
+// extra are the pods created after the baseline, in creation order.
+func (p admissionPlan) extra() []corpus.Pod {
+	return append([]corpus.Pod{p.cpu, p.selector}, p.fill...)
+}
+
 // order is every pod in creation order (the corpus first, created together).
-func (p admissionPlan) order(c *corpus.Corpus) []string {
-	var names []string
-	for _, x := range c.Pods {
-		names = append(names, x.Name)
+func (p admissionPlan) order(c *corpus.Corpus) []admitPod {
+	var out []admitPod
+	for _, x := range append(append([]corpus.Pod(nil), c.Pods...), p.extra()...) {
+		out = append(out, admitPod{Name: x.Name, CPUMilli: podCPUMilli(x.Spec)})
 	}
-	names = append(names, p.selector.Name)
-	for _, x := range p.fill {
-		names = append(names, x.Name)
+	return out
+}
+
+func names(pods []admitPod) []string {
+	var out []string
+	for _, p := range pods {
+		out = append(out, p.Name)
 	}
-	return names
+	return out
+}
+
+// admitPod is a pod as the kubelet's admission weighs it.
+type admitPod struct {
+	Name     string
+	CPUMilli int64
+}
+
+// podCPUMilli is the pod's CPU request: its containers' sum, or its
+// largest init container's if more.
+func podCPUMilli(p *v1.Pod) int64 {
+	var sum, initMax int64
+	for _, c := range p.Spec.Containers {
+		sum += c.Resources.Requests.Cpu().MilliValue()
+	}
+	for _, c := range p.Spec.InitContainers {
+		if m := c.Resources.Requests.Cpu().MilliValue(); m > initMax {
+			initMax = m
+		}
+	}
+	if initMax > sum {
+		return initMax
+	}
+	return sum
 }
 
 // expectedRejections is what upstream's kubelet 1.20/1.21 does when it
-// re-admits the pods in creation order with --max-pods maxPods on a node
-// without the selector pod's label: the resource fit comes first
-// (OutOfpods once maxPods pods are admitted), then the node selector
-// (NodeAffinity); a rejected pod is Failed and no longer counts.
-func expectedRejections(order []string, selector string, maxPods int) map[string]string {
+// re-admits the pods in creation order with --max-pods maxPods and
+// cpuMilli allocatable on a node without the selector pod's label: the
+// resource fit comes first (pods, then cpu), then the node selector
+// (NodeAffinity), and the first reason is the pod's; a rejected pod is
+// Failed and no longer counts.
+func expectedRejections(order []admitPod, selector string, maxPods int, cpuMilli int64) map[string]string {
 	out := map[string]string{}
-	admitted := 0
+	admitted, used := 0, int64(0)
 	for _, pod := range order {
 		switch {
 		case admitted >= maxPods:
-			out[pod] = "OutOfpods"
-		case pod == selector:
-			out[pod] = "NodeAffinity"
+			out[pod.Name] = "OutOfpods"
+		case used+pod.CPUMilli > cpuMilli:
+			out[pod.Name] = "OutOfcpu"
+		case pod.Name == selector:
+			out[pod.Name] = "NodeAffinity"
 		default:
 			admitted++
+			used += pod.CPUMilli
 		}
 	}
 	return out
@@ -106,6 +155,8 @@ func caseOf(reason string) string {
 		return CaseLabelRemoved
 	case "":
 		return CaseBystander
+	case "OutOfcpu":
+		return CaseCPU
 	}
 	return CaseMaxPods
 }
@@ -136,7 +187,7 @@ func (s *Scenario) admissionRun(ctx context.Context, st Step, patched bool) erro
 	if err := s.createAdmissionPods(ctx, cs, plan); err != nil {
 		return err
 	}
-	expect := expectedRejections(plan.order(s.corpus), plan.selector.Name, plan.maxPods)
+	expect := expectedRejections(plan.order(s.corpus), plan.selector.Name, plan.maxPods, allocatableCPUMilli)
 	variant := report.Unpatched
 	if patched {
 		variant = report.Patched
@@ -191,11 +242,11 @@ func (s *Scenario) admissionRun(ctx context.Context, st Step, patched bool) erro
 	admitted := admittedDespite(lines)
 	run.Diff = snapshot.Compare(before, after)
 	run.Pods, run.Containers, run.Restarts, run.RecreatedPods = run.Diff.Pods, run.Diff.Containers, run.Diff.Restarts, run.Diff.RecreatedPods
-	for _, name := range plan.order(s.corpus) {
+	for _, name := range names(plan.order(s.corpus)) {
 		c := admissionCheck(variant, name, expect[name], pods[name], before, after, windows[name], admitted[name])
 		s.check(c)
 	}
-	s.check(readinessSummary(variant, plan.order(s.corpus), expect, windows))
+	s.check(readinessSummary(variant, names(plan.order(s.corpus)), expect, windows))
 	s.assertAdmission(run, expect)
 	s.Report.Runs = append(s.Report.Runs, *run)
 	s.logf("admission %s (%s): %s", st, variant, run.Verdict)
@@ -211,7 +262,7 @@ func (s *Scenario) createAdmissionPods(ctx context.Context, cs kubernetes.Interf
 	if err := setNodeLabel(ctx, cs, s.opts.NodeName, `"true"`); err != nil {
 		return err
 	}
-	for _, p := range append([]corpus.Pod{plan.selector}, plan.fill...) {
+	for _, p := range plan.extra() {
 		if err := sleep(ctx, 1100*time.Millisecond); err != nil {
 			return err
 		}
@@ -227,7 +278,7 @@ func (s *Scenario) createAdmissionPods(ctx context.Context, cs kubernetes.Interf
 	if err := waitAPIReady(ctx, cs, len(s.pods()), 2*time.Minute); err != nil {
 		return err
 	}
-	s.logf("admission: node labelled %s=true; %s (nodeSelector) and %d fill pods run: %d pods on the node", KeepLabel, plan.selector.Name, len(plan.fill), len(s.pods()))
+	s.logf("admission: node labelled %s=true; %s (%dm cpu), %s (nodeSelector) and %d fill pods run: %d pods on the node", KeepLabel, plan.cpu.Name, hogCPUMilli, plan.selector.Name, len(plan.fill), len(s.pods()))
 	return nil
 }
 
@@ -244,11 +295,15 @@ func (s *Scenario) admissionSwap(ctx context.Context, cs kubernetes.Interface, s
 	if err := s.cp.UpgradeAPIServer(ctx, st.To); err != nil {
 		return err
 	}
-	s.nextKubeletArgs = []string{fmt.Sprintf("--max-pods=%d", plan.maxPods)}
+	capacity, err := nodeCPUMilli(ctx, cs, s.opts.NodeName)
+	if err != nil {
+		return err
+	}
+	s.nextKubeletArgs = []string{fmt.Sprintf("--max-pods=%d", plan.maxPods), fmt.Sprintf("--kube-reserved=cpu=%dm", capacity-allocatableCPUMilli)}
 	if !s.opts.AdmissionRace {
 		s.betweenKubelets = func(ctx context.Context) error {
-			s.logf("admission: node capacity and allocatable pods = %d through the API", plan.maxPods)
-			return setNodePods(ctx, cs, s.opts.NodeName, plan.maxPods)
+			s.logf("admission: node capacity and allocatable pods = %d, allocatable cpu = %dm through the API", plan.maxPods, allocatableCPUMilli)
+			return setNodeAllocatable(ctx, cs, s.opts.NodeName, plan.maxPods, allocatableCPUMilli)
 		}
 		defer func() { s.betweenKubelets = nil }()
 	}
@@ -468,8 +523,20 @@ func setNodeLabel(ctx context.Context, cs kubernetes.Interface, nodeName, value 
 	return nil
 }
 
-// setNodePods sets the node's pod capacity and allocatable.
-func setNodePods(ctx context.Context, cs kubernetes.Interface, nodeName string, pods int) error {
+// nodeCPUMilli is the node's CPU capacity.
+func nodeCPUMilli(ctx context.Context, cs kubernetes.Interface, nodeName string) (int64, error) {
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	n, err := cs.CoreV1().Nodes().Get(cctx, nodeName, metav1.GetOptions{})
+	if err != nil {
+		return 0, err
+	}
+	return n.Status.Capacity.Cpu().MilliValue(), nil
+}
+
+// setNodeAllocatable sets the node's pod capacity and allocatable, and
+// its allocatable CPU.
+func setNodeAllocatable(ctx context.Context, cs kubernetes.Interface, nodeName string, pods int, cpuMilli int64) error {
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	n, err := cs.CoreV1().Nodes().Get(cctx, nodeName, metav1.GetOptions{})
@@ -479,6 +546,7 @@ func setNodePods(ctx context.Context, cs kubernetes.Interface, nodeName string, 
 	q := *resource.NewQuantity(int64(pods), resource.DecimalSI)
 	n.Status.Capacity[v1.ResourcePods] = q
 	n.Status.Allocatable[v1.ResourcePods] = q
+	n.Status.Allocatable[v1.ResourceCPU] = *resource.NewMilliQuantity(cpuMilli, resource.DecimalSI)
 	_, err = cs.CoreV1().Nodes().UpdateStatus(cctx, n, metav1.UpdateOptions{})
 	return err
 }

@@ -2,32 +2,58 @@ package scenario
 
 import (
 	"math"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"reflect"
 	"testing"
 	"time"
 )
 
 func TestExpectedRejections(t *testing.T) {
-	order := []string{"a", "b", "c", "c2", "keep-sel", "fill-0", "fill-1", "fill-2"}
-	got := expectedRejections(order, "keep-sel", 5)
-	want := map[string]string{"keep-sel": "NodeAffinity", "fill-1": "OutOfpods", "fill-2": "OutOfpods"}
+	pods := func(spec ...interface{}) []admitPod {
+		var out []admitPod
+		for i := 0; i < len(spec); i += 2 {
+			out = append(out, admitPod{Name: spec[i].(string), CPUMilli: int64(spec[i+1].(int))})
+		}
+		return out
+	}
+	// The e2e's plan: the corpus (4 x 5m), keep-cpu (300m), keep-sel,
+	// fill-0..2; --max-pods=5, 100m allocatable.
+	order := pods("a", 5, "b", 5, "c", 5, "d", 5, "keep-cpu", 300, "keep-sel", 5, "fill-0", 5, "fill-1", 5, "fill-2", 5)
+	got := expectedRejections(order, "keep-sel", 5, 100)
+	want := map[string]string{"keep-cpu": "OutOfcpu", "keep-sel": "NodeAffinity", "fill-1": "OutOfpods", "fill-2": "OutOfpods"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
-	// The resource fit is checked first: past maxPods the selector pod
-	// is rejected for the pod count.
-	got = expectedRejections([]string{"a", "keep-sel", "b"}, "keep-sel", 1)
+	// The resource fit is checked first, pods before cpu: past maxPods
+	// the selector pod is rejected for the pod count.
+	got = expectedRejections(pods("a", 5, "keep-sel", 5, "b", 500), "keep-sel", 1, 100)
 	want = map[string]string{"keep-sel": "OutOfpods", "b": "OutOfpods"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
-	if got := expectedRejections([]string{"a", "b"}, "none", 110); len(got) != 0 {
+	if got := expectedRejections(pods("a", 5, "b", 5), "none", 110, 2000); len(got) != 0 {
 		t.Fatalf("nothing to reject, got %v", got)
 	}
 }
 
+func TestPodCPUMilli(t *testing.T) {
+	p := &v1.Pod{Spec: v1.PodSpec{
+		Containers:     []v1.Container{{Resources: v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("5m")}}}, {}},
+		InitContainers: []v1.Container{{Resources: v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("50m")}}}},
+	}}
+	if got := podCPUMilli(p); got != 50 {
+		t.Fatalf("got %d, want 50 (the init container's)", got)
+	}
+	p.Spec.InitContainers = nil
+	if got := podCPUMilli(p); got != 5 {
+		t.Fatalf("got %d, want 5", got)
+	}
+}
+
 func TestCaseOf(t *testing.T) {
-	for reason, want := range map[string]string{"NodeAffinity": CaseLabelRemoved, "OutOfpods": CaseMaxPods, "": CaseBystander} {
+	for reason, want := range map[string]string{"NodeAffinity": CaseLabelRemoved, "OutOfpods": CaseMaxPods, "OutOfcpu": CaseCPU, "": CaseBystander} {
 		if got := caseOf(reason); got != want {
 			t.Errorf("caseOf(%q) = %q, want %q", reason, got, want)
 		}
