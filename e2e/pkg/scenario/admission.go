@@ -54,9 +54,12 @@ type admissionPlan struct {
 	cpu      corpus.Pod
 	selector corpus.Pod
 	fill     []corpus.Pod
-	// maxPods is the new kubelet's --max-pods: the corpus and one more
-	// pod, so that, upstream, the selector pod is rejected for its
-	// nodeSelector alone and the newest fill pods for the pod count.
+	// maxPods is the new kubelet's --max-pods: the corpus and two more
+	// pods. Created in the order selector, cpu, fill, upstream rejects the
+	// selector pod for its nodeSelector alone, the cpu pod for cpu alone
+	// and the newest fill pod for the pod count; the patched kubelet, which
+	// counts every pod it keeps, meets each of the three reasons first
+	// once (selector, cpu pod, then the fill pods).
 	maxPods int
 }
 
@@ -69,7 +72,7 @@ const (
 
 func (s *Scenario) newAdmissionPlan() admissionPlan {
 	o := corpus.Options{NodeName: s.opts.NodeName, API: true}
-	p := admissionPlan{cpu: corpus.WebPod("keep-cpu", nil, o), selector: corpus.WebPod("keep-sel", map[string]string{KeepLabel: "true"}, o), maxPods: len(s.corpus.Pods) + 1}
+	p := admissionPlan{cpu: corpus.WebPod("keep-cpu", nil, o), selector: corpus.WebPod("keep-sel", map[string]string{KeepLabel: "true"}, o), maxPods: len(s.corpus.Pods) + 2}
 	p.cpu.Spec.Spec.Containers[0].Resources.Requests[v1.ResourceCPU] = *resource.NewMilliQuantity(hogCPUMilli, resource.DecimalSI)
 	for i := 0; i < fillPods; i++ {
 		p.fill = append(p.fill, corpus.WebPod(fmt.Sprintf("fill-%d", i), nil, o))
@@ -79,7 +82,7 @@ func (s *Scenario) newAdmissionPlan() admissionPlan {
 
 // extra are the pods created after the baseline, in creation order.
 func (p admissionPlan) extra() []corpus.Pod {
-	return append([]corpus.Pod{p.cpu, p.selector}, p.fill...)
+	return append([]corpus.Pod{p.selector, p.cpu}, p.fill...)
 }
 
 // order is every pod in creation order (the corpus first, created together).
@@ -278,7 +281,7 @@ func (s *Scenario) createAdmissionPods(ctx context.Context, cs kubernetes.Interf
 	if err := waitAPIReady(ctx, cs, len(s.pods()), 2*time.Minute); err != nil {
 		return err
 	}
-	s.logf("admission: node labelled %s=true; %s (%dm cpu), %s (nodeSelector) and %d fill pods run: %d pods on the node", KeepLabel, plan.cpu.Name, hogCPUMilli, plan.selector.Name, len(plan.fill), len(s.pods()))
+	s.logf("admission: node labelled %s=true; %s (nodeSelector), %s (%dm cpu) and %d fill pods run: %d pods on the node", KeepLabel, plan.selector.Name, plan.cpu.Name, hogCPUMilli, len(plan.fill), len(s.pods()))
 	return nil
 }
 

@@ -18,11 +18,11 @@ func TestExpectedRejections(t *testing.T) {
 		}
 		return out
 	}
-	// The e2e's plan: the corpus (4 x 5m), keep-cpu (300m), keep-sel,
-	// fill-0..2; --max-pods=5, 100m allocatable.
-	order := pods("a", 5, "b", 5, "c", 5, "d", 5, "keep-cpu", 300, "keep-sel", 5, "fill-0", 5, "fill-1", 5, "fill-2", 5)
-	got := expectedRejections(order, "keep-sel", 5, 100)
-	want := map[string]string{"keep-cpu": "OutOfcpu", "keep-sel": "NodeAffinity", "fill-1": "OutOfpods", "fill-2": "OutOfpods"}
+	// The e2e's plan: the corpus (4 x 5m), keep-sel, keep-cpu (300m),
+	// fill-0..2; --max-pods=6, 100m allocatable.
+	order := pods("a", 5, "b", 5, "c", 5, "d", 5, "keep-sel", 5, "keep-cpu", 300, "fill-0", 5, "fill-1", 5, "fill-2", 5)
+	got := expectedRejections(order, "keep-sel", 6, 100)
+	want := map[string]string{"keep-sel": "NodeAffinity", "keep-cpu": "OutOfcpu", "fill-2": "OutOfpods"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
