@@ -2,7 +2,7 @@
 #   make e2e                  CI form: 1.20.15 -> 1.21.14, patched + unpatched control, 10 pods
 #   make e2e E2E=full         chain 1.18.19 -> 1.19.16 -> 1.20.15 -> 1.21.14, 30 pods
 #   make e2e E2E=api          CI form in API mode: etcd + kube-apiserver (upgraded first), API pods
-#   make e2e E2E=admission    API mode: pods upstream rejects at re-admission (node label removed,
+#   make e2e E2E=admission    API mode: pods upstream rejects at re-admission (node label removed, cpu reserved,
 #                             --max-pods lowered), unpatched control then patched, Ready windows
 #   make e2e E2E=bench        1.20.15 -> 1.21.14 with 100 pods: the upgrade window
 #   make e2e E2E_PROVIDER=kind    kubeadm clusters on kind (1.20.15 -> 1.21.14; E2E=full: 1.18 -> 1.21);

@@ -40,7 +40,7 @@ var plans = map[string]struct {
 	"full": {steps: []scenario.Step{{From: "1.18.19", To: "1.19.16"}, {From: "1.19.16", To: "1.20.15"}, {From: "1.20.15", To: "1.21.14"}}, pods: 30, extras: true, controls: true},
 	"api":  {steps: []scenario.Step{{From: "1.20.15", To: "1.21.14"}}, pods: 10, controls: true, api: true},
 	// The admission cases: pods upstream rejects when the new kubelet
-	// re-admits them (node label removed, --max-pods lowered).
+	// re-admits them (node label removed, cpu reserved, --max-pods lowered).
 	"admission": {steps: []scenario.Step{{From: "1.20.15", To: "1.21.14"}}, pods: 4, controls: true, api: true, admission: true},
 	"bench":     {steps: []scenario.Step{{From: "1.20.15", To: "1.21.14"}}, pods: 100, controls: true},
 }
@@ -52,7 +52,7 @@ func main() {
 func run(args []string, stdout, stderr io.Writer) int {
 	fl := flag.NewFlagSet("e2e", flag.ContinueOnError)
 	fl.SetOutput(stderr)
-	mode := fl.String("mode", "ci", "ci (1.20 -> 1.21, 10 pods), full (1.18 -> 1.19 -> 1.20 -> 1.21, 30 pods), api (ci against etcd and kube-apiserver), admission (API pods upstream rejects at re-admission: node label removed, --max-pods lowered), bench (1.20 -> 1.21, 100 pods), node (the node up and down), or cleanup (undo what a killed run's journal under -root lists)")
+	mode := fl.String("mode", "ci", "ci (1.20 -> 1.21, 10 pods), full (1.18 -> 1.19 -> 1.20 -> 1.21, 30 pods), api (ci against etcd and kube-apiserver), admission (API pods upstream rejects at re-admission: node label removed, cpu reserved, --max-pods lowered), bench (1.20 -> 1.21, 100 pods), node (the node up and down), or cleanup (undo what a killed run's journal under -root lists)")
 	api := fl.Bool("api", false, "API mode for any mode: etcd and kube-apiserver, pods through the API")
 	pods := fl.Int("pods", 0, "pods in the corpus (default: the mode's)")
 	provider := fl.String("provider", "local", "local (the host is the node), or kind (kubeadm clusters of kind nodes: the Docker engine that answers, else a private dockerd from Debian)")
