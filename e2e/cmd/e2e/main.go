@@ -29,16 +29,20 @@ import (
 
 // plans are the modes of `make e2e E2E=<mode>`.
 var plans = map[string]struct {
-	steps    []scenario.Step
-	pods     int
-	extras   bool
-	controls bool
-	api      bool
+	steps     []scenario.Step
+	pods      int
+	extras    bool
+	controls  bool
+	api       bool
+	admission bool
 }{
-	"ci":    {steps: []scenario.Step{{From: "1.20.15", To: "1.21.14"}}, pods: 10, extras: true, controls: true},
-	"full":  {steps: []scenario.Step{{From: "1.18.19", To: "1.19.16"}, {From: "1.19.16", To: "1.20.15"}, {From: "1.20.15", To: "1.21.14"}}, pods: 30, extras: true, controls: true},
-	"api":   {steps: []scenario.Step{{From: "1.20.15", To: "1.21.14"}}, pods: 10, controls: true, api: true},
-	"bench": {steps: []scenario.Step{{From: "1.20.15", To: "1.21.14"}}, pods: 100, controls: true},
+	"ci":   {steps: []scenario.Step{{From: "1.20.15", To: "1.21.14"}}, pods: 10, extras: true, controls: true},
+	"full": {steps: []scenario.Step{{From: "1.18.19", To: "1.19.16"}, {From: "1.19.16", To: "1.20.15"}, {From: "1.20.15", To: "1.21.14"}}, pods: 30, extras: true, controls: true},
+	"api":  {steps: []scenario.Step{{From: "1.20.15", To: "1.21.14"}}, pods: 10, controls: true, api: true},
+	// The admission cases: pods upstream rejects when the new kubelet
+	// re-admits them (node label removed, cpu reserved, --max-pods lowered).
+	"admission": {steps: []scenario.Step{{From: "1.20.15", To: "1.21.14"}}, pods: 4, controls: true, api: true, admission: true},
+	"bench":     {steps: []scenario.Step{{From: "1.20.15", To: "1.21.14"}}, pods: 100, controls: true},
 }
 
 func main() {
@@ -48,7 +52,7 @@ func main() {
 func run(args []string, stdout, stderr io.Writer) int {
 	fl := flag.NewFlagSet("e2e", flag.ContinueOnError)
 	fl.SetOutput(stderr)
-	mode := fl.String("mode", "ci", "ci (1.20 -> 1.21, 10 pods), full (1.18 -> 1.19 -> 1.20 -> 1.21, 30 pods), api (ci against etcd and kube-apiserver), bench (1.20 -> 1.21, 100 pods), node (the node up and down), or cleanup (undo what a killed run's journal under -root lists)")
+	mode := fl.String("mode", "ci", "ci (1.20 -> 1.21, 10 pods), full (1.18 -> 1.19 -> 1.20 -> 1.21, 30 pods), api (ci against etcd and kube-apiserver), admission (API pods upstream rejects at re-admission: node label removed, cpu reserved, --max-pods lowered), bench (1.20 -> 1.21, 100 pods), node (the node up and down), or cleanup (undo what a killed run's journal under -root lists)")
 	api := fl.Bool("api", false, "API mode for any mode: etcd and kube-apiserver, pods through the API")
 	pods := fl.Int("pods", 0, "pods in the corpus (default: the mode's)")
 	provider := fl.String("provider", "local", "local (the host is the node), or kind (kubeadm clusters of kind nodes: the Docker engine that answers, else a private dockerd from Debian)")
@@ -62,6 +66,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	kindImages := fl.String("kind-images", "build", "kind provider: build (the images the plan needs, incrementally, before the clusters) or use (those the engine holds, e.g. docker load-ed from -mode images -save)")
 	imagesOf := fl.String("images-of", "ci", "-mode images: the plan whose versions to build (ci, full)")
 	save := fl.String("save", "", "-mode images: also write the node images to this docker-archive file (docker save), for machines with Docker but no build tools")
+	admissionRace := fl.Bool("admission-race", false, "-mode admission: leave the node's pod capacity to the new kubelet's first status update, which races its first admissions (default: set through the API between the kubelets)")
 	if err := fl.Parse(args); err != nil {
 		return 2
 	}
@@ -91,7 +96,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		plan.steps = []scenario.Step{{}}
 	}
 	if !ok {
-		fmt.Fprintf(stderr, "e2e: unknown mode %q (ci, full, api, bench, node, cleanup; images with -provider kind)\n", *mode)
+		fmt.Fprintf(stderr, "e2e: unknown mode %q (ci, full, api, admission, bench, node, cleanup; images with -provider kind)\n", *mode)
 		return 2
 	}
 	if *pods > 0 {
@@ -138,7 +143,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	opts := scenario.Options{Mode: *mode, Steps: plan.steps, Pods: plan.pods, Output: abs(*output), ReportDir: abs(*reportDir),
 		Root: rootPath, RepoRoot: repoRoot, NodeName: *nodeName, SyncFrequency: *syncFreq, Controls: plan.controls,
-		Extras: plan.extras, SkipPatched: !*patchedRuns, API: plan.api, Log: stdout}
+		Extras: plan.extras, SkipPatched: !*patchedRuns, API: plan.api, Admission: plan.admission, AdmissionRace: *admissionRace, Log: stdout}
 	var steps []string
 	for _, s := range plan.steps {
 		steps = append(steps, s.String())

@@ -92,22 +92,34 @@ func New(o Options) *Corpus {
 	}
 	for i := 0; i < o.Pods; i++ {
 		kind := ks[i%len(ks)]
-		name := fmt.Sprintf("%s-%03d", kind, i)
-		p := build(kind, name, i, o)
-		runtimeName := Namespace + "/" + name + "-" + o.NodeName
-		if o.API {
-			no := false
-			p.UID = ""
-			p.Spec.NodeName = o.NodeName
-			p.Spec.AutomountServiceAccountToken = &no
-			runtimeName = Namespace + "/" + name
-		}
-		c.API = o.API
-		c.Pods = append(c.Pods, Pod{Name: name, Kind: kind, RuntimeName: runtimeName,
-			HostNetwork: p.Spec.HostNetwork, Port: port(kind, i, o), PinnedUID: p.UID != "",
-			Containers: len(p.Spec.Containers), Spec: p})
+		c.Pods = append(c.Pods, newPod(kind, fmt.Sprintf("%s-%03d", kind, i), i, o))
 	}
+	c.API = o.API
 	return c
+}
+
+func newPod(kind, name string, i int, o Options) Pod {
+	p := build(kind, name, i, o)
+	runtimeName := Namespace + "/" + name + "-" + o.NodeName
+	if o.API {
+		no := false
+		p.UID = ""
+		p.Spec.NodeName = o.NodeName
+		p.Spec.AutomountServiceAccountToken = &no
+		runtimeName = Namespace + "/" + name
+	}
+	return Pod{Name: name, Kind: kind, RuntimeName: runtimeName,
+		HostNetwork: p.Spec.HostNetwork, Port: port(kind, i, o), PinnedUID: p.UID != "",
+		Containers: len(p.Spec.Containers), Spec: p}
+}
+
+// WebPod is one more pod of kind web named name, outside the corpus (the
+// admission cases create such pods after the baseline), with nodeSelector
+// when not nil.
+func WebPod(name string, nodeSelector map[string]string, o Options) Pod {
+	p := newPod(KindWeb, name, 0, o)
+	p.Spec.Spec.NodeSelector = nodeSelector
+	return p
 }
 
 // Containers is the number of regular containers.

@@ -35,6 +35,8 @@ type Config struct {
 	Minor int
 	// Recorder records the process in the run's journal (may be nil).
 	Recorder proc.Recorder
+	// ExtraArgs are appended to the flags (e.g. --max-pods).
+	ExtraArgs []string
 }
 
 // Args are the kubelet's flags (docs/upstream-behaviour.md; they work from 1.18
@@ -69,7 +71,7 @@ func (c Config) Args() []string {
 	if c.Kubeconfig != "" {
 		args = append(args, "--kubeconfig="+c.Kubeconfig)
 	}
-	return args
+	return append(args, c.ExtraArgs...)
 }
 
 // Kubelet is a running kubelet.
@@ -129,23 +131,29 @@ const KeptMessage = "Keeping container"
 
 // CountLines counts the lines of this run's log containing substr.
 func (k *Kubelet) CountLines(substr string) (int, error) {
+	lines, err := k.Lines(substr)
+	return len(lines), err
+}
+
+// Lines are the lines of this kubelet's log that contain substr.
+func (k *Kubelet) Lines(substr string) ([]string, error) {
 	f, err := os.Open(k.LogFile)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	defer f.Close()
 	if _, err := f.Seek(k.logOffset, io.SeekStart); err != nil {
-		return 0, err
+		return nil, err
 	}
-	n := 0
+	var out []string
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
 		if strings.Contains(sc.Text(), substr) {
-			n++
+			out = append(out, sc.Text())
 		}
 	}
-	return n, sc.Err()
+	return out, sc.Err()
 }
 
 // PodRef names a pod as the runtime does.

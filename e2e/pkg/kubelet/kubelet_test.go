@@ -42,6 +42,8 @@ func TestArgs(t *testing.T) {
 			assert.Assert(t, !strings.Contains(args, w), "1.%d: %s has %s", tt.minor, args, w)
 		}
 	}
+	extra := Config{Minor: 21, ExtraArgs: []string{"--max-pods=5"}}.Args()
+	assert.Equal(t, extra[len(extra)-1], "--max-pods=5")
 	assert.Equal(t, Minor("1.21.14"), 21)
 	assert.Equal(t, Minor("v1.18.19"), 18)
 }

@@ -57,7 +57,14 @@ type Options struct {
 	// Extras runs the genuine change, the faults and sweep after the last
 	// patched step.
 	Extras bool
-	Log    io.Writer
+	// Admission runs the admission cases (admission.go) on each step
+	// instead of the restart comparison; needs API.
+	Admission bool
+	// AdmissionRace leaves the node's pod capacity to the new kubelet's
+	// first status update (it races the first admissions) instead of
+	// setting it through the API between the two kubelets.
+	AdmissionRace bool
+	Log           io.Writer
 }
 
 // Scenario is one e2e run on one node.
@@ -75,7 +82,13 @@ type Scenario struct {
 	kubelet         *kubelet.Kubelet
 	cp              *controlplane.ControlPlane
 	phase           int
-	Report          *report.Report
+	// nextKubeletArgs are extra flags of the next kubelet started (the
+	// admission cases lower --max-pods); cleared once used.
+	nextKubeletArgs []string
+	// extraPods are pods created after the baseline (admission cases);
+	// waitReady covers them with the corpus.
+	extraPods []corpus.Pod
+	Report    *report.Report
 }
 
 func (s *Scenario) logf(format string, args ...interface{}) {
@@ -97,9 +110,22 @@ func (s *Scenario) Binary(version string, patched bool) string {
 	return filepath.Join(s.opts.Output, dir, "kubelet")
 }
 
-// APIServer is the harness's kube-apiserver of a version.
+// APIServer is the harness's kube-apiserver of a version: the one built
+// with the kubelet, else the one built as released (the patches change
+// only the kubelet).
 func (s *Scenario) APIServer(version string) string {
-	return filepath.Join(s.opts.Output, version, "kube-apiserver")
+	p := filepath.Join(s.opts.Output, version, "kube-apiserver")
+	if _, err := os.Stat(p); err != nil {
+		if alt := filepath.Join(s.opts.Output, version+"-unpatched", "kube-apiserver"); fileExists(alt) {
+			return alt
+		}
+	}
+	return p
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
 
 // Preflight checks that every binary the plan needs was built.
@@ -180,6 +206,14 @@ func Run(ctx context.Context, o Options, stack *cleanup.Stack, rep *report.Repor
 	stack.Push("stop the kubelet", func(ctx context.Context) error { return s.stopKubelet(ctx) })
 	s.logf("corpus: %d pods, %d containers; node %s; sync frequency %s", len(s.corpus.Pods), s.corpus.Containers(), o.NodeName, o.SyncFrequency)
 
+	if o.Admission {
+		for _, st := range o.Steps {
+			if err := s.admissionRuns(ctx, st); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	var errs []error
 	if o.Controls {
 		for _, st := range o.Steps {
@@ -268,6 +302,7 @@ func (s *Scenario) reset(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	s.extraPods = nil
 	s.logf("reset: removed %d sandboxes, the kubelet's root dir, manifests and pod logs", n)
 	for _, d := range []string{s.kubeletDir(), s.manifestDir(), s.hostPathRoot()} {
 		if err := mounts.UnmountUnder(d); err != nil {
@@ -318,14 +353,15 @@ func (s *Scenario) startKubelet(version string, patched bool) error {
 		Binary: s.Binary(version, patched), Version: version + " " + variant, Minor: kubelet.Minor(version),
 		RootDir: s.kubeletDir(), ManifestDir: s.manifestDir(), NodeName: s.opts.NodeName,
 		RuntimeEndpoint: s.node.RuntimeEndpoint(), PauseImage: corpus.PauseImage, SyncFrequency: s.opts.SyncFrequency,
-		Kubeconfig: kubeconfig, Recorder: s.node.Journal,
+		Kubeconfig: kubeconfig, Recorder: s.node.Journal, ExtraArgs: s.nextKubeletArgs,
 		LogFile: filepath.Join(s.logDir(), fmt.Sprintf("%02d-kubelet-%s-%s.log", s.phase, version, variant)),
 	})
 	if err != nil {
 		return err
 	}
 	s.kubelet = k
-	s.logf("kubelet %s %s started, pid %d, log %s", version, variant, k.PID, k.LogFile)
+	s.nextKubeletArgs = nil
+	s.logf("kubelet %s %s started, pid %d, log %s %s", version, variant, k.PID, k.LogFile, strings.Join(k.ExtraArgs, " "))
 	return nil
 }
 
@@ -492,9 +528,16 @@ func (s *Scenario) killMidFirstSync(ctx context.Context, version string, patched
 	}
 }
 
-func (s *Scenario) podRefs() []kubelet.PodRef {
+// pods are the corpus and the pods created after the baseline.
+func (s *Scenario) pods() []corpus.Pod {
+	return append(append([]corpus.Pod(nil), s.corpus.Pods...), s.extraPods...)
+}
+
+func (s *Scenario) podRefs() []kubelet.PodRef { return podRefs(s.pods()) }
+
+func podRefs(pods []corpus.Pod) []kubelet.PodRef {
 	var refs []kubelet.PodRef
-	for _, p := range s.corpus.Pods {
+	for _, p := range pods {
 		refs = append(refs, kubelet.ParsePodRef(p.RuntimeName))
 	}
 	return refs
@@ -531,8 +574,13 @@ func (s *Scenario) cliRun(ctx context.Context, command string, extra ...string) 
 // all its containers running and serves HTTP; with synced, also until the
 // running kubelet has synced every pod. It returns when that was first seen.
 func (s *Scenario) waitReady(ctx context.Context, timeout time.Duration, synced bool) (time.Time, error) {
+	return s.waitReadyOf(ctx, timeout, synced, s.pods())
+}
+
+// waitReadyOf is waitReady for some pods only.
+func (s *Scenario) waitReadyOf(ctx context.Context, timeout time.Duration, synced bool, pods []corpus.Pod) (time.Time, error) {
 	deadline := time.Now().Add(timeout)
-	refs := s.podRefs()
+	refs := podRefs(pods)
 	lastReport := time.Now()
 	for {
 		var why string
@@ -544,9 +592,9 @@ func (s *Scenario) waitReady(ctx context.Context, timeout time.Duration, synced 
 		case err != nil:
 			why = err.Error() // containerd may be restarting
 		default:
-			why = s.notReady(snap)
+			why = notReady(snap, pods)
 			if why == "" {
-				if err := s.serving(ctx, snap); err != nil {
+				if err := servingOf(ctx, snap, pods); err != nil {
 					why = err.Error()
 				}
 			}
@@ -577,9 +625,9 @@ func (s *Scenario) waitReady(ctx context.Context, timeout time.Duration, synced 
 }
 
 // notReady says which pod is not running all its containers, or "".
-func (s *Scenario) notReady(snap *snapshot.Snapshot) string {
+func notReady(snap *snapshot.Snapshot, pods []corpus.Pod) string {
 	var missing []string
-	for _, p := range s.corpus.Pods {
+	for _, p := range pods {
 		if n := len(snap.Running(p.RuntimeName)); n != p.Containers {
 			missing = append(missing, fmt.Sprintf("%s (%d/%d running)", p.RuntimeName, n, p.Containers))
 		}
@@ -598,7 +646,11 @@ var httpClient = &http.Client{Timeout: 2 * time.Second}
 // serving GETs every pod's HTTP server (pod IP on the bridge, 127.0.0.1
 // for hostNetwork pods).
 func (s *Scenario) serving(ctx context.Context, snap *snapshot.Snapshot) error {
-	for _, p := range s.corpus.Pods {
+	return servingOf(ctx, snap, s.pods())
+}
+
+func servingOf(ctx context.Context, snap *snapshot.Snapshot, pods []corpus.Pod) error {
+	for _, p := range pods {
 		host := "127.0.0.1"
 		if !p.HostNetwork {
 			sb, ok := snap.ReadySandbox(p.RuntimeName)

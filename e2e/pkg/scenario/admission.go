@@ -1,0 +1,697 @@
+package scenario
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/corpus"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/node"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+)
+
+// The admission cases (mode admission, API mode): pods that ran on kubelet
+// vN and that vN+1 re-admits when it starts. Upstream rejects a pod whose
+// node no longer matches its nodeSelector (NodeAffinity) or that no longer
+// fits the node's allocatable (OutOf<resource>): the pod goes Failed and its
+// containers are killed. The patched kubelet (patch 0004,
+// kubeletcompat.Compat.AdmitDespite) admits a pod the compat file shows ran
+// before it.
+const (
+	// KeepLabel is set on the node through the API after registration (no
+	// kubelet owns it: --node-labels are applied only when the kubelet
+	// creates its node object) and removed while kubelet vN runs.
+	KeepLabel = "kc-e2e/keep"
+	// AdmitMessage is patch 0004's log line for a pod admitted despite a
+	// rejection.
+	AdmitMessage = "Admitting a pod started before this kubelet"
+	// fillPods are created after the selector pod, one per second (the
+	// kubelet admits pods in creation order, to the second).
+	fillPods = 3
+)
+
+// Admission cases, as reported.
+const (
+	CaseLabelRemoved = "node label removed before the swap"
+	CaseMaxPods      = "--max-pods lowered at the swap"
+	CaseCPU          = "--kube-reserved cpu raised at the swap"
+	CaseBystander    = "fits and matches"
+)
+
+// admissionPlan is what one admission run creates after the baseline.
+type admissionPlan struct {
+	// cpu requests hogCPUMilli: it fits the node until the new kubelet
+	// reserves all but allocatableCPUMilli.
+	cpu      corpus.Pod
+	selector corpus.Pod
+	fill     []corpus.Pod
+	// maxPods is the new kubelet's --max-pods: the corpus and two more
+	// pods. Created in the order selector, cpu, fill, upstream rejects the
+	// selector pod for its nodeSelector alone, the cpu pod for cpu alone
+	// and the newest fill pod for the pod count; the patched kubelet, which
+	// counts every pod it keeps, meets each of the three reasons first
+	// once (selector, cpu pod, then the fill pods).
+	maxPods int
+}
+
+const (
+	hogCPUMilli = 300
+	// allocatableCPUMilli is the new kubelet's allocatable CPU: room for
+	// the corpus and a fill pod (5m each), not for the cpu pod.
+	allocatableCPUMilli = 100
+)
+
+func (s *Scenario) newAdmissionPlan() admissionPlan {
+	o := corpus.Options{NodeName: s.opts.NodeName, API: true}
+	p := admissionPlan{cpu: corpus.WebPod("keep-cpu", nil, o), selector: corpus.WebPod("keep-sel", map[string]string{KeepLabel: "true"}, o), maxPods: len(s.corpus.Pods) + 2}
+	p.cpu.Spec.Spec.Containers[0].Resources.Requests[v1.ResourceCPU] = *resource.NewMilliQuantity(hogCPUMilli, resource.DecimalSI)
+	for i := 0; i < fillPods; i++ {
+		p.fill = append(p.fill, corpus.WebPod(fmt.Sprintf("fill-%d", i), nil, o))
+	}
+	return p
+}
+
+// extra are the pods created after the baseline, in creation order.
+func (p admissionPlan) extra() []corpus.Pod {
+	return append([]corpus.Pod{p.selector, p.cpu}, p.fill...)
+}
+
+// order is every pod in creation order (the corpus first, created together).
+func (p admissionPlan) order(c *corpus.Corpus) []admitPod {
+	var out []admitPod
+	for _, x := range append(append([]corpus.Pod(nil), c.Pods...), p.extra()...) {
+		out = append(out, admitPod{Name: x.Name, CPUMilli: podCPUMilli(x.Spec)})
+	}
+	return out
+}
+
+func names(pods []admitPod) []string {
+	var out []string
+	for _, p := range pods {
+		out = append(out, p.Name)
+	}
+	return out
+}
+
+// admitPod is a pod as the kubelet's admission weighs it.
+type admitPod struct {
+	Name     string
+	CPUMilli int64
+}
+
+// podCPUMilli is the pod's CPU request: its containers' sum, or its
+// largest init container's if more.
+func podCPUMilli(p *v1.Pod) int64 {
+	var sum, initMax int64
+	for _, c := range p.Spec.Containers {
+		sum += c.Resources.Requests.Cpu().MilliValue()
+	}
+	for _, c := range p.Spec.InitContainers {
+		if m := c.Resources.Requests.Cpu().MilliValue(); m > initMax {
+			initMax = m
+		}
+	}
+	if initMax > sum {
+		return initMax
+	}
+	return sum
+}
+
+// expectedRejections is what upstream's kubelet 1.20/1.21 does when it
+// re-admits the pods in creation order with --max-pods maxPods and
+// cpuMilli allocatable on a node without the selector pod's label: the
+// resource fit comes first (pods, then cpu), then the node selector
+// (NodeAffinity), and the first reason is the pod's; a rejected pod is
+// Failed and no longer counts.
+func expectedRejections(order []admitPod, selector string, maxPods int, cpuMilli int64) map[string]string {
+	out := map[string]string{}
+	admitted, used := 0, int64(0)
+	for _, pod := range order {
+		switch {
+		case admitted >= maxPods:
+			out[pod.Name] = "OutOfpods"
+		case used+pod.CPUMilli > cpuMilli:
+			out[pod.Name] = "OutOfcpu"
+		case pod.Name == selector:
+			out[pod.Name] = "NodeAffinity"
+		default:
+			admitted++
+			used += pod.CPUMilli
+		}
+	}
+	return out
+}
+
+// caseOf names the case a pod stands for.
+func caseOf(reason string) string {
+	switch reason {
+	case "NodeAffinity":
+		return CaseLabelRemoved
+	case "":
+		return CaseBystander
+	case "OutOfcpu":
+		return CaseCPU
+	}
+	return CaseMaxPods
+}
+
+// admissionRuns runs the unpatched control then the patched kubelet, each
+// from its own baseline.
+func (s *Scenario) admissionRuns(ctx context.Context, st Step) error {
+	for _, patched := range []bool{false, true} {
+		if patched && s.opts.SkipPatched {
+			continue
+		}
+		if err := s.admissionRun(ctx, st, patched); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Scenario) admissionRun(ctx context.Context, st Step, patched bool) error {
+	if err := s.baseline(ctx, st.From); err != nil {
+		return err
+	}
+	cs, err := s.cp.Client()
+	if err != nil {
+		return err
+	}
+	plan := s.newAdmissionPlan()
+	if err := s.createAdmissionPods(ctx, cs, plan); err != nil {
+		return err
+	}
+	expect := expectedRejections(plan.order(s.corpus), plan.selector.Name, plan.maxPods, allocatableCPUMilli)
+	variant := report.Unpatched
+	if patched {
+		variant = report.Patched
+	}
+	run := &report.Run{Step: st.String() + " (admission)", From: st.From, To: st.To, Variant: variant}
+	if err := s.record(ctx); err != nil {
+		return err
+	}
+	before, err := s.rt.Take(ctx, corpus.Namespace)
+	if err != nil {
+		return err
+	}
+	poller := startReadyPoller(ctx, cs, 250*time.Millisecond)
+	if err := s.admissionSwap(ctx, cs, st, patched, plan); err != nil {
+		poller.stop()
+		return err
+	}
+	started := s.kubelet.Started
+	window, err := s.waitAdmitted(ctx, cs, patched, expect)
+	run.WindowSeconds = time.Since(started).Seconds()
+	if err == nil {
+		run.WindowSeconds = window.Sub(started).Seconds()
+	} else if patched {
+		poller.stop()
+		return fmt.Errorf("after the swap to %s %s: %w", st.To, variant, err)
+	} else {
+		s.logf("control: %v; reporting what is there", err)
+	}
+	settle := 3*s.opts.SyncFrequency + 3*time.Second
+	s.logf("admission %s (%s): settled %.1fs after the kubelet started; waiting %s", st, variant, run.WindowSeconds, settle)
+	if err := sleep(ctx, settle); err != nil {
+		poller.stop()
+		return err
+	}
+	windows := readyWindows(poller.stop())
+	if err := s.kubelet.Alive(); err != nil {
+		return err
+	}
+	after, err := s.rt.Take(ctx, corpus.Namespace)
+	if err != nil {
+		return err
+	}
+	pods, err := podsByName(ctx, cs)
+	if err != nil {
+		return err
+	}
+	lines, err := s.kubelet.Lines(AdmitMessage)
+	if err != nil {
+		return err
+	}
+	run.KeptLogLines = len(lines)
+	admitted := admittedDespite(lines)
+	run.Diff = snapshot.Compare(before, after)
+	run.Pods, run.Containers, run.Restarts, run.RecreatedPods = run.Diff.Pods, run.Diff.Containers, run.Diff.Restarts, run.Diff.RecreatedPods
+	for _, name := range names(plan.order(s.corpus)) {
+		c := admissionCheck(variant, name, expect[name], pods[name], before, after, windows[name], admitted[name])
+		s.check(c)
+	}
+	s.check(readinessSummary(variant, names(plan.order(s.corpus)), expect, windows))
+	s.assertAdmission(run, expect)
+	s.Report.Runs = append(s.Report.Runs, *run)
+	s.logf("admission %s (%s): %s", st, variant, run.Verdict)
+	if !run.Passed {
+		return fmt.Errorf("admission %s %s: %s", st, variant, run.Verdict)
+	}
+	return nil
+}
+
+// createAdmissionPods labels the node, then creates the selector pod and
+// the fill pods one second apart and waits until they run and serve.
+func (s *Scenario) createAdmissionPods(ctx context.Context, cs kubernetes.Interface, plan admissionPlan) error {
+	if err := setNodeLabel(ctx, cs, s.opts.NodeName, `"true"`); err != nil {
+		return err
+	}
+	for _, p := range plan.extra() {
+		if err := sleep(ctx, 1100*time.Millisecond); err != nil {
+			return err
+		}
+		if _, err := cs.CoreV1().Pods(corpus.Namespace).Create(ctx, p.Spec, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating pod %s: %w", p.Name, err)
+		}
+		s.extraPods = append(s.extraPods, p)
+	}
+	if _, err := s.waitReady(ctx, 2*time.Minute, false); err != nil {
+		return fmt.Errorf("admission pods on the baseline: %w", err)
+	}
+	// The Ready windows start from every pod Ready in the API.
+	if err := waitAPIReady(ctx, cs, len(s.pods()), 2*time.Minute); err != nil {
+		return err
+	}
+	s.logf("admission: node labelled %s=true; %s (nodeSelector), %s (%dm cpu) and %d fill pods run: %d pods on the node", KeepLabel, plan.selector.Name, plan.cpu.Name, hogCPUMilli, len(plan.fill), len(s.pods()))
+	return nil
+}
+
+// admissionSwap removes the node label while kubelet vN runs, upgrades
+// kube-apiserver, then swaps the kubelet for st.To with --max-pods lowered;
+// between the two kubelets the node's pod capacity is set to that value
+// through the API (what the new kubelet publishes in its first status
+// update), so that admission does not race that update.
+func (s *Scenario) admissionSwap(ctx context.Context, cs kubernetes.Interface, st Step, patched bool, plan admissionPlan) error {
+	if err := setNodeLabel(ctx, cs, s.opts.NodeName, "null"); err != nil {
+		return err
+	}
+	s.logf("admission: removed the node label %s while kubelet %s runs", KeepLabel, st.From)
+	if err := s.cp.UpgradeAPIServer(ctx, st.To); err != nil {
+		return err
+	}
+	capacity, err := nodeCPUMilli(ctx, cs, s.opts.NodeName)
+	if err != nil {
+		return err
+	}
+	s.nextKubeletArgs = []string{fmt.Sprintf("--max-pods=%d", plan.maxPods), fmt.Sprintf("--kube-reserved=cpu=%dm", capacity-allocatableCPUMilli)}
+	if !s.opts.AdmissionRace {
+		s.betweenKubelets = func(ctx context.Context) error {
+			s.logf("admission: node capacity and allocatable pods = %d, allocatable cpu = %dm through the API", plan.maxPods, allocatableCPUMilli)
+			return setNodeAllocatable(ctx, cs, s.opts.NodeName, plan.maxPods, allocatableCPUMilli)
+		}
+		defer func() { s.betweenKubelets = nil }()
+	}
+	return s.host.SwapKubelet(ctx, node.Kubelet{Version: st.To, Patched: patched})
+}
+
+// waitAdmitted waits, patched, until every pod runs, serves and was synced;
+// unpatched, until every expected pod is Failed with its reason and has no
+// running container, and the others run, serve and were synced.
+func (s *Scenario) waitAdmitted(ctx context.Context, cs kubernetes.Interface, patched bool, expect map[string]string) (time.Time, error) {
+	if patched {
+		return s.waitReady(ctx, 3*time.Minute, true)
+	}
+	var kept []corpus.Pod
+	for _, p := range s.pods() {
+		if expect[p.Name] == "" {
+			kept = append(kept, p)
+		}
+	}
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		why, err := s.rejectedYet(ctx, cs, expect)
+		if err != nil {
+			why = err.Error()
+		}
+		if why == "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			return time.Time{}, fmt.Errorf("upstream's rejections not seen after 3 minutes: %s", why)
+		}
+		if err := sleep(ctx, 250*time.Millisecond); err != nil {
+			return time.Time{}, err
+		}
+	}
+	return s.waitReadyOf(ctx, 3*time.Minute, true, kept)
+}
+
+// rejectedYet says which expected rejection is not seen yet, or "".
+func (s *Scenario) rejectedYet(ctx context.Context, cs kubernetes.Interface, expect map[string]string) (string, error) {
+	pods, err := podsByName(ctx, cs)
+	if err != nil {
+		return "", err
+	}
+	snap, err := s.rt.Take(ctx, corpus.Namespace)
+	if err != nil {
+		return "", err
+	}
+	var missing []string
+	for name, reason := range expect {
+		p := pods[name]
+		switch {
+		case p == nil:
+			missing = append(missing, name+" is gone from the API")
+		case p.Status.Phase != v1.PodFailed || p.Status.Reason != reason:
+			missing = append(missing, fmt.Sprintf("%s is %s/%s, not Failed/%s", name, p.Status.Phase, p.Status.Reason, reason))
+		case len(snap.Running(corpus.Namespace+"/"+name)) > 0:
+			missing = append(missing, name+" still has running containers")
+		}
+	}
+	sort.Strings(missing)
+	return strings.Join(missing, "; "), nil
+}
+
+// admissionCheck is one pod's outcome: unpatched, an expected rejection
+// must be Failed with its reason and its containers gone; patched, every
+// pod runs its containers of before, with 0 restarts.
+func admissionCheck(variant, name, reason string, pod *v1.Pod, before, after *snapshot.Snapshot, w readyWindow, logged string) report.Check {
+	c := report.Check{Name: fmt.Sprintf("admission %s: %s (%s)", variant, name, caseOf(reason))}
+	rt := corpus.Namespace + "/" + name
+	same := sameContainers(rt, before, after)
+	running := len(after.Running(rt))
+	phase, why, restarts := "missing", "", int32(-1)
+	if pod != nil {
+		phase, why = string(pod.Status.Phase), pod.Status.Reason
+		restarts = 0
+		for _, st := range pod.Status.ContainerStatuses {
+			restarts += st.RestartCount
+		}
+	}
+	switch {
+	case variant == report.Unpatched && reason != "":
+		c.Passed = phase == string(v1.PodFailed) && why == reason && running == 0
+	case variant == report.Patched && reason != "":
+		// The kubelet must say it admitted the pod despite a rejection.
+		c.Passed = phase == string(v1.PodRunning) && same && restarts == 0 && w.ReadyAtEnd && logged != ""
+	default:
+		c.Passed = phase == string(v1.PodRunning) && same && restarts == 0 && w.ReadyAtEnd
+	}
+	c.Detail = fmt.Sprintf("upstream expects %s; phase %s", orDash(reason), phase)
+	if why != "" {
+		c.Detail += " (" + why + ")"
+	}
+	c.Detail += fmt.Sprintf(", running containers %d, same containers as before: %t, restarts %d; Ready False %.1fs across the swap%s",
+		running, same, restarts, w.NotReadySeconds, map[bool]string{true: "", false: ", not Ready at the end"}[w.ReadyAtEnd])
+	if logged != "" {
+		c.Detail += "; kubelet: admitted despite " + logged
+	}
+	return c
+}
+
+// assertAdmission sets the run's verdict: unpatched, every expected
+// rejection happened (else the e2e cannot tell the patch from upstream);
+// patched, no restart, nothing recreated, and one admission log line per
+// pod upstream rejects.
+func (s *Scenario) assertAdmission(run *report.Run, expect map[string]string) {
+	failed := 0
+	for _, c := range s.Report.Checks {
+		if strings.HasPrefix(c.Name, "admission "+run.Variant+":") && !c.Passed {
+			failed++
+		}
+	}
+	if run.Variant == report.Unpatched {
+		for name, reason := range expect {
+			run.Expected = append(run.Expected, report.Expectation{Pod: corpus.Namespace + "/" + name, Reason: "rejected at re-admission: " + reason})
+		}
+		sort.Slice(run.Expected, func(i, j int) bool { return run.Expected[i].Pod < run.Expected[j].Pod })
+		run.Passed = failed == 0
+		run.Verdict = fmt.Sprintf("pass: rejected as upstream (%d pods Failed, containers killed)", len(expect))
+		if !run.Passed {
+			run.Verdict = fmt.Sprintf("FAIL: %d pods not as upstream: this e2e could not tell the patch from upstream", failed)
+		}
+		return
+	}
+	report.AssertPatched(run)
+	if failed > 0 || run.KeptLogLines < len(expect) {
+		run.Passed = false
+		run.Verdict = fmt.Sprintf("FAIL: %d pods not kept, %d %q lines for %d rejections upstream; %s", failed, run.KeptLogLines, AdmitMessage, len(expect), run.Verdict)
+		return
+	}
+	run.Verdict = fmt.Sprintf("%s, %d pods admitted despite a rejection (log lines)", run.Verdict, run.KeptLogLines)
+}
+
+// readinessSummary reports the Ready windows of one run: how long the pods
+// the kubelet ran on were not Ready across the swap (longest and mean), and
+// how many were never Ready again. Reported, not asserted (it passes when
+// every pod was sampled).
+func readinessSummary(variant string, order []string, expect map[string]string, windows map[string]readyWindow) report.Check {
+	c := report.Check{Name: "admission " + variant + ": Ready False across the swap (API polled every 250 ms)", Passed: true}
+	var kept, longest, sum float64
+	var notBack, missing []string
+	for _, name := range order {
+		w, ok := windows[name]
+		switch {
+		case !ok:
+			missing = append(missing, name)
+		case !w.ReadyAtEnd:
+			notBack = append(notBack, fmt.Sprintf("%s (%.1fs, %s)", name, w.NotReadySeconds, orDash(expect[name])))
+		default:
+			kept++
+			sum += w.NotReadySeconds
+			if w.NotReadySeconds > longest {
+				longest = w.NotReadySeconds
+			}
+		}
+	}
+	mean := 0.0
+	if kept > 0 {
+		mean = sum / kept
+	}
+	c.Detail = fmt.Sprintf("%d pods Ready again: longest %.1fs, mean %.1fs; never Ready again: %d", int(kept), longest, mean, len(notBack))
+	if len(notBack) > 0 {
+		c.Detail += " (" + strings.Join(notBack, ", ") + ")"
+	}
+	if len(missing) > 0 {
+		c.Passed = false
+		c.Detail += "; never sampled: " + strings.Join(missing, ", ")
+	}
+	return c
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "admission"
+	}
+	return "rejection " + s
+}
+
+// sameContainers: the pod runs after exactly the containers (ID, attempt)
+// it ran before, and at least one.
+func sameContainers(pod string, before, after *snapshot.Snapshot) bool {
+	b, a := before.Running(pod), after.Running(pod)
+	if len(b) == 0 || len(a) != len(b) {
+		return false
+	}
+	for name, bc := range b {
+		ac, ok := a[name]
+		if !ok || ac.ID != bc.ID || ac.Attempt != bc.Attempt {
+			return false
+		}
+	}
+	return true
+}
+
+func podsByName(ctx context.Context, cs kubernetes.Interface) (map[string]*v1.Pod, error) {
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	list, err := cs.CoreV1().Pods(corpus.Namespace).List(cctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]*v1.Pod{}
+	for i := range list.Items {
+		out[list.Items[i].Name] = &list.Items[i]
+	}
+	return out, nil
+}
+
+// setNodeLabel sets KeepLabel to a JSON value ("null" removes it).
+func setNodeLabel(ctx context.Context, cs kubernetes.Interface, nodeName, value string) error {
+	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%s}}}`, KeepLabel, value)
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if _, err := cs.CoreV1().Nodes().Patch(cctx, nodeName, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("node label %s=%s: %w", KeepLabel, value, err)
+	}
+	return nil
+}
+
+// nodeCPUMilli is the node's CPU capacity.
+func nodeCPUMilli(ctx context.Context, cs kubernetes.Interface, nodeName string) (int64, error) {
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	n, err := cs.CoreV1().Nodes().Get(cctx, nodeName, metav1.GetOptions{})
+	if err != nil {
+		return 0, err
+	}
+	return n.Status.Capacity.Cpu().MilliValue(), nil
+}
+
+// setNodeAllocatable sets the node's pod capacity and allocatable, and
+// its allocatable CPU.
+func setNodeAllocatable(ctx context.Context, cs kubernetes.Interface, nodeName string, pods int, cpuMilli int64) error {
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	n, err := cs.CoreV1().Nodes().Get(cctx, nodeName, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	q := *resource.NewQuantity(int64(pods), resource.DecimalSI)
+	n.Status.Capacity[v1.ResourcePods] = q
+	n.Status.Allocatable[v1.ResourcePods] = q
+	n.Status.Allocatable[v1.ResourceCPU] = *resource.NewMilliQuantity(cpuMilli, resource.DecimalSI)
+	_, err = cs.CoreV1().Nodes().UpdateStatus(cctx, n, metav1.UpdateOptions{})
+	return err
+}
+
+// admittedDespite maps the pods named in patch 0004's log lines ("Admitting
+// a pod started before this kubelet despite an admission rejection"
+// pod="ns/name" ... reason="...") to the reason waived.
+func admittedDespite(lines []string) map[string]string {
+	out := map[string]string{}
+	for _, l := range lines {
+		pod, reason := logValue(l, "pod"), logValue(l, "reason")
+		if _, name, ok := strings.Cut(pod, "/"); ok {
+			out[name] = reason
+		}
+	}
+	return out
+}
+
+// logValue is the quoted value of key in a klog structured line.
+func logValue(line, key string) string {
+	i := strings.Index(line, " "+key+`="`)
+	if i < 0 {
+		return ""
+	}
+	rest := line[i+len(key)+3:]
+	if j := strings.IndexByte(rest, '"'); j >= 0 {
+		return rest[:j]
+	}
+	return ""
+}
+
+// readySample is the pods' Ready conditions as the API showed them at t.
+type readySample struct {
+	t     time.Time
+	ready map[string]bool
+}
+
+// readyWindow is how long a pod's Ready condition was False across the
+// samples, and whether it was Ready at the last one.
+type readyWindow struct {
+	NotReadySeconds float64
+	ReadyAtEnd      bool
+}
+
+// readyWindows sums, per pod, the time between consecutive samples that
+// begin with the pod not Ready (a pod missing from a sample is not Ready);
+// while the API server is down (its upgrade) there are no samples, and the
+// gap counts as the state seen before it.
+func readyWindows(samples []readySample) map[string]readyWindow {
+	out := map[string]readyWindow{}
+	for _, smp := range samples {
+		for name := range smp.ready {
+			out[name] = readyWindow{}
+		}
+	}
+	for i := 0; i+1 < len(samples); i++ {
+		d := samples[i+1].t.Sub(samples[i].t).Seconds()
+		for name := range out {
+			if !samples[i].ready[name] {
+				w := out[name]
+				w.NotReadySeconds += d
+				out[name] = w
+			}
+		}
+	}
+	if len(samples) > 0 {
+		last := samples[len(samples)-1]
+		for name, w := range out {
+			w.ReadyAtEnd = last.ready[name]
+			out[name] = w
+		}
+	}
+	return out
+}
+
+// waitAPIReady waits until n pods are Ready in the API.
+func waitAPIReady(ctx context.Context, cs kubernetes.Interface, n int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		pods, err := podsByName(ctx, cs)
+		ready := 0
+		for _, p := range pods {
+			if podReady(p) {
+				ready++
+			}
+		}
+		if err == nil && ready == n {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d of %d pods Ready in the API after %s (%v)", ready, n, timeout, err)
+		}
+		if err := sleep(ctx, 250*time.Millisecond); err != nil {
+			return err
+		}
+	}
+}
+
+func podReady(p *v1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == v1.PodReady {
+			return c.Status == v1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// readyPoller samples the pods' Ready conditions through the API until
+// stopped.
+type readyPoller struct {
+	cancel  context.CancelFunc
+	done    chan struct{}
+	mu      sync.Mutex
+	samples []readySample
+}
+
+func startReadyPoller(ctx context.Context, cs kubernetes.Interface, every time.Duration) *readyPoller {
+	ctx, cancel := context.WithCancel(ctx)
+	p := &readyPoller{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		for ctx.Err() == nil {
+			if pods, err := podsByName(ctx, cs); err == nil {
+				smp := readySample{t: time.Now(), ready: map[string]bool{}}
+				for name, pod := range pods {
+					smp.ready[name] = podReady(pod)
+				}
+				p.mu.Lock()
+				p.samples = append(p.samples, smp)
+				p.mu.Unlock()
+			}
+			_ = sleep(ctx, every)
+		}
+	}()
+	return p
+}
+
+// stop ends the polling and returns the samples.
+func (p *readyPoller) stop() []readySample {
+	p.cancel()
+	<-p.done
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.samples
+}
