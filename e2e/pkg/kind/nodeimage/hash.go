@@ -4,9 +4,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"io"
-	"os"
 	"sort"
+
+	"github.com/kubelet-compat/kubelet-compat/rpm"
 )
 
 // HashLabel is the image label holding the hash of the inputs an image was
@@ -30,19 +30,8 @@ func contentHash(parts map[string][]byte) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// fileSHA256 is the hex sha256 of a file's content.
-func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("hashing %s: %w", path, err)
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
-}
+// fileSHA256 is the hex sha256 of a file's content (the RPM builder's).
+var fileSHA256 = rpm.FileSHA256
 
 // shortHash is the prefix used in tags and cache file names.
 func shortHash(h string) string {
