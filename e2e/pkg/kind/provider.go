@@ -22,13 +22,13 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/cgroups"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/cleanup"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/docker"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/gotool"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/journal"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/leftovers"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/local"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/procfs"
 	"github.com/kubelet-compat/kubelet-compat/pkg/cachelock"
 	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
-	"github.com/kubelet-compat/kubelet-compat/pkg/gotool"
 )
 
 // Tools the provider builds from the Go module proxy.

@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/gotool"
 	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
-	"github.com/kubelet-compat/kubelet-compat/pkg/gotool"
 )
 
 // Crictl is the CRI command line kubeadm needs on a node, from the Go
