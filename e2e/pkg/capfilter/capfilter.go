@@ -59,7 +59,11 @@ func (s Set) Missing() []string {
 }
 
 // Bounding reads the CapBnd line of a /proc/<pid>/status file.
-func Bounding(statusPath string) (Set, error) {
+func Bounding(statusPath string) (Set, error) { return Read(statusPath, "CapBnd") }
+
+// Read reads one capability set (CapBnd, CapEff, ...) of a
+// /proc/<pid>/status file.
+func Read(statusPath, field string) (Set, error) {
 	f, err := os.Open(statusPath)
 	if err != nil {
 		return 0, err
@@ -67,10 +71,10 @@ func Bounding(statusPath string) (Set, error) {
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "CapBnd:"); ok {
+		if v, ok := strings.CutPrefix(sc.Text(), field+":"); ok {
 			n, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
 			if err != nil {
-				return 0, fmt.Errorf("%s: CapBnd %q: %w", statusPath, v, err)
+				return 0, fmt.Errorf("%s: %s %q: %w", statusPath, field, v, err)
 			}
 			return Set(n), nil
 		}
@@ -78,7 +82,7 @@ func Bounding(statusPath string) (Set, error) {
 	if err := sc.Err(); err != nil {
 		return 0, err
 	}
-	return 0, fmt.Errorf("%s: no CapBnd line", statusPath)
+	return 0, fmt.Errorf("%s: no %s line", statusPath, field)
 }
 
 // capLists are the lists of an OCI process's "capabilities" object.

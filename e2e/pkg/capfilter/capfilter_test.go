@@ -16,7 +16,7 @@ const noSysResource = Set(0x1fffeffffff)
 func TestBoundingAndMissing(t *testing.T) {
 	dir := t.TempDir()
 	status := filepath.Join(dir, "status")
-	assert.NilError(t, os.WriteFile(status, []byte("Name:\tx\nCapInh:\t0000000000000000\nCapBnd:\t000001fffeffffff\nCapAmb:\t0\n"), 0o644))
+	assert.NilError(t, os.WriteFile(status, []byte("Name:\tx\nCapInh:\t0000000000000000\nCapEff:\t0000000000000001\nCapBnd:\t000001fffeffffff\nCapAmb:\t0\n"), 0o644))
 	set, err := Bounding(status)
 	assert.NilError(t, err)
 	assert.Equal(t, set, noSysResource)
@@ -24,6 +24,9 @@ func TestBoundingAndMissing(t *testing.T) {
 	assert.Assert(t, !set.Has("CAP_SYS_RESOURCE"))
 	assert.Assert(t, set.Has("CAP_SYS_ADMIN"))
 	assert.Assert(t, set.Has("CAP_FUTURE_THING"), "unknown names are runc's to judge")
+	eff, err := Read(status, "CapEff")
+	assert.NilError(t, err)
+	assert.Assert(t, eff.Has("CAP_CHOWN") && !eff.Has("CAP_SYS_RESOURCE"))
 
 	assert.NilError(t, os.WriteFile(status, []byte("Name:\tx\n"), 0o644))
 	_, err = Bounding(status)

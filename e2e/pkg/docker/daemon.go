@@ -76,11 +76,9 @@ func Missing() ([]string, error) {
 		fmt.Sscanf(strings.TrimSpace(string(b)), "%d", &last)
 	}
 	var out []string
-	for _, name := range set.Missing() {
-		for i, n := range capfilter.Names {
-			if n == name && i <= last {
-				out = append(out, name)
-			}
+	for i, n := range capfilter.Names {
+		if i <= last && !set.Has(n) {
+			out = append(out, n)
 		}
 	}
 	return out, nil

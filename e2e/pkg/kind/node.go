@@ -28,9 +28,6 @@ var _ node.Node = (*Node)(nil)
 // Name is the container's name, which kind also makes the node's name.
 func (n *Node) Name() string { return n.name }
 
-// Role is kind's role label of the node.
-func (n *Node) Role() string { return n.role }
-
 // Exec runs a command in the node.
 func (n *Node) Exec(ctx context.Context, stdin io.Reader, args ...string) ([]byte, error) {
 	a := []string{"exec"}
@@ -86,16 +83,6 @@ func (n *Node) Runtime(ctx context.Context) (*snapshot.Runtime, error) {
 
 func (n *Node) containerdSocket(pid int) string {
 	return fmt.Sprintf("unix:///proc/%d/root/run/containerd/containerd.sock", pid)
-}
-
-// KubeletVersion is what the kubelet binary the node's links select says
-// of itself, e.g. "v1.21.14+compat.1".
-func (n *Node) KubeletVersion(ctx context.Context) (string, error) {
-	out, err := n.Exec(ctx, nil, "kubelet", "--version")
-	if err != nil {
-		return "", err
-	}
-	return strings.TrimPrefix(strings.TrimSpace(string(out)), "Kubernetes "), nil
 }
 
 // SwapKubelet selects k's stage2 with kubernetes-select, which stops the

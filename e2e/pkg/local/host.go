@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 
 	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
@@ -42,29 +41,6 @@ func EnsurePackages(ctx context.Context, log io.Writer, pkgs []string) error {
 	}
 	return nil
 }
-
-// HasCapability reports whether this process has capability bit cap in
-// its effective set (CAP_SYS_RESOURCE is 24).
-func HasCapability(cap uint) (bool, error) {
-	data, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return false, err
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(line, "CapEff:") {
-			v, err := strconv.ParseUint(strings.TrimSpace(strings.TrimPrefix(line, "CapEff:")), 16, 64)
-			if err != nil {
-				return false, err
-			}
-			return v&(1<<cap) != 0, nil
-		}
-	}
-	return false, fmt.Errorf("no CapEff in /proc/self/status")
-}
-
-// CapSysResource is the capability whose absence needs
-// restrict_oom_score_adj.
-const CapSysResource = 24
 
 // LinkExists reports whether a network interface exists.
 func LinkExists(name string) bool {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/capfilter"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/cleanup"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/corpus"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/images"
@@ -96,10 +97,11 @@ func Up(ctx context.Context, opts Options, stack *cleanup.Stack) (*Node, error) 
 		}
 	}
 
-	hasRes, err := HasCapability(CapSysResource)
+	eff, err := capfilter.Read("/proc/self/status", "CapEff")
 	if err != nil {
 		return nil, err
 	}
+	hasRes := eff.Has("CAP_SYS_RESOURCE")
 	if err := os.WriteFile(n.ContainerdConfig(), []byte(ContainerdConfig(n.Paths, corpus.PauseImage, cniBinDir, !hasRes)), 0o644); err != nil {
 		return nil, err
 	}

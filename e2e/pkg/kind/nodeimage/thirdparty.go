@@ -2,18 +2,20 @@ package nodeimage
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
+	"github.com/kubelet-compat/kubelet-compat/pkg/matrix"
+	"github.com/kubelet-compat/kubelet-compat/pkg/modfetch"
+	"github.com/kubelet-compat/kubelet-compat/pkg/toolchain"
 )
 
 // oldGo is the cached toolchain CoreDNS releases of the 1.20/1.21 era build
 // with when the machine's Go refuses them.
-const oldGo = "go1.16.15"
+const oldGo = "1.16.15"
 
 // etcdBinary returns Debian's etcd (package etcd-server), downloaded and
 // unpacked into the cache once; nothing is installed on the machine (the
@@ -77,22 +79,9 @@ func (b *builder) coreDNSBinary(ctx context.Context, tag string) (string, error)
 		return "", err
 	}
 	defer os.RemoveAll(work)
-	// Outside any module (the work dir is inside ours): nothing but the
-	// named module is resolved, and no go.sum is touched.
-	outside, err := os.MkdirTemp("", "kc-coredns-download-")
+	mod, err := modfetch.Download(ctx, b.opts.CacheDir, "github.com/coredns/coredns", version, "")
 	if err != nil {
 		return "", err
-	}
-	defer os.RemoveAll(outside)
-	dl := exec.Command("go", "mod", "download", "-json", "github.com/coredns/coredns@"+version)
-	dl.Dir, dl.Env = outside, []string{"GOWORK=off", "GO111MODULE=on"}
-	out, err := dl.Output(ctx)
-	if err != nil {
-		return "", fmt.Errorf("downloading CoreDNS %s: %w", version, err)
-	}
-	var mod struct{ Dir string }
-	if err := json.Unmarshal(out, &mod); err != nil || mod.Dir == "" {
-		return "", fmt.Errorf("go mod download: no module directory in %q", out)
 	}
 	src := filepath.Join(work, "src")
 	// The module cache is read-only; the build may have to complete go.sum.
@@ -103,21 +92,20 @@ func (b *builder) coreDNSBinary(ctx context.Context, tag string) (string, error)
 		return "", err
 	}
 	tmpBin := filepath.Join(work, "coredns")
-	env := []string{"CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64", "GOFLAGS=-mod=mod", "GOWORK=off"}
+	env := []string{"CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64"}
 	build := func(goBin string, extraEnv ...string) error {
 		c := exec.Command(goBin, "build", "-trimpath", "-ldflags=-s -w", "-o", tmpBin, ".")
 		c.Dir, c.Env, c.Log = src, append(append([]string{}, env...), extraEnv...), b.cmdLog
 		return c.Run(ctx)
 	}
-	if err := build("go"); err != nil {
-		old := filepath.Join(b.opts.CacheDir, "toolchains", oldGo, "bin", "go")
-		b.logf("CoreDNS %s does not build with the machine's Go (%v); trying %s", version, firstLineOf(err.Error()), old)
-		proxy, _ := exec.Command("go", "env", "GOPROXY").Output(ctx)
-		sumdb, _ := exec.Command("go", "env", "GOSUMDB").Output(ctx)
-		if err := build(old, "GOENV=off", "GOTOOLCHAIN=local",
-			"GOCACHE="+filepath.Join(b.opts.CacheDir, "kind", "gocache-"+oldGo),
-			"GOPROXY="+strings.TrimSpace(string(proxy)), "GOSUMDB="+strings.TrimSpace(string(sumdb))); err != nil {
-			return "", fmt.Errorf("building CoreDNS %s with %s: %w", version, oldGo, err)
+	if err := build("go", modfetch.Env(b.opts.CacheDir)...); err != nil {
+		b.logf("CoreDNS %s does not build with the machine's Go (%v); trying go%s", version, firstLineOf(err.Error()), oldGo)
+		goroot, err := b.oldToolchain(ctx)
+		if err != nil {
+			return "", err
+		}
+		if err := build(filepath.Join(goroot, "bin", "go"), toolchain.Env(goroot, oldGo, b.opts.CacheDir)...); err != nil {
+			return "", fmt.Errorf("building CoreDNS %s with go%s: %w", version, oldGo, err)
 		}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -128,6 +116,21 @@ func (b *builder) coreDNSBinary(ctx context.Context, tag string) (string, error)
 	}
 	done()
 	return bin, nil
+}
+
+// oldToolchain is the harness's go<oldGo>, installed into the cache with
+// the sum the matrix records for it.
+func (b *builder) oldToolchain(ctx context.Context) (string, error) {
+	rows, err := matrix.Load()
+	if err != nil {
+		return "", err
+	}
+	for _, r := range rows {
+		if r.Go == oldGo {
+			return toolchain.Ensure(ctx, b.opts.CacheDir, oldGo, r.ToolchainSum, "", b.cmdLog)
+		}
+	}
+	return "", fmt.Errorf("go%s is in no row of the matrix", oldGo)
 }
 
 func firstLineOf(s string) string {
