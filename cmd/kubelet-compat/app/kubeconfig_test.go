@@ -19,16 +19,28 @@ import (
 // apiServer serves this node's pods as an API server would, and writes a
 // kubeconfig for it.
 func apiServer(t *testing.T, dir string, pods ...v1.Pod) string {
+	return apiServerWithNode(t, dir, nil, pods...)
+}
+
+// apiServerWithNode also serves node (GET /api/v1/nodes/<testNode>) when
+// it is not nil.
+func apiServerWithNode(t *testing.T, dir string, node *v1.Node, pods ...v1.Pod) string {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/api/v1/pods" || r.URL.Query().Get("fieldSelector") != "spec.nodeName="+testNode {
-			http.Error(w, "unexpected "+r.URL.String(), http.StatusNotFound)
-			return
-		}
 		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(v1.PodList{Items: pods})
+		switch {
+		case r.URL.Path == "/api/v1/pods" && r.URL.Query().Get("fieldSelector") == "spec.nodeName="+testNode:
+			json.NewEncoder(w).Encode(v1.PodList{Items: pods})
+		case node != nil && r.URL.Path == "/api/v1/nodes/"+testNode:
+			json.NewEncoder(w).Encode(node)
+		default:
+			http.Error(w, "unexpected "+r.URL.String(), http.StatusNotFound)
+		}
 	}))
 	t.Cleanup(srv.Close)
 	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if node != nil {
+		kubeconfig += "-node"
+	}
 	os.WriteFile(kubeconfig, []byte(`apiVersion: v1
 kind: Config
 clusters: [{name: c, cluster: {server: "`+srv.URL+`"}}]

@@ -1,9 +1,6 @@
 package app
 
 import (
-	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -19,32 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
-
-// apiServerWithNode serves the node object and its pods, and writes a
-// kubeconfig for it.
-func apiServerWithNode(t *testing.T, dir string, node v1.Node, pods ...v1.Pod) string {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		switch {
-		case r.URL.Path == "/api/v1/pods" && r.URL.Query().Get("fieldSelector") == "spec.nodeName="+testNode:
-			json.NewEncoder(w).Encode(v1.PodList{Items: pods})
-		case r.URL.Path == "/api/v1/nodes/"+testNode:
-			json.NewEncoder(w).Encode(node)
-		default:
-			http.Error(w, "unexpected "+r.URL.String(), http.StatusNotFound)
-		}
-	}))
-	t.Cleanup(srv.Close)
-	kubeconfig := filepath.Join(dir, "kubeconfig-node")
-	os.WriteFile(kubeconfig, []byte(`apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: "`+srv.URL+`"}}]
-users: [{name: u, user: {}}]
-contexts: [{name: x, context: {cluster: c, user: u}}]
-current-context: x
-`), 0600)
-	return kubeconfig
-}
 
 // fakeTargetKubelet is a kubelet 1.20 that knows --config, --max-pods,
 // --network-plugin and the ExecProbeTimeout gate, refuses
@@ -108,7 +79,7 @@ func TestPreflightNodeKillers(t *testing.T) {
 	web.Spec.NodeSelector = map[string]string{"disk": "ssd"}
 	web.Spec.Containers[0].LivenessProbe = &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"check"}}}}
 	batch := mk("batch", 1, "1100m")
-	kubeconfig := apiServerWithNode(t, f.dir, node, web, batch)
+	kubeconfig := apiServerWithNode(t, f.dir, &node, web, batch)
 
 	f.write(filepath.Join(f.rootDir, "kubeadm-flags.env"), "KUBELET_KUBEADM_ARGS=\"--network-plugin=bad --max-pods=50\"\n")
 	// The operator's KUBELET_EXTRA_ARGS follow kubeadm's, and win.
