@@ -75,7 +75,7 @@ func (d *Decider) PodStartedBefore(pod *v1.Pod) (bool, string) {
 // (PodStartedBefore). Pods created after the file was recorded, and every
 // pod without a file in force, are admitted exactly as upstream admits them.
 func (d *Decider) AdmitDespite(pod *v1.Pod, reason string) (bool, string) {
-	if !d.InForce() || !WaivedRejection(reason) {
+	if !WaivedRejection(reason) {
 		return false, ""
 	}
 	return d.PodStartedBefore(pod)
@@ -95,11 +95,7 @@ func containerIDOf(s string) string {
 // rejection is logged once per pod. Without a file in force, or for a nil
 // Compat, it is false: upstream behaviour.
 func (c *Compat) AdmitDespite(pod *v1.Pod, reason, message string) bool {
-	d := c.decider()
-	if !d.InForce() {
-		return false
-	}
-	admit, why := d.AdmitDespite(pod, reason)
+	admit, why := c.decider().AdmitDespite(pod, reason)
 	if admit {
 		c.logOnce("admit "+string(pod.UID), "Admitting a pod started before this kubelet despite an admission rejection",
 			"pod", pod.Namespace+"/"+pod.Name, "podUID", string(pod.UID), "reason", reason, "message", message, "startedBefore", why)
