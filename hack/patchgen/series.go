@@ -64,19 +64,32 @@ func (g generator) seriesDir(row matrix.Row) string {
 	return filepath.Join(g.patchesDir, "v"+row.Minor())
 }
 
-// hookPatches lists the hand-written patches of a series: every patch but
-// the first, which is generated.
-func (g generator) hookPatches(row matrix.Row) ([]string, error) {
-	names, err := series.Read(g.seriesDir(row))
+// hookPatches writes into dir the hook patches of row's series, rendered
+// from the variants of the hook set that apply to it, and returns their
+// paths in order.
+func (g generator) hookPatches(row matrix.Row, dir string) ([]string, error) {
+	hooks, err := loadHooks(filepath.Join(g.patchesDir, hooksDir))
 	if err != nil {
 		return nil, err
 	}
-	if len(names) < 2 {
-		return nil, fmt.Errorf("%s/%s lists no hook patches", g.seriesDir(row), seriesFile)
+	var paths []string
+	for _, h := range hooks {
+		v, ok := h.variantFor(row)
+		if !ok {
+			continue
+		}
+		data, err := renderVariant(v, row)
+		if err != nil {
+			return nil, err
+		}
+		p := filepath.Join(dir, h.name+".patch")
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			return nil, err
+		}
+		paths = append(paths, p)
 	}
-	paths := make([]string, 0, len(names)-1)
-	for _, n := range names[1:] {
-		paths = append(paths, filepath.Join(g.seriesDir(row), n))
+	if len(paths) == 0 {
+		return nil, fmt.Errorf("no hook of %s applies to %s", filepath.Join(g.patchesDir, hooksDir), row.Tag())
 	}
 	return paths, nil
 }
@@ -88,15 +101,20 @@ func (g generator) render(ctx context.Context, row matrix.Row) (map[string][]byt
 	if err != nil {
 		return nil, nil, err
 	}
-	hooks, err := g.hookPatches(row)
-	if err != nil {
-		return nil, nil, err
-	}
 	repo, err := os.MkdirTemp("", "patchgen-")
 	if err != nil {
 		return nil, nil, err
 	}
 	defer os.RemoveAll(repo)
+	rendered, err := os.MkdirTemp("", "patchgen-hooks-")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer os.RemoveAll(rendered)
+	hooks, err := g.hookPatches(row, rendered)
+	if err != nil {
+		return nil, nil, err
+	}
 	git := gitIn(repo)
 
 	if err := git(ctx, nil, "init", "-q"); err != nil {
@@ -137,7 +155,7 @@ func (g generator) render(ctx context.Context, row matrix.Row) (map[string][]byt
 			return nil, nil, err
 		}
 		if err := git(ctx, nil, "am", "-q", "--keep-cr", abs); err != nil {
-			return nil, nil, fmt.Errorf("%s does not apply on top of the library patch: %w", h, err)
+			return nil, nil, fmt.Errorf("hook %s does not apply on top of the library patch: %w", strings.TrimSuffix(filepath.Base(h), ".patch"), err)
 		}
 	}
 	out := filepath.Join(repo, ".out")
@@ -223,7 +241,7 @@ func (g generator) update(ctx context.Context, row matrix.Row) ([]string, error)
 	}
 	old := dir + ".old"
 	os.RemoveAll(old)
-	if err := os.Rename(dir, old); err != nil {
+	if err := os.Rename(dir, old); err != nil && !os.IsNotExist(err) {
 		return nil, err
 	}
 	if err := os.Rename(tmp, dir); err != nil {

@@ -37,8 +37,8 @@ func TestReadSeries(t *testing.T) {
 		t.Errorf("series.Read = %v, want %v", got, want)
 	}
 	g := generator{patchesDir: t.TempDir()}
-	if _, err := g.hookPatches(row("1.21.14")); err == nil {
-		t.Error("hookPatches without a series succeeded")
+	if _, err := g.hookPatches(row("1.21.14"), t.TempDir()); err == nil {
+		t.Error("hookPatches without a hook set succeeded")
 	}
 }
 
