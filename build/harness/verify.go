@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -14,6 +15,10 @@ import (
 
 // TestPackages are the kubelet packages the series patches and tests.
 var TestPackages = []string{"./pkg/kubelet/kuberuntime/", "./pkg/kubelet/config/"}
+
+// AllocationTestPackage is where trees from 1.34 on admit pods (the
+// allocation manager): patched there, so tested where it exists.
+const AllocationTestPackage = "./pkg/kubelet/allocation/"
 
 // KubeletTestPackage and KubeletTestRun select, of the kubelet package that
 // patch 0004 changes, the tests of its admission path (HandlePodAdditions:
@@ -28,8 +33,12 @@ const (
 // with the row's Go.
 func (t *Tree) Test(ctx context.Context) error {
 	start := time.Now()
-	t.h.logf(t.Row, "testing %s with go%s...", strings.Join(TestPackages, " "), t.Row.Go)
-	args := append([]string{"test", "-count=1"}, TestPackages...)
+	packages := TestPackages
+	if _, err := os.Stat(filepath.Join(t.Dir, AllocationTestPackage)); err == nil {
+		packages = append(packages[:len(packages):len(packages)], AllocationTestPackage)
+	}
+	t.h.logf(t.Row, "testing %s with go%s...", strings.Join(packages, " "), t.Row.Go)
+	args := append([]string{"test", "-count=1"}, packages...)
 	if err := t.run(ctx, "test", t.goBin(), args...); err != nil {
 		return err
 	}
