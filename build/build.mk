@@ -1,6 +1,7 @@
 # Targets of the build harness (owned by build/); see build/README.md.
-#   make                                  the four versions, patched, into _output/<ver>/
+#   make                                  the four versions (set "default"), patched, into _output/<ver>/
 #   make build VERSIONS=1.21.14           one version
+#   make build VERSIONS=all               every version with a patch series (sets: default, ci, all; pkg/matrix/matrix.json)
 #   make build PATCHED=false              upstream as released, into _output/<ver>-unpatched/
 #   make build BINARIES=kubelet,kube-apiserver
 #   make verify-trees                     patch, run the tree's verify-boilerplate/verify-bazel on the series, build the kubelet and run the patched packages' tests, per version

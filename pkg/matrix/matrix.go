@@ -42,8 +42,14 @@ type Row struct {
 
 type file struct {
 	Comment string `json:"comment,omitempty"`
-	Rows    []Row  `json:"rows"`
+	// Sets name lists of build rows: "default" is what `make` builds,
+	// "ci" what CI builds and tests.
+	Sets map[string][]string `json:"sets,omitempty"`
+	Rows []Row               `json:"rows"`
 }
+
+// AllSet names every build row.
+const AllSet = "all"
 
 // Tag is the git tag / module version of the release, e.g. "v1.18.19".
 func (r Row) Tag() string { return "v" + r.Kubernetes }
@@ -124,6 +130,14 @@ func (r Row) Validate() error {
 
 // Parse decodes and validates a matrix document.
 func Parse(data []byte) ([]Row, error) {
+	f, err := parse(data)
+	if err != nil {
+		return nil, err
+	}
+	return f.Rows, nil
+}
+
+func parse(data []byte) (*file, error) {
 	var f file
 	dec := json.NewDecoder(strings.NewReader(string(data)))
 	dec.DisallowUnknownFields()
@@ -141,7 +155,50 @@ func Parse(data []byte) ([]Row, error) {
 			return nil, fmt.Errorf("matrix rows must be one per minor in ascending order: %s after %s", r.Kubernetes, f.Rows[i-1].Kubernetes)
 		}
 	}
-	return f.Rows, nil
+	for name, members := range f.Sets {
+		if name == AllSet {
+			return nil, fmt.Errorf("matrix set %q is implicit: every build row", AllSet)
+		}
+		for _, m := range members {
+			r, err := lookup(f.Rows, m)
+			if err != nil {
+				return nil, fmt.Errorf("matrix set %q: %w", name, err)
+			}
+			if !r.Build {
+				return nil, fmt.Errorf("matrix set %q: %s is not a build row", name, r.Kubernetes)
+			}
+		}
+	}
+	return &f, nil
+}
+
+// ExpandSets replaces the set names in names ("default", "ci", "all") by
+// their members; other names are kept as they are.
+func ExpandSets(names []string) ([]string, error) {
+	f, err := parse(matrixJSON)
+	if err != nil {
+		return nil, err
+	}
+	return expandSets(f, names), nil
+}
+
+func expandSets(f *file, names []string) []string {
+	var out []string
+	for _, n := range names {
+		switch members, ok := f.Sets[n]; {
+		case n == AllSet:
+			for _, r := range f.Rows {
+				if r.Build {
+					out = append(out, r.Kubernetes)
+				}
+			}
+		case ok:
+			out = append(out, members...)
+		default:
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // Load returns the embedded matrix.

@@ -1,6 +1,7 @@
 package matrix
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -22,19 +23,46 @@ func TestEmbeddedMatrixIsValid(t *testing.T) {
 	}
 }
 
-func TestBuildRowsAreExactlyTheShippedVersions(t *testing.T) {
+func TestSets(t *testing.T) {
+	for _, tc := range []struct {
+		names []string
+		want  []string
+	}{
+		{names: []string{"default"}, want: []string{"1.18.19", "1.19.16", "1.20.15", "1.21.14"}},
+		{names: []string{"1.22", "default"}, want: []string{"1.22", "1.18.19", "1.19.16", "1.20.15", "1.21.14"}},
+	} {
+		got, err := ExpandSets(tc.names)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("ExpandSets(%v) = %v, want %v", tc.names, got, tc.want)
+		}
+	}
+	all, err := ExpandSets([]string{AllSet})
+	if err != nil {
+		t.Fatal(err)
+	}
 	rows, err := Build()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []string
-	for _, r := range rows {
-		got = append(got, r.Kubernetes)
+	if len(all) != len(rows) || all[0] != "1.18.19" {
+		t.Errorf("all = %v, want every build row (%d)", all, len(rows))
 	}
-	want := []string{"1.18.19", "1.19.16", "1.20.15", "1.21.14"}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("build rows = %v, want %v", got, want)
+	for _, bad := range []string{
+		`{"sets": {"all": ["1.18.19"]}, "rows": [` + validRow("1.18.19", true) + `]}`,
+		`{"sets": {"x": ["1.17"]}, "rows": [` + validRow("1.18.19", true) + `]}`,
+		`{"sets": {"x": ["1.18"]}, "rows": [` + validRow("1.18.19", false) + `]}`,
+	} {
+		if _, err := Parse([]byte(bad)); err == nil {
+			t.Errorf("Parse accepted %s", bad)
+		}
 	}
+}
+
+func validRow(v string, build bool) string {
+	return fmt.Sprintf(`{"kubernetes": %q, "go": "1.13.15", "sourceSum": "h1:JNIbOrzvNRcGO07TVvTosW5ubMwc5LfuQdu7cy104Dg=", "toolchainSum": "h1:0YIfmYlhMe0yUYdbupupU89br9R11dmf/VOP2nfew9s=", "build": %t}`, v, build)
 }
 
 func TestBuildRowsUseUpstreamGo(t *testing.T) {

@@ -39,7 +39,7 @@ func run(args []string) error {
 	}
 	cmd := args[0]
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
-	versions := fs.String("versions", "", "comma- or space-separated releases or minors of the matrix's build rows (default: all)")
+	versions := fs.String("versions", "", "comma- or space-separated releases or minors of the matrix's build rows, or sets: default (the mission's four versions), ci, all (every row with a patch series); empty: default")
 	patched := fs.Bool("patched", true, "apply the kubelet-compat patch series (false: upstream as released)")
 	binaries := fs.String("binaries", strings.Join(harness.DefaultBinaries, ","), "binaries to build")
 	output := fs.String("output", "_output", "output directory")
@@ -51,7 +51,14 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	if rows, err = selectBuildRows(rows, splitList(*versions)); err != nil {
+	names := splitList(*versions)
+	if len(names) == 0 {
+		names = []string{"default"}
+	}
+	if names, err = matrix.ExpandSets(names); err != nil {
+		return err
+	}
+	if rows, err = selectBuildRows(rows, names); err != nil {
 		return err
 	}
 	var epoch int64
