@@ -265,7 +265,11 @@ func writePreflightTable(w io.Writer, r *preflight.Report) error {
 	if s.Unknown > 0 {
 		fmt.Fprintf(w, ", %d unknown", s.Unknown)
 	}
-	fmt.Fprintf(w, "; patched: %d restart\n", s.PatchedRestarts)
+	if len(r.Rows) > 0 && r.Rows[0].Patched == preflight.NoSeries {
+		fmt.Fprintf(w, "; patched: %s (no patch series)\n", preflight.NoSeries)
+	} else {
+		fmt.Fprintf(w, "; patched: %d restart\n", s.PatchedRestarts)
+	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	kubeletcompat "github.com/kubelet-compat/kubelet-compat/kubelet-compat"
+	"github.com/kubelet-compat/kubelet-compat/pkg/matrix"
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -21,6 +22,9 @@ const (
 	RecreatePod    = "recreate pod"
 	MayRecreatePod = "may recreate pod"
 	Unknown        = "unknown"
+	// NoSeries is the patched column where kubelet-compat has no patch
+	// series for the target minor: there is no patched kubelet to predict.
+	NoSeries = "n/a"
 )
 
 // Pod is one pod to check.
@@ -99,13 +103,33 @@ func CheckVersions(from, to kubeletcompat.Version) error {
 	if !from.LessThan(to) {
 		return fmt.Errorf("--from %s must be older than --to %s", from, to)
 	}
+	newest := newestKnownVersion()
 	if kubeletcompat.EraOf(from) == kubeletcompat.EraUnknown {
-		return fmt.Errorf("unknown version %s: the newest known minor is 1.31", from)
+		return fmt.Errorf("unknown version %s: the newest known minor is %d.%d", from, newest.Major, newest.Minor)
 	}
 	if era := kubeletcompat.EraOf(to); era != kubeletcompat.EraJSON && era != kubeletcompat.EraNameImage {
-		return fmt.Errorf("unsupported --to %s: the patched kubelet exists for 1.16 to 1.31", to)
+		return fmt.Errorf("unsupported --to %s: kubelets 1.16 to %d.%d can be predicted", to, newest.Major, newest.Minor)
 	}
 	return nil
+}
+
+// newestKnownVersion is the newest minor whose hash the library knows.
+func newestKnownVersion() kubeletcompat.Version {
+	v := kubeletcompat.Version{Major: 1, Minor: 16}
+	for kubeletcompat.EraOf(kubeletcompat.Version{Major: 1, Minor: v.Minor + 1}) != kubeletcompat.EraUnknown {
+		v.Minor++
+	}
+	return v
+}
+
+// seriesRelease is the release kubelet-compat patches for v's minor, or ""
+// when it has no patch series for it.
+func seriesRelease(v kubeletcompat.Version) string {
+	row, err := matrix.Lookup(fmt.Sprintf("%d.%d", v.Major, v.Minor))
+	if err != nil || !row.Build {
+		return ""
+	}
+	return row.Kubernetes
 }
 
 // recordedUID is what the patched kubelet does for a static pod.
@@ -175,6 +199,14 @@ func Run(from, to kubeletcompat.Version, pods []Pod, now time.Time) (*Report, er
 		}
 	}
 	r.Summary.UnpatchedRecreated, r.Summary.UnpatchedMaybe = len(recreated), len(maybe)
+	if seriesRelease(to) == "" {
+		noSeries := fmt.Sprintf("kubelet-compat has no patch series for %d.%d", to.Major, to.Minor)
+		for i := range r.Rows {
+			r.Rows[i].Patched, r.Rows[i].PatchedReason = NoSeries, noSeries
+		}
+		r.Summary.PatchedRestarts = 0
+		r.Notes = append(r.Notes, noSeries+": there is no patched kubelet for this target, only the unpatched column applies")
+	}
 	return r, nil
 }
 
