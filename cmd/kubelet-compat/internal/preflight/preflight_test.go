@@ -67,9 +67,32 @@ func TestRunCountsAndVersions(t *testing.T) {
 	if r.Summary != want {
 		t.Errorf("summary %+v, want %+v", r.Summary, want)
 	}
-	for _, bad := range [][2]string{{"v1.19.0", "v1.19.0"}, {"v1.18.0", "v1.32.0"}, {"v2.0.0", "v2.1.0"}, {"v1.10.0", "v1.15.0"}} {
+	for _, bad := range [][2]string{{"v1.19.0", "v1.19.0"}, {"v1.18.0", "v1.99.0"}, {"v2.0.0", "v2.1.0"}, {"v1.10.0", "v1.15.0"}} {
 		if err := CheckVersions(mustVersion(t, bad[0]), mustVersion(t, bad[1])); err == nil {
 			t.Errorf("%s -> %s accepted", bad[0], bad[1])
+		}
+	}
+}
+
+func TestRunWithoutSeries(t *testing.T) {
+	pods := []Pod{{Namespace: "default", Name: "p", Object: &v1.Pod{Spec: v1.PodSpec{
+		Containers: []v1.Container{{Name: "a", Image: "busybox:1.36"}}}}}}
+	for _, tc := range []struct {
+		from, to    string
+		wantPatched string
+	}{
+		{from: "v1.20.15", to: "v1.21.14", wantPatched: Keep},
+		{from: "v1.15.12", to: "v1.16.15", wantPatched: NoSeries},
+	} {
+		r, err := Run(mustVersion(t, tc.from), mustVersion(t, tc.to), pods, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.Rows[0].Patched; got != tc.wantPatched {
+			t.Errorf("%s -> %s: patched %q, want %q", tc.from, tc.to, got, tc.wantPatched)
+		}
+		if hasNote := len(r.Notes) > 0; hasNote != (tc.wantPatched == NoSeries) {
+			t.Errorf("%s -> %s: notes %q", tc.from, tc.to, r.Notes)
 		}
 	}
 }
