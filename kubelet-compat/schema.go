@@ -21,8 +21,15 @@ const (
 	lastJSONMinor  = 30
 	// Kubelets from 1.31 hash the JSON of {name, image} only.
 	firstNameImageMinor = 31
-	// The newest minor whose hash is known to this package.
+	// The newest minor this package supports (EraOf, the running kubelet's
+	// own version, the CLI's versions): patches and measurements end here.
 	lastKnownMinor = 31
+	// The newest minor whose container hash ContainerHash computes:
+	// testdata/hashes.golden shows 1.32 to 1.37 hash {name, image} exactly as
+	// 1.31 does. They are not supported kubelets (EraOf says EraUnknown); a
+	// hash is still the right answer for tools asking what such a kubelet
+	// computes.
+	lastHashMinor = 37
 )
 
 // HashEra is the algorithm a kubelet minor uses for container hashes.
@@ -35,7 +42,9 @@ const (
 	EraGoStruct
 	// EraJSON (1.16 .. 1.30): go-spew of the container's JSON.
 	EraJSON
-	// EraNameImage (1.31): go-spew of the JSON of {name, image}.
+	// EraNameImage (1.31): go-spew of the JSON of {name, image}. Kubelets
+	// 1.32 to 1.37 hash the same way (see lastHashMinor) but are EraUnknown:
+	// not supported yet.
 	EraNameImage
 )
 
@@ -107,10 +116,10 @@ func (h *containerHashes) of(v Version) (uint64, error) {
 		hash := hashJSON(pruned)
 		legacyHashes.put(key, hash)
 		return hash, nil
-	case v.Minor <= lastKnownMinor:
+	case v.Minor <= lastHashMinor:
 		return hashNameImage(h.container), nil
 	}
-	return 0, fmt.Errorf("no container hash known for %s (newest known minor is 1.%d)", v, lastKnownMinor)
+	return 0, fmt.Errorf("no container hash known for %s (newest known minor is 1.%d)", v, lastHashMinor)
 }
 
 type schemaField struct {
