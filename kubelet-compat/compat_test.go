@@ -265,7 +265,7 @@ func TestImageChangeAlwaysRestarts(t *testing.T) {
 	for _, prev := range previous {
 		n := newNode(t)
 		n.record(prev)
-		c := n.compat("v1.31.14", time.Hour)
+		c := n.compat("v1.37.2", time.Hour)
 		for _, item := range corpus {
 			old := item.Container.DeepCopy()
 			if old.Image == "" {

@@ -90,7 +90,7 @@ func TestHashContainerUpstreamPin(t *testing.T) {
 
 func TestContainerHashErrors(t *testing.T) {
 	c := &v1.Container{Name: "a", Image: "b"}
-	for _, v := range []Version{{Major: 1, Minor: 15}, {Major: 1, Minor: 32}, {Major: 2, Minor: 0}} {
+	for _, v := range []Version{{Major: 1, Minor: 15}, {Major: 1, Minor: lastKnownMinor + 1}, {Major: 2, Minor: 0}} {
 		if _, err := ContainerHash(v, c); err == nil {
 			t.Errorf("ContainerHash(%s) succeeded", v)
 		}
@@ -107,7 +107,8 @@ func TestEraOf(t *testing.T) {
 		{Version{Major: 1, Minor: 16}, EraJSON},
 		{Version{Major: 1, Minor: 30}, EraJSON},
 		{Version{Major: 1, Minor: 31}, EraNameImage},
-		{Version{Major: 1, Minor: 32}, EraUnknown},
+		{Version{Major: 1, Minor: 37}, EraNameImage},
+		{Version{Major: 1, Minor: 38}, EraUnknown},
 		{Version{Major: 0, Minor: 9}, EraUnknown},
 		{Version{Major: 2, Minor: 0}, EraUnknown},
 	} {

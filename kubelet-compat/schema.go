@@ -21,8 +21,10 @@ const (
 	lastJSONMinor  = 30
 	// Kubelets from 1.31 hash the JSON of {name, image} only.
 	firstNameImageMinor = 31
-	// The newest minor whose hash is known to this package.
-	lastKnownMinor = 31
+	// The newest minor this package knows (EraOf, the running kubelet's own
+	// version, the CLI's versions): testdata/hashes.golden shows 1.32 to
+	// 1.37 hash {name, image} exactly as 1.31 does.
+	lastKnownMinor = 37
 )
 
 // HashEra is the algorithm a kubelet minor uses for container hashes.
@@ -35,7 +37,7 @@ const (
 	EraGoStruct
 	// EraJSON (1.16 .. 1.30): go-spew of the container's JSON.
 	EraJSON
-	// EraNameImage (1.31): go-spew of the JSON of {name, image}.
+	// EraNameImage (1.31 .. 1.37): go-spew of the JSON of {name, image}.
 	EraNameImage
 )
 

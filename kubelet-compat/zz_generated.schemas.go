@@ -11,20 +11,28 @@ var schemaTypes = [...]string{
 	"Capabilities(add drop)",
 	"ConfigMapEnvSource(name optional)",
 	"ConfigMapKeySelector(name key! optional)",
+	"Container(name! image command args workingDir ports:ContainerPort envFrom:EnvFromSource env:EnvVar resources!:ResourceRequirements resizePolicy:ContainerResizePolicy restartPolicy restartPolicyRules:ContainerRestartRule volumeMounts:VolumeMount volumeDevices:VolumeDevice livenessProbe:Probe readinessProbe:Probe startupProbe:Probe lifecycle:Lifecycle terminationMessagePath terminationMessagePolicy imagePullPolicy securityContext:SecurityContext stdin stdinOnce tty)",
 	"Container(name! image command args workingDir ports:ContainerPort envFrom:EnvFromSource env:EnvVar resources!:ResourceRequirements resizePolicy:ContainerResizePolicy restartPolicy volumeMounts:VolumeMount volumeDevices:VolumeDevice livenessProbe:Probe readinessProbe:Probe startupProbe:Probe lifecycle:Lifecycle terminationMessagePath terminationMessagePolicy imagePullPolicy securityContext:SecurityContext stdin stdinOnce tty)",
 	"Container(name! image command args workingDir ports:ContainerPort envFrom:EnvFromSource env:EnvVar resources!:ResourceRequirements resizePolicy:ContainerResizePolicy volumeMounts:VolumeMount volumeDevices:VolumeDevice livenessProbe:Probe readinessProbe:Probe startupProbe:Probe lifecycle:Lifecycle terminationMessagePath terminationMessagePolicy imagePullPolicy securityContext:SecurityContext stdin stdinOnce tty)",
 	"Container(name! image command args workingDir ports:ContainerPort envFrom:EnvFromSource env:EnvVar resources!:ResourceRequirements volumeMounts:VolumeMount volumeDevices:VolumeDevice livenessProbe:Probe readinessProbe:Probe startupProbe:Probe lifecycle:Lifecycle terminationMessagePath terminationMessagePolicy imagePullPolicy securityContext:SecurityContext stdin stdinOnce tty)",
 	"ContainerPort(name hostPort containerPort! protocol hostIP)",
 	"ContainerResizePolicy(resourceName! restartPolicy!)",
+	"ContainerRestartRule(action exitCodes:ContainerRestartRuleOnExitCodes)",
+	"ContainerRestartRuleOnExitCodes(operator values)",
 	"EnvFromSource(prefix configMapRef:ConfigMapEnvSource secretRef:SecretEnvSource)",
 	"EnvVar(name! value valueFrom:EnvVarSource)",
+	"EnvVarSource(fieldRef:ObjectFieldSelector resourceFieldRef:ResourceFieldSelector configMapKeyRef:ConfigMapKeySelector secretKeyRef:SecretKeySelector fileKeyRef:FileKeySelector)",
 	"EnvVarSource(fieldRef:ObjectFieldSelector resourceFieldRef:ResourceFieldSelector configMapKeyRef:ConfigMapKeySelector secretKeyRef:SecretKeySelector)",
 	"ExecAction(command)",
+	"FileKeySelector(volumeName! path! key! optional)",
+	"GRPCAction(port! service! mode)",
 	"GRPCAction(port! service!)",
+	"HTTPGetAction(path port! host scheme httpHeaders:HTTPHeader protocol)",
 	"HTTPGetAction(path port! host scheme httpHeaders:HTTPHeader)",
 	"HTTPHeader(name! value!)",
 	"Handler(exec:ExecAction httpGet:HTTPGetAction tcpSocket:TCPSocketAction)",
 	"Lifecycle(postStart:Handler preStop:Handler)",
+	"Lifecycle(postStart:LifecycleHandler preStop:LifecycleHandler stopSignal)",
 	"Lifecycle(postStart:LifecycleHandler preStop:LifecycleHandler)",
 	"LifecycleHandler(exec:ExecAction httpGet:HTTPGetAction tcpSocket:TCPSocketAction sleep:SleepAction)",
 	"LifecycleHandler(exec:ExecAction httpGet:HTTPGetAction tcpSocket:TCPSocketAction)",
@@ -48,6 +56,7 @@ var schemaTypes = [...]string{
 	"TCPSocketAction(port! host)",
 	"VolumeDevice(name! devicePath!)",
 	"VolumeMount(name! readOnly mountPath! subPath mountPropagation subPathExpr)",
+	"VolumeMount(name! readOnly recursiveReadOnly mountPath! subPath mountPropagation subPathExpr bindMountOptions)",
 	"VolumeMount(name! readOnly recursiveReadOnly mountPath! subPath mountPropagation subPathExpr)",
 	"WindowsSecurityContextOptions(gmsaCredentialSpecName gmsaCredentialSpec runAsUserName hostProcess)",
 	"WindowsSecurityContextOptions(gmsaCredentialSpecName gmsaCredentialSpec runAsUserName)",
@@ -56,20 +65,26 @@ var schemaTypes = [...]string{
 // containerSchemas lists, per Kubernetes minor, the layouts (indexes into
 // schemaTypes) of v1.Container and the types it reaches; Container first.
 var containerSchemas = map[int][]int{
-	16: {6, 7, 9, 2, 32, 10, 11, 21, 27, 3, 33, 29, 40, 39, 24, 12, 14, 15, 38, 17, 16, 36, 1, 30, 43},                       // k8s.io/api v0.16.15
-	17: {6, 7, 9, 2, 32, 10, 11, 21, 27, 3, 33, 29, 40, 39, 24, 12, 14, 15, 38, 17, 16, 36, 1, 30, 43},                       // k8s.io/api v0.17.17
-	18: {6, 7, 9, 2, 32, 10, 11, 21, 27, 3, 33, 29, 40, 39, 24, 12, 14, 15, 38, 17, 16, 36, 1, 30, 43},                       // k8s.io/api v0.18.19
-	19: {6, 7, 9, 2, 32, 10, 11, 21, 27, 3, 33, 29, 40, 39, 24, 12, 14, 15, 38, 17, 16, 35, 1, 30, 43, 31},                   // k8s.io/api v0.19.16
-	20: {6, 7, 9, 2, 32, 10, 11, 21, 27, 3, 33, 29, 40, 39, 24, 12, 14, 15, 38, 17, 16, 35, 1, 30, 43, 31},                   // k8s.io/api v0.20.15
-	21: {6, 7, 9, 2, 32, 10, 11, 21, 27, 3, 33, 29, 40, 39, 23, 12, 14, 15, 38, 17, 16, 35, 1, 30, 43, 31},                   // k8s.io/api v0.21.14
-	22: {6, 7, 9, 2, 32, 10, 11, 21, 27, 3, 33, 29, 40, 39, 23, 12, 14, 15, 38, 17, 16, 35, 1, 30, 42, 31},                   // k8s.io/api v0.22.17
-	23: {6, 7, 9, 2, 32, 10, 11, 21, 27, 3, 33, 29, 40, 39, 22, 12, 14, 15, 38, 13, 18, 20, 35, 1, 30, 42, 31},               // k8s.io/api v0.23.17
-	24: {6, 7, 9, 2, 32, 10, 11, 21, 27, 3, 33, 29, 40, 39, 22, 12, 14, 15, 38, 13, 18, 20, 35, 1, 30, 42, 31},               // k8s.io/api v0.24.17
-	25: {6, 7, 9, 2, 32, 10, 11, 21, 27, 3, 33, 29, 40, 39, 22, 12, 14, 15, 38, 13, 18, 20, 35, 1, 30, 42, 31},               // k8s.io/api v0.25.16
-	26: {6, 7, 9, 2, 32, 10, 11, 21, 27, 3, 33, 28, 26, 40, 39, 22, 12, 14, 15, 38, 13, 18, 20, 35, 1, 30, 42, 31},           // k8s.io/api v0.26.15
-	27: {5, 7, 9, 2, 32, 10, 11, 21, 27, 3, 33, 28, 26, 8, 40, 39, 22, 12, 14, 15, 38, 13, 18, 20, 35, 1, 30, 42, 31},        // k8s.io/api v0.27.16
-	28: {4, 7, 9, 2, 32, 10, 11, 21, 27, 3, 33, 28, 26, 8, 40, 39, 22, 12, 14, 15, 38, 13, 18, 20, 35, 1, 30, 42, 31},        // k8s.io/api v0.28.15
-	29: {4, 7, 9, 2, 32, 10, 11, 21, 27, 3, 33, 28, 26, 8, 40, 39, 22, 12, 14, 15, 38, 13, 18, 19, 37, 35, 1, 30, 42, 31},    // k8s.io/api v0.29.15
-	30: {4, 7, 9, 2, 32, 10, 11, 21, 27, 3, 33, 28, 26, 8, 41, 39, 22, 12, 14, 15, 38, 13, 18, 19, 37, 34, 1, 30, 42, 31, 0}, // k8s.io/api v0.30.14
-	31: {4, 7, 9, 2, 32, 10, 11, 21, 27, 3, 33, 28, 25, 8, 41, 39, 22, 12, 14, 15, 38, 13, 18, 19, 37, 34, 1, 30, 42, 31, 0}, // k8s.io/api v0.31.14
+	16: {7, 8, 12, 2, 40, 13, 15, 29, 35, 3, 41, 37, 48, 47, 32, 16, 21, 22, 46, 24, 23, 44, 1, 38, 52},                                   // k8s.io/api v0.16.15
+	17: {7, 8, 12, 2, 40, 13, 15, 29, 35, 3, 41, 37, 48, 47, 32, 16, 21, 22, 46, 24, 23, 44, 1, 38, 52},                                   // k8s.io/api v0.17.17
+	18: {7, 8, 12, 2, 40, 13, 15, 29, 35, 3, 41, 37, 48, 47, 32, 16, 21, 22, 46, 24, 23, 44, 1, 38, 52},                                   // k8s.io/api v0.18.19
+	19: {7, 8, 12, 2, 40, 13, 15, 29, 35, 3, 41, 37, 48, 47, 32, 16, 21, 22, 46, 24, 23, 43, 1, 38, 52, 39},                               // k8s.io/api v0.19.16
+	20: {7, 8, 12, 2, 40, 13, 15, 29, 35, 3, 41, 37, 48, 47, 32, 16, 21, 22, 46, 24, 23, 43, 1, 38, 52, 39},                               // k8s.io/api v0.20.15
+	21: {7, 8, 12, 2, 40, 13, 15, 29, 35, 3, 41, 37, 48, 47, 31, 16, 21, 22, 46, 24, 23, 43, 1, 38, 52, 39},                               // k8s.io/api v0.21.14
+	22: {7, 8, 12, 2, 40, 13, 15, 29, 35, 3, 41, 37, 48, 47, 31, 16, 21, 22, 46, 24, 23, 43, 1, 38, 51, 39},                               // k8s.io/api v0.22.17
+	23: {7, 8, 12, 2, 40, 13, 15, 29, 35, 3, 41, 37, 48, 47, 30, 16, 21, 22, 46, 19, 26, 28, 43, 1, 38, 51, 39},                           // k8s.io/api v0.23.17
+	24: {7, 8, 12, 2, 40, 13, 15, 29, 35, 3, 41, 37, 48, 47, 30, 16, 21, 22, 46, 19, 26, 28, 43, 1, 38, 51, 39},                           // k8s.io/api v0.24.17
+	25: {7, 8, 12, 2, 40, 13, 15, 29, 35, 3, 41, 37, 48, 47, 30, 16, 21, 22, 46, 19, 26, 28, 43, 1, 38, 51, 39},                           // k8s.io/api v0.25.16
+	26: {7, 8, 12, 2, 40, 13, 15, 29, 35, 3, 41, 36, 34, 48, 47, 30, 16, 21, 22, 46, 19, 26, 28, 43, 1, 38, 51, 39},                       // k8s.io/api v0.26.15
+	27: {6, 8, 12, 2, 40, 13, 15, 29, 35, 3, 41, 36, 34, 9, 48, 47, 30, 16, 21, 22, 46, 19, 26, 28, 43, 1, 38, 51, 39},                    // k8s.io/api v0.27.8
+	28: {5, 8, 12, 2, 40, 13, 15, 29, 35, 3, 41, 36, 34, 9, 48, 47, 30, 16, 21, 22, 46, 19, 26, 28, 43, 1, 38, 51, 39},                    // k8s.io/api v0.28.15
+	29: {5, 8, 12, 2, 40, 13, 15, 29, 35, 3, 41, 36, 34, 9, 48, 47, 30, 16, 21, 22, 46, 19, 26, 27, 45, 43, 1, 38, 51, 39},                // k8s.io/api v0.29.15
+	30: {5, 8, 12, 2, 40, 13, 15, 29, 35, 3, 41, 36, 34, 9, 50, 47, 30, 16, 21, 22, 46, 19, 26, 27, 45, 42, 1, 38, 51, 39, 0},             // k8s.io/api v0.30.14
+	31: {5, 8, 12, 2, 40, 13, 15, 29, 35, 3, 41, 36, 33, 9, 50, 47, 30, 16, 21, 22, 46, 19, 26, 27, 45, 42, 1, 38, 51, 39, 0},             // k8s.io/api v0.31.14
+	32: {5, 8, 12, 2, 40, 13, 15, 29, 35, 3, 41, 36, 33, 9, 50, 47, 30, 16, 21, 22, 46, 19, 26, 27, 45, 42, 1, 38, 51, 39, 0},             // k8s.io/api v0.32.13
+	33: {5, 8, 12, 2, 40, 13, 15, 29, 35, 3, 41, 36, 33, 9, 50, 47, 30, 16, 21, 22, 46, 19, 25, 27, 45, 42, 1, 38, 51, 39, 0},             // k8s.io/api v0.33.13
+	34: {4, 8, 12, 2, 40, 13, 14, 29, 35, 3, 41, 17, 36, 33, 9, 10, 11, 50, 47, 30, 16, 21, 22, 46, 19, 25, 27, 45, 42, 1, 38, 51, 39, 0}, // k8s.io/api v0.34.12
+	35: {4, 8, 12, 2, 40, 13, 14, 29, 35, 3, 41, 17, 36, 33, 9, 10, 11, 50, 47, 30, 16, 21, 22, 46, 19, 25, 27, 45, 42, 1, 38, 51, 39, 0}, // k8s.io/api v0.35.8
+	36: {4, 8, 12, 2, 40, 13, 14, 29, 35, 3, 41, 17, 36, 33, 9, 10, 11, 50, 47, 30, 16, 21, 22, 46, 19, 25, 27, 45, 42, 1, 38, 51, 39, 0}, // k8s.io/api v0.36.5
+	37: {4, 8, 12, 2, 40, 13, 14, 29, 35, 3, 41, 17, 36, 33, 9, 10, 11, 49, 47, 30, 16, 20, 22, 46, 18, 25, 27, 45, 42, 1, 38, 51, 39, 0}, // k8s.io/api v0.37.2
 }

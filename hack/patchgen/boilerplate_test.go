@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -63,5 +65,32 @@ func TestSplitConstraints(t *testing.T) {
 	// A comment that merely mentions +build is not a constraint.
 	if lines, _ := splitConstraints([]byte("// +builder\npackage x\n")); lines != nil {
 		t.Errorf("splitConstraints took %q as constraints", lines)
+	}
+}
+
+func TestReadBoilerplate(t *testing.T) {
+	for _, tc := range []struct {
+		name, goTxt, want string
+	}{
+		{name: "year (to 1.34)", goTxt: "/*\nCopyright YEAR The Kubernetes Authors.\n*/\n", want: "/*\nCopyright " + boilerplateYear + " The Kubernetes Authors.\n*/\n"},
+		{name: "no year (1.35 on)", goTxt: "/*\nCopyright The Kubernetes Authors.\n*/\n", want: "/*\nCopyright The Kubernetes Authors.\n*/\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tree := t.TempDir()
+			dir := filepath.Join(tree, "hack", "boilerplate")
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			write(t, filepath.Join(dir, "boilerplate.go.txt"), tc.goTxt)
+			write(t, filepath.Join(dir, "boilerplate.generatego.txt"), "/*\nCopyright The Kubernetes Authors.\n*/\n")
+			write(t, filepath.Join(dir, "boilerplate.py"), "# checker\n")
+			b, err := readBoilerplate(tree)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(b.header) != tc.want {
+				t.Errorf("header = %q, want %q", b.header, tc.want)
+			}
+		})
 	}
 }

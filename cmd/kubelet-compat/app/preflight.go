@@ -36,7 +36,7 @@ patched kubelet (with a compat file written by record) does instead.
 
 Reasons an unpatched kubelet restarts a container:
   - the hash algorithm changed: go-struct (<=1.15) -> json (1.16-1.30) ->
-    name-image (1.31);
+    name-image (1.31-1.37);
   - the spec sets fields the old kubelet did not know, so its hash did not
     cover them (securityContext.seccompProfile at 1.19, probe
     terminationGracePeriodSeconds at 1.21, ...);

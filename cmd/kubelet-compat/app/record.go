@@ -66,7 +66,7 @@ func runRecord(ctx context.Context, env Env, o *nodeOptions) error {
 		return err
 	}
 	if kubeletcompat.EraOf(version) == kubeletcompat.EraUnknown {
-		return fmt.Errorf("kubelet %s is not a version kubelet-compat knows (1.x up to 1.31)", version)
+		return fmt.Errorf("kubelet %s is not a version kubelet-compat knows (1.x up to 1.37)", version)
 	}
 	statics, err := manifest.ReadStaticDir(o.manifestDir)
 	switch {
