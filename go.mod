@@ -9,6 +9,8 @@ require (
 	k8s.io/api v0.31.14
 )
 
+require k8s.io/kubelet v0.25.16 // indirect
+
 require (
 	github.com/Microsoft/go-winio v0.5.2 // indirect
 	github.com/Microsoft/hcsshim v0.9.8 // indirect
