@@ -7,9 +7,8 @@ require (
 	github.com/spf13/cobra v1.10.2
 	gotest.tools/v3 v3.5.2
 	k8s.io/api v0.31.14
+	k8s.io/kubelet v0.25.16
 )
-
-require k8s.io/kubelet v0.25.16 // indirect
 
 require (
 	github.com/Microsoft/go-winio v0.5.2 // indirect
