@@ -12,6 +12,7 @@ import (
 
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/cgroups"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/corpus"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/deviceplugin"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/iptables"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/journal"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/procfs"
@@ -34,9 +35,19 @@ var OutsideDirs = []string{"/run/containerd/s", "/run/containerd", "/run/netns",
 	"/var/lib/cni/results", "/var/lib/cni", "/etc/cni/net.d", "/etc/cni", "/opt/containerd/bin", "/opt/containerd/lib", "/opt/containerd",
 	"/var/lib/kubelet/device-plugins", "/var/lib/kubelet"}
 
-// DevicePluginFiles are written by kubelets 1.20 and 1.21 at a fixed path,
-// whatever their --root-dir (the deprecated device plugin socket).
-var DevicePluginFiles = []string{"/var/lib/kubelet/device-plugins/kubelet.sock", "/var/lib/kubelet/device-plugins/DEPRECATION"}
+// DevicePluginDir is the device manager's directory of kubelets 1.18 to
+// 1.21: fixed, whatever their --root-dir.
+const DevicePluginDir = "/var/lib/kubelet/device-plugins"
+
+// DeviceCheckpoint is the device manager's checkpoint of the devices it
+// allocated to pods (kubelets 1.18 to 1.21 keep it in DevicePluginDir).
+const DeviceCheckpoint = DevicePluginDir + "/kubelet_internal_checkpoint"
+
+// DevicePluginFiles are what the run's kubelets (kubelet.sock,
+// DEPRECATION, the checkpoint once a plugin registered) and the e2e's
+// device plugin (its socket) write in DevicePluginDir.
+var DevicePluginFiles = []string{DevicePluginDir + "/kubelet.sock", DevicePluginDir + "/DEPRECATION", DeviceCheckpoint,
+	DevicePluginDir + "/" + deviceplugin.Socket}
 
 // PodLogGlobs are the kubelet's log files of one namespace's pods.
 func PodLogGlobs(namespace string) []string {
@@ -102,9 +113,35 @@ func sysctlPath(name string) string {
 // pods that the run made: a next kubelet on the same node would otherwise
 // inherit their attempt numbers.
 func (n *Node) RemovePodLogs() error {
+	return n.removeNew("pod logs", func(pattern string) bool { return strings.HasPrefix(pattern, "/var/log/") })
+}
+
+// RemoveDeviceCheckpoint removes the device manager's checkpoint if the
+// run made it: a next baseline would otherwise start with the devices
+// allocated to pods that are gone.
+func (n *Node) RemoveDeviceCheckpoint() error {
+	return n.removeNew("the device checkpoint", func(pattern string) bool { return pattern == DeviceCheckpoint })
+}
+
+// ExistedBefore reports whether a file the journal records (one of
+// DevicePluginFiles, say) was there before the run.
+func (n *Node) ExistedBefore(path string) bool {
+	for _, g := range n.Journal.State().Files {
+		for _, b := range g.Before {
+			if b == path {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// removeNew removes the matches of the journal's globs that pick selects,
+// except those that existed before the run.
+func (n *Node) removeNew(what string, pick func(pattern string) bool) error {
 	var errs []string
 	for _, g := range n.Journal.State().Files {
-		if !strings.HasPrefix(g.Pattern, "/var/log/") {
+		if !pick(g.Pattern) {
 			continue
 		}
 		keep := map[string]bool{}
@@ -122,7 +159,7 @@ func (n *Node) RemovePodLogs() error {
 		}
 	}
 	if len(errs) > 0 {
-		return fmt.Errorf("removing pod logs: %s", strings.Join(errs, "; "))
+		return fmt.Errorf("removing %s: %s", what, strings.Join(errs, "; "))
 	}
 	return nil
 }
