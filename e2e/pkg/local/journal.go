@@ -43,6 +43,9 @@ const DevicePluginDir = "/var/lib/kubelet/device-plugins"
 // allocated to pods (kubelets 1.18 to 1.21 keep it in DevicePluginDir).
 const DeviceCheckpoint = DevicePluginDir + "/kubelet_internal_checkpoint"
 
+// maxSavedCheckpoint bounds the checkpoint the journal keeps.
+const maxSavedCheckpoint = 1 << 20
+
 // DevicePluginFiles are what the run's kubelets (kubelet.sock,
 // DEPRECATION, the checkpoint once a plugin registered) and the e2e's
 // device plugin (its socket) write in DevicePluginDir.
@@ -95,7 +98,16 @@ func (n *Node) before(ctx context.Context) (journal.State, error) {
 		if err != nil {
 			return journal.State{}, err
 		}
-		st.Files = append(st.Files, journal.Glob{Pattern: pattern, Before: matches})
+		g := journal.Glob{Pattern: pattern, Before: matches}
+		if pattern == DeviceCheckpoint && len(matches) == 1 {
+			// Kubelets rewrite it in place: kept to be written back.
+			data, err := os.ReadFile(DeviceCheckpoint)
+			if err != nil || len(data) > maxSavedCheckpoint {
+				return journal.State{}, fmt.Errorf("saving %s before the run: %v (%d bytes)", DeviceCheckpoint, err, len(data))
+			}
+			g.Saved = map[string][]byte{DeviceCheckpoint: data}
+		}
+		st.Files = append(st.Files, g)
 	}
 	for _, d := range OutsideDirs {
 		if _, err := os.Lstat(d); os.IsNotExist(err) {
@@ -117,8 +129,9 @@ func (n *Node) RemovePodLogs() error {
 }
 
 // RemoveDeviceCheckpoint removes the device manager's checkpoint if the
-// run made it: a next baseline would otherwise start with the devices
-// allocated to pods that are gone.
+// run made it, or writes back the one that was there before: a next
+// baseline would otherwise start with the devices allocated to pods that
+// are gone.
 func (n *Node) RemoveDeviceCheckpoint() error {
 	return n.removeNew("the device checkpoint", func(pattern string) bool { return pattern == DeviceCheckpoint })
 }
@@ -144,18 +157,8 @@ func (n *Node) removeNew(what string, pick func(pattern string) bool) error {
 		if !pick(g.Pattern) {
 			continue
 		}
-		keep := map[string]bool{}
-		for _, b := range g.Before {
-			keep[b] = true
-		}
-		matches, _ := filepath.Glob(g.Pattern)
-		for _, m := range matches {
-			if keep[m] {
-				continue
-			}
-			if err := os.RemoveAll(m); err != nil {
-				errs = append(errs, err.Error())
-			}
+		if err := g.Undo(); err != nil {
+			errs = append(errs, err.Error())
 		}
 	}
 	if len(errs) > 0 {

@@ -106,10 +106,16 @@ func (s *Scenario) deviceDirFree() error {
 		c.Close()
 		return fmt.Errorf("a kubelet serves %s: the device plugin directory is in use, not sharing it", sock)
 	}
-	for _, p := range []string{local.DeviceCheckpoint, filepath.Join(local.DevicePluginDir, deviceplugin.Socket)} {
-		if s.node.ExistedBefore(p) {
-			return fmt.Errorf("%s existed before this run: another kubelet's or e2e's, not touching it", p)
+	if p := filepath.Join(local.DevicePluginDir, deviceplugin.Socket); s.node.ExistedBefore(p) {
+		return fmt.Errorf("%s existed before this run: another e2e's device plugin, not touching it", p)
+	}
+	// A checkpoint without allocations or devices (an earlier kubelet's
+	// leftover) holds no state: the run uses it and writes it back.
+	if s.node.ExistedBefore(local.DeviceCheckpoint) {
+		if cp, err := parseCheckpoint(readCheckpoint()); err != nil || len(cp.Data.PodDeviceEntries) > 0 || len(cp.Data.RegisteredDevices) > 0 {
+			return fmt.Errorf("%s existed before this run and holds devices or allocations (%s): another kubelet's, not touching it", local.DeviceCheckpoint, checkpointSummary(readCheckpoint()))
 		}
+		s.logf("devices: %s existed before the run, empty: used, and written back at the end", local.DeviceCheckpoint)
 	}
 	return nil
 }
@@ -391,6 +397,28 @@ func readCheckpoint() []byte {
 	return b
 }
 
+// deviceCheckpoint is what the e2e reads of the device manager's
+// checkpoint, v1 or v2.
+type deviceCheckpoint struct {
+	Data struct {
+		PodDeviceEntries []struct {
+			PodUID        string
+			ContainerName string
+			ResourceName  string
+			DeviceIDs     json.RawMessage
+		}
+		RegisteredDevices map[string][]string
+	}
+}
+
+func parseCheckpoint(data []byte) (*deviceCheckpoint, error) {
+	var cp deviceCheckpoint
+	if err := json.Unmarshal(data, &cp); err != nil {
+		return nil, err
+	}
+	return &cp, nil
+}
+
 // checkpointSummary names the device checkpoint's format and what it
 // holds: v1 (1.18, 1.19) lists a container's device IDs, v2 (1.20 and
 // later) maps NUMA nodes to them.
@@ -398,18 +426,8 @@ func checkpointSummary(data []byte) string {
 	if len(data) == 0 {
 		return "none"
 	}
-	var cp struct {
-		Data struct {
-			PodDeviceEntries []struct {
-				PodUID        string
-				ContainerName string
-				ResourceName  string
-				DeviceIDs     json.RawMessage
-			}
-			RegisteredDevices map[string][]string
-		}
-	}
-	if err := json.Unmarshal(data, &cp); err != nil {
+	cp, err := parseCheckpoint(data)
+	if err != nil {
 		return "unreadable: " + err.Error()
 	}
 	format := "no allocation"
