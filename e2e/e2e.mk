@@ -7,7 +7,8 @@
 #   make e2e E2E=devices      API mode, chain 1.18.19 -> 1.19.16 -> 1.20.15 -> 1.21.14: pods using the extended resource
 #                             of the e2e's device plugin (e2e/cmd/e2e-device-plugin); unpatched control per step,
 #                             then the patched chain; Ready windows. One per machine (the kubelets' fixed
-#                             /var/lib/kubelet/device-plugins)
+#                             /var/lib/kubelet/device-plugins); E2E_ARGS='-device-plugin-gap 15s': the plugin
+#                             down across each swap, back 15 s after the new kubelet started
 #   make e2e E2E=bench        1.20.15 -> 1.21.14 with 100 pods: the upgrade window
 #   make e2e E2E_PROVIDER=kind    kubeadm clusters on kind (1.20.15 -> 1.21.14; E2E=full: 1.18 -> 1.21);
 #                                 the Docker engine that answers, else a private dockerd from Debian

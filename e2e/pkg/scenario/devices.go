@@ -36,6 +36,10 @@ import (
 // 1.20, which reads v1 since kubernetes#102882), counts them against an
 // allocatable that its first status update may show as 0 until the plugin
 // registers again, and must not allocate them again.
+// V1CheckpointMessage is what kubelets 1.20.15 and 1.21.14 log when they
+// restore a device checkpoint of the v1 format (kubernetes#102882).
+const V1CheckpointMessage = "Read data from a V1 checkpoint"
+
 const (
 	// pluginDevices is what the plugin advertises; devicePods use all.
 	pluginDevices = 2
@@ -124,18 +128,23 @@ func (s *Scenario) deviceDirFree() error {
 // starts it for the whole run (journaled: `make e2e-cleanup` ends it by
 // its PID and removes its socket); it registers with every kubelet.
 func (s *Scenario) startDevicePlugin(ctx context.Context) error {
-	bin := filepath.Join(s.opts.Root, "bin", "e2e-device-plugin")
-	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
+	s.pluginBin = filepath.Join(s.opts.Root, "bin", "e2e-device-plugin")
+	if err := os.MkdirAll(filepath.Dir(s.pluginBin), 0o755); err != nil {
 		return err
 	}
-	build := exec.Command("go", "build", "-trimpath", "-o", bin, "./e2e/cmd/e2e-device-plugin")
+	build := exec.Command("go", "build", "-trimpath", "-o", s.pluginBin, "./e2e/cmd/e2e-device-plugin")
 	build.Dir = s.opts.RepoRoot
 	build.Env = []string{"CGO_ENABLED=0"}
 	if err := build.Run(ctx); err != nil {
 		return fmt.Errorf("building the device plugin: %w", err)
 	}
 	s.pluginLog = filepath.Join(s.logDir(), "device-plugin.log")
-	p, err := proc.Start(s.node.Journal, "e2e-device-plugin", bin, []string{"-dir", local.DevicePluginDir,
+	return s.runPlugin()
+}
+
+// runPlugin starts the built plugin (again).
+func (s *Scenario) runPlugin() error {
+	p, err := proc.Start(s.node.Journal, "e2e-device-plugin", s.pluginBin, []string{"-dir", local.DevicePluginDir,
 		"-socket", deviceplugin.Socket, "-resource", deviceplugin.Resource, "-devices", fmt.Sprint(pluginDevices)}, nil, s.pluginLog)
 	if err != nil {
 		return err
@@ -192,7 +201,11 @@ func (s *Scenario) deviceSwap(ctx context.Context, st Step, patched bool) error 
 	if patched {
 		variant = report.Patched
 	}
-	run := &report.Run{Step: st.String() + " (devices)", From: st.From, To: st.To, Variant: variant}
+	label := st.String() + " (devices)"
+	if s.opts.DevicePluginGap > 0 {
+		label = fmt.Sprintf("%s (devices, plugin down until %s after the kubelet started)", st, s.opts.DevicePluginGap)
+	}
+	run := &report.Run{Step: label, From: st.From, To: st.To, Variant: variant}
 	if err := s.record(ctx); err != nil {
 		return err
 	}
@@ -201,7 +214,7 @@ func (s *Scenario) deviceSwap(ctx context.Context, st Step, patched bool) error 
 		return err
 	}
 	checkpointBefore := checkpointSummary(readCheckpoint())
-	regsBefore, allocsBefore, err := s.pluginCounts()
+	regsBefore, allocsBefore, _, err := s.pluginCounts()
 	if err != nil {
 		return err
 	}
@@ -211,12 +224,37 @@ func (s *Scenario) deviceSwap(ctx context.Context, st Step, patched bool) error 
 		poller.stop()
 		return err
 	}
+	if s.opts.DevicePluginGap > 0 {
+		// The plugin is down when the new kubelet re-admits the pods, as
+		// a plugin pod that restarts with the node's upgrade would be.
+		if err := s.plugin.Stop(ctx, 10*time.Second); err != nil {
+			poller.stop()
+			return err
+		}
+		s.logf("devices: device plugin stopped before the swap; started again %s after the new kubelet", s.opts.DevicePluginGap)
+	}
 	if err := s.host.SwapKubelet(ctx, node.Kubelet{Version: st.To, Patched: patched}); err != nil {
 		poller.stop()
 		return err
 	}
 	started := s.kubelet.Started
+	pluginBack := make(chan error, 1)
+	if s.opts.DevicePluginGap > 0 {
+		go func() {
+			if err := sleep(ctx, time.Until(started.Add(s.opts.DevicePluginGap))); err != nil {
+				pluginBack <- err
+				return
+			}
+			pluginBack <- s.runPlugin()
+		}()
+	} else {
+		pluginBack <- nil
+	}
 	window, err := s.waitReady(ctx, 3*time.Minute, true)
+	if perr := <-pluginBack; perr != nil {
+		poller.stop()
+		return perr
+	}
 	run.WindowSeconds = time.Since(started).Seconds()
 	switch {
 	case err == nil:
@@ -256,7 +294,11 @@ func (s *Scenario) deviceSwap(ctx context.Context, st Step, patched bool) error 
 	if run.KeptLogLines, err = s.kubelet.CountLines(kubelet.KeptMessage); err != nil {
 		return err
 	}
-	regsAfter, allocsAfter, err := s.pluginCounts()
+	regsAfter, allocsAfter, lastReg, err := s.pluginCounts()
+	if err != nil {
+		return err
+	}
+	v1Read, err := s.kubelet.CountLines(V1CheckpointMessage)
 	if err != nil {
 		return err
 	}
@@ -286,8 +328,8 @@ func (s *Scenario) deviceSwap(ctx context.Context, st Step, patched bool) error 
 	s.check(report.Check{
 		Name:   fmt.Sprintf("devices %s %s: the device plugin registered with the new kubelet", st, variant),
 		Passed: regsAfter > regsBefore,
-		Detail: fmt.Sprintf("%d registrations, %d Allocate calls since the swap (0: no device allocated again); node allocatable %s = %s; checkpoint before %s, after %s",
-			regsAfter-regsBefore, allocsAfter-allocsBefore, deviceplugin.Resource, allocatable, checkpointBefore, checkpointSummary(readCheckpoint())),
+		Detail: fmt.Sprintf("%d registrations (the last %.1fs after the kubelet started), %d Allocate calls since the swap (0: no device allocated again); node allocatable %s = %s; checkpoint before %s, after %s; %q logged %d times",
+			regsAfter-regsBefore, lastReg.Sub(started).Seconds(), allocsAfter-allocsBefore, deviceplugin.Resource, allocatable, checkpointBefore, checkpointSummary(readCheckpoint()), V1CheckpointMessage, v1Read),
 	})
 	ready := readinessSummary(variant, order, expect, windows)
 	ready.Name = fmt.Sprintf("devices %s %s: Ready False across the swap (API polled every 250 ms)", st, variant)
@@ -344,24 +386,29 @@ func (s *Scenario) pluginAlive() error {
 	return nil
 }
 
-// pluginCounts counts the plugin's registrations and Allocate calls so far.
-func (s *Scenario) pluginCounts() (registrations, allocations int, err error) {
+// pluginCounts counts the plugin's registrations and Allocate calls so
+// far, and says when it last registered (its log stamps the time of day).
+func (s *Scenario) pluginCounts() (registrations, allocations int, last time.Time, err error) {
 	f, err := os.Open(s.pluginLog)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, time.Time{}, err
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		_, msg, _ := strings.Cut(sc.Text(), " ")
+		stamp, msg, _ := strings.Cut(sc.Text(), " ")
 		switch {
 		case strings.HasPrefix(msg, deviceplugin.RegisteredMessage):
 			registrations++
+			if t, err := time.ParseInLocation("15:04:05.000", stamp, time.Local); err == nil {
+				now := time.Now()
+				last = time.Date(now.Year(), now.Month(), now.Day(), t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), time.Local)
+			}
 		case strings.HasPrefix(msg, deviceplugin.AllocateMessage+":"):
 			allocations++
 		}
 	}
-	return registrations, allocations, sc.Err()
+	return registrations, allocations, last, sc.Err()
 }
 
 // waitAllocatable waits until the node's allocatable shows n of res.

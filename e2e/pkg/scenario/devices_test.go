@@ -1,6 +1,8 @@
 package scenario
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
@@ -50,6 +52,38 @@ func TestAssertDevices(t *testing.T) {
 			assertDevices(&run, tc.failed, tc.admitLines, tc.expect)
 			assert.Check(t, is.Equal(run.Passed, tc.passed), run.Verdict)
 			assert.Check(t, is.Contains(run.Verdict, tc.verdict))
+		})
+	}
+}
+
+func TestPluginCounts(t *testing.T) {
+	for _, tc := range []struct {
+		name                 string
+		log                  string
+		registrations, alloc int
+		last                 string
+	}{
+		{name: "empty", log: ""},
+		{name: "registrations, allocations and the noise between",
+			log: "\n===== 2026-11-30T18:32:27Z: e2e-device-plugin [-dir x]\n" +
+				"18:32:32.523 registered with the kubelet as kubelet-compat.io/dev (registration 1, 2 devices, socket s)\n" +
+				"18:32:32.523 ListAndWatch: sent 2 healthy devices\n" +
+				"18:32:40.001 Allocate: dev-0\n" +
+				"18:33:01.100 register: connection refused; retrying\n" +
+				"18:33:02.250 registered with the kubelet as kubelet-compat.io/dev (registration 2, 2 devices, socket s)\n",
+			registrations: 2, alloc: 1, last: "18:33:02.25"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			log := filepath.Join(t.TempDir(), "device-plugin.log")
+			assert.NilError(t, os.WriteFile(log, []byte(tc.log), 0o644))
+			s := &Scenario{pluginLog: log}
+			regs, allocs, last, err := s.pluginCounts()
+			assert.NilError(t, err)
+			assert.Check(t, is.Equal(regs, tc.registrations))
+			assert.Check(t, is.Equal(allocs, tc.alloc))
+			if tc.last != "" {
+				assert.Check(t, is.Equal(last.Format("15:04:05.00"), tc.last))
+			}
 		})
 	}
 }

@@ -68,7 +68,11 @@ type Options struct {
 	// Devices runs the device-plugin case (devices.go): controls per step,
 	// then the patched chain; needs API.
 	Devices bool
-	Log     io.Writer
+	// DevicePluginGap stops the device plugin before each swap and starts
+	// it again that long after the new kubelet started (0: it runs
+	// throughout).
+	DevicePluginGap time.Duration
+	Log             io.Writer
 }
 
 // Scenario is one e2e run on one node.
@@ -95,6 +99,7 @@ type Scenario struct {
 	// plugin is the e2e's device plugin (mode devices), logging to
 	// pluginLog.
 	plugin    *proc.Process
+	pluginBin string
 	pluginLog string
 	Report    *report.Report
 }
