@@ -36,6 +36,7 @@ import (
 // 1.20, which reads v1 since kubernetes#102882), counts them against an
 // allocatable that its first status update may show as 0 until the plugin
 // registers again, and must not allocate them again.
+
 // V1CheckpointMessage is what kubelets 1.20.15 and 1.21.14 log when they
 // restore a device checkpoint of the v1 format (kubernetes#102882).
 const V1CheckpointMessage = "Read data from a V1 checkpoint"
@@ -47,9 +48,11 @@ const (
 )
 
 // upstreamDeviceLosses is what the unpatched kubelet does to the device
-// pods on a step, measured (pod name -> rejection reason); none: upstream
-// keeps them too.
-func upstreamDeviceLosses(st Step) map[string]string { return map[string]string{} }
+// pods on a step (pod name -> rejection reason), as measured: on every
+// step of the chain, with the plugin running and with it down across the
+// swap, upstream keeps them (e2e/README.md, "Results of the device-plugin
+// case"). A loss measured later goes here and the control must show it.
+func upstreamDeviceLosses(Step) map[string]string { return map[string]string{} }
 
 // devicePodSpecs are the pods that request one device each (limits; the
 // API server copies them to requests).
