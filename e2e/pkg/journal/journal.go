@@ -95,7 +95,9 @@ func (g Glob) Undo() error {
 		}
 	}
 	for path, data := range g.Saved {
-		if !before[path] {
+		// Only a file the pattern names and that was there before.
+		if ok, _ := filepath.Match(g.Pattern, path); !ok || !before[path] {
+			errs = append(errs, fmt.Errorf("not writing back %s: not a file of %s that existed before the run", path, g.Pattern))
 			continue
 		}
 		if now, err := os.ReadFile(path); err == nil && bytes.Equal(now, data) {

@@ -114,12 +114,15 @@ func TestGlobUndo(t *testing.T) {
 		// holds, now the files at the undo.
 		before, saved, now map[string]string
 		want               map[string]string
+		err                string
 	}{
 		{name: "a file the run made is removed", now: map[string]string{"kubelet_internal_checkpoint": "run"}, want: map[string]string{}},
 		{name: "a file that was there stays", before: map[string]string{"kubelet_internal_checkpoint": "theirs"},
 			now: map[string]string{"kubelet_internal_checkpoint": "run"}, want: map[string]string{"kubelet_internal_checkpoint": "run"}},
 		{name: "a saved file is written back", before: map[string]string{"kubelet_internal_checkpoint": "theirs"}, saved: map[string]string{"kubelet_internal_checkpoint": "theirs"},
 			now: map[string]string{"kubelet_internal_checkpoint": "run"}, want: map[string]string{"kubelet_internal_checkpoint": "theirs"}},
+		{name: "a saved file outside the pattern is refused", before: map[string]string{"other": "x"}, saved: map[string]string{"other": "theirs"},
+			want: map[string]string{}, err: "not writing back"},
 		{name: "a saved file the run removed comes back", before: map[string]string{"kubelet_internal_checkpoint": "theirs"}, saved: map[string]string{"kubelet_internal_checkpoint": "theirs"},
 			want: map[string]string{"kubelet_internal_checkpoint": "theirs"}},
 	} {
@@ -139,7 +142,11 @@ func TestGlobUndo(t *testing.T) {
 			for name, data := range tc.now {
 				assert.NilError(t, os.WriteFile(path(name), []byte(data), 0o600))
 			}
-			assert.NilError(t, g.Undo())
+			if err := g.Undo(); tc.err != "" {
+				assert.ErrorContains(t, err, tc.err)
+			} else {
+				assert.NilError(t, err)
+			}
 			got := map[string]string{}
 			matches, _ := filepath.Glob(g.Pattern)
 			for _, m := range matches {
