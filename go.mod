@@ -7,6 +7,7 @@ require (
 	github.com/spf13/cobra v1.10.2
 	gotest.tools/v3 v3.5.2
 	k8s.io/api v0.31.14
+	k8s.io/kubelet v0.25.16
 )
 
 require (

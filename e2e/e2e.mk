@@ -4,6 +4,11 @@
 #   make e2e E2E=api          CI form in API mode: etcd + kube-apiserver (upgraded first), API pods
 #   make e2e E2E=admission    API mode: pods upstream rejects at re-admission (node label removed, cpu reserved,
 #                             --max-pods lowered), unpatched control then patched, Ready windows
+#   make e2e E2E=devices      API mode, chain 1.18.19 -> 1.19.16 -> 1.20.15 -> 1.21.14: pods using the extended resource
+#                             of the e2e's device plugin (e2e/cmd/e2e-device-plugin); unpatched control per step,
+#                             then the patched chain; Ready windows. One per machine (the kubelets' fixed
+#                             /var/lib/kubelet/device-plugins); E2E_ARGS='-device-plugin-gap 15s': the plugin
+#                             down across each swap, back 15 s after the new kubelet started
 #   make e2e E2E=bench        1.20.15 -> 1.21.14 with 100 pods: the upgrade window
 #   make e2e E2E_PROVIDER=kind    kubeadm clusters on kind (1.20.15 -> 1.21.14; E2E=full: 1.18 -> 1.21);
 #                                 the Docker engine that answers, else a private dockerd from Debian
@@ -29,6 +34,9 @@ E2E_BINARIES_api := kubelet,kube-apiserver
 E2E_VERSIONS_admission := $(E2E_VERSIONS_ci)
 E2E_UNPATCHED_admission := $(E2E_UNPATCHED_ci)
 E2E_BINARIES_admission := $(E2E_BINARIES_api)
+E2E_VERSIONS_devices := 1.18.19,1.19.16,1.20.15,1.21.14
+E2E_UNPATCHED_devices := 1.19.16,1.20.15,1.21.14
+E2E_BINARIES_devices := $(E2E_BINARIES_api)
 E2E_VERSIONS_full := 1.18.19,1.19.16,1.20.15,1.21.14
 E2E_UNPATCHED_full := 1.19.16,1.20.15,1.21.14
 

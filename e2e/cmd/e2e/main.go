@@ -35,6 +35,7 @@ var plans = map[string]struct {
 	controls  bool
 	api       bool
 	admission bool
+	devices   bool
 }{
 	"ci":   {steps: []scenario.Step{{From: "1.20.15", To: "1.21.14"}}, pods: 10, extras: true, controls: true},
 	"full": {steps: []scenario.Step{{From: "1.18.19", To: "1.19.16"}, {From: "1.19.16", To: "1.20.15"}, {From: "1.20.15", To: "1.21.14"}}, pods: 30, extras: true, controls: true},
@@ -42,7 +43,10 @@ var plans = map[string]struct {
 	// The admission cases: pods upstream rejects when the new kubelet
 	// re-admits them (node label removed, cpu reserved, --max-pods lowered).
 	"admission": {steps: []scenario.Step{{From: "1.20.15", To: "1.21.14"}}, pods: 4, controls: true, api: true, admission: true},
-	"bench":     {steps: []scenario.Step{{From: "1.20.15", To: "1.21.14"}}, pods: 100, controls: true},
+	// The device-plugin case: pods using the e2e's device plugin's
+	// extended resource across every step of the chain.
+	"devices": {steps: []scenario.Step{{From: "1.18.19", To: "1.19.16"}, {From: "1.19.16", To: "1.20.15"}, {From: "1.20.15", To: "1.21.14"}}, pods: 2, controls: true, api: true, devices: true},
+	"bench":   {steps: []scenario.Step{{From: "1.20.15", To: "1.21.14"}}, pods: 100, controls: true},
 }
 
 func main() {
@@ -52,7 +56,7 @@ func main() {
 func run(args []string, stdout, stderr io.Writer) int {
 	fl := flag.NewFlagSet("e2e", flag.ContinueOnError)
 	fl.SetOutput(stderr)
-	mode := fl.String("mode", "ci", "ci (1.20 -> 1.21, 10 pods), full (1.18 -> 1.19 -> 1.20 -> 1.21, 30 pods), api (ci against etcd and kube-apiserver), admission (API pods upstream rejects at re-admission: node label removed, cpu reserved, --max-pods lowered), bench (1.20 -> 1.21, 100 pods), node (the node up and down), or cleanup (undo what a killed run's journal under -root lists)")
+	mode := fl.String("mode", "ci", "ci (1.20 -> 1.21, 10 pods), full (1.18 -> 1.19 -> 1.20 -> 1.21, 30 pods), api (ci against etcd and kube-apiserver), admission (API pods upstream rejects at re-admission: node label removed, cpu reserved, --max-pods lowered), devices (API pods using the e2e's device plugin's extended resource, 1.18 -> 1.19 -> 1.20 -> 1.21), bench (1.20 -> 1.21, 100 pods), node (the node up and down), or cleanup (undo what a killed run's journal under -root lists)")
 	api := fl.Bool("api", false, "API mode for any mode: etcd and kube-apiserver, pods through the API")
 	pods := fl.Int("pods", 0, "pods in the corpus (default: the mode's)")
 	provider := fl.String("provider", "local", "local (the host is the node), or kind (kubeadm clusters of kind nodes: the Docker engine that answers, else a private dockerd from Debian)")
@@ -67,6 +71,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	imagesOf := fl.String("images-of", "ci", "-mode images: the plan whose versions to build (ci, full)")
 	save := fl.String("save", "", "-mode images: also write the node images to this docker-archive file (docker save), for machines with Docker but no build tools")
 	admissionRace := fl.Bool("admission-race", false, "-mode admission: leave the node's pod capacity to the new kubelet's first status update, which races its first admissions (default: set through the API between the kubelets)")
+	pluginGap := fl.Duration("device-plugin-gap", 0, "-mode devices: stop the device plugin before each swap and start it again this long after the new kubelet started (0: it runs throughout)")
 	if err := fl.Parse(args); err != nil {
 		return 2
 	}
@@ -96,7 +101,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		plan.steps = []scenario.Step{{}}
 	}
 	if !ok {
-		fmt.Fprintf(stderr, "e2e: unknown mode %q (ci, full, api, admission, bench, node, cleanup; images with -provider kind)\n", *mode)
+		fmt.Fprintf(stderr, "e2e: unknown mode %q (ci, full, api, admission, devices, bench, node, cleanup; images with -provider kind)\n", *mode)
 		return 2
 	}
 	if *pods > 0 {
@@ -119,6 +124,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if !*patchedRuns {
 		plan.extras = false
 		plan.controls = true
+	}
+	if plan.devices && *provider != "local" {
+		fmt.Fprintln(stderr, "e2e: -mode devices runs on the local provider only")
+		return 2
 	}
 	if *provider != "local" && *provider != "kind" {
 		fmt.Fprintf(stderr, "e2e: unknown provider %q\n", *provider)
@@ -143,7 +152,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	opts := scenario.Options{Mode: *mode, Steps: plan.steps, Pods: plan.pods, Output: abs(*output), ReportDir: abs(*reportDir),
 		Root: rootPath, RepoRoot: repoRoot, NodeName: *nodeName, SyncFrequency: *syncFreq, Controls: plan.controls,
-		Extras: plan.extras, SkipPatched: !*patchedRuns, API: plan.api, Admission: plan.admission, AdmissionRace: *admissionRace, Log: stdout}
+		Extras: plan.extras, SkipPatched: !*patchedRuns, API: plan.api, Admission: plan.admission, AdmissionRace: *admissionRace, Devices: plan.devices, DevicePluginGap: *pluginGap, Log: stdout}
 	var steps []string
 	for _, s := range plan.steps {
 		steps = append(steps, s.String())

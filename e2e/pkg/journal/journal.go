@@ -69,6 +69,45 @@ type Iptables struct {
 type Glob struct {
 	Pattern string   `json:"pattern"`
 	Before  []string `json:"before,omitempty"`
+	// Saved holds the bytes of matches that existed before and that the
+	// run's tools rewrite in place (the device manager's checkpoint): they
+	// are written back, never removed.
+	Saved map[string][]byte `json:"saved,omitempty"`
+}
+
+// Undo removes the matches that did not exist before and writes back the
+// saved ones that changed.
+func (g Glob) Undo() error {
+	before := map[string]bool{}
+	for _, b := range g.Before {
+		before[b] = true
+	}
+	matches, err := filepath.Glob(g.Pattern)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, m := range matches {
+		if !before[m] {
+			if err := os.RemoveAll(m); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	for path, data := range g.Saved {
+		// Only a file the pattern names and that was there before.
+		if ok, _ := filepath.Match(g.Pattern, path); !ok || !before[path] {
+			errs = append(errs, fmt.Errorf("not writing back %s: not a file of %s that existed before the run", path, g.Pattern))
+			continue
+		}
+		if now, err := os.ReadFile(path); err == nil && bytes.Equal(now, data) {
+			continue
+		}
+		if err := WriteFileMode(path, data, 0o600); err != nil {
+			errs = append(errs, fmt.Errorf("writing back %s: %w", path, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // State is what the journal holds.
@@ -230,7 +269,10 @@ func (j *Journal) write() error {
 // WriteFile replaces path atomically: a reader (or a crash) sees the old
 // content or the new, never a mix. It writes a new file next to it,
 // syncs it, renames it over path and syncs the directory.
-func WriteFile(path string, data []byte) error {
+func WriteFile(path string, data []byte) error { return WriteFileMode(path, data, 0o644) }
+
+// WriteFileMode is WriteFile with the file's permissions.
+func WriteFileMode(path string, data []byte, mode os.FileMode) error {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
@@ -244,7 +286,7 @@ func WriteFile(path string, data []byte) error {
 			os.Remove(tmp)
 		}
 	}()
-	if err := f.Chmod(0o644); err != nil {
+	if err := f.Chmod(mode); err != nil {
 		return err
 	}
 	if _, err := f.Write(data); err != nil {

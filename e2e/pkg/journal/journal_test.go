@@ -106,3 +106,55 @@ func TestLoadRefuses(t *testing.T) {
 	_, err := Load(t.TempDir())
 	assert.Assert(t, os.IsNotExist(err), "%v", err)
 }
+
+func TestGlobUndo(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// before are the files before the run, saved those Glob.Saved
+		// holds, now the files at the undo.
+		before, saved, now map[string]string
+		want               map[string]string
+		err                string
+	}{
+		{name: "a file the run made is removed", now: map[string]string{"kubelet_internal_checkpoint": "run"}, want: map[string]string{}},
+		{name: "a file that was there stays", before: map[string]string{"kubelet_internal_checkpoint": "theirs"},
+			now: map[string]string{"kubelet_internal_checkpoint": "run"}, want: map[string]string{"kubelet_internal_checkpoint": "run"}},
+		{name: "a saved file is written back", before: map[string]string{"kubelet_internal_checkpoint": "theirs"}, saved: map[string]string{"kubelet_internal_checkpoint": "theirs"},
+			now: map[string]string{"kubelet_internal_checkpoint": "run"}, want: map[string]string{"kubelet_internal_checkpoint": "theirs"}},
+		{name: "a saved file outside the pattern is refused", before: map[string]string{"other": "x"}, saved: map[string]string{"other": "theirs"},
+			want: map[string]string{}, err: "not writing back"},
+		{name: "a saved file the run removed comes back", before: map[string]string{"kubelet_internal_checkpoint": "theirs"}, saved: map[string]string{"kubelet_internal_checkpoint": "theirs"},
+			want: map[string]string{"kubelet_internal_checkpoint": "theirs"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := func(name string) string { return filepath.Join(dir, name) }
+			g := Glob{Pattern: path("kubelet_internal_checkpoint*")}
+			for name := range tc.before {
+				g.Before = append(g.Before, path(name))
+			}
+			for name, data := range tc.saved {
+				if g.Saved == nil {
+					g.Saved = map[string][]byte{}
+				}
+				g.Saved[path(name)] = []byte(data)
+			}
+			for name, data := range tc.now {
+				assert.NilError(t, os.WriteFile(path(name), []byte(data), 0o600))
+			}
+			if err := g.Undo(); tc.err != "" {
+				assert.ErrorContains(t, err, tc.err)
+			} else {
+				assert.NilError(t, err)
+			}
+			got := map[string]string{}
+			matches, _ := filepath.Glob(g.Pattern)
+			for _, m := range matches {
+				b, err := os.ReadFile(m)
+				assert.NilError(t, err)
+				got[filepath.Base(m)] = string(b)
+			}
+			assert.DeepEqual(t, got, tc.want)
+		})
+	}
+}

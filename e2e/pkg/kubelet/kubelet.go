@@ -59,7 +59,10 @@ func (c Config) Args() []string {
 		"--file-check-frequency=5s",
 		// The node's disk may be fuller than the kubelet's default
 		// thresholds: the e2e must never see evictions or image GC.
-		"--eviction-hard=memory.available<1Mi,nodefs.available<1%,imagefs.available<1%",
+		// Absolute, not 1%: on a 250 GB disk 1% is 2.5 GB, and a disk
+		// that full (builds running beside) put the node under
+		// DiskPressure and the kubelet rejected every pod.
+		"--eviction-hard=memory.available<1Mi,nodefs.available<100Mi,imagefs.available<100Mi",
 		"--image-gc-high-threshold=100",
 		"--image-gc-low-threshold=99",
 		// computePodActions is logged at V(3): how the e2e sees each pod synced.

@@ -501,7 +501,7 @@ func restoreSysctls(st journal.State, h Host) error {
 }
 
 // removeFiles removes the matches of the journal's globs (or exact paths)
-// that did not exist before the run.
+// that did not exist before the run, and writes back those it saved.
 func removeFiles(st journal.State, h Host) error {
 	var errs []error
 	for _, g := range st.Files {
@@ -511,22 +511,8 @@ func removeFiles(st journal.State, h Host) error {
 			errs = append(errs, fmt.Errorf("not removing %s: not a pattern of the run's files in %v", g.Pattern, h.FileDirs))
 			continue
 		}
-		before := map[string]bool{}
-		for _, b := range g.Before {
-			before[b] = true
-		}
-		matches, err := filepath.Glob(g.Pattern)
-		if err != nil {
+		if err := g.Undo(); err != nil {
 			errs = append(errs, err)
-			continue
-		}
-		for _, m := range matches {
-			if before[m] {
-				continue
-			}
-			if err := os.RemoveAll(m); err != nil {
-				errs = append(errs, err)
-			}
 		}
 	}
 	return errors.Join(errs...)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/cgroups"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/corpus"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/deviceplugin"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/iptables"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/journal"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/procfs"
@@ -34,9 +35,22 @@ var OutsideDirs = []string{"/run/containerd/s", "/run/containerd", "/run/netns",
 	"/var/lib/cni/results", "/var/lib/cni", "/etc/cni/net.d", "/etc/cni", "/opt/containerd/bin", "/opt/containerd/lib", "/opt/containerd",
 	"/var/lib/kubelet/device-plugins", "/var/lib/kubelet"}
 
-// DevicePluginFiles are written by kubelets 1.20 and 1.21 at a fixed path,
-// whatever their --root-dir (the deprecated device plugin socket).
-var DevicePluginFiles = []string{"/var/lib/kubelet/device-plugins/kubelet.sock", "/var/lib/kubelet/device-plugins/DEPRECATION"}
+// DevicePluginDir is the device manager's directory of kubelets 1.18 to
+// 1.21: fixed, whatever their --root-dir.
+const DevicePluginDir = "/var/lib/kubelet/device-plugins"
+
+// DeviceCheckpoint is the device manager's checkpoint of the devices it
+// allocated to pods (kubelets 1.18 to 1.21 keep it in DevicePluginDir).
+const DeviceCheckpoint = DevicePluginDir + "/kubelet_internal_checkpoint"
+
+// maxSavedCheckpoint bounds the checkpoint the journal keeps.
+const maxSavedCheckpoint = 1 << 20
+
+// DevicePluginFiles are what the run's kubelets (kubelet.sock,
+// DEPRECATION, the checkpoint once a plugin registered) and the e2e's
+// device plugin (its socket) write in DevicePluginDir.
+var DevicePluginFiles = []string{DevicePluginDir + "/kubelet.sock", DevicePluginDir + "/DEPRECATION", DeviceCheckpoint,
+	DevicePluginDir + "/" + deviceplugin.Socket}
 
 // PodLogGlobs are the kubelet's log files of one namespace's pods.
 func PodLogGlobs(namespace string) []string {
@@ -84,7 +98,16 @@ func (n *Node) before(ctx context.Context) (journal.State, error) {
 		if err != nil {
 			return journal.State{}, err
 		}
-		st.Files = append(st.Files, journal.Glob{Pattern: pattern, Before: matches})
+		g := journal.Glob{Pattern: pattern, Before: matches}
+		if pattern == DeviceCheckpoint && len(matches) == 1 {
+			// Kubelets rewrite it in place: kept to be written back.
+			data, err := os.ReadFile(DeviceCheckpoint)
+			if err != nil || len(data) > maxSavedCheckpoint {
+				return journal.State{}, fmt.Errorf("saving %s before the run: %v (%d bytes)", DeviceCheckpoint, err, len(data))
+			}
+			g.Saved = map[string][]byte{DeviceCheckpoint: data}
+		}
+		st.Files = append(st.Files, g)
 	}
 	for _, d := range OutsideDirs {
 		if _, err := os.Lstat(d); os.IsNotExist(err) {
@@ -102,27 +125,44 @@ func sysctlPath(name string) string {
 // pods that the run made: a next kubelet on the same node would otherwise
 // inherit their attempt numbers.
 func (n *Node) RemovePodLogs() error {
-	var errs []string
+	return n.removeNew("pod logs", func(pattern string) bool { return strings.HasPrefix(pattern, "/var/log/") })
+}
+
+// RemoveDeviceCheckpoint removes the device manager's checkpoint if the
+// run made it, or writes back the one that was there before: a next
+// baseline would otherwise start with the devices allocated to pods that
+// are gone.
+func (n *Node) RemoveDeviceCheckpoint() error {
+	return n.removeNew("the device checkpoint", func(pattern string) bool { return pattern == DeviceCheckpoint })
+}
+
+// ExistedBefore reports whether a file the journal records (one of
+// DevicePluginFiles, say) was there before the run.
+func (n *Node) ExistedBefore(path string) bool {
 	for _, g := range n.Journal.State().Files {
-		if !strings.HasPrefix(g.Pattern, "/var/log/") {
-			continue
-		}
-		keep := map[string]bool{}
 		for _, b := range g.Before {
-			keep[b] = true
-		}
-		matches, _ := filepath.Glob(g.Pattern)
-		for _, m := range matches {
-			if keep[m] {
-				continue
-			}
-			if err := os.RemoveAll(m); err != nil {
-				errs = append(errs, err.Error())
+			if b == path {
+				return true
 			}
 		}
 	}
+	return false
+}
+
+// removeNew removes the matches of the journal's globs that pick selects,
+// except those that existed before the run.
+func (n *Node) removeNew(what string, pick func(pattern string) bool) error {
+	var errs []string
+	for _, g := range n.Journal.State().Files {
+		if !pick(g.Pattern) {
+			continue
+		}
+		if err := g.Undo(); err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
 	if len(errs) > 0 {
-		return fmt.Errorf("removing pod logs: %s", strings.Join(errs, "; "))
+		return fmt.Errorf("removing %s: %s", what, strings.Join(errs, "; "))
 	}
 	return nil
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/local"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/mounts"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/node"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/proc"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
 )
@@ -64,7 +65,14 @@ type Options struct {
 	// first status update (it races the first admissions) instead of
 	// setting it through the API between the two kubelets.
 	AdmissionRace bool
-	Log           io.Writer
+	// Devices runs the device-plugin case (devices.go): controls per step,
+	// then the patched chain; needs API.
+	Devices bool
+	// DevicePluginGap stops the device plugin before each swap and starts
+	// it again that long after the new kubelet started (0: it runs
+	// throughout).
+	DevicePluginGap time.Duration
+	Log             io.Writer
 }
 
 // Scenario is one e2e run on one node.
@@ -88,6 +96,11 @@ type Scenario struct {
 	// extraPods are pods created after the baseline (admission cases);
 	// waitReady covers them with the corpus.
 	extraPods []corpus.Pod
+	// plugin is the e2e's device plugin (mode devices), logging to
+	// pluginLog.
+	plugin    *proc.Process
+	pluginBin string
+	pluginLog string
 	Report    *report.Report
 }
 
@@ -206,6 +219,9 @@ func Run(ctx context.Context, o Options, stack *cleanup.Stack, rep *report.Repor
 	stack.Push("stop the kubelet", func(ctx context.Context) error { return s.stopKubelet(ctx) })
 	s.logf("corpus: %d pods, %d containers; node %s; sync frequency %s", len(s.corpus.Pods), s.corpus.Containers(), o.NodeName, o.SyncFrequency)
 
+	if o.Devices {
+		return s.devicesRuns(ctx)
+	}
 	if o.Admission {
 		for _, st := range o.Steps {
 			if err := s.admissionRuns(ctx, st); err != nil {
@@ -303,7 +319,7 @@ func (s *Scenario) reset(ctx context.Context) error {
 		return err
 	}
 	s.extraPods = nil
-	s.logf("reset: removed %d sandboxes, the kubelet's root dir, manifests and pod logs", n)
+	s.logf("reset: removed %d sandboxes, the kubelet's root dir, manifests, pod logs and the device checkpoint the run made", n)
 	for _, d := range []string{s.kubeletDir(), s.manifestDir(), s.hostPathRoot()} {
 		if err := mounts.UnmountUnder(d); err != nil {
 			return err
@@ -311,6 +327,9 @@ func (s *Scenario) reset(ctx context.Context) error {
 		if err := os.RemoveAll(d); err != nil {
 			return err
 		}
+	}
+	if err := s.node.RemoveDeviceCheckpoint(); err != nil {
+		return err
 	}
 	return s.node.RemovePodLogs()
 }
