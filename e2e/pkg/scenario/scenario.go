@@ -376,7 +376,7 @@ func (s *Scenario) startKubelet(version string, patched bool) error {
 	cfg := kubelet.Config{
 		Binary: binary, Version: version + " " + variant, Minor: kubelet.Minor(version), Help: help,
 		ConfigFile: filepath.Join(s.opts.Root, "kubelet-config.json"),
-		RootDir: s.kubeletDir(), ManifestDir: s.manifestDir(), NodeName: s.opts.NodeName,
+		RootDir:    s.kubeletDir(), ManifestDir: s.manifestDir(), NodeName: s.opts.NodeName,
 		RuntimeEndpoint: s.node.RuntimeEndpoint(), PauseImage: corpus.PauseImage, SyncFrequency: s.opts.SyncFrequency,
 		Kubeconfig: kubeconfig, Recorder: s.node.Journal, ExtraArgs: s.nextKubeletArgs,
 		LogFile: filepath.Join(s.logDir(), fmt.Sprintf("%02d-kubelet-%s-%s.log", s.phase, version, variant)),
