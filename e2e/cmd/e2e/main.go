@@ -67,6 +67,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	stepsFlag := fl.String("steps", "", "override the mode's steps: from:to,from:to (e.g. 1.18.19:1.21.14)")
 	versionsFlag := fl.String("versions", "", "override the mode's steps with a chain: v1,v2,v3 means v1 -> v2 and v2 -> v3 (e.g. 1.21.14,1.22.17,1.23.17)")
 	patchedRuns := fl.Bool("patched", true, "run the patched chain (false: only the unpatched controls)")
+	controlRuns := fl.Bool("controls", true, "run the mode's unpatched controls (false: only the patched chain, e.g. while a target's unpatched build is missing)")
 	syncFreq := fl.Duration("sync-frequency", 10*time.Second, "the kubelet's --sync-frequency")
 	kindImages := fl.String("kind-images", "build", "kind provider: build (the images the plan needs, incrementally, before the clusters) or use (those the engine holds, e.g. docker load-ed from -mode images -save)")
 	imagesOf := fl.String("images-of", "ci", "-mode images: the plan whose versions to build (ci, full)")
@@ -122,7 +123,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "e2e: mode %s needs -versions v1,v2,... or -steps from:to,...\n", *mode)
 		return 2
 	}
+	if !*controlRuns {
+		plan.controls = false
+	}
 	if !*patchedRuns {
+		if !*controlRuns {
+			fmt.Fprintln(stderr, "e2e: -patched=false and -controls=false leave nothing to run")
+			return 2
+		}
 		plan.extras = false
 		plan.controls = true
 	}

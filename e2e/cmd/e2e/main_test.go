@@ -173,3 +173,10 @@ func TestStepsModeNeedsVersions(t *testing.T) {
 	assert.Equal(t, code, 2)
 	assert.Assert(t, strings.Contains(stderr.String(), "needs -versions"), stderr.String())
 }
+
+func TestNothingToRun(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"-mode", "steps", "-versions", "1.21.14,1.22.17", "-patched=false", "-controls=false", "-root", filepath.Join(t.TempDir(), "a", "root")}, &stdout, &stderr)
+	assert.Equal(t, code, 2)
+	assert.Assert(t, strings.Contains(stderr.String(), "nothing to run"), stderr.String())
+}
