@@ -381,8 +381,11 @@ func (s *Scenario) startKubelet(version string, patched bool) error {
 		Kubeconfig: kubeconfig, Recorder: s.node.Journal, ExtraArgs: s.nextKubeletArgs,
 		LogFile: filepath.Join(s.logDir(), fmt.Sprintf("%02d-kubelet-%s-%s.log", s.phase, version, variant)),
 	}
-	if plan := cfg.Plan(); plan.Config != nil || len(plan.Dropped) > 0 {
-		s.logf("kubelet %s: not listed by its --help: %s; in %s: %s", version, strings.Join(plan.Dropped, " "), cfg.ConfigFile, strings.Join(plan.Fields(), " "))
+	if plan := cfg.Plan(); len(plan.Dropped) > 0 {
+		s.logf("kubelet %s: dropped (not listed by its --help, no configuration field): %s", version, strings.Join(plan.Dropped, " "))
+	}
+	if plan := cfg.Plan(); plan.Config != nil {
+		s.logf("kubelet %s: flags it no longer lists set in %s: %s", version, cfg.ConfigFile, strings.Join(plan.Fields(), " "))
 	}
 	k, err := kubelet.Start(cfg)
 	if err != nil {
