@@ -5,7 +5,8 @@
 #                             any chain of matrix versions, 10 pods: an unpatched control per
 #                             step N -> N+1 (its baseline on N patched, or on N as released
 #                             while N is not built patched), then the patched chain on one set
-#                             of containers; E2E_ARGS=-patched=false for the controls alone
+#                             of containers; E2E_ARGS=-patched=false for the controls alone,
+#                             -controls=false for the patched chain alone
 #   make e2e E2E=steps E2E_STEPS=1.28.15:1.31.14[,from:to...]
 #                             explicit steps (skip-level); with E2E_VERSIONS, after its chain
 #   make e2e E2E=api          CI form in API mode: etcd + kube-apiserver (upgraded first), API pods
