@@ -52,6 +52,12 @@ e2e_steps := $(subst $(e2e_comma), ,$(E2E_STEPS))
 E2E_VERSIONS_steps := $(call e2e_join,$(sort $(e2e_chain) $(subst :, ,$(e2e_steps))))
 E2E_UNPATCHED_steps := $(call e2e_join,$(sort $(wordlist 2,999,$(e2e_chain)) $(foreach s,$(e2e_steps),$(word 2,$(subst :, ,$(s))))))
 e2e_step_args := $(if $(E2E_VERSIONS),-versions $(E2E_VERSIONS)) $(if $(E2E_STEPS),-steps $(E2E_STEPS))
+# Without versions, `make build VERSIONS=` would not build what the plan needs.
+ifeq ($(E2E),steps)
+ifeq ($(strip $(E2E_VERSIONS)$(E2E_STEPS)),)
+$(error E2E=steps needs E2E_VERSIONS=v1,v2,... or E2E_STEPS=from:to,...)
+endif
+endif
 
 .PHONY: e2e e2e-binaries e2e-binaries-local e2e-binaries-kind e2e-unit e2e-cleanup kind-images
 e2e: e2e-binaries
