@@ -1,6 +1,14 @@
 # Targets of the real-node e2e (owned by e2e/); see e2e/README.md. Run as root.
 #   make e2e                  CI form: 1.20.15 -> 1.21.14, patched + unpatched control, 10 pods
 #   make e2e E2E=full         chain 1.18.19 -> 1.19.16 -> 1.20.15 -> 1.21.14, 30 pods
+#   make e2e E2E=steps E2E_VERSIONS=1.21.14,1.22.17,1.23.17
+#                             any chain of matrix versions, 10 pods: an unpatched control per
+#                             step N -> N+1 (its baseline on N patched, or on N as released
+#                             while N is not built patched), then the patched chain on one set
+#                             of containers; E2E_ARGS=-patched=false for the controls alone,
+#                             -controls=false for the patched chain alone
+#   make e2e E2E=steps E2E_STEPS=1.28.15:1.31.14[,from:to...]
+#                             explicit steps (skip-level); with E2E_VERSIONS, after its chain
 #   make e2e E2E=api          CI form in API mode: etcd + kube-apiserver (upgraded first), API pods
 #   make e2e E2E=admission    API mode: pods upstream rejects at re-admission (node label removed, cpu reserved,
 #                             --max-pods lowered), unpatched control then patched, Ready windows
@@ -39,11 +47,30 @@ E2E_UNPATCHED_devices := 1.19.16,1.20.15,1.21.14
 E2E_BINARIES_devices := $(E2E_BINARIES_api)
 E2E_VERSIONS_full := 1.18.19,1.19.16,1.20.15,1.21.14
 E2E_UNPATCHED_full := 1.19.16,1.20.15,1.21.14
+# E2E=steps: the chain E2E_VERSIONS (a,b,c: a -> b, b -> c) and the steps
+# E2E_STEPS (from:to,...). Also accepted by the other modes (they replace
+# the mode's steps).
+E2E_VERSIONS ?=
+E2E_STEPS ?=
+e2e_comma := ,
+e2e_space := $(subst ,, )
+e2e_join = $(subst $(e2e_space),$(e2e_comma),$(strip $(1)))
+e2e_chain := $(subst $(e2e_comma), ,$(E2E_VERSIONS))
+e2e_steps := $(subst $(e2e_comma), ,$(E2E_STEPS))
+E2E_VERSIONS_steps := $(call e2e_join,$(sort $(e2e_chain) $(subst :, ,$(e2e_steps))))
+E2E_UNPATCHED_steps := $(call e2e_join,$(sort $(wordlist 2,999,$(e2e_chain)) $(foreach s,$(e2e_steps),$(word 2,$(subst :, ,$(s))))))
+e2e_step_args := $(if $(E2E_VERSIONS),-versions $(E2E_VERSIONS)) $(if $(E2E_STEPS),-steps $(E2E_STEPS))
+# Without versions, `make build VERSIONS=` would not build what the plan needs.
+ifeq ($(E2E),steps)
+ifeq ($(strip $(E2E_VERSIONS)$(E2E_STEPS)),)
+$(error E2E=steps needs E2E_VERSIONS=v1,v2,... or E2E_STEPS=from:to,...)
+endif
+endif
 
 .PHONY: e2e e2e-binaries e2e-binaries-local e2e-binaries-kind e2e-unit e2e-cleanup kind-images
 e2e: e2e-binaries
 	$(GO) build -o _output/e2e/e2e ./e2e/cmd/e2e
-	./_output/e2e/e2e -mode $(E2E) -provider $(E2E_PROVIDER) $(E2E_ARGS)
+	./_output/e2e/e2e -mode $(E2E) -provider $(E2E_PROVIDER) $(e2e_step_args) $(E2E_ARGS)
 
 # Undo what a run killed with SIGKILL left: exactly what its journal
 # (<root>/journal.json) lists. Nothing to do when there is no root; refused

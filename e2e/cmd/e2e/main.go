@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -47,6 +48,9 @@ var plans = map[string]struct {
 	// extended resource across every step of the chain.
 	"devices": {steps: []scenario.Step{{From: "1.18.19", To: "1.19.16"}, {From: "1.19.16", To: "1.20.15"}, {From: "1.20.15", To: "1.21.14"}}, pods: 2, controls: true, api: true, devices: true},
 	"bench":   {steps: []scenario.Step{{From: "1.20.15", To: "1.21.14"}}, pods: 100, controls: true},
+	// Any chain of matrix versions: -versions a,b,c (every a -> b, b -> c)
+	// or -steps from:to,...; controls per step, then the patched chain.
+	"steps": {pods: 10, controls: true},
 }
 
 func main() {
@@ -56,7 +60,7 @@ func main() {
 func run(args []string, stdout, stderr io.Writer) int {
 	fl := flag.NewFlagSet("e2e", flag.ContinueOnError)
 	fl.SetOutput(stderr)
-	mode := fl.String("mode", "ci", "ci (1.20 -> 1.21, 10 pods), full (1.18 -> 1.19 -> 1.20 -> 1.21, 30 pods), api (ci against etcd and kube-apiserver), admission (API pods upstream rejects at re-admission: node label removed, cpu reserved, --max-pods lowered), devices (API pods using the e2e's device plugin's extended resource, 1.18 -> 1.19 -> 1.20 -> 1.21), bench (1.20 -> 1.21, 100 pods), node (the node up and down), or cleanup (undo what a killed run's journal under -root lists)")
+	mode := fl.String("mode", "ci", "ci (1.20 -> 1.21, 10 pods), steps (the chain of -versions or the -steps, 10 pods), full (1.18 -> 1.19 -> 1.20 -> 1.21, 30 pods), api (ci against etcd and kube-apiserver), admission (API pods upstream rejects at re-admission: node label removed, cpu reserved, --max-pods lowered), devices (API pods using the e2e's device plugin's extended resource, 1.18 -> 1.19 -> 1.20 -> 1.21), bench (1.20 -> 1.21, 100 pods), node (the node up and down), or cleanup (undo what a killed run's journal under -root lists)")
 	api := fl.Bool("api", false, "API mode for any mode: etcd and kube-apiserver, pods through the API")
 	pods := fl.Int("pods", 0, "pods in the corpus (default: the mode's)")
 	provider := fl.String("provider", "local", "local (the host is the node), or kind (kubeadm clusters of kind nodes: the Docker engine that answers, else a private dockerd from Debian)")
@@ -65,7 +69,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	root := fl.String("root", "/var/lib/kubelet-compat-e2e", "private state directory of the node (removed afterwards)")
 	nodeName := fl.String("node-name", "kc-e2e-node", "the kubelet's --hostname-override")
 	stepsFlag := fl.String("steps", "", "override the mode's steps: from:to,from:to (e.g. 1.18.19:1.21.14)")
+	versionsFlag := fl.String("versions", "", "override the mode's steps with a chain: v1,v2,v3 means v1 -> v2 and v2 -> v3 (e.g. 1.21.14,1.22.17,1.23.17)")
 	patchedRuns := fl.Bool("patched", true, "run the patched chain (false: only the unpatched controls)")
+	controlRuns := fl.Bool("controls", true, "run the mode's unpatched controls (false: only the patched chain, e.g. while a target's unpatched build is missing)")
 	syncFreq := fl.Duration("sync-frequency", 10*time.Second, "the kubelet's --sync-frequency")
 	kindImages := fl.String("kind-images", "build", "kind provider: build (the images the plan needs, incrementally, before the clusters) or use (those the engine holds, e.g. docker load-ed from -mode images -save)")
 	imagesOf := fl.String("images-of", "ci", "-mode images: the plan whose versions to build (ci, full)")
@@ -101,7 +107,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		plan.steps = []scenario.Step{{}}
 	}
 	if !ok {
-		fmt.Fprintf(stderr, "e2e: unknown mode %q (ci, full, api, admission, devices, bench, node, cleanup; images with -provider kind)\n", *mode)
+		fmt.Fprintf(stderr, "e2e: unknown mode %q (ci, steps, full, api, admission, devices, bench, node, cleanup; images with -provider kind)\n", *mode)
 		return 2
 	}
 	if *pods > 0 {
@@ -110,18 +116,26 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if *api {
 		plan.api = true
 	}
-	if *stepsFlag != "" {
-		plan.steps = nil
-		for _, st := range strings.Split(*stepsFlag, ",") {
-			from, to, ok := strings.Cut(st, ":")
-			if !ok {
-				fmt.Fprintf(stderr, "e2e: bad -steps entry %q (want from:to)\n", st)
-				return 2
-			}
-			plan.steps = append(plan.steps, scenario.Step{From: from, To: to})
+	if *stepsFlag != "" || *versionsFlag != "" {
+		steps, err := parseSteps(*versionsFlag, *stepsFlag)
+		if err != nil {
+			fmt.Fprintf(stderr, "e2e: %v\n", err)
+			return 2
 		}
+		plan.steps = steps
+	}
+	if len(plan.steps) == 0 && *mode != "node" {
+		fmt.Fprintf(stderr, "e2e: mode %s needs -versions v1,v2,... or -steps from:to,...\n", *mode)
+		return 2
+	}
+	if !*controlRuns {
+		plan.controls = false
 	}
 	if !*patchedRuns {
+		if !*controlRuns {
+			fmt.Fprintln(stderr, "e2e: -patched=false and -controls=false leave nothing to run")
+			return 2
+		}
 		plan.extras = false
 		plan.controls = true
 	}
@@ -255,4 +269,56 @@ func cleanupMode(root string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintln(stdout, "e2e cleanup: done")
 	return 0
+}
+
+// parseSteps reads -versions (a chain: every consecutive pair is a step)
+// and -steps (from:to pairs, e.g. skip-level 1.28.15:1.31.14); both may be
+// given: the chain's steps come first. A step must go up.
+func parseSteps(versions, stepsList string) ([]scenario.Step, error) {
+	var steps []scenario.Step
+	if versions != "" {
+		vs := strings.Split(versions, ",")
+		if len(vs) < 2 {
+			return nil, fmt.Errorf("-versions %q: at least two versions", versions)
+		}
+		for i := 1; i < len(vs); i++ {
+			steps = append(steps, scenario.Step{From: strings.TrimSpace(vs[i-1]), To: strings.TrimSpace(vs[i])})
+		}
+	}
+	if stepsList != "" {
+		for _, st := range strings.Split(stepsList, ",") {
+			from, to, ok := strings.Cut(st, ":")
+			if !ok {
+				return nil, fmt.Errorf("bad -steps entry %q (want from:to)", st)
+			}
+			steps = append(steps, scenario.Step{From: strings.TrimSpace(from), To: strings.TrimSpace(to)})
+		}
+	}
+	for _, st := range steps {
+		f, t := versionKey(st.From), versionKey(st.To)
+		if f == nil || t == nil {
+			return nil, fmt.Errorf("step %s: versions must be 1.<minor>.<patch>", st)
+		}
+		if !(f[0] < t[0] || f[0] == t[0] && (f[1] < t[1] || f[1] == t[1] && f[2] < t[2])) {
+			return nil, fmt.Errorf("step %s does not go up", st)
+		}
+	}
+	return steps, nil
+}
+
+// versionKey is major, minor, patch of a version such as 1.21.14, or nil.
+func versionKey(v string) []int {
+	parts := strings.Split(v, ".")
+	if len(parts) != 3 {
+		return nil
+	}
+	out := make([]int, 3)
+	for i, p := range parts {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 0 {
+			return nil
+		}
+		out[i] = n
+	}
+	return out
 }

@@ -3,6 +3,7 @@ package corpus
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"gotest.tools/v3/assert"
@@ -35,9 +36,40 @@ func TestUpstreamRestarts(t *testing.T) {
 		{19, 20, 0},
 		{20, 21, 6}, // 5 without uid + probe grace
 		{18, 21, 7}, // 5 without uid + seccomp + probe grace
+		{21, 22, 0}, // no field of the pods' structs changed: upstream restarts nothing
+		{22, 23, 5}, // 5 without uid (PodSpec, Probe, ProbeHandler); hashes as 1.22
+		{28, 29, 0},
+		{21, 23, 5},
+		{29, 30, 5},
+		{30, 31, 8}, // every pod: the {name, image} hash
+		{28, 31, 8},
+		{31, 32, 5}, // uids; both hash {name, image}
+		{34, 35, 5},
 	}
 	for _, tt := range tests {
 		assert.Equal(t, count(tt.from, tt.to), tt.want, "1.%d -> 1.%d", tt.from, tt.to)
+	}
+}
+
+// TestUpstreamRestartReasons: the static pods without metadata.uid are
+// recreated for their UID, the others for their containers' hashes.
+func TestUpstreamRestartReasons(t *testing.T) {
+	c := New(Options{Pods: 8, NodeName: "n", FirstHostPort: 19000})
+	reasons := map[string]string{}
+	for _, e := range c.UpstreamRestarts(30, 31) {
+		reasons[e.Pod] = e.Reason
+	}
+	assert.Assert(t, strings.Contains(reasons["kc-e2e/web-000-n"], "without metadata.uid"), reasons["kc-e2e/web-000-n"])
+	assert.Assert(t, strings.Contains(reasons["kc-e2e/pinned-007-n"], "{name, image}"), reasons["kc-e2e/pinned-007-n"])
+	for _, e := range c.UpstreamRestarts(18, 19) {
+		if e.Pod == "kc-e2e/seccomp-005-n" {
+			assert.Assert(t, strings.Contains(e.Reason, "seccompProfile"), e.Reason)
+		}
+	}
+	for _, e := range c.UpstreamRestarts(20, 21) {
+		if e.Pod == "kc-e2e/probegrace-006-n" {
+			assert.Assert(t, strings.Contains(e.Reason, "terminationGracePeriodSeconds"), e.Reason)
+		}
 	}
 }
 

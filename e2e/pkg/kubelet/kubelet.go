@@ -37,45 +37,16 @@ type Config struct {
 	Recorder proc.Recorder
 	// ExtraArgs are appended to the flags (e.g. --max-pods).
 	ExtraArgs []string
+	// Help is what the binary's --help lists (AskHelp): settings whose
+	// flag it no longer lists go to a KubeletConfiguration file. Nil:
+	// every flag is passed (1.18 .. 1.21 as measured before).
+	Help *Help
+	// ConfigFile is where that file goes (default: <RootDir>/kubelet-config.json).
+	ConfigFile string
 }
 
-// Args are the kubelet's flags (docs/upstream-behaviour.md; they work from 1.18
-// to 1.26, and without --container-runtime from 1.27).
-func (c Config) Args() []string {
-	args := []string{
-		"--root-dir=" + c.RootDir,
-		"--cert-dir=" + filepath.Join(c.RootDir, "pki"),
-		"--volume-plugin-dir=" + filepath.Join(c.RootDir, "volume-plugins"),
-		"--pod-manifest-path=" + c.ManifestDir,
-		"--container-runtime-endpoint=" + c.RuntimeEndpoint,
-		"--cgroup-driver=cgroupfs",
-		"--fail-swap-on=false",
-		"--hostname-override=" + c.NodeName,
-		"--pod-infra-container-image=" + c.PauseImage,
-		"--address=127.0.0.1",
-		"--healthz-bind-address=127.0.0.1",
-		"--read-only-port=0",
-		"--sync-frequency=" + c.SyncFrequency.String(),
-		"--file-check-frequency=5s",
-		// The node's disk may be fuller than the kubelet's default
-		// thresholds: the e2e must never see evictions or image GC.
-		// Absolute, not 1%: on a 250 GB disk 1% is 2.5 GB, and a disk
-		// that full (builds running beside) put the node under
-		// DiskPressure and the kubelet rejected every pod.
-		"--eviction-hard=memory.available<1Mi,nodefs.available<100Mi,imagefs.available<100Mi",
-		"--image-gc-high-threshold=100",
-		"--image-gc-low-threshold=99",
-		// computePodActions is logged at V(3): how the e2e sees each pod synced.
-		"--v=3",
-	}
-	if c.Minor < 27 {
-		args = append(args, "--container-runtime=remote")
-	}
-	if c.Kubeconfig != "" {
-		args = append(args, "--kubeconfig="+c.Kubeconfig)
-	}
-	return append(args, c.ExtraArgs...)
-}
+// Args are the kubelet's flags (Plan().Args): per era, see era.go.
+func (c Config) Args() []string { return c.Plan().Args }
 
 // Kubelet is a running kubelet.
 type Kubelet struct {
@@ -96,7 +67,11 @@ func Start(c Config) (*Kubelet, error) {
 	if fi, err := os.Stat(c.LogFile); err == nil {
 		offset = fi.Size()
 	}
-	p, err := proc.Start(c.Recorder, "kubelet "+c.Version, c.Binary, c.Args(), nil, c.LogFile)
+	plan := c.Plan()
+	if err := c.writeConfig(plan); err != nil {
+		return nil, err
+	}
+	p, err := proc.Start(c.Recorder, "kubelet "+c.Version, c.Binary, plan.Args, nil, c.LogFile)
 	if err != nil {
 		return nil, err
 	}

@@ -412,6 +412,9 @@ func removeSockets(st journal.State, h Host) error {
 	return errors.Join(errs...)
 }
 
+// conntrackAttempts bounds the conntrack -D runs per direction.
+const conntrackAttempts = 3
+
 // flushConntrack deletes the connection tracking entries from or to the
 // run's subnet (probes and checks against pod IPs; TIME_WAIT ones would
 // expire, others linger for days).
@@ -434,10 +437,26 @@ func flushConntrack(ctx context.Context, st journal.State, h Host) error {
 		if strings.TrimSpace(string(out)) == "" {
 			continue
 		}
-		if _, err := h.Conntrack(ctx, "conntrack", "-D", dir, subnet); err != nil {
-			// -D exits 1 when the entries expired meanwhile.
-			if out, _ := h.Conntrack(ctx, "conntrack", "-L", dir, subnet); strings.TrimSpace(string(out)) != "" {
+		for attempt := 1; ; attempt++ {
+			_, err := h.Conntrack(ctx, "conntrack", "-D", dir, subnet)
+			if err == nil {
+				break
+			}
+			// -D exits 1 ("such conntrack doesn't exist") when an entry
+			// it listed went away before its delete (expired, closed);
+			// it may leave others: list again, delete again (seen once
+			// in 2026-11 with entries left after the first -D).
+			if out, _ := h.Conntrack(ctx, "conntrack", "-L", dir, subnet); strings.TrimSpace(string(out)) == "" {
+				break
+			}
+			if attempt == conntrackAttempts {
 				errs = append(errs, err)
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(200 * time.Millisecond):
 			}
 		}
 	}

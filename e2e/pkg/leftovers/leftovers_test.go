@@ -306,3 +306,42 @@ func TestUndoRemovesTheCNICacheOfTheRunsSandboxes(t *testing.T) {
 	}
 	assert.DeepEqual(t, left, []string{"cni-loopback-" + others + "-lo", "kc-e2e-" + others + "-eth0"})
 }
+
+// TestFlushConntrackRetries: conntrack -D exits 1 when an entry it listed
+// went away before its delete, and may leave others behind; the flush
+// deletes again, and fails only when entries stay after every attempt.
+func TestFlushConntrackRetries(t *testing.T) {
+	tests := []struct {
+		name     string
+		failures int // -D runs that fail and leave the entries
+		wantErr  bool
+		wantDs   int
+	}{
+		{name: "first delete works", failures: 0, wantDs: 1},
+		{name: "a racing entry: the second delete works", failures: 1, wantDs: 2},
+		{name: "entries that never go", failures: 99, wantErr: true, wantDs: conntrackAttempts},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			entries := []string{"tcp 6 91 TIME_WAIT src=10.217.77.1 dst=192.0.2.7"}
+			deletes, failures := 0, tt.failures
+			h := Host{Conntrack: func(_ context.Context, bin string, args ...string) ([]byte, error) {
+				if args[1] != "-s" {
+					return nil, nil
+				}
+				if args[0] == "-D" {
+					deletes++
+					if failures > 0 {
+						failures--
+						return nil, errors.New("exit status 1: such conntrack doesn't exist")
+					}
+					entries = nil
+				}
+				return []byte(strings.Join(entries, "\n")), nil
+			}}
+			err := flushConntrack(context.Background(), journal.State{Subnet: "10.217.77.0/24"}, h)
+			assert.Equal(t, err != nil, tt.wantErr, "%v", err)
+			assert.Equal(t, deletes, tt.wantDs)
+		})
+	}
+}

@@ -41,7 +41,9 @@ func TestAssertControl(t *testing.T) {
 	}{
 		{name: "restarts what upstream restarts", expected: exp, restarted: []string{"ns/a", "ns/b"}, want: true, verdict: "pass: restarts as upstream (2/2"},
 		{name: "misses one: the e2e cannot tell", expected: exp, restarted: []string{"ns/a"}, verdict: "FAIL: the control did not restart ns/b"},
-		{name: "upstream restarts nothing on this step", restarted: nil, want: true, verdict: "reported, not asserted"},
+		{name: "upstream restarts nothing on this step", restarted: nil, want: true, verdict: "reported, not asserted: upstream restarts nothing on this step"},
+		{name: "nothing expected, something restarted: the expectations miss a change", restarted: []string{"ns/a"}, want: true,
+			verdict: "reported, not asserted: no restart expected on this step, yet the control restarted 1 pods (ns/a)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

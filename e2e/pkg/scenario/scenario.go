@@ -93,6 +93,8 @@ type Scenario struct {
 	// nextKubeletArgs are extra flags of the next kubelet started (the
 	// admission cases lower --max-pods); cleared once used.
 	nextKubeletArgs []string
+	// helps caches what each kubelet binary's --help lists.
+	helps map[string]*kubelet.Help
 	// extraPods are pods created after the baseline (admission cases);
 	// waitReady covers them with the corpus.
 	extraPods []corpus.Pod
@@ -136,6 +138,16 @@ func (s *Scenario) APIServer(version string) string {
 	return p
 }
 
+// ControlBaselineBinary is the kubelet a control's baseline runs on: the
+// patched build of version (no compat file: it behaves as upstream), or,
+// while that is not built yet, the build as released.
+func (s *Scenario) ControlBaselineBinary(version string) string {
+	if p := s.Binary(version, true); fileExists(p) || !fileExists(s.Binary(version, false)) {
+		return p
+	}
+	return s.Binary(version, false)
+}
+
 func fileExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
@@ -146,8 +158,11 @@ func Preflight(o Options) error {
 	s := &Scenario{opts: o}
 	need := map[string]bool{s.cli(): true}
 	for i, st := range o.Steps {
-		if i == 0 || o.Controls {
+		if i == 0 && !o.SkipPatched {
 			need[s.Binary(st.From, true)] = true
+		}
+		if o.Controls {
+			need[s.ControlBaselineBinary(st.From)] = true
 		}
 		if !o.SkipPatched {
 			need[s.Binary(st.To, true)] = true
@@ -289,7 +304,11 @@ func NodeOnly(ctx context.Context, o Options, stack *cleanup.Stack) error {
 // controlRun is the negative control of one step: a fresh baseline on the
 // old kubelet, then the UNPATCHED new one.
 func (s *Scenario) controlRun(ctx context.Context, st Step) error {
-	if err := s.baseline(ctx, st.From); err != nil {
+	patchedFrom := s.ControlBaselineBinary(st.From) == s.Binary(st.From, true)
+	if !patchedFrom {
+		s.logf("control %s: no patched %s built yet: the baseline runs on %s as released", st, st.From, st.From)
+	}
+	if err := s.baselineOn(ctx, st.From, patchedFrom); err != nil {
 		return err
 	}
 	run, err := s.swap(ctx, st, false, nil)
@@ -368,13 +387,26 @@ func (s *Scenario) startKubelet(version string, patched bool) error {
 	if s.cp != nil {
 		kubeconfig = s.cp.PKI.Kubeconfig()
 	}
-	k, err := kubelet.Start(kubelet.Config{
-		Binary: s.Binary(version, patched), Version: version + " " + variant, Minor: kubelet.Minor(version),
-		RootDir: s.kubeletDir(), ManifestDir: s.manifestDir(), NodeName: s.opts.NodeName,
+	binary := s.Binary(version, patched)
+	help, err := s.help(binary)
+	if err != nil {
+		return err
+	}
+	cfg := kubelet.Config{
+		Binary: binary, Version: version + " " + variant, Minor: kubelet.Minor(version), Help: help,
+		ConfigFile: filepath.Join(s.opts.Root, "kubelet-config.json"),
+		RootDir:    s.kubeletDir(), ManifestDir: s.manifestDir(), NodeName: s.opts.NodeName,
 		RuntimeEndpoint: s.node.RuntimeEndpoint(), PauseImage: corpus.PauseImage, SyncFrequency: s.opts.SyncFrequency,
 		Kubeconfig: kubeconfig, Recorder: s.node.Journal, ExtraArgs: s.nextKubeletArgs,
 		LogFile: filepath.Join(s.logDir(), fmt.Sprintf("%02d-kubelet-%s-%s.log", s.phase, version, variant)),
-	})
+	}
+	if plan := cfg.Plan(); len(plan.Dropped) > 0 {
+		s.logf("kubelet %s: dropped (not listed by its --help, no configuration field): %s", version, strings.Join(plan.Dropped, " "))
+	}
+	if plan := cfg.Plan(); plan.Config != nil {
+		s.logf("kubelet %s: flags it no longer lists set in %s: %s", version, cfg.ConfigFile, strings.Join(plan.Fields(), " "))
+	}
+	k, err := kubelet.Start(cfg)
 	if err != nil {
 		return err
 	}
@@ -384,10 +416,32 @@ func (s *Scenario) startKubelet(version string, patched bool) error {
 	return nil
 }
 
+// help asks binary for its flags once per run.
+func (s *Scenario) help(binary string) (*kubelet.Help, error) {
+	if h, ok := s.helps[binary]; ok {
+		return h, nil
+	}
+	h, err := kubelet.AskHelp(context.Background(), binary)
+	if err != nil {
+		return nil, err
+	}
+	if s.helps == nil {
+		s.helps = map[string]*kubelet.Help{}
+	}
+	s.helps[binary] = &h
+	return &h, nil
+}
+
 // baseline starts from an empty node: the corpus on kubelet version
 // (patched build, no compat file: behaves as upstream), all pods running,
 // ready and serving, and stable for one sync period.
 func (s *Scenario) baseline(ctx context.Context, version string) error {
+	return s.baselineOn(ctx, version, true)
+}
+
+// baselineOn is baseline on the patched build of version or, for a
+// control whose patched build is missing, on the build as released.
+func (s *Scenario) baselineOn(ctx context.Context, version string, patched bool) error {
 	if err := s.reset(ctx); err != nil {
 		return fmt.Errorf("reset: %w", err)
 	}
@@ -401,7 +455,7 @@ func (s *Scenario) baseline(ctx context.Context, version string) error {
 	if err := os.MkdirAll(s.manifestDir(), 0o755); err != nil {
 		return err
 	}
-	if err := s.startKubelet(version, true); err != nil {
+	if err := s.startKubelet(version, patched); err != nil {
 		return err
 	}
 	start := time.Now()
