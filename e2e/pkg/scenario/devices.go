@@ -3,9 +3,9 @@ package scenario
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/kubelet-compat/kubelet-compat/pkg/devicecheckpoint"
 	"net"
 	"os"
 	"path/filepath"
@@ -119,7 +119,7 @@ func (s *Scenario) deviceDirFree() error {
 	// A checkpoint without allocations or devices (an earlier kubelet's
 	// leftover) holds no state: the run uses it and writes it back.
 	if s.node.ExistedBefore(local.DeviceCheckpoint) {
-		if cp, err := parseCheckpoint(readCheckpoint()); err != nil || len(cp.Data.PodDeviceEntries) > 0 || len(cp.Data.RegisteredDevices) > 0 {
+		if cp, err := devicecheckpoint.Parse(readCheckpoint()); err != nil || len(cp.Data.PodDeviceEntries) > 0 || len(cp.Data.RegisteredDevices) > 0 {
 			return fmt.Errorf("%s existed before this run and holds devices or allocations (%s): another kubelet's, not touching it", local.DeviceCheckpoint, checkpointSummary(readCheckpoint()))
 		}
 		s.logf("devices: %s existed before the run, empty: used, and written back at the end", local.DeviceCheckpoint)
@@ -447,28 +447,6 @@ func readCheckpoint() []byte {
 	return b
 }
 
-// deviceCheckpoint is what the e2e reads of the device manager's
-// checkpoint, v1 or v2.
-type deviceCheckpoint struct {
-	Data struct {
-		PodDeviceEntries []struct {
-			PodUID        string
-			ContainerName string
-			ResourceName  string
-			DeviceIDs     json.RawMessage
-		}
-		RegisteredDevices map[string][]string
-	}
-}
-
-func parseCheckpoint(data []byte) (*deviceCheckpoint, error) {
-	var cp deviceCheckpoint
-	if err := json.Unmarshal(data, &cp); err != nil {
-		return nil, err
-	}
-	return &cp, nil
-}
-
 // checkpointSummary names the device checkpoint's format and what it
 // holds: v1 (1.18, 1.19) lists a container's device IDs, v2 (1.20 and
 // later) maps NUMA nodes to them.
@@ -476,7 +454,7 @@ func checkpointSummary(data []byte) string {
 	if len(data) == 0 {
 		return "none"
 	}
-	cp, err := parseCheckpoint(data)
+	cp, err := devicecheckpoint.Parse(data)
 	if err != nil {
 		return "unreadable: " + err.Error()
 	}
@@ -484,11 +462,8 @@ func checkpointSummary(data []byte) string {
 	var devs []string
 	for _, e := range cp.Data.PodDeviceEntries {
 		raw := strings.TrimSpace(string(e.DeviceIDs))
-		switch {
-		case strings.HasPrefix(raw, "["):
-			format = "v1"
-		case strings.HasPrefix(raw, "{"):
-			format = "v2"
+		if f := e.Format(); f != 0 {
+			format = fmt.Sprintf("v%d", f)
 		}
 		uid := e.PodUID
 		if len(uid) > 8 {

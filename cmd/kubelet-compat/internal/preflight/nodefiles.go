@@ -3,7 +3,7 @@ package preflight
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
+	"github.com/kubelet-compat/kubelet-compat/pkg/devicecheckpoint"
 	"sort"
 	"strconv"
 	"strings"
@@ -137,18 +137,6 @@ func CPUManagerState(path string, data []byte, cfg KubeletConfig) ([]Finding, st
 
 // ---- 6. device-plugin checkpoint ----
 
-// deviceCheckpoint is <root-dir>/device-plugins/kubelet_internal_checkpoint.
-type deviceCheckpoint struct {
-	Data struct {
-		PodDeviceEntries []struct {
-			PodUID        string
-			ContainerName string
-			ResourceName  string
-			DeviceIDs     json.RawMessage
-		}
-	}
-}
-
 // DeviceCheckpointRestores says whether a kubelet of version v restores a
 // checkpoint of format v1 (DeviceIDs a list: written up to 1.19) and v2
 // (DeviceIDs per NUMA node: 1.20+). 1.20 and 1.21 read v1 only from
@@ -167,8 +155,6 @@ func DeviceCheckpointRestores(v kubeletcompat.Version, format int) bool {
 	return true
 }
 
-var numaKey = regexp.MustCompile(`^-?[0-9]+$`)
-
 // DeviceCheckpoint reports the pods whose device allocations the target
 // loses because it cannot read the checkpoint: without it the device
 // manager allocates their devices again at re-admission, which fails with
@@ -177,8 +163,8 @@ var numaKey = regexp.MustCompile(`^-?[0-9]+$`)
 // patched kubelet (the patches do not touch the device manager: it does
 // what its upstream version does). pods maps a pod UID to its name.
 func DeviceCheckpoint(path string, data []byte, to kubeletcompat.Version, podsByUID map[string]string) ([]Finding, string) {
-	var cp deviceCheckpoint
-	if err := json.Unmarshal(data, &cp); err != nil {
+	cp, err := devicecheckpoint.Parse(data)
+	if err != nil {
 		return nil, fmt.Sprintf("device-checkpoint: %s does not parse (%v): every kubelet ignores it", path, err)
 	}
 	entries := cp.Data.PodDeviceEntries
@@ -187,20 +173,7 @@ func DeviceCheckpoint(path string, data []byte, to kubeletcompat.Version, podsBy
 	}
 	format := 0
 	for _, e := range entries {
-		var list []string
-		var perNUMA map[string][]string
-		switch {
-		case json.Unmarshal(e.DeviceIDs, &list) == nil:
-			format = 1
-		case json.Unmarshal(e.DeviceIDs, &perNUMA) == nil:
-			format = 2
-			for k := range perNUMA {
-				if !numaKey.MatchString(k) {
-					format = 0
-				}
-			}
-		}
-		if format != 0 {
+		if format = e.Format(); format != 0 {
 			break
 		}
 	}
