@@ -3,12 +3,12 @@ package preflight
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/kubelet-compat/kubelet-compat/pkg/devicecheckpoint"
 	"sort"
 	"strconv"
 	"strings"
 
 	kubeletcompat "github.com/kubelet-compat/kubelet-compat/kubelet-compat"
+	"github.com/kubelet-compat/kubelet-compat/pkg/devicecheckpoint"
 	v1 "k8s.io/api/core/v1"
 )
 
