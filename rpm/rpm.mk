@@ -1,5 +1,6 @@
 # Targets of the RPM packaging (owned by rpm/); see rpm/README.md.
-#   make rpm                        all versions into $(RPM_OUTPUT)
+#   make rpm                        the four versions of `make` into $(RPM_OUTPUT)
+#   make rpm RPM_VERSIONS=all       every version with a patch series (sets and minors work too)
 #   make rpm RPM_VERSIONS=1.21.14   one version (kubernetes-unversioned is always built)
 #   make rpm-reproducible           build twice, compare every sha256
 #   make rpm-test                   quick tests on fake binaries (also part of `make test`)

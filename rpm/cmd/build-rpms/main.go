@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kubelet-compat/kubelet-compat/pkg/matrix"
 	"github.com/kubelet-compat/kubelet-compat/rpm"
 )
 
@@ -30,7 +31,7 @@ func run() error {
 	var verbose bool
 	flag.StringVar(&cfg.InputDir, "input", "_output", "harness output: `dir`/<ver>/{kubelet,kubeadm,kubectl}")
 	flag.StringVar(&cfg.OutputDir, "output", "_output/rpms", "where the RPMs go")
-	flag.StringVar(&versions, "versions", "", "Kubernetes versions to package, space or comma separated (e.g. 1.21.14); none builds only kubernetes-unversioned")
+	flag.StringVar(&versions, "versions", "", "Kubernetes versions to package, space or comma separated: releases (1.21.14), minors of the matrix (1.21) or its sets (default, ci, all); none builds only kubernetes-unversioned")
 	flag.StringVar(&cfg.KubeletCompat, "kubelet-compat", "", "the kubelet-compat CLI `binary` for the node packages")
 	flag.StringVar(&epoch, "source-date-epoch", os.Getenv("SOURCE_DATE_EPOCH"), "mtime and build time of everything, in `seconds` (default $SOURCE_DATE_EPOCH)")
 	flag.StringVar(&cfg.Release, "release", rpm.DefaultRelease, "Release of the versioned packages (before %{dist})")
@@ -45,7 +46,10 @@ func run() error {
 	if flag.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", flag.Args())
 	}
-	cfg.Versions = strings.FieldsFunc(versions, func(r rune) bool { return r == ',' || r == ' ' })
+	var err error
+	if cfg.Versions, err = releases(strings.FieldsFunc(versions, func(r rune) bool { return r == ',' || r == ' ' })); err != nil {
+		return err
+	}
 	if epoch == "" {
 		return fmt.Errorf("set -source-date-epoch or SOURCE_DATE_EPOCH")
 	}
@@ -72,4 +76,26 @@ func run() error {
 	}
 	fmt.Printf("built %d RPMs into %s in %s (SOURCE_DATE_EPOCH=%d)\n", len(built), cfg.OutputDir, time.Since(start).Round(time.Millisecond), cfg.SourceDateEpoch)
 	return nil
+}
+
+// releases expands the matrix's set names and minors in names to releases
+// (all -> every build row, 1.21 -> 1.21.14); a release is kept as it is, so
+// a build of one outside the matrix can be packaged too.
+func releases(names []string) ([]string, error) {
+	expanded, err := matrix.ExpandSets(names)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, n := range expanded {
+		if strings.Count(strings.TrimPrefix(n, "v"), ".") == 1 {
+			row, err := matrix.Lookup(n)
+			if err != nil {
+				return nil, err
+			}
+			n = row.Kubernetes
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
