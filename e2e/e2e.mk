@@ -10,6 +10,9 @@
 #   make e2e E2E=steps E2E_STEPS=1.28.15:1.31.14[,from:to...]
 #                             explicit steps (skip-level); with E2E_VERSIONS, after its chain
 #   make e2e E2E=api          CI form in API mode: etcd + kube-apiserver (upgraded first), API pods
+#   make e2e E2E=api E2E_STEPS=1.32.13:1.33.13 [E2E_ARGS=-resize-gate]
+#                             the in-place-resize checkpoints of 1.33 (e2e/README.md); -resize-gate:
+#                             InPlacePodVerticalScaling on at 1.27 .. 1.32 (kube-apiserver and kubelet)
 #   make e2e E2E=admission    API mode: pods upstream rejects at re-admission (node label removed, cpu reserved,
 #                             --max-pods lowered), unpatched control then patched, Ready windows
 #   make e2e E2E=devices      API mode, chain 1.18.19 -> 1.19.16 -> 1.20.15 -> 1.21.14: pods using the extended resource
@@ -60,6 +63,12 @@ e2e_steps := $(subst $(e2e_comma), ,$(E2E_STEPS))
 E2E_VERSIONS_steps := $(call e2e_join,$(sort $(e2e_chain) $(subst :, ,$(e2e_steps))))
 E2E_UNPATCHED_steps := $(call e2e_join,$(sort $(wordlist 2,999,$(e2e_chain)) $(foreach s,$(e2e_steps),$(word 2,$(subst :, ,$(s))))))
 e2e_step_args := $(if $(E2E_VERSIONS),-versions $(E2E_VERSIONS)) $(if $(E2E_STEPS),-steps $(E2E_STEPS))
+# What to build: the versions of E2E_VERSIONS/E2E_STEPS when given (they
+# replace any mode's steps, e.g. E2E=api E2E_STEPS=1.32.13:1.33.13), else
+# the mode's.
+e2e_given := $(strip $(E2E_VERSIONS)$(E2E_STEPS))
+e2e_build_versions := $(if $(e2e_given),$(E2E_VERSIONS_steps),$(E2E_VERSIONS_$(E2E)))
+e2e_build_unpatched := $(if $(e2e_given),$(E2E_UNPATCHED_steps),$(E2E_UNPATCHED_$(E2E)))
 # Without versions, `make build VERSIONS=` would not build what the plan needs.
 ifeq ($(E2E),steps)
 ifeq ($(strip $(E2E_VERSIONS)$(E2E_STEPS)),)
@@ -86,14 +95,14 @@ e2e-cleanup:
 e2e-binaries: e2e-binaries-$(E2E_PROVIDER)
 e2e-binaries-local:
 ifeq ($(E2E_BUILD),true)
-	$(MAKE) build VERSIONS=$(E2E_VERSIONS_$(E2E)) BINARIES=$(or $(E2E_BINARIES_$(E2E)),kubelet)
-	$(MAKE) build VERSIONS=$(E2E_UNPATCHED_$(E2E)) PATCHED=false BINARIES=kubelet
+	$(MAKE) build VERSIONS=$(e2e_build_versions) BINARIES=$(or $(E2E_BINARIES_$(E2E)),kubelet)
+	$(MAKE) build VERSIONS=$(e2e_build_unpatched) PATCHED=false BINARIES=kubelet
 endif
 	$(GO) build -o _output/kubelet-compat ./cmd/kubelet-compat
 e2e-binaries-kind:
 ifeq ($(E2E_BUILD),true)
-	$(MAKE) build VERSIONS=$(E2E_VERSIONS_$(E2E)) BINARIES=kubelet,kubeadm,kubectl
-	$(MAKE) build VERSIONS=$(E2E_VERSIONS_$(E2E)) PATCHED=false BINARIES=kubelet,kube-apiserver,kube-controller-manager,kube-scheduler,kube-proxy
+	$(MAKE) build VERSIONS=$(e2e_build_versions) BINARIES=kubelet,kubeadm,kubectl
+	$(MAKE) build VERSIONS=$(e2e_build_versions) PATCHED=false BINARIES=kubelet,kube-apiserver,kube-controller-manager,kube-scheduler,kube-proxy
 endif
 	$(GO) build -o _output/kubelet-compat ./cmd/kubelet-compat
 

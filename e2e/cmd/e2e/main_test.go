@@ -180,3 +180,14 @@ func TestNothingToRun(t *testing.T) {
 	assert.Equal(t, code, 2)
 	assert.Assert(t, strings.Contains(stderr.String(), "nothing to run"), stderr.String())
 }
+
+// TestResizeGateNeedsAPIMode: the gate only matters to the API server's
+// pods (static pods are never resized in place).
+func TestResizeGateNeedsAPIMode(t *testing.T) {
+	for _, args := range [][]string{{"-mode", "ci"}, {"-mode", "api", "-provider", "kind"}} {
+		var stdout, stderr bytes.Buffer
+		code := run(append(args, "-resize-gate", "-root", filepath.Join(t.TempDir(), "a", "root")), &stdout, &stderr)
+		assert.Equal(t, code, 2, args)
+		assert.Assert(t, strings.Contains(stderr.String(), "-resize-gate needs API mode"), stderr.String())
+	}
+}

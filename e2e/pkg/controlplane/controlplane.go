@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -34,6 +36,9 @@ type Options struct {
 	APIServer func(version string) string
 	// Recorder records the processes in the run's journal (may be nil).
 	Recorder proc.Recorder
+	// FeatureGates returns the --feature-gates of kube-apiserver 1.minor
+	// (nil function or empty map: none).
+	FeatureGates func(minor int) map[string]bool
 }
 
 // ControlPlane is etcd and one kube-apiserver.
@@ -81,21 +86,11 @@ func (cp *ControlPlane) Start(ctx context.Context, version string) error {
 
 // StartAPIServer starts kube-apiserver version on the running etcd.
 func (cp *ControlPlane) StartAPIServer(ctx context.Context, version string) error {
-	p := cp.PKI
-	args := []string{
-		fmt.Sprintf("--etcd-servers=http://127.0.0.1:%d", EtcdClientPort),
-		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
-		fmt.Sprintf("--secure-port=%d", APIServerPort), "--insecure-port=0",
-		"--endpoint-reconciler-type=none",
-		"--service-cluster-ip-range=" + ServiceCIDR,
-		"--tls-cert-file=" + p.ServingCert(), "--tls-private-key-file=" + p.ServingKey(),
-		"--client-ca-file=" + p.CACert(),
-		"--authorization-mode=AlwaysAllow",
-		"--service-account-key-file=" + p.SAPub(), "--service-account-signing-key-file=" + p.SAKey(),
-		"--service-account-issuer=https://kubernetes.default.svc",
-		"--cert-dir=" + filepath.Join(cp.opts.Dir, "apiserver-certs"),
-		"--allow-privileged=true",
+	var gates map[string]bool
+	if cp.opts.FeatureGates != nil {
+		gates = cp.opts.FeatureGates(minor(version))
 	}
+	args := cp.apiServerArgs(minor(version), gates)
 	ap, err := proc.Start(cp.opts.Recorder, "kube-apiserver "+version, cp.opts.APIServer(version), args, nil, filepath.Join(cp.opts.LogDir, "kube-apiserver.log"))
 	if err != nil {
 		return err
@@ -109,6 +104,49 @@ func (cp *ControlPlane) StartAPIServer(ctx context.Context, version string) erro
 		return fmt.Errorf("kube-apiserver %s: %w (see %s)", version, err, filepath.Join(cp.opts.LogDir, "kube-apiserver.log"))
 	}
 	return nil
+}
+
+// apiServerArgs are the flags of kube-apiserver 1.minor.
+func (cp *ControlPlane) apiServerArgs(minor int, gates map[string]bool) []string {
+	p := cp.PKI
+	args := []string{
+		fmt.Sprintf("--etcd-servers=http://127.0.0.1:%d", EtcdClientPort),
+		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+		fmt.Sprintf("--secure-port=%d", APIServerPort),
+		"--endpoint-reconciler-type=none",
+		"--service-cluster-ip-range=" + ServiceCIDR,
+		"--tls-cert-file=" + p.ServingCert(), "--tls-private-key-file=" + p.ServingKey(),
+		"--client-ca-file=" + p.CACert(),
+		"--authorization-mode=AlwaysAllow",
+		"--service-account-key-file=" + p.SAPub(), "--service-account-signing-key-file=" + p.SAKey(),
+		"--service-account-issuer=https://kubernetes.default.svc",
+		"--cert-dir=" + filepath.Join(cp.opts.Dir, "apiserver-certs"),
+		"--allow-privileged=true",
+	}
+	if minor < 24 {
+		// Removed in 1.24 (an unknown flag from then on); before, 0
+		// turns the insecure port off.
+		args = append(args, "--insecure-port=0")
+	}
+	if len(gates) > 0 {
+		var gs []string
+		for k, v := range gates {
+			gs = append(gs, fmt.Sprintf("%s=%t", k, v))
+		}
+		sort.Strings(gs)
+		args = append(args, "--feature-gates="+strings.Join(gs, ","))
+	}
+	return args
+}
+
+// minor is the minor of a version such as 1.32.13 (0 when unreadable).
+func minor(version string) int {
+	parts := strings.Split(strings.TrimPrefix(version, "v"), ".")
+	if len(parts) < 2 {
+		return 0
+	}
+	m, _ := strconv.Atoi(parts[1])
+	return m
 }
 
 // UpgradeAPIServer replaces the running API server by version (etcd and

@@ -2,8 +2,9 @@
 // cover what an in-place kubelet upgrade can break (hostNetwork and bridge
 // pods, several containers, init containers, probes of every kind,
 // resources, env, emptyDir and hostPath volumes, pods with and without
-// metadata.uid, seccompProfile, a probe's terminationGracePeriodSeconds),
-// and what upstream's kubelet restarts for each of them on each step.
+// metadata.uid, seccompProfile, a probe's terminationGracePeriodSeconds;
+// in API mode also configMap volumes and resizePolicy), and what
+// upstream's kubelet restarts for each of them on each step.
 package corpus
 
 import (
@@ -43,6 +44,7 @@ const (
 	KindProbeGrace = "probegrace" // liveness probe with terminationGracePeriodSeconds, explicit uid
 	KindPinned     = "pinned"     // explicit metadata.uid, otherwise like web
 	KindConfigMap  = "configmap"  // API mode only: serves a configMap volume
+	KindResize     = "resize"     // API mode only: web with resizePolicy memory RestartContainer, cpu and memory requests and limits
 )
 
 // ConfigMapName is the configMap the configmap pods mount (API mode).
@@ -62,6 +64,10 @@ type Options struct {
 	// metadata.uid (the API server assigns it), no service account token,
 	// and configMap volumes among the kinds.
 	API bool
+	// ResizeGate says the e2e turns InPlacePodVerticalScaling on where it
+	// is off by default (ResizeGateMinor): the old API server keeps the
+	// resize pods' resizePolicy (UpstreamRestarts).
+	ResizeGate bool
 }
 
 // Pod is one pod of the corpus with what the e2e needs to know about it.
@@ -82,8 +88,9 @@ type Pod struct {
 
 // Corpus is the generated set of pods.
 type Corpus struct {
-	Pods []Pod
-	API  bool
+	Pods       []Pod
+	API        bool
+	ResizeGate bool
 }
 
 // New generates o.Pods pods.
@@ -91,13 +98,15 @@ func New(o Options) *Corpus {
 	c := &Corpus{}
 	ks := kinds
 	if o.API {
-		ks = append([]string{KindConfigMap}, kinds...)
+		// resize last: the smaller API corpora (admission, devices) stay
+		// as they were.
+		ks = append(append([]string{KindConfigMap}, kinds...), KindResize)
 	}
 	for i := 0; i < o.Pods; i++ {
 		kind := ks[i%len(ks)]
 		c.Pods = append(c.Pods, newPod(kind, fmt.Sprintf("%s-%03d", kind, i), i, o))
 	}
-	c.API = o.API
+	c.API, c.ResizeGate = o.API, o.ResizeGate
 	return c
 }
 
@@ -220,6 +229,20 @@ func build(kind, name string, i int, o Options) *v1.Pod {
 		p.Spec.Volumes = []v1.Volume{{Name: "www", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{
 			LocalObjectReference: v1.LocalObjectReference{Name: ConfigMapName}}}}}
 		p.Spec.Containers = []v1.Container{c}
+	case KindResize:
+		// Non-zero cpu and memory in requests and limits: every one
+		// differs from the zero a kubelet without an actuated record
+		// compares them to (resizeRestarts).
+		c := web
+		c.Resources = v1.ResourceRequirements{
+			Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("5m"), v1.ResourceMemory: resource.MustParse("8Mi")},
+			Limits:   v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m"), v1.ResourceMemory: resource.MustParse("64Mi")},
+		}
+		c.ResizePolicy = []v1.ContainerResizePolicy{
+			{ResourceName: v1.ResourceCPU, RestartPolicy: v1.NotRequired},
+			{ResourceName: v1.ResourceMemory, RestartPolicy: v1.RestartContainer},
+		}
+		p.Spec.Containers = []v1.Container{c}
 	case KindPinned:
 		p.UID = pinnedUID(i)
 		p.Spec.Containers = []v1.Container{web}
@@ -326,11 +349,20 @@ var staticPodUIDChanges = map[int]string{
 // the pod is created, so the newer kubelet never sees them. Measured (make
 // e2e E2E=api, 1.20.15 -> 1.21.14, API server upgraded first): the unpatched
 // 1.21 kubelet logged 51 computePodActions for the 10 pods, every one empty
-// (no kill, no start), and 0 containers restarted.
+// (no kill, no start), and 0 containers restarted. The one exception is
+// the resize pods' container on the steps resizeRestarts names.
 func (c *Corpus) UpstreamRestarts(from, to int) []Expectation {
 	var out []Expectation
 	if c.API {
-		return nil
+		if !resizeRestarts(from, to, c.ResizeGate) {
+			return nil
+		}
+		for _, p := range c.Pods {
+			if p.Kind == KindResize {
+				out = append(out, Expectation{p.RuntimeName, resizeReason})
+			}
+		}
+		return out
 	}
 	uidReason := ""
 	for m := from + 1; m <= to; m++ {
@@ -380,3 +412,37 @@ func hashChange(containers []v1.Container, from, to int) string {
 // nameImageMinor is the first minor hashing only a container's name and
 // image (kubernetes/kubernetes#124220).
 const nameImageMinor = 31
+
+// ResizeGateMinor says whether kube-apiserver and kubelet 1.minor have the
+// InPlacePodVerticalScaling gate off by default: alpha 1.27 .. 1.32, beta
+// and on from 1.33, absent before 1.27 (pkg/features of each minor).
+func ResizeGateMinor(minor int) bool { return minor >= 27 && minor <= 32 }
+
+// ResizeFeatureGates are the feature gates the e2e's -resize-gate sets on
+// kube-apiserver and kubelet 1.minor (nil: none, the gate is on by default
+// or does not exist).
+func ResizeFeatureGates(minor int) map[string]bool {
+	if !ResizeGateMinor(minor) {
+		return nil
+	}
+	return map[string]bool{"InPlacePodVerticalScaling": true}
+}
+
+const resizeReason = "resizePolicy memory RestartContainer and no actuated_pods_state record: the kubelet compares the spec's resources to zero"
+
+// resizeRestarts says whether an unpatched kubelet 1.to that replaces
+// kubelet 1.from restarts the resize pods' container. Kubelets 1.33 ..
+// 1.36 read the container's actuated resources from actuated_pods_state,
+// which no kubelet before 1.33 writes; without a record they compare the
+// spec to zero and restart the container for a resource whose resizePolicy
+// is RestartContainer (computePodResizeAction; static pods are exempt).
+// 1.37 records the actuated state before the first sync
+// (InitializeActuatedPod). The policy only reaches the kubelet if the old
+// API server kept it: with the gate off (the default before 1.33, and 1.26
+// and older do not know the field) it drops resizePolicy from a new pod
+// (dropDisabledPodFields), and the kubelet updates the resources in place.
+func resizeRestarts(from, to int, gate bool) bool {
+	noActuatedRecord := from <= 32 && to >= 33 && to <= 36
+	policyKept := gate && ResizeGateMinor(from)
+	return noActuatedRecord && policyKept
+}

@@ -98,3 +98,65 @@ func TestAPICorpus(t *testing.T) {
 	}
 	assert.Equal(t, len(c.UpstreamRestarts(20, 21)), 0)
 }
+
+// TestAPICorpusHasOneResizePod: the default API corpus (10 pods) holds one
+// resize pod, last; its container has the resizePolicy and non-zero cpu and
+// memory requests and limits the restart depends on.
+func TestAPICorpusHasOneResizePod(t *testing.T) {
+	c := New(Options{Pods: 10, NodeName: "n", FirstHostPort: 19000, API: true})
+	last := c.Pods[9]
+	assert.Equal(t, last.Kind, KindResize)
+	ctr := last.Spec.Spec.Containers[0]
+	assert.DeepEqual(t, ctr.ResizePolicy, []v1.ContainerResizePolicy{
+		{ResourceName: v1.ResourceCPU, RestartPolicy: v1.NotRequired},
+		{ResourceName: v1.ResourceMemory, RestartPolicy: v1.RestartContainer},
+	})
+	for _, rl := range []v1.ResourceList{ctr.Resources.Requests, ctr.Resources.Limits} {
+		assert.Assert(t, !rl.Cpu().IsZero() && !rl.Memory().IsZero(), "%v", rl)
+	}
+	static := New(Options{Pods: 20, NodeName: "n", FirstHostPort: 19000})
+	for _, p := range static.Pods {
+		assert.Assert(t, p.Kind != KindResize && p.Kind != KindConfigMap, p.Name)
+	}
+}
+
+func TestResizeRestarts(t *testing.T) {
+	tests := []struct {
+		from, to int
+		gate     bool
+		want     bool
+	}{
+		{32, 33, true, true},
+		{32, 33, false, false}, // the 1.32 API server dropped resizePolicy
+		{27, 33, true, true},
+		{31, 34, true, true},
+		{32, 36, true, true},
+		{32, 37, true, false}, // 1.37 initialises the actuated state first
+		{36, 37, true, false},
+		{33, 34, true, false}, // 1.33 wrote actuated_pods_state
+		{33, 34, false, false},
+		{26, 33, true, false}, // no gate, no resizePolicy before 1.27
+		{31, 32, true, false}, // 1.32 reads no actuated state
+		{20, 21, true, false},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, resizeRestarts(tt.from, tt.to, tt.gate), tt.want, "1.%d -> 1.%d gate %v", tt.from, tt.to, tt.gate)
+	}
+}
+
+func TestUpstreamRestartsOfTheResizePod(t *testing.T) {
+	gated := New(Options{Pods: 10, NodeName: "n", FirstHostPort: 19000, API: true, ResizeGate: true})
+	exp := gated.UpstreamRestarts(32, 33)
+	assert.Equal(t, len(exp), 1)
+	assert.Equal(t, exp[0].Pod, Namespace+"/resize-009")
+	assert.Equal(t, len(gated.UpstreamRestarts(32, 37)), 0)
+	defaults := New(Options{Pods: 10, NodeName: "n", FirstHostPort: 19000, API: true})
+	assert.Equal(t, len(defaults.UpstreamRestarts(32, 33)), 0)
+}
+
+func TestResizeFeatureGates(t *testing.T) {
+	assert.Assert(t, ResizeFeatureGates(26) == nil)
+	assert.DeepEqual(t, ResizeFeatureGates(27), map[string]bool{"InPlacePodVerticalScaling": true})
+	assert.DeepEqual(t, ResizeFeatureGates(32), map[string]bool{"InPlacePodVerticalScaling": true})
+	assert.Assert(t, ResizeFeatureGates(33) == nil)
+}

@@ -116,7 +116,20 @@ func (c Config) settings() []setting {
 	if c.Kubeconfig != "" {
 		s = append(s, setting{flag: "kubeconfig", value: c.Kubeconfig})
 	}
+	if len(c.FeatureGates) > 0 {
+		s = append(s, setting{flag: "feature-gates", value: FeatureGatesFlag(c.FeatureGates), field: "featureGates", config: c.FeatureGates})
+	}
 	return s
+}
+
+// FeatureGatesFlag is the value of --feature-gates: name=bool, sorted.
+func FeatureGatesFlag(gates map[string]bool) string {
+	var out []string
+	for k, v := range gates {
+		out = append(out, fmt.Sprintf("%s=%t", k, v))
+	}
+	sort.Strings(out)
+	return strings.Join(out, ",")
 }
 
 func joinDir(dir, name string) string {

@@ -126,3 +126,25 @@ func TestConfigFileIsAStandaloneKubeletConfiguration(t *testing.T) {
 	// Without a kubeconfig, webhook authn/authz would keep the kubelet from starting.
 	assert.DeepEqual(t, got["authorization"], map[string]interface{}{"mode": "AlwaysAllow"})
 }
+
+// TestFeatureGates: --feature-gates while --help lists it (1.27 .. 1.32
+// do), else the configuration's featureGates; nothing without gates.
+func TestFeatureGates(t *testing.T) {
+	gates := map[string]bool{"InPlacePodVerticalScaling": true, "B": false}
+	c := Config{Minor: 32, Help: help(append(allFlags, "feature-gates", "fail-cgroupv1")...), RootDir: "/r", FeatureGates: gates}
+	p := c.Plan()
+	assert.Assert(t, is.Contains(p.Args, "--feature-gates=B=false,InPlacePodVerticalScaling=true"))
+	assert.Assert(t, is.Nil(p.Config))
+
+	c.Help = help("root-dir", "v", "config")
+	p = c.Plan()
+	b, err := p.ConfigJSON()
+	assert.NilError(t, err)
+	var got map[string]interface{}
+	assert.NilError(t, json.Unmarshal(b, &got))
+	assert.DeepEqual(t, got["featureGates"], map[string]interface{}{"InPlacePodVerticalScaling": true, "B": false})
+
+	c.FeatureGates, c.Help = nil, help(append(allFlags, "feature-gates")...)
+	args := strings.Join(c.Plan().Args, " ")
+	assert.Assert(t, !strings.Contains(args, "--feature-gates"), args)
+}

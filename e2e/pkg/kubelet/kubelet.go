@@ -43,6 +43,9 @@ type Config struct {
 	Help *Help
 	// ConfigFile is where that file goes (default: <RootDir>/kubelet-config.json).
 	ConfigFile string
+	// FeatureGates are set as --feature-gates, or the configuration's
+	// featureGates when --help does not list the flag (none when empty).
+	FeatureGates map[string]bool
 }
 
 // Args are the kubelet's flags (Plan().Args): per era, see era.go.

@@ -72,7 +72,11 @@ type Options struct {
 	// it again that long after the new kubelet started (0: it runs
 	// throughout).
 	DevicePluginGap time.Duration
-	Log             io.Writer
+	// ResizeGate turns InPlacePodVerticalScaling on in kube-apiserver and
+	// kubelet wherever it is off by default (corpus.ResizeFeatureGates), so
+	// the resize pods keep their resizePolicy; needs API.
+	ResizeGate bool
+	Log        io.Writer
 }
 
 // Scenario is one e2e run on one node.
@@ -194,7 +198,7 @@ func Run(ctx context.Context, o Options, stack *cleanup.Stack, rep *report.Repor
 		return err
 	}
 	s := &Scenario{opts: o, stack: stack, Report: rep}
-	s.corpus = corpus.New(corpus.Options{Pods: o.Pods, NodeName: o.NodeName, HostPathRoot: s.hostPathRoot(), FirstHostPort: 19100, API: o.API})
+	s.corpus = corpus.New(corpus.Options{Pods: o.Pods, NodeName: o.NodeName, HostPathRoot: s.hostPathRoot(), FirstHostPort: 19100, API: o.API, ResizeGate: o.ResizeGate})
 	// Logs of an earlier run would mix with this run's.
 	if err := os.RemoveAll(s.logDir()); err != nil {
 		return err
@@ -224,7 +228,8 @@ func Run(ctx context.Context, o Options, stack *cleanup.Stack, rep *report.Repor
 		return err
 	})
 	if o.API {
-		cp, err := controlplane.New(controlplane.Options{Dir: filepath.Join(o.Root, "controlplane"), LogDir: s.logDir(), APIServer: s.APIServer, Recorder: ln.Journal})
+		cp, err := controlplane.New(controlplane.Options{Dir: filepath.Join(o.Root, "controlplane"), LogDir: s.logDir(), APIServer: s.APIServer, Recorder: ln.Journal,
+			FeatureGates: s.featureGates})
 		if err != nil {
 			return err
 		}
@@ -233,6 +238,9 @@ func Run(ctx context.Context, o Options, stack *cleanup.Stack, rep *report.Repor
 	}
 	stack.Push("stop the kubelet", func(ctx context.Context) error { return s.stopKubelet(ctx) })
 	s.logf("corpus: %d pods, %d containers; node %s; sync frequency %s", len(s.corpus.Pods), s.corpus.Containers(), o.NodeName, o.SyncFrequency)
+	if o.ResizeGate {
+		s.logf("-resize-gate: InPlacePodVerticalScaling=true on kube-apiserver and kubelet 1.27 .. 1.32 (on by default from 1.33)")
+	}
 
 	if o.Devices {
 		return s.devicesRuns(ctx)
@@ -398,10 +406,14 @@ func (s *Scenario) startKubelet(version string, patched bool) error {
 		RootDir:    s.kubeletDir(), ManifestDir: s.manifestDir(), NodeName: s.opts.NodeName,
 		RuntimeEndpoint: s.node.RuntimeEndpoint(), PauseImage: corpus.PauseImage, SyncFrequency: s.opts.SyncFrequency,
 		Kubeconfig: kubeconfig, Recorder: s.node.Journal, ExtraArgs: s.nextKubeletArgs,
-		LogFile: filepath.Join(s.logDir(), fmt.Sprintf("%02d-kubelet-%s-%s.log", s.phase, version, variant)),
+		LogFile:      filepath.Join(s.logDir(), fmt.Sprintf("%02d-kubelet-%s-%s.log", s.phase, version, variant)),
+		FeatureGates: s.featureGates(kubelet.Minor(version)),
 	}
 	if plan := cfg.Plan(); len(plan.Dropped) > 0 {
 		s.logf("kubelet %s: dropped (not listed by its --help, no configuration field): %s", version, strings.Join(plan.Dropped, " "))
+	}
+	if len(cfg.FeatureGates) > 0 {
+		s.logf("kubelet %s: feature gates %s (-resize-gate)", version, kubelet.FeatureGatesFlag(cfg.FeatureGates))
 	}
 	if plan := cfg.Plan(); plan.Config != nil {
 		s.logf("kubelet %s: flags it no longer lists set in %s: %s", version, cfg.ConfigFile, strings.Join(plan.Fields(), " "))
@@ -414,6 +426,15 @@ func (s *Scenario) startKubelet(version string, patched bool) error {
 	s.nextKubeletArgs = nil
 	s.logf("kubelet %s %s started, pid %d, log %s %s", version, variant, k.PID, k.LogFile, strings.Join(k.ExtraArgs, " "))
 	return nil
+}
+
+// featureGates are the gates of kube-apiserver and kubelet 1.minor (nil:
+// none): only -resize-gate sets any.
+func (s *Scenario) featureGates(minor int) map[string]bool {
+	if !s.opts.ResizeGate {
+		return nil
+	}
+	return corpus.ResizeFeatureGates(minor)
 }
 
 // help asks binary for its flags once per run.
