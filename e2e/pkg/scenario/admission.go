@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/corpus"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/ctxtime"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/node"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
@@ -221,7 +222,7 @@ func (s *Scenario) admissionRun(ctx context.Context, st Step, patched bool) erro
 	}
 	settle := 3*s.opts.SyncFrequency + 3*time.Second
 	s.logf("admission %s (%s): settled %.1fs after the kubelet started; waiting %s", st, variant, run.WindowSeconds, settle)
-	if err := sleep(ctx, settle); err != nil {
+	if err := ctxtime.Sleep(ctx, settle); err != nil {
 		poller.stop()
 		return err
 	}
@@ -266,7 +267,7 @@ func (s *Scenario) createAdmissionPods(ctx context.Context, cs kubernetes.Interf
 		return err
 	}
 	for _, p := range plan.extra() {
-		if err := sleep(ctx, 1100*time.Millisecond); err != nil {
+		if err := ctxtime.Sleep(ctx, 1100*time.Millisecond); err != nil {
 			return err
 		}
 		if _, err := cs.CoreV1().Pods(corpus.Namespace).Create(ctx, p.Spec, metav1.CreateOptions{}); err != nil {
@@ -338,7 +339,7 @@ func (s *Scenario) waitAdmitted(ctx context.Context, cs kubernetes.Interface, pa
 		if time.Now().After(deadline) {
 			return time.Time{}, fmt.Errorf("upstream's rejections not seen after 3 minutes: %s", why)
 		}
-		if err := sleep(ctx, 250*time.Millisecond); err != nil {
+		if err := ctxtime.Sleep(ctx, 250*time.Millisecond); err != nil {
 			return time.Time{}, err
 		}
 	}
@@ -642,7 +643,7 @@ func waitAPIReady(ctx context.Context, cs kubernetes.Interface, n int, timeout t
 		if time.Now().After(deadline) {
 			return fmt.Errorf("%d of %d pods Ready in the API after %s (%v)", ready, n, timeout, err)
 		}
-		if err := sleep(ctx, 250*time.Millisecond); err != nil {
+		if err := ctxtime.Sleep(ctx, 250*time.Millisecond); err != nil {
 			return err
 		}
 	}
@@ -681,7 +682,7 @@ func startReadyPoller(ctx context.Context, cs kubernetes.Interface, every time.D
 				p.samples = append(p.samples, smp)
 				p.mu.Unlock()
 			}
-			_ = sleep(ctx, every)
+			_ = ctxtime.Sleep(ctx, every)
 		}
 	}()
 	return p

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/corpus"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/ctxtime"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/deviceplugin"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kubelet"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/local"
@@ -244,7 +245,7 @@ func (s *Scenario) deviceSwap(ctx context.Context, st Step, patched bool) error 
 	pluginBack := make(chan error, 1)
 	if s.opts.DevicePluginGap > 0 {
 		go func() {
-			if err := sleep(ctx, time.Until(started.Add(s.opts.DevicePluginGap))); err != nil {
+			if err := ctxtime.Sleep(ctx, time.Until(started.Add(s.opts.DevicePluginGap))); err != nil {
 				pluginBack <- err
 				return
 			}
@@ -270,7 +271,7 @@ func (s *Scenario) deviceSwap(ctx context.Context, st Step, patched bool) error 
 	}
 	settle := 3*s.opts.SyncFrequency + 3*time.Second
 	s.logf("devices %s (%s): every pod back %.1fs after the kubelet started; waiting %s", st, variant, run.WindowSeconds, settle)
-	if err := sleep(ctx, settle); err != nil {
+	if err := ctxtime.Sleep(ctx, settle); err != nil {
 		poller.stop()
 		return err
 	}
@@ -425,7 +426,7 @@ func waitAllocatable(ctx context.Context, cs kubernetes.Interface, nodeName, res
 		if time.Now().After(deadline) {
 			return fmt.Errorf("node allocatable %s is %s after %s, want %d (%v)", res, q.String(), timeout, n, err)
 		}
-		if err := sleep(ctx, 500*time.Millisecond); err != nil {
+		if err := ctxtime.Sleep(ctx, 500*time.Millisecond); err != nil {
 			return err
 		}
 	}
