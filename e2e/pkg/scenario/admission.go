@@ -210,47 +210,22 @@ func (s *Scenario) admissionRun(ctx context.Context, st Step, patched bool) erro
 		return err
 	}
 	started := s.kubelet.Started
-	window, err := s.waitAdmitted(ctx, cs, patched, expect)
-	run.WindowSeconds = time.Since(started).Seconds()
-	if err == nil {
-		run.WindowSeconds = window.Sub(started).Seconds()
-	} else if patched {
-		poller.stop()
-		return fmt.Errorf("after the swap to %s %s: %w", st.To, variant, err)
-	} else {
-		s.logf("control: %v; reporting what is there", err)
-	}
-	settle := 3*s.opts.SyncFrequency + 3*time.Second
-	s.logf("admission %s (%s): settled %.1fs after the kubelet started; waiting %s", st, variant, run.WindowSeconds, settle)
-	if err := ctxtime.Sleep(ctx, settle); err != nil {
-		poller.stop()
-		return err
-	}
-	windows := readyWindows(poller.stop())
-	if err := s.kubelet.Alive(); err != nil {
-		return err
-	}
-	after, err := s.rt.Take(ctx, corpus.Namespace)
+	obs, err := s.observeAfterSwap(ctx, cs, st, run, before, poller, started, afterSwap{
+		what: "admission",
+		back: "settled",
+		wait: func(ctx context.Context) (time.Time, error) {
+			return s.waitAdmitted(ctx, cs, patched, expect)
+		},
+	})
 	if err != nil {
 		return err
 	}
-	pods, err := podsByName(ctx, cs)
-	if err != nil {
-		return err
-	}
-	lines, err := s.kubelet.Lines(AdmitMessage)
-	if err != nil {
-		return err
-	}
-	run.KeptLogLines = len(lines)
-	admitted := admittedDespite(lines)
-	run.Diff = snapshot.Compare(before, after)
-	run.Pods, run.Containers, run.Restarts, run.RecreatedPods = run.Diff.Pods, run.Diff.Containers, run.Diff.Restarts, run.Diff.RecreatedPods
+	run.KeptLogLines = len(obs.lines)
 	for _, name := range names(plan.order(s.corpus)) {
-		c := admissionCheck(variant, name, expect[name], pods[name], before, after, windows[name], admitted[name])
+		c := admissionCheck(variant, name, expect[name], obs.pods[name], before, obs.after, obs.windows[name], obs.admitted[name])
 		s.check(c)
 	}
-	s.check(readinessSummary(variant, names(plan.order(s.corpus)), expect, windows))
+	s.check(readinessSummary(variant, names(plan.order(s.corpus)), expect, obs.windows))
 	s.assertAdmission(run, expect)
 	s.Report.Runs = append(s.Report.Runs, *run)
 	s.logf("admission %s (%s): %s", st, variant, run.Verdict)
