@@ -23,6 +23,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/ctxtime"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
@@ -121,7 +122,7 @@ func (p *Plugin) Run(ctx context.Context) error {
 			// The socket may be an ended kubelet's: wait for the next one.
 			p.logf("register: %v; retrying", err)
 			p.stop(srv, own)
-			if sleep(ctx, p.cfg.Poll) != nil {
+			if ctxtime.Sleep(ctx, p.cfg.Poll) != nil {
 				return nil
 			}
 			continue
@@ -144,7 +145,7 @@ func (p *Plugin) waitKubelet(ctx context.Context) (os.FileInfo, error) {
 		if fi, err := os.Stat(p.kubeletPath()); err == nil {
 			return fi, nil
 		}
-		if err := sleep(ctx, p.cfg.Poll); err != nil {
+		if err := ctxtime.Sleep(ctx, p.cfg.Poll); err != nil {
 			return nil, err
 		}
 	}
@@ -201,7 +202,7 @@ func (p *Plugin) register(ctx context.Context) error {
 // directory), or kubelet.sock was.
 func (p *Plugin) watch(ctx context.Context, kubelet, own os.FileInfo) string {
 	for {
-		if sleep(ctx, p.cfg.Poll) != nil {
+		if ctxtime.Sleep(ctx, p.cfg.Poll) != nil {
 			return "stopping"
 		}
 		if fi, err := os.Stat(p.socketPath()); err != nil || !sameSocket(fi, own) {
@@ -301,15 +302,4 @@ func (p *Plugin) known(id string) bool {
 		}
 	}
 	return false
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

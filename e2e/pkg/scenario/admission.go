@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/corpus"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/ctxtime"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/node"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
@@ -209,47 +210,22 @@ func (s *Scenario) admissionRun(ctx context.Context, st Step, patched bool) erro
 		return err
 	}
 	started := s.kubelet.Started
-	window, err := s.waitAdmitted(ctx, cs, patched, expect)
-	run.WindowSeconds = time.Since(started).Seconds()
-	if err == nil {
-		run.WindowSeconds = window.Sub(started).Seconds()
-	} else if patched {
-		poller.stop()
-		return fmt.Errorf("after the swap to %s %s: %w", st.To, variant, err)
-	} else {
-		s.logf("control: %v; reporting what is there", err)
-	}
-	settle := 3*s.opts.SyncFrequency + 3*time.Second
-	s.logf("admission %s (%s): settled %.1fs after the kubelet started; waiting %s", st, variant, run.WindowSeconds, settle)
-	if err := sleep(ctx, settle); err != nil {
-		poller.stop()
-		return err
-	}
-	windows := readyWindows(poller.stop())
-	if err := s.kubelet.Alive(); err != nil {
-		return err
-	}
-	after, err := s.rt.Take(ctx, corpus.Namespace)
+	obs, err := s.observeAfterSwap(ctx, cs, st, run, before, poller, started, afterSwap{
+		what: "admission",
+		back: "settled",
+		wait: func(ctx context.Context) (time.Time, error) {
+			return s.waitAdmitted(ctx, cs, patched, expect)
+		},
+	})
 	if err != nil {
 		return err
 	}
-	pods, err := podsByName(ctx, cs)
-	if err != nil {
-		return err
-	}
-	lines, err := s.kubelet.Lines(AdmitMessage)
-	if err != nil {
-		return err
-	}
-	run.KeptLogLines = len(lines)
-	admitted := admittedDespite(lines)
-	run.Diff = snapshot.Compare(before, after)
-	run.Pods, run.Containers, run.Restarts, run.RecreatedPods = run.Diff.Pods, run.Diff.Containers, run.Diff.Restarts, run.Diff.RecreatedPods
+	run.KeptLogLines = len(obs.lines)
 	for _, name := range names(plan.order(s.corpus)) {
-		c := admissionCheck(variant, name, expect[name], pods[name], before, after, windows[name], admitted[name])
+		c := admissionCheck(variant, name, expect[name], obs.pods[name], before, obs.after, obs.windows[name], obs.admitted[name])
 		s.check(c)
 	}
-	s.check(readinessSummary(variant, names(plan.order(s.corpus)), expect, windows))
+	s.check(readinessSummary(variant, names(plan.order(s.corpus)), expect, obs.windows))
 	s.assertAdmission(run, expect)
 	s.Report.Runs = append(s.Report.Runs, *run)
 	s.logf("admission %s (%s): %s", st, variant, run.Verdict)
@@ -266,7 +242,7 @@ func (s *Scenario) createAdmissionPods(ctx context.Context, cs kubernetes.Interf
 		return err
 	}
 	for _, p := range plan.extra() {
-		if err := sleep(ctx, 1100*time.Millisecond); err != nil {
+		if err := ctxtime.Sleep(ctx, 1100*time.Millisecond); err != nil {
 			return err
 		}
 		if _, err := cs.CoreV1().Pods(corpus.Namespace).Create(ctx, p.Spec, metav1.CreateOptions{}); err != nil {
@@ -338,7 +314,7 @@ func (s *Scenario) waitAdmitted(ctx context.Context, cs kubernetes.Interface, pa
 		if time.Now().After(deadline) {
 			return time.Time{}, fmt.Errorf("upstream's rejections not seen after 3 minutes: %s", why)
 		}
-		if err := sleep(ctx, 250*time.Millisecond); err != nil {
+		if err := ctxtime.Sleep(ctx, 250*time.Millisecond); err != nil {
 			return time.Time{}, err
 		}
 	}
@@ -642,7 +618,7 @@ func waitAPIReady(ctx context.Context, cs kubernetes.Interface, n int, timeout t
 		if time.Now().After(deadline) {
 			return fmt.Errorf("%d of %d pods Ready in the API after %s (%v)", ready, n, timeout, err)
 		}
-		if err := sleep(ctx, 250*time.Millisecond); err != nil {
+		if err := ctxtime.Sleep(ctx, 250*time.Millisecond); err != nil {
 			return err
 		}
 	}
@@ -681,7 +657,7 @@ func startReadyPoller(ctx context.Context, cs kubernetes.Interface, every time.D
 				p.samples = append(p.samples, smp)
 				p.mu.Unlock()
 			}
-			_ = sleep(ctx, every)
+			_ = ctxtime.Sleep(ctx, every)
 		}
 	}()
 	return p

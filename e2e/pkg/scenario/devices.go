@@ -12,13 +12,13 @@ import (
 	"time"
 
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/corpus"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/ctxtime"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/deviceplugin"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kubelet"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/local"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/node"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/proc"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
 	"github.com/kubelet-compat/kubelet-compat/pkg/devicecheckpoint"
 	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
 	v1 "k8s.io/api/core/v1"
@@ -244,7 +244,7 @@ func (s *Scenario) deviceSwap(ctx context.Context, st Step, patched bool) error 
 	pluginBack := make(chan error, 1)
 	if s.opts.DevicePluginGap > 0 {
 		go func() {
-			if err := sleep(ctx, time.Until(started.Add(s.opts.DevicePluginGap))); err != nil {
+			if err := ctxtime.Sleep(ctx, time.Until(started.Add(s.opts.DevicePluginGap))); err != nil {
 				pluginBack <- err
 				return
 			}
@@ -253,47 +253,19 @@ func (s *Scenario) deviceSwap(ctx context.Context, st Step, patched bool) error 
 	} else {
 		pluginBack <- nil
 	}
-	window, err := s.waitReady(ctx, 3*time.Minute, true)
-	if perr := <-pluginBack; perr != nil {
-		poller.stop()
-		return perr
-	}
-	run.WindowSeconds = time.Since(started).Seconds()
-	switch {
-	case err == nil:
-		run.WindowSeconds = window.Sub(started).Seconds()
-	case patched:
-		poller.stop()
-		return fmt.Errorf("devices: after the swap to %s %s: %w", st.To, variant, err)
-	default:
-		s.logf("control: %v; reporting what is there", err)
-	}
-	settle := 3*s.opts.SyncFrequency + 3*time.Second
-	s.logf("devices %s (%s): every pod back %.1fs after the kubelet started; waiting %s", st, variant, run.WindowSeconds, settle)
-	if err := sleep(ctx, settle); err != nil {
-		poller.stop()
-		return err
-	}
-	windows := readyWindows(poller.stop())
-	if err := s.kubelet.Alive(); err != nil {
-		return err
-	}
-	if err := s.pluginAlive(); err != nil {
-		return err
-	}
-	after, err := s.rt.Take(ctx, corpus.Namespace)
+	obs, err := s.observeAfterSwap(ctx, cs, st, run, before, poller, started, afterSwap{
+		what:      "devices",
+		back:      "every pod back",
+		errPrefix: "devices: ",
+		wait: func(ctx context.Context) (time.Time, error) {
+			return s.waitReady(ctx, 3*time.Minute, true)
+		},
+		waited: func() error { return <-pluginBack },
+		alive:  s.pluginAlive,
+	})
 	if err != nil {
 		return err
 	}
-	pods, err := podsByName(ctx, cs)
-	if err != nil {
-		return err
-	}
-	lines, err := s.kubelet.Lines(AdmitMessage)
-	if err != nil {
-		return err
-	}
-	admitted := admittedDespite(lines)
 	if run.KeptLogLines, err = s.kubelet.CountLines(kubelet.KeptMessage); err != nil {
 		return err
 	}
@@ -309,8 +281,6 @@ func (s *Scenario) deviceSwap(ctx context.Context, st Step, patched bool) error 
 	if err != nil {
 		return err
 	}
-	run.Diff = snapshot.Compare(before, after)
-	run.Pods, run.Containers, run.Restarts, run.RecreatedPods = run.Diff.Pods, run.Diff.Containers, run.Diff.Restarts, run.Diff.RecreatedPods
 
 	expect := upstreamDeviceLosses(st)
 	var order []string
@@ -319,12 +289,12 @@ func (s *Scenario) deviceSwap(ctx context.Context, st Step, patched bool) error 
 	}
 	first := len(s.Report.Checks)
 	for _, p := range s.extraPods {
-		c := admissionCheck(variant, p.Name, expect[p.Name], pods[p.Name], before, after, windows[p.Name], admitted[p.Name])
+		c := admissionCheck(variant, p.Name, expect[p.Name], obs.pods[p.Name], before, obs.after, obs.windows[p.Name], obs.admitted[p.Name])
 		c.Name = fmt.Sprintf("devices %s %s: %s (one %s)", st, variant, p.Name, deviceplugin.Resource)
 		s.check(c)
 	}
 	for _, p := range s.corpus.Pods {
-		c := admissionCheck(variant, p.Name, "", pods[p.Name], before, after, windows[p.Name], admitted[p.Name])
+		c := admissionCheck(variant, p.Name, "", obs.pods[p.Name], before, obs.after, obs.windows[p.Name], obs.admitted[p.Name])
 		c.Name = fmt.Sprintf("devices %s %s: %s (no device)", st, variant, p.Name)
 		s.check(c)
 	}
@@ -334,7 +304,7 @@ func (s *Scenario) deviceSwap(ctx context.Context, st Step, patched bool) error 
 		Detail: fmt.Sprintf("%d registrations (the last %.1fs after the kubelet started), %d Allocate calls since the swap (0: no device allocated again); node allocatable %s = %s; checkpoint before %s, after %s; %q logged %d times",
 			regsAfter-regsBefore, lastReg.Sub(started).Seconds(), allocsAfter-allocsBefore, deviceplugin.Resource, allocatable, checkpointBefore, checkpointSummary(readCheckpoint()), V1CheckpointMessage, v1Read),
 	})
-	ready := readinessSummary(variant, order, expect, windows)
+	ready := readinessSummary(variant, order, expect, obs.windows)
 	ready.Name = fmt.Sprintf("devices %s %s: Ready False across the swap (API polled every 250 ms)", st, variant)
 	s.check(ready)
 
@@ -344,7 +314,7 @@ func (s *Scenario) deviceSwap(ctx context.Context, st Step, patched bool) error 
 			failed++
 		}
 	}
-	assertDevices(run, failed, len(lines), expect)
+	assertDevices(run, failed, len(obs.lines), expect)
 	s.Report.Runs = append(s.Report.Runs, *run)
 	s.logf("devices %s (%s): %s", st, variant, run.Verdict)
 	if !run.Passed {
@@ -425,7 +395,7 @@ func waitAllocatable(ctx context.Context, cs kubernetes.Interface, nodeName, res
 		if time.Now().After(deadline) {
 			return fmt.Errorf("node allocatable %s is %s after %s, want %d (%v)", res, q.String(), timeout, n, err)
 		}
-		if err := sleep(ctx, 500*time.Millisecond); err != nil {
+		if err := ctxtime.Sleep(ctx, 500*time.Millisecond); err != nil {
 			return err
 		}
 	}

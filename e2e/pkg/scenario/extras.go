@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/corpus"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/ctxtime"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
 )
@@ -144,7 +145,7 @@ func (s *Scenario) genuineChange(ctx context.Context) report.Check {
 	var after *snapshot.Snapshot
 	seen := time.Duration(0)
 	for time.Since(start) < 2*time.Minute {
-		if err := sleep(ctx, time.Second); err != nil {
+		if err := ctxtime.Sleep(ctx, time.Second); err != nil {
 			c.Detail = err.Error()
 			return c
 		}
@@ -162,7 +163,7 @@ func (s *Scenario) genuineChange(ctx context.Context) report.Check {
 		return c
 	}
 	// Let the kubelet run three more sync periods: nothing else may move.
-	if err := sleep(ctx, 3*s.opts.SyncFrequency); err != nil {
+	if err := ctxtime.Sleep(ctx, 3*s.opts.SyncFrequency); err != nil {
 		c.Detail = err.Error()
 		return c
 	}
@@ -207,7 +208,7 @@ func (s *Scenario) sweepDeletesWhenLegacyGone(ctx context.Context) report.Check 
 			c.Detail = "the kubelet did not stop the pods within 2 minutes of their manifests' removal"
 			return c
 		}
-		if err := sleep(ctx, time.Second); err != nil {
+		if err := ctxtime.Sleep(ctx, time.Second); err != nil {
 			c.Detail = err.Error()
 			return c
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/cleanup"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/controlplane"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/corpus"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/ctxtime"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kubelet"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/local"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/mounts"
@@ -489,7 +490,7 @@ func (s *Scenario) baselineOn(ctx context.Context, version string, patched bool)
 		if err != nil {
 			return err
 		}
-		if err := sleep(ctx, s.opts.SyncFrequency+2*time.Second); err != nil {
+		if err := ctxtime.Sleep(ctx, s.opts.SyncFrequency+2*time.Second); err != nil {
 			return err
 		}
 		b, err := s.rt.Take(ctx, corpus.Namespace)
@@ -565,7 +566,7 @@ func (s *Scenario) swap(ctx context.Context, st Step, patched bool, faults []str
 	}
 	settle := 3*s.opts.SyncFrequency + 3*time.Second
 	s.logf("swap %s (%s): all pods synced and serving %.1fs after the kubelet started; waiting %s (three sync periods and PLEG relists)", st, variant, run.WindowSeconds, settle)
-	if err := sleep(ctx, settle); err != nil {
+	if err := ctxtime.Sleep(ctx, settle); err != nil {
 		return nil, err
 	}
 	if err := s.kubelet.Alive(); err != nil {
@@ -616,7 +617,7 @@ func (s *Scenario) killMidFirstSync(ctx context.Context, version string, patched
 		if time.Now().After(deadline) {
 			return fmt.Errorf("the kubelet synced no pod within 2 minutes")
 		}
-		if err := sleep(ctx, 20*time.Millisecond); err != nil {
+		if err := ctxtime.Sleep(ctx, 20*time.Millisecond); err != nil {
 			return err
 		}
 	}
@@ -712,7 +713,7 @@ func (s *Scenario) waitReadyOf(ctx context.Context, timeout time.Duration, synce
 			s.logf("waiting: %s", why)
 			lastReport = time.Now()
 		}
-		if err := sleep(ctx, 200*time.Millisecond); err != nil {
+		if err := ctxtime.Sleep(ctx, 200*time.Millisecond); err != nil {
 			return time.Time{}, err
 		}
 	}
@@ -786,15 +787,4 @@ func has(list []string, x string) bool {
 		}
 	}
 	return false
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
