@@ -9,10 +9,10 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kubelet"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/proc"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -88,9 +88,9 @@ func (cp *ControlPlane) Start(ctx context.Context, version string) error {
 func (cp *ControlPlane) StartAPIServer(ctx context.Context, version string) error {
 	var gates map[string]bool
 	if cp.opts.FeatureGates != nil {
-		gates = cp.opts.FeatureGates(minor(version))
+		gates = cp.opts.FeatureGates(kubelet.Minor(version))
 	}
-	args := cp.apiServerArgs(minor(version), gates)
+	args := cp.apiServerArgs(kubelet.Minor(version), gates)
 	ap, err := proc.Start(cp.opts.Recorder, "kube-apiserver "+version, cp.opts.APIServer(version), args, nil, filepath.Join(cp.opts.LogDir, "kube-apiserver.log"))
 	if err != nil {
 		return err
@@ -137,16 +137,6 @@ func (cp *ControlPlane) apiServerArgs(minor int, gates map[string]bool) []string
 		args = append(args, "--feature-gates="+strings.Join(gs, ","))
 	}
 	return args
-}
-
-// minor is the minor of a version such as 1.32.13 (0 when unreadable).
-func minor(version string) int {
-	parts := strings.Split(strings.TrimPrefix(version, "v"), ".")
-	if len(parts) < 2 {
-		return 0
-	}
-	m, _ := strconv.Atoi(parts[1])
-	return m
 }
 
 // UpgradeAPIServer replaces the running API server by version (etcd and
