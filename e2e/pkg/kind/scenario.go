@@ -14,6 +14,7 @@ import (
 
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/cleanup"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/corpus"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/ctxtime"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/images"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kubelet"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/node"
@@ -304,7 +305,7 @@ func (r *clusterRun) apiPods(ctx context.Context) (map[string]string, error) {
 func (r *clusterRun) startStep(ctx context.Context, st Step) error {
 	r.step = st
 	// One sync period without change before anything moves.
-	if err := sleep(ctx, r.o.SyncFrequency); err != nil {
+	if err := ctxtime.Sleep(ctx, r.o.SyncFrequency); err != nil {
 		return err
 	}
 	var err error
@@ -515,7 +516,7 @@ func (r *clusterRun) upgradeNode(ctx context.Context, n *Node) error {
 		return err
 	}
 	// Three sync periods: anything the new kubelet restarts, it has by then.
-	if err := sleep(ctx, 3*r.o.SyncFrequency); err != nil {
+	if err := ctxtime.Sleep(ctx, 3*r.o.SyncFrequency); err != nil {
 		return err
 	}
 	after, err := snapshotNode(ctx, n)
@@ -753,13 +754,4 @@ func list(xs []string) string {
 		return "none"
 	}
 	return strings.Join(xs, " ")
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(d):
-		return nil
-	}
 }
