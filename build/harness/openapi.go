@@ -105,13 +105,26 @@ func (t *Tree) GenerateOpenAPI(ctx context.Context) error {
 	fmt.Fprintf(logFile, "%d input packages from %d roots:\n%s\n", len(inputs), len(roots), strings.Join(inputs, "\n"))
 
 	report := filepath.Join(tmp, "violations.report")
-	if _, err := run(true, gen, "--logtostderr",
+	out := filepath.Join(tmp, "out")
+	generated := filepath.Join(out, filepath.FromSlash(openAPIPackage), openAPIBase+".go")
+	args := []string{"--logtostderr",
 		"-i", strings.Join(inputs, ","),
 		"-p", openAPIPackage,
 		"-O", openAPIBase,
 		"-h", boilerplate,
 		"-r", report,
-		"-o", filepath.Join(tmp, "out")); err != nil {
+		"-o", out}
+	if codegen, err := os.ReadFile(filepath.Join(t.Dir, "hack", "update-codegen.sh")); err == nil && bytes.Contains(codegen, []byte("--output-pkg")) {
+		// From 1.30 openapi-gen is built on gengo v2: packages as
+		// arguments, one output file in an output directory.
+		generated = filepath.Join(out, openAPIBase+".go")
+		args = append([]string{"--go-header-file", boilerplate,
+			"--output-file", openAPIBase + ".go",
+			"--output-dir", out,
+			"--output-pkg", openAPIPackage,
+			"--report-filename", report}, inputs...)
+	}
+	if _, err := run(true, gen, args...); err != nil {
 		return fail(err)
 	}
 	got, err := os.ReadFile(report)
@@ -126,7 +139,7 @@ func (t *Tree) GenerateOpenAPI(ctx context.Context) error {
 		os.WriteFile(logPath+".report", got, 0o644)
 		return fail(fmt.Errorf("the API rule report (%s.report) differs from the tree's %s: the input packages differ from upstream's", logPath, openAPIViolations))
 	}
-	data, err := os.ReadFile(filepath.Join(tmp, "out", filepath.FromSlash(openAPIPackage), openAPIBase+".go"))
+	data, err := os.ReadFile(generated)
 	if err != nil {
 		return fail(err)
 	}
