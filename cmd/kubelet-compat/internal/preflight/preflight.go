@@ -136,8 +136,13 @@ func seriesRelease(v kubeletcompat.Version) string {
 const recordedUID = "static pod keeps its recorded UID while the manifest is unchanged"
 
 // uidSteps are the measured minor-to-minor changes of the UID the kubelet
-// derives for a static pod without metadata.uid (true: it changes).
-var uidSteps = map[int]bool{18: true, 19: false, 20: true}
+// derives for a static pod without metadata.uid (true: it changes between
+// 1.<key> and the next minor), from the unpatched controls of the real-node
+// e2e (every static pod without metadata.uid recreated, or none).
+var uidSteps = map[int]bool{
+	18: true, 19: false, 20: true, 21: false, 22: true, 23: true, 24: true, 25: true, 26: true,
+	27: true, 28: false, 29: true, 30: true, 31: true, 32: true, 33: true, 34: true, 35: true, 36: true,
+}
 
 // staticUIDChange says whether a static pod without metadata.uid gets a new
 // UID from from to to: RecreatePod (measured), MayRecreatePod (a step was

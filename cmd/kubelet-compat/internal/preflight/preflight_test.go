@@ -23,8 +23,14 @@ func TestStaticUIDChange(t *testing.T) {
 		{"v1.20.15", "v1.21.14", RecreatePod},
 		{"v1.18.19", "v1.21.14", RecreatePod},
 		{"v1.21.1", "v1.21.14", ""},
-		{"v1.21.14", "v1.22.17", MayRecreatePod},
-		{"v1.30.14", "v1.31.14", MayRecreatePod},
+		{"v1.21.14", "v1.22.17", ""},
+		{"v1.28.15", "v1.29.15", ""},
+		{"v1.21.14", "v1.23.17", RecreatePod},
+		{"v1.30.14", "v1.31.14", RecreatePod},
+		{"v1.36.5", "v1.37.2", RecreatePod},
+		// Steps no e2e control measured.
+		{"v1.16.15", "v1.18.19", MayRecreatePod},
+		{"v1.37.2", "v1.38.0", MayRecreatePod},
 	} {
 		got, why := staticUIDChange(mustVersion(t, tc.from), mustVersion(t, tc.to))
 		if got != tc.want {
