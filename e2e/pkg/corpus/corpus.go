@@ -307,9 +307,10 @@ type Expectation struct {
 // every pod of this corpus: the UID is a hash (md5, FNV-128a from 1.35) of
 // the decoded, defaulted internal api.Pod printed by go-spew with every
 // field, so any field added to, removed from or renamed in a struct the
-// pod instantiates changes it (docs/upstream-behaviour.md). 1.19 and 1.21
-// are measured (1.21 also hashes the node name and the file path); the
-// others are read from upstream's source: the fields of the structs the
+// pod instantiates changes it (docs/upstream-behaviour.md). Every minor
+// 1.19 .. 1.37 is measured by this e2e's unpatched controls (1.21 also
+// hashes the node name and the file path); the reasons were read from
+// upstream's source first: the fields of the structs the
 // corpus's pods instantiate (Pod, ObjectMeta, PodSpec, PodStatus,
 // PodSecurityContext, Container, Probe, ProbeHandler, ...), compared
 // minor to minor in pkg/apis/core/types.go and apimachinery's meta/v1
