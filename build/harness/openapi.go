@@ -94,7 +94,14 @@ func (t *Tree) GenerateOpenAPI(ctx context.Context) error {
 	if err != nil {
 		return fail(fmt.Errorf("listing the tree's modules: %w", err))
 	}
+	codegen, _ := os.ReadFile(filepath.Join(t.Dir, "hack", "update-codegen.sh"))
+	// From 1.30 openapi-gen is built on gengo v2: packages as arguments,
+	// one output file in an output directory, the tree's own header.
+	gengoV2 := bytes.Contains(codegen, []byte("--output-pkg"))
 	roots, boilerplate := t.openAPIRoots(mods)
+	if gengoV2 {
+		boilerplate = filepath.Join(t.Dir, "hack", "boilerplate", "boilerplate.generatego.txt")
+	}
 	if boilerplate == "" {
 		return fail(fmt.Errorf("k8s.io/code-generator %s is not in the module graph (its hack/boilerplate.go.txt heads the file)", t.Row.ModuleVersion("k8s.io/code-generator")))
 	}
@@ -114,9 +121,7 @@ func (t *Tree) GenerateOpenAPI(ctx context.Context) error {
 		"-h", boilerplate,
 		"-r", report,
 		"-o", out}
-	if codegen, err := os.ReadFile(filepath.Join(t.Dir, "hack", "update-codegen.sh")); err == nil && bytes.Contains(codegen, []byte("--output-pkg")) {
-		// From 1.30 openapi-gen is built on gengo v2: packages as
-		// arguments, one output file in an output directory.
+	if gengoV2 {
 		generated = filepath.Join(out, openAPIBase+".go")
 		args = append([]string{"--go-header-file", boilerplate,
 			"--output-file", openAPIBase + ".go",
