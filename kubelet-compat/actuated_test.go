@@ -1,7 +1,6 @@
 package kubeletcompat
 
 import (
-	"os"
 	"testing"
 	"time"
 )
@@ -57,12 +56,9 @@ func TestCompatActuatedAsAllocated(t *testing.T) {
 	if got := n.log.count(`Taking the allocated resources of a container started by the previous kubelet as actuated pod="default/web" containerName="app" containerID="c1"`); got != 1 {
 		t.Errorf("logged %d times, want once: %q", got, n.log.lines)
 	}
-	var nilCompat *Compat
-	if nilCompat.ActuatedAsAllocated(pod, "app", "c1") {
-		t.Error("nil Compat took a container as actuated")
-	}
-	disabled := New(Config{Path: n.path, KubeletVersion: "v1.15.12", OwnerUID: os.Getuid()})
-	if disabled.ActuatedAsAllocated(pod, "app", "c1") {
-		t.Error("disabled Compat took a container as actuated")
+	for name, c := range n.upstreamCompats() {
+		if c.ActuatedAsAllocated(pod, "app", "c1") {
+			t.Errorf("%s Compat took a container as actuated", name)
+		}
 	}
 }

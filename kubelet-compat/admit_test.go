@@ -129,12 +129,19 @@ func TestCompatAdmitDespite(t *testing.T) {
 	if got := n.log.count(`Admitting a pod started before this kubelet despite an admission rejection pod="default/web" podUID="u1" reason="NodeAffinity" message="Predicate NodeAffinity failed"`); got != 1 {
 		t.Errorf("waiver logged %d times, want once: %q", got, n.log.lines)
 	}
-	var nilCompat *Compat
-	if nilCompat.AdmitDespite(pod, "NodeAffinity", "") {
-		t.Error("nil Compat admitted a rejected pod")
+	for name, c := range n.upstreamCompats() {
+		if c.AdmitDespite(pod, "NodeAffinity", "") {
+			t.Errorf("%s Compat admitted a rejected pod", name)
+		}
 	}
-	disabled := New(Config{Path: n.path, KubeletVersion: "v1.15.12", OwnerUID: os.Getuid()})
-	if disabled.AdmitDespite(pod, "NodeAffinity", "") {
-		t.Error("disabled Compat admitted a rejected pod")
+}
+
+// upstreamCompats are the Compats that must decide as upstream although the
+// node's file is in force: a nil one, and one disabled because it does not
+// know its kubelet's hash.
+func (n *node) upstreamCompats() map[string]*Compat {
+	return map[string]*Compat{
+		"nil":      nil,
+		"disabled": New(Config{Path: n.path, KubeletVersion: "v1.15.12", OwnerUID: os.Getuid()}),
 	}
 }
