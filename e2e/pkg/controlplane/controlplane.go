@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -129,12 +128,7 @@ func (cp *ControlPlane) apiServerArgs(minor int, gates map[string]bool) []string
 		args = append(args, "--insecure-port=0")
 	}
 	if len(gates) > 0 {
-		var gs []string
-		for k, v := range gates {
-			gs = append(gs, fmt.Sprintf("%s=%t", k, v))
-		}
-		sort.Strings(gs)
-		args = append(args, "--feature-gates="+strings.Join(gs, ","))
+		args = append(args, "--feature-gates="+kubelet.FeatureGatesFlag(gates))
 	}
 	return args
 }

@@ -443,7 +443,6 @@ const resizeReason = "resizePolicy memory RestartContainer and no actuated_pods_
 // and older do not know the field) it drops resizePolicy from a new pod
 // (dropDisabledPodFields), and the kubelet updates the resources in place.
 func resizeRestarts(from, to int, gate bool) bool {
-	noActuatedRecord := from <= 32 && to >= 33 && to <= 36
-	policyKept := gate && ResizeGateMinor(from)
-	return noActuatedRecord && policyKept
+	// ResizeGateMinor(from) also means from writes no actuated record.
+	return gate && ResizeGateMinor(from) && to >= 33 && to <= 36
 }
