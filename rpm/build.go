@@ -15,6 +15,7 @@ import (
 
 	"github.com/kubelet-compat/kubelet-compat/pkg/binversion"
 	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
+	"github.com/kubelet-compat/kubelet-compat/pkg/hostdeps"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -78,7 +79,7 @@ func (c *Config) setDefaults() {
 	def(&c.BuildHost, DefaultBuildHost)
 	def(&c.UnitDir, DefaultUnitDir)
 	def(&c.Payload, DefaultPayload)
-	def(&c.Rpmbuild, "rpmbuild")
+	def(&c.Rpmbuild, hostdeps.Rpmbuild.Name)
 	if c.Jobs < 1 {
 		c.Jobs = 1
 	}
