@@ -192,6 +192,10 @@ type pod struct {
 	uid        string
 	created    time.Time
 	ready      bool
+	// version is the kubelet that created the containers, when not the one
+	// addStaticPods is given; hash, when set, is their stored hash instead
+	// of that kubelet's.
+	version, hash string
 }
 
 func (f *fixture) addStaticPods(version string, pods ...pod) {
@@ -216,14 +220,24 @@ func (f *fixture) addStaticPods(version string, pods ...pod) {
 		if !p.ready {
 			continue
 		}
-		for _, c := range obj.Spec.Containers {
-			h, err := kubeletcompat.ContainerHash(v, &c)
-			if err != nil {
+		creator := v
+		if p.version != "" {
+			if creator, err = kubeletcompat.ParseVersion(p.version); err != nil {
 				f.t.Fatal(err)
+			}
+		}
+		for _, c := range obj.Spec.Containers {
+			stored := p.hash
+			if stored == "" {
+				h, err := kubeletcompat.ContainerHash(creator, &c)
+				if err != nil {
+					f.t.Fatal(err)
+				}
+				stored = strconv.FormatUint(h, 16)
 			}
 			cs = append(cs, cri.Container{ID: "c-" + p.uid + "-" + c.Name, SandboxID: sbID, Name: c.Name, Image: c.Image, State: cri.ContainerRunning, CreatedAt: p.created,
 				Labels:      map[string]string{cri.PodNameLabel: name, cri.PodNamespaceLabel: ns, cri.PodUIDLabel: p.uid, cri.ContainerNameLabel: c.Name},
-				Annotations: map[string]string{cri.ContainerHashAnnotation: strconv.FormatUint(h, 16), cri.RestartCountAnnotation: "0"}})
+				Annotations: map[string]string{cri.ContainerHashAnnotation: stored, cri.RestartCountAnnotation: "0"}})
 		}
 	}
 	f.srv.Set(sbs, cs)
