@@ -37,10 +37,12 @@ type inference struct {
 // matching its stored hash against each kubelet's hash for its spec: the
 // running kubelet's first, then the kubelets the replaced file names
 // (newest first), then every other minor whose hash the library computes,
-// newest first (as v1.<minor>.0: the hash depends on the minor only).
-// Among kubelets whose hashes agree the newest wins: it sees the most fields,
-// so the label hides the fewest genuine changes. spec is nil when no pod
-// spec was found; noSpec then says where record looked.
+// newest first (as v1.<minor>.0: the hash depends on the minor only). Where
+// several agree, the first in that order wins: a kubelet the file says ran
+// on the node before one that only may have, and the newest of each (a
+// newer kubelet's hash covers more fields, so its label hides fewer genuine
+// changes). spec is nil when no pod spec was found; noSpec then says where
+// record looked.
 func inferHashVersion(c cri.Container, spec *v1.Container, source, noSpec string, running kubeletcompat.Version, named []kubeletcompat.Version) inference {
 	name := fmt.Sprintf("container %s/%s/%s (%s)", c.PodNamespace, c.PodName, c.Name, shortID(c.ID))
 	switch {

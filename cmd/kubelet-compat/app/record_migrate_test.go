@@ -2,6 +2,7 @@ package app
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"sort"
 	"strconv"
@@ -220,4 +221,65 @@ func versionStrings(vs []kubeletcompat.Version) []string {
 		out = append(out, v.String())
 	}
 	return out
+}
+
+func TestInferHashVersion(t *testing.T) {
+	v := func(s string) kubeletcompat.Version {
+		t.Helper()
+		x, err := kubeletcompat.ParseVersion(s)
+		assert.NilError(t, err)
+		return x
+	}
+	spec := func(yaml string) *v1.Container {
+		t.Helper()
+		p, err := manifest.DecodeStaticPod([]byte(yaml))
+		assert.NilError(t, err)
+		return &p.Spec.Containers[0]
+	}
+	hashOf := func(version string, c *v1.Container) uint64 {
+		t.Helper()
+		h, err := kubeletcompat.ContainerHash(v(version), c)
+		assert.NilError(t, err)
+		return h
+	}
+	seccomp, plain := spec(seccompYAML), spec(plainYAML)
+	for _, tc := range []struct {
+		name     string
+		spec     *v1.Container
+		stored   uint64
+		hashErr  error
+		running  string
+		named    []string
+		want     string
+		wantKind inferKind
+		warning  string
+	}{
+		{name: "the running kubelet's own hash", spec: seccomp, stored: hashOf("v1.20.15", seccomp), running: "v1.20.15", named: []string{"v1.19.16"}, want: "v1.20.15", wantKind: inferOwn},
+		{name: "a named kubelet before a newer unnamed one whose hash agrees", spec: seccomp, stored: hashOf("v1.17.17", seccomp), running: "v1.20.15", named: []string{"v1.17.17"}, want: "v1.17.17", wantKind: inferOlder},
+		{name: "no names: the newest minor whose hash agrees", spec: seccomp, stored: hashOf("v1.17.17", seccomp), running: "v1.20.15", want: "v1.18.0", wantKind: inferOlder},
+		{name: "across the 1.31 hash change", spec: plain, stored: hashOf("v1.30.14", plain), running: "v1.32.13", want: "v1.30.0", wantKind: inferOlder},
+		{name: "a named kubelet newer than the running one is not a candidate", spec: seccomp, stored: hashOf("v1.17.17", seccomp), running: "v1.19.16", named: []string{"v1.20.15"}, want: "v1.18.0", wantKind: inferOlder},
+		{name: "nothing explains it", spec: plain, stored: 0xdeadbeef, running: "v1.20.15", named: []string{"v1.19.16"}, want: "v1.20.15", wantKind: inferUnexplained,
+			warning: "container ns/pod/app (c-1): stored hash deadbeef is what no kubelet v1.16 to v1.20.15 computes for its spec from src: recorded as v1.20.15's; the next kubelet restarts it unless its own hash matches"},
+		{name: "a named pre-1.16 kubelet", spec: plain, stored: 0xdeadbeef, running: "v1.18.19", named: []string{"v1.15.12"}, want: "v1.15.12", wantKind: inferByAge},
+		{name: "no spec", stored: 0xdeadbeef, running: "v1.20.15", want: "v1.20.15", wantKind: inferUnchecked,
+			warning: "container ns/pod/app (c-1): no pod spec found (nowhere): its stored hash deadbeef is not checked; recorded as v1.20.15's"},
+		{name: "no stored hash", spec: plain, hashErr: errors.New("no io.kubernetes.container.hash annotation"), running: "v1.20.15", want: "v1.20.15", wantKind: inferUnchecked},
+		{name: "a pre-1.16 running kubelet labels everything its own", spec: plain, stored: 0xdeadbeef, running: "v1.15.12", want: "v1.15.12", wantKind: inferOwn},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var named []kubeletcompat.Version
+			for _, n := range tc.named {
+				named = append(named, v(n))
+			}
+			c := cri.Container{ID: "c-1", PodNamespace: "ns", PodName: "pod", Name: "app", Hash: tc.stored, HashErr: tc.hashErr}
+			got := inferHashVersion(c, tc.spec, "src", "nowhere", v(tc.running), named)
+			assert.Equal(t, got.version.String(), tc.want)
+			assert.Equal(t, got.kind, tc.wantKind)
+			if tc.warning != "" {
+				assert.Equal(t, got.warning, tc.warning)
+			}
+			assert.Equal(t, got.warning == "", tc.wantKind == inferOwn || tc.wantKind == inferOlder, "warning %q", got.warning)
+		})
+	}
 }
