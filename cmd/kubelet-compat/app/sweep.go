@@ -50,7 +50,8 @@ and never while something might:
     (<root-dir>/pod-resources/kubelet.sock, --pod-resources-endpoint): it
     names the pods its pod manager holds, which a pod enters right before its
     admission. Pods are matched by namespace and name. Asked only when
-    nothing above keeps the file and something runs; no answer is an error;
+    nothing else keeps the file (the grace included) and something runs; no
+    answer is an error;
   - never within --grace (default 10m) of the kubelet's start, whatever the
     above says: a pod taken in is synced right away and again every
     --sync-frequency, and the grace is the margin for it. --grace 0s turns
@@ -132,9 +133,19 @@ func runSweep(ctx context.Context, env Env, o *sweepOptions) error {
 	var why []string
 	if len(needs) > 0 {
 		why = append(why, fmt.Sprintf("%d legacy container(s) or static pod(s) still need it", len(needs)))
-	} else {
+	}
+	if until := k.start.Add(o.grace); env.Now().Before(until) {
+		// Whole seconds, rounded up: "not before" must not be early.
+		at := until.Add(time.Second - 1).Truncate(time.Second).UTC().Format(time.RFC3339)
+		needs = append(needs, fmt.Sprintf("the kubelet (pid %d) started at %s, less than the grace period of %s ago: not before %s",
+			k.pid, k.start.UTC().Format(time.RFC3339), o.grace, at))
+		why = append(why, fmt.Sprintf("the kubelet started less than --grace %s ago (until %s)", o.grace, at))
+	}
+	if len(needs) == 0 {
 		// Nothing running needs the file any more, provided the kubelet
-		// has taken every pod in: ask it.
+		// has taken every pod in: ask it. Not before the grace has passed:
+		// the file is kept anyway, and List makes the kubelet's device
+		// manager drop the allocations of pods it does not have yet.
 		missing, err := o.podsNotAdmitted(ctx, env, st)
 		if err != nil {
 			return fmt.Errorf("cannot ask the kubelet which pods it has admitted: %w; not deleting %s", err, path)
@@ -145,13 +156,6 @@ func runSweep(ctx context.Context, env Env, o *sweepOptions) error {
 		if len(missing) > 0 {
 			why = append(why, fmt.Sprintf("%d running pod(s) the kubelet has not admitted yet", len(missing)))
 		}
-	}
-	if until := k.start.Add(o.grace); env.Now().Before(until) {
-		// Whole seconds, rounded up: "not before" must not be early.
-		at := until.Add(time.Second - 1).Truncate(time.Second).UTC().Format(time.RFC3339)
-		needs = append(needs, fmt.Sprintf("the kubelet (pid %d) started at %s, less than the grace period of %s ago: not before %s",
-			k.pid, k.start.UTC().Format(time.RFC3339), o.grace, at))
-		why = append(why, fmt.Sprintf("the kubelet started less than --grace %s ago (until %s)", o.grace, at))
 	}
 	if len(needs) > 0 {
 		for _, n := range needs {

@@ -32,12 +32,13 @@ func TestSweepWaitsForTheNewKubelet(t *testing.T) {
 		apis     []string // the pod-resources APIs the kubelet serves; default v1 and v1alpha1
 		noSocket bool     // the kubelet serves no pod-resources socket
 		has      []podresfake.Pod
+		notAsked bool // the kubelet is not asked for its pods
 		wantCode int
 		wantOut  []string
 		wantErr  string
 	}{
 		{name: "a minute after the kubelet started: kept for the grace period", now: kubeletStart.Add(time.Minute), has: admitted,
-			wantCode: ExitKept, wantErr: "upgrade-compat.json: the kubelet started less than --grace 10m0s ago (until " + graceEnd + ")",
+			notAsked: true, wantCode: ExitKept, wantErr: "upgrade-compat.json: the kubelet started less than --grace 10m0s ago (until " + graceEnd + ")",
 			wantOut: []string{"the kubelet (pid 4242) started at " + started + ", less than the grace period of 10m0s ago: not before " + graceEnd}},
 		{name: "--grace shorter than the kubelet's age: deleted", now: kubeletStart.Add(time.Minute), args: []string{"--grace", "30s"}, has: admitted,
 			wantCode: ExitOK, wantOut: []string{"deleted "}},
@@ -67,8 +68,9 @@ func TestSweepWaitsForTheNewKubelet(t *testing.T) {
 			root, err := os.MkdirTemp("", "kroot")
 			assert.NilError(t, err)
 			t.Cleanup(func() { os.RemoveAll(root) })
+			var srv *podresfake.Server
 			if !tc.noSocket {
-				srv := podresfake.StartAt(t, filepath.Join(root, "pod-resources", "kubelet.sock"), tc.apis...)
+				srv = podresfake.StartAt(t, filepath.Join(root, "pod-resources", "kubelet.sock"), tc.apis...)
 				srv.Set(tc.has...)
 			}
 			if !tc.now.IsZero() {
@@ -82,6 +84,9 @@ func TestSweepWaitsForTheNewKubelet(t *testing.T) {
 			}
 			if tc.wantErr != "" {
 				assertOneErrorLine(t, f.stderr.String(), tc.wantErr)
+			}
+			if srv != nil {
+				assert.Check(t, (srv.Calls() == 0) == tc.notAsked, "pod-resources List calls: %d", srv.Calls())
 			}
 			_, err = os.Stat(f.compatPath())
 			assert.Equal(t, err == nil, code != ExitOK, "file present after exit %d", code)

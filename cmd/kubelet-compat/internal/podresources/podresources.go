@@ -2,10 +2,15 @@
 // kubelet's pod-resources socket (<root-dir>/pod-resources/kubelet.sock).
 //
 // It is sweep's evidence that the kubelet that runs now has taken the
-// node's pods in: the kubelet serves List from its pod manager
-// (podManager.GetPods, GetActivePods in later minors), and HandlePodAdditions
-// adds a pod to the pod manager right before it decides its admission and
-// dispatches its first sync. The socket is created by the kubelet process
+// node's pods in: the kubelet serves List from its pod manager (GetPods;
+// GetActivePods, the admitted pods that are not terminal, where the later
+// minors' KubeletPodResourcesListUseActivePods is on), and
+// HandlePodAdditions adds a pod to the pod manager right before it decides
+// its admission and dispatches its first sync. List is not quite read-only:
+// before answering, the device manager drops the allocations of pods that
+// are not active (UpdateAllocatedDevices, which the kubelet also runs before
+// each allocation), so sweep asks only once the kubelet has had time to take
+// its pods in. The socket is created by the kubelet process
 // itself when it starts (an old socket is removed first), so the answer is
 // that process's and nothing a previous kubelet left: a socket nobody serves
 // refuses the connection. Every kubelet from 1.13 serves v1alpha1
