@@ -143,6 +143,14 @@ func (c *Compat) SetRuntime(lookup RuntimeLookup) {
 	}
 }
 
+// Waiver returns what the kubelet's admission of a pod it adds passes to
+// canAdmitPodWaiving: whether a handler's rejection of this pod is
+// overruled (AdmitDespite). The handlers after an overruled one still
+// decide, so a waived rejection never hides another.
+func (c *Compat) Waiver(pod *v1.Pod) func(reason, message string) bool {
+	return func(reason, message string) bool { return c.AdmitDespite(pod, reason, message) }
+}
+
 // AdmitDespite is Decider.AdmitDespite on the compat file as it is now and
 // on what the container runtime runs for the pod's UID; the kubelet asks it
 // when an admission handler rejects a pod. A waived rejection is logged
