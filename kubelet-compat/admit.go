@@ -126,15 +126,6 @@ func (d *Decider) firstStartAfterRecord() bool {
 	return !d.start.Before(d.file.RecordedAt) && d.start.Sub(d.file.RecordedAt) <= ResourceWaiverWindow
 }
 
-// containerIDOf strips the runtime's prefix from a pod status container ID
-// ("containerd://<id>" -> "<id>").
-func containerIDOf(s string) string {
-	if i := strings.Index(s, "://"); i >= 0 {
-		return s[i+len("://"):]
-	}
-	return s
-}
-
 // SetRuntime gives the Compat the kubelet's view of the container
 // runtime, which admission decisions rest on. Safe to call at any time.
 func (c *Compat) SetRuntime(lookup RuntimeLookup) {
