@@ -10,6 +10,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
 )
 
 // selectScript is the kubernetes-select that kubernetes-unversioned ships.
@@ -257,8 +260,101 @@ func TestSelectWhileKubeletRuns(t *testing.T) {
 	}
 }
 
+// nodeScript returns a copy of kubernetes-select that acts on the tree under
+// root as it would on a node, without --root: --restart-kubelet is refused
+// with --root, whatever the environment says. The copy differs from the
+// shipped script in exactly two lines, the node's paths KUBE_DIR and
+// ETC_FSTAB, which name the tree's instead. Its systemctl is whichever PATH
+// finds first: the tests put a fake one there.
+func nodeScript(t *testing.T, root string) string {
+	t.Helper()
+	b, err := os.ReadFile(selectScript)
+	assert.NilError(t, err)
+	script := string(b)
+	for _, c := range []struct{ line, value string }{
+		{"readonly KUBE_DIR=" + KubeRoot + " ", filepath.Join(root, KubeRoot)},
+		{"readonly ETC_FSTAB=/etc/fstab ", filepath.Join(root, "etc/fstab")},
+	} {
+		assert.Equal(t, strings.Count(script, "\n"+c.line), 1, "%q in %s", c.line, selectScript)
+		name := strings.TrimSuffix(strings.SplitN(c.line, "=", 2)[0], " ")
+		script = strings.Replace(script, "\n"+c.line, fmt.Sprintf("\n%s=%q ", name, c.value), 1)
+	}
+	copy := filepath.Join(t.TempDir(), "kubernetes-select")
+	writeExecutable(t, copy, script)
+	return copy
+}
+
+// kubernetesSelectOnNode runs nodeScript's copy for root with args.
+func kubernetesSelectOnNode(t *testing.T, env []string, root string, args ...string) result {
+	t.Helper()
+	return runResult(t, env, "bash", append([]string{nodeScript(t, root)}, args...)...)
+}
+
+// systemctlFake is a systemctl for the front of PATH whose kubelet is a
+// state file: is-active reads it, stop and start write it, as systemd does
+// for its jobs whatever happens to the client afterwards. Every call is
+// appended to the log, "|"-terminated.
+type systemctlFake struct {
+	dir, log, state string
+}
+
+// newSystemctlFake writes one. after holds shell code per verb (stop, start,
+// daemon-reload), run after the state changed: "exit 1" fails the call,
+// "pause" marks it (see paused) and sleeps.
+func newSystemctlFake(t *testing.T, active bool, after map[string]string) *systemctlFake {
+	t.Helper()
+	dir := t.TempDir()
+	f := &systemctlFake{dir: dir, log: filepath.Join(dir, "calls"), state: filepath.Join(dir, "state")}
+	f.setActive(t, active)
+	script := fmt.Sprintf(`#!/bin/sh
+LOG=%q STATE=%q MARK=%q
+pause() { : >"$MARK"; sleep 5; }
+printf '%%s|' "$*" >>"$LOG"
+case "$1" in
+is-active) [ "$(cat "$STATE")" = active ]; exit ;;
+stop) echo inactive >"$STATE" ;;
+start) echo active >"$STATE" ;;
+esac
+case "$1" in
+stop) %s ;;
+start) %s ;;
+daemon-reload) %s ;;
+esac
+exit 0
+`, f.log, f.state, filepath.Join(dir, "paused"), or(after["stop"], ":"), or(after["start"], ":"), or(after["daemon-reload"], ":"))
+	writeExecutable(t, filepath.Join(dir, "systemctl"), script)
+	return f
+}
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func (f *systemctlFake) setActive(t *testing.T, active bool) {
+	t.Helper()
+	assert.NilError(t, os.WriteFile(f.state, []byte(map[bool]string{true: "active\n", false: "inactive\n"}[active]), 0o644))
+}
+
+func (f *systemctlFake) active(t *testing.T) bool {
+	t.Helper()
+	b, err := os.ReadFile(f.state)
+	assert.NilError(t, err)
+	return string(b) == "active\n"
+}
+
+func (f *systemctlFake) calls() string {
+	b, _ := os.ReadFile(f.log)
+	return string(b)
+}
+
+// paused is the file a "pause" creates once the call is under way.
+func (f *systemctlFake) paused() string { return filepath.Join(f.dir, "paused") }
+
 // TestSelectRestartsKubelet checks the systemctl calls around a stage2
-// switch, with a fake systemctl that logs them.
+// switch, with a fake systemctl on PATH.
 func TestSelectRestartsKubelet(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
@@ -288,7 +384,8 @@ func TestSelectRestartsKubelet(t *testing.T) {
 					t.Fatalf("setup %v: %s", args, r.stderr)
 				}
 			}
-			var env []string
+			systemctl := newSystemctlFake(t, tc.active, nil)
+			path := systemctl.dir
 			switch tc.breakIt {
 			case "dir":
 				// A non-empty directory where the stage2 link should go.
@@ -299,22 +396,17 @@ func TestSelectRestartsKubelet(t *testing.T) {
 				writeExecutable(t, filepath.Join(cur, "stray"), "")
 			case "mv":
 				// The rename that switches stage2 fails.
-				failing := fakeCommands(t, map[string]string{"mv": "case \"$*\" in */current/stage2) exit 1 ;; esac\nexec \"$REAL_MV\" \"$@\"\n"})
-				env = append(env, "PATH="+failing+":"+os.Getenv("PATH"))
+				path += ":" + fakeCommands(t, map[string]string{"mv": "case \"$*\" in */current/stage2) exit 1 ;; esac\nexec \"$REAL_MV\" \"$@\"\n"})
 			}
-			log := filepath.Join(t.TempDir(), "calls")
-			systemctl := filepath.Join(t.TempDir(), "systemctl")
-			activeCode := map[bool]int{true: 0, false: 3}[tc.active]
-			writeExecutable(t, systemctl, fmt.Sprintf("#!/bin/sh\nprintf '%%s|' \"$*\" >>%s\n[ \"$1\" = is-active ] && exit %d\nexit 0\n", log, activeCode))
-			env = append(env, "KUBERNETES_SELECT_SYSTEMCTL="+systemctl)
-			r := kubernetesSelect(t, env, root, append([]string{"--restart-kubelet"}, tc.args...)...)
+			env := []string{"PATH=" + path + ":" + os.Getenv("PATH")}
+			r := kubernetesSelectOnNode(t, env, root, append([]string{"--restart-kubelet"}, tc.args...)...)
 			if r.code != tc.wantCode {
 				t.Fatalf("exit %d (%s), want %d", r.code, r.stderr, tc.wantCode)
 			}
-			calls, _ := os.ReadFile(log)
-			if string(calls) != tc.wantCalls {
+			if calls := systemctl.calls(); calls != tc.wantCalls {
 				t.Errorf("systemctl calls %q, want %q", calls, tc.wantCalls)
 			}
+			assert.Check(t, is.Equal(systemctl.active(t), tc.active), "kubelet active afterwards")
 			if tc.wantCode != 0 && tc.args[0] == "stage2" {
 				if got := selectedVersion(t, root, "stage2"); got != tc.wantServe {
 					t.Errorf("stage2 serves %q, want %q", got, tc.wantServe)
@@ -550,12 +642,10 @@ func TestSelectFailedBindRollsBack(t *testing.T) {
 			failing := fakeCommands(t, map[string]string{"mount": fmt.Sprintf(
 				"if printf '%%s\\n' \"$*\" | grep -q '%s'; then echo \"mount: $*: permission denied\" >&2; exit 32; fi\nexec \"$REAL_MOUNT\" \"$@\"\n",
 				tc.failMount)})
-			log := filepath.Join(t.TempDir(), "calls")
-			systemctl := filepath.Join(t.TempDir(), "systemctl")
-			writeExecutable(t, systemctl, fmt.Sprintf("#!/bin/sh\nprintf '%%s|' \"$*\" >>%s\nexit 0\n", log))
-			env := []string{"PATH=" + failing + ":" + os.Getenv("PATH"), "KUBERNETES_SELECT_SYSTEMCTL=" + systemctl}
+			systemctl := newSystemctlFake(t, true, nil)
+			env := []string{"PATH=" + systemctl.dir + ":" + failing + ":" + os.Getenv("PATH")}
 
-			r := kubernetesSelect(t, env, root, "--restart-kubelet", "--mode", "bind", "stage2", "1.19.16")
+			r := kubernetesSelectOnNode(t, env, root, "--restart-kubelet", "--mode", "bind", "stage2", "1.19.16")
 			if r.code != 1 || !strings.Contains(r.stderr, "cannot bind-mount") || !strings.Contains(r.stderr, tc.wantNote) {
 				t.Errorf("exit %d, stderr %q; want 1, cannot bind-mount, %q", r.code, r.stderr, tc.wantNote)
 			}
@@ -568,10 +658,10 @@ func TestSelectFailedBindRollsBack(t *testing.T) {
 			if fstabAfter, _ := os.ReadFile(fstab); string(fstabAfter) != string(fstabBefore) {
 				t.Errorf("fstab changed:\n%s\nwas:\n%s", fstabAfter, fstabBefore)
 			}
-			calls, _ := os.ReadFile(log)
-			if string(calls) != tc.wantCalls {
+			if calls := systemctl.calls(); calls != tc.wantCalls {
 				t.Errorf("systemctl calls %q, want %q", calls, tc.wantCalls)
 			}
+			assert.Check(t, is.Equal(systemctl.active(t), tc.wantServe != ""), "kubelet active afterwards")
 			assertNoTemporaries(t, root)
 		})
 	}
@@ -579,35 +669,43 @@ func TestSelectFailedBindRollsBack(t *testing.T) {
 
 // TestSelectRefusesRootWithRestart: --restart-kubelet acts on this host's
 // systemd, which is not the --root tree's, and an empty --root would be
-// the live system. Both are usage errors, before anything
-// is touched.
+// the live system. Both are usage errors, before anything is touched,
+// whatever the environment says: no variable lifts the refusal or names
+// the systemctl to run.
 func TestSelectRefusesRootWithRestart(t *testing.T) {
 	root := treeWith118Selected(t)
 	// The systemctl on PATH only logs: were the refusal missing, the host's
 	// kubelet must still not be touched.
 	log := filepath.Join(t.TempDir(), "calls")
 	fake := fakeCommands(t, map[string]string{"systemctl": fmt.Sprintf("printf '%%s|' \"$*\" >>%s\nexit 0\n", log)})
-	env := []string{"PATH=" + fake + ":" + os.Getenv("PATH")}
+	path := "PATH=" + fake + ":" + os.Getenv("PATH")
+	// What the tests once set to lift the refusal: a stray one in production
+	// must not.
+	stray := "KUBERNETES_SELECT_SYSTEMCTL=" + filepath.Join(fake, "systemctl")
 	for _, tc := range []struct {
+		name       string
+		env        []string
 		args       []string
 		wantStderr string
 	}{
-		{args: []string{"--root", root, "--restart-kubelet", "stage2", "1.18.19"}, wantStderr: "--restart-kubelet"},
-		{args: []string{"--restart-kubelet", "--root=" + root, "all", "1.19.16"}, wantStderr: "--restart-kubelet"},
-		{args: []string{"--root", "", "status"}, wantStderr: "--root"},
-		{args: []string{"--root=", "list"}, wantStderr: "--root"},
+		{name: "--root then --restart-kubelet", args: []string{"--root", root, "--restart-kubelet", "stage2", "1.18.19"}, wantStderr: "--restart-kubelet"},
+		{name: "--restart-kubelet then --root=", args: []string{"--restart-kubelet", "--root=" + root, "all", "1.19.16"}, wantStderr: "--restart-kubelet"},
+		{name: "stray variable, no-op selection", env: []string{stray}, args: []string{"--root", root, "--restart-kubelet", "stage2", "1.18.19"}, wantStderr: "--restart-kubelet"},
+		{name: "stray variable, a switch", env: []string{stray}, args: []string{"--restart-kubelet", "--root=" + root, "--force", "stage2", "1.19.16"}, wantStderr: "--restart-kubelet"},
+		{name: "empty --root", args: []string{"--root", "", "status"}, wantStderr: "--root"},
+		{name: "empty --root=", args: []string{"--root=", "list"}, wantStderr: "--root"},
 	} {
-		before := treeState(t, root)
-		r := runResult(t, env, "bash", append([]string{selectScript}, tc.args...)...)
-		if r.code != 2 || !strings.Contains(r.stderr, tc.wantStderr) || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
-			t.Errorf("%q: exit %d, stdout %q, stderr %q; want 2 and one line about %s", tc.args, r.code, r.stdout, r.stderr, tc.wantStderr)
-		}
-		if after := treeState(t, root); after != before {
-			t.Errorf("%q changed the tree:\nbefore %s\nafter  %s", tc.args, before, after)
-		}
-	}
-	if calls, _ := os.ReadFile(log); len(calls) > 0 {
-		t.Errorf("systemctl was called: %q", calls)
+		t.Run(tc.name, func(t *testing.T) {
+			os.Remove(log)
+			before := treeState(t, root)
+			r := runResult(t, append([]string{path}, tc.env...), "bash", append([]string{selectScript}, tc.args...)...)
+			assert.Check(t, is.Equal(r.code, 2), "stdout %q, stderr %q", r.stdout, r.stderr)
+			assert.Check(t, is.Contains(r.stderr, tc.wantStderr))
+			assert.Check(t, is.Equal(strings.Count(strings.TrimSpace(r.stderr), "\n"), 0), "want one line: %q", r.stderr)
+			assert.Check(t, is.Equal(treeState(t, root), before), "the tree changed")
+			calls, _ := os.ReadFile(log)
+			assert.Check(t, is.Equal(string(calls), ""), "systemctl was called")
+		})
 	}
 }
 
