@@ -308,7 +308,7 @@ func newSystemctlFake(t *testing.T, active bool, after map[string]string) *syste
 	f.setActive(t, active)
 	script := fmt.Sprintf(`#!/bin/sh
 LOG=%q STATE=%q MARK=%q
-pause() { : >"$MARK"; sleep 5; }
+pause() { : >"$MARK"; sleep 2; }
 printf '%%s|' "$*" >>"$LOG"
 case "$1" in
 is-active) [ "$(cat "$STATE")" = active ]; exit ;;
@@ -412,6 +412,95 @@ func TestSelectRestartsKubelet(t *testing.T) {
 					t.Errorf("stage2 serves %q, want %q", got, tc.wantServe)
 				}
 			}
+		})
+	}
+}
+
+// TestSelectKubeletAfterSignalsAndErrors interrupts a --restart-kubelet
+// stage2 switch at every step from stopping the kubelet to starting it, with
+// HUP, INT and TERM, and makes systemctl fail: every way out must leave the
+// kubelet running on an intact selection, or say on stderr, exiting
+// non-zero, that it did not start it. A signal to the script alone is what
+// kill(1) or a timeout sends; to its process group, what a terminal sends
+// (^C, hang-up). Either way systemd finishes the job that systemctl asked
+// for, which the fake models by changing its state first.
+func TestSelectKubeletAfterSignalsAndErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		systemctl  map[string]string // shell run after each verb's state change
+		slowLn     bool              // pause in the switch, after the new link is made
+		signal     syscall.Signal    // sent once the pause is under way
+		group      bool              // to the process group, not the script alone
+		wantCode   int
+		wantActive bool
+		wantServe  string // stage2 afterwards
+		wantStderr string
+	}{
+		{name: "TERM while systemctl stops the kubelet", systemctl: map[string]string{"stop": "pause"}, signal: syscall.SIGTERM,
+			wantCode: 143, wantActive: true, wantServe: "1.18.19", wantStderr: "kubelet started again on stage2 1.18.19"},
+		{name: "INT to the group while systemctl stops the kubelet", systemctl: map[string]string{"stop": "pause"}, signal: syscall.SIGINT, group: true,
+			wantCode: 130, wantActive: true, wantServe: "1.18.19", wantStderr: "kubelet started again on stage2 1.18.19"},
+		{name: "HUP to the group while systemctl stops the kubelet", systemctl: map[string]string{"stop": "pause"}, signal: syscall.SIGHUP, group: true,
+			wantCode: 129, wantActive: true, wantServe: "1.18.19", wantStderr: "kubelet started again on stage2 1.18.19"},
+		{name: "TERM in the switch", slowLn: true, signal: syscall.SIGTERM,
+			wantCode: 143, wantActive: true, wantServe: "1.18.19", wantStderr: "kubelet started again on stage2 1.18.19"},
+		{name: "TERM in daemon-reload after the switch", systemctl: map[string]string{"daemon-reload": "pause"}, signal: syscall.SIGTERM,
+			wantCode: 143, wantActive: true, wantServe: "1.19.16", wantStderr: "kubelet started again on stage2 1.19.16"},
+		{name: "INT to the group in daemon-reload after the switch", systemctl: map[string]string{"daemon-reload": "pause"}, signal: syscall.SIGINT, group: true,
+			wantCode: 130, wantActive: true, wantServe: "1.19.16", wantStderr: "kubelet started again on stage2 1.19.16"},
+		{name: "TERM while systemctl starts the kubelet", systemctl: map[string]string{"start": "pause"}, signal: syscall.SIGTERM,
+			wantCode: 143, wantActive: true, wantServe: "1.19.16", wantStderr: "kubelet started again on stage2 1.19.16"},
+		{name: "stop fails", systemctl: map[string]string{"stop": "exit 1"},
+			wantCode: 1, wantActive: true, wantServe: "1.18.19", wantStderr: "kubelet started again on stage2 1.18.19"},
+		{name: "start fails after the switch", systemctl: map[string]string{"start": `echo inactive >"$STATE"; exit 1`},
+			wantCode: 1, wantActive: false, wantServe: "1.19.16", wantStderr: "kubelet not started"},
+		{name: "start fails after a switch undone", slowLn: true, signal: syscall.SIGTERM, systemctl: map[string]string{"start": `echo inactive >"$STATE"; exit 1`},
+			wantCode: 143, wantActive: false, wantServe: "1.18.19", wantStderr: "kubelet not started"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			makeInstalledTree(t, root, allVersions)
+			for _, args := range [][]string{{"all", "1.18.19"}, {"stage1", "1.19.16"}} {
+				r := kubernetesSelect(t, nil, root, args...)
+				assert.Equal(t, r.code, 0, "setup %v: %s", args, r.stderr)
+			}
+			systemctl := newSystemctlFake(t, true, tc.systemctl)
+			path := systemctl.dir
+			if tc.slowLn {
+				path += ":" + fakeCommands(t, map[string]string{"ln": fmt.Sprintf("\"$REAL_LN\" \"$@\" || exit\n: >%q\nsleep 2\n", systemctl.paused())})
+			}
+			cmd := exec.Command("bash", nodeScript(t, root), "--restart-kubelet", "stage2", "1.19.16")
+			cmd.Env = append(os.Environ(), "PATH="+path+":"+os.Getenv("PATH"))
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			var stdout, stderr strings.Builder
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			assert.NilError(t, cmd.Start())
+			t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+			if tc.signal != 0 {
+				waitForFile(t, systemctl.paused())
+				pid := cmd.Process.Pid
+				if tc.group {
+					pid = -pid
+				}
+				assert.NilError(t, syscall.Kill(pid, tc.signal))
+			}
+			err := cmd.Wait()
+			code := 0
+			if exitErr, ok := err.(*exec.ExitError); ok {
+				code = exitErr.ExitCode()
+			} else {
+				assert.NilError(t, err)
+			}
+			assert.Check(t, is.Equal(code, tc.wantCode), "stdout %q, stderr %q, systemctl %q", stdout.String(), stderr.String(), systemctl.calls())
+			assert.Check(t, is.Equal(systemctl.active(t), tc.wantActive), "kubelet active afterwards; stderr %q, systemctl %q", stderr.String(), systemctl.calls())
+			assert.Check(t, is.Equal(selectedVersion(t, root, "stage2"), tc.wantServe))
+			assert.Check(t, is.Contains(stderr.String(), tc.wantStderr))
+			// The rule every case above instantiates.
+			if !systemctl.active(t) {
+				assert.Check(t, code != 0 && strings.Contains(stderr.String(), "kubelet not started"),
+					"kubelet left stopped without a word: exit %d, stderr %q", code, stderr.String())
+			}
+			assertNoTemporaries(t, root)
 		})
 	}
 }
