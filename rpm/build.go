@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -55,6 +56,10 @@ type Config struct {
 	UnitDir            string // %{_unitdir} on the nodes
 	Payload            string // %{_binary_payload}
 
+	// Sources holds the spec templates and the shipped files (default: the
+	// embedded Sources).
+	Sources fs.FS
+
 	// Jobs is how many versions build at once (default 1); the RPMs do not
 	// depend on it.
 	Jobs int
@@ -79,6 +84,9 @@ func (c *Config) setDefaults() {
 	def(&c.UnitDir, DefaultUnitDir)
 	def(&c.Payload, DefaultPayload)
 	def(&c.Rpmbuild, "rpmbuild")
+	if c.Sources == nil {
+		c.Sources = Sources
+	}
 	if c.Jobs < 1 {
 		c.Jobs = 1
 	}
@@ -197,7 +205,7 @@ func buildAllVersions(ctx context.Context, cfg Config) ([]string, error) {
 }
 
 func buildVersioned(ctx context.Context, cfg Config, version string) ([]string, error) {
-	spec, err := RenderVersioned(VersionedSpec{Version: version, Release: cfg.Release, Arch: cfg.Arch})
+	spec, err := renderVersioned(cfg.Sources, VersionedSpec{Version: version, Release: cfg.Release, Arch: cfg.Arch})
 	if err != nil {
 		return nil, err
 	}
@@ -229,8 +237,10 @@ func buildVersioned(ctx context.Context, cfg Config, version string) ([]string, 
 	if err := linkSource(cfg.KubeletCompat, filepath.Join(sources, "kubelet-compat")); err != nil {
 		return nil, err
 	}
-	if err := copyShipped(sources, "10-kubeadm.conf"); err != nil {
-		return nil, err
+	for _, name := range versionedFiles {
+		if err := copyShipped(cfg.Sources, sources, name); err != nil {
+			return nil, err
+		}
 	}
 	// kubectl writes its own completion; a fixed environment keeps it stable.
 	completion := exec.Command(filepath.Join(cfg.InputDir, version, "kubectl"), "completion", "bash")
@@ -250,7 +260,7 @@ func buildVersioned(ctx context.Context, cfg Config, version string) ([]string, 
 }
 
 func buildUnversioned(ctx context.Context, cfg Config) ([]string, error) {
-	spec, err := RenderUnversioned(UnversionedSpec{
+	spec, err := renderUnversioned(cfg.Sources, UnversionedSpec{
 		Version: cfg.UnversionedVersion,
 		Release: cfg.UnversionedRelease,
 		Links:   UnversionedLinks(cfg.UnitDir),
@@ -263,11 +273,8 @@ func buildUnversioned(ctx context.Context, cfg Config) ([]string, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(top)
-	for _, name := range []string{
-		"kubernetes-select", "kubelet.service", "kubelet.sysconfig",
-		"kubelet-compat-sweep.service", "kubelet-compat-sweep.timer", "90-kubelet-compat.preset",
-	} {
-		if err := copyShipped(filepath.Join(top, "SOURCES"), name); err != nil {
+	for _, name := range unversionedFiles {
+		if err := copyShipped(cfg.Sources, filepath.Join(top, "SOURCES"), name); err != nil {
 			return nil, err
 		}
 	}
@@ -435,8 +442,8 @@ func linkSource(src, dst string) error {
 	return nil
 }
 
-func copyShipped(dir, name string) error {
-	b, err := shippedFile(name)
+func copyShipped(sources fs.FS, dir, name string) error {
+	b, err := shippedFile(sources, name)
 	if err != nil {
 		return err
 	}
