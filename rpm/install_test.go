@@ -13,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+
 	"github.com/kubelet-compat/kubelet-compat/pkg/binversion"
 )
 
@@ -535,25 +538,7 @@ func TestPreunRefusesSelectedVersion(t *testing.T) {
 	requireRPMTools(t)
 	versions := []string{"1.20.15", "1.21.14"}
 	_, built := buildRPMs(t, versions, Config{})
-	preun := map[string]string{} // package name -> scriptlet
-	for _, p := range built {
-		name := strings.TrimSpace(run(t, "rpm", "-qp", "--qf", "%{NAME}", p))
-		if name == UnversionedName {
-			continue
-		}
-		script := run(t, "rpm", "-qp", "--qf", "%{PREUN}", p)
-		if script == "(none)" || strings.TrimSpace(script) == "" {
-			t.Errorf("%s has no %%preun", name)
-			continue
-		}
-		if prog := run(t, "rpm", "-qp", "--qf", "%{PREUNPROG}", p); prog != "/bin/sh" {
-			t.Errorf("%s: %%preun runs with %q, want /bin/sh", name, prog)
-		}
-		preun[name] = script
-	}
-	if t.Failed() {
-		t.FailNow()
-	}
+	preun := preunScripts(t, built)
 	for _, mode := range []string{"symlink", "bind"} {
 		t.Run(mode, func(t *testing.T) {
 			root := installedTreeFor(t, mode, versions)
@@ -576,8 +561,7 @@ func TestPreunRefusesSelectedVersion(t *testing.T) {
 				{"kubernetes-1.20.15-node", "1", false},
 				{"kubernetes-1.20.15-kubeadm", "0", false},
 			} {
-				script := strings.ReplaceAll(preun[tc.pkg], KubeRoot+"/", filepath.Join(root, KubeRoot)+"/")
-				r := runResult(t, nil, "/bin/sh", "-c", script, "preun", tc.arg)
+				r := runResult(t, nil, "/bin/sh", "-c", preunIn(root, preun[tc.pkg]), "preun", tc.arg)
 				if refused := r.code != 0; refused != tc.refused {
 					t.Errorf("%s %%preun $1=%s: exit %d, stderr %q; want refused=%v", tc.pkg, tc.arg, r.code, r.stderr, tc.refused)
 				}
@@ -586,6 +570,105 @@ func TestPreunRefusesSelectedVersion(t *testing.T) {
 					t.Errorf("%s: want one line that says to select another version first, got %q", tc.pkg, r.stderr)
 				}
 			}
+		})
+	}
+}
+
+// preunScripts returns the %preun of every versioned package in built, by
+// package name.
+func preunScripts(t *testing.T, built []string) map[string]string {
+	t.Helper()
+	preun := map[string]string{}
+	for _, p := range built {
+		name := strings.TrimSpace(run(t, "rpm", "-qp", "--qf", "%{NAME}", p))
+		if name == UnversionedName {
+			continue
+		}
+		script := run(t, "rpm", "-qp", "--qf", "%{PREUN}", p)
+		if script == "(none)" || strings.TrimSpace(script) == "" {
+			t.Errorf("%s has no %%preun", name)
+			continue
+		}
+		if prog := run(t, "rpm", "-qp", "--qf", "%{PREUNPROG}", p); prog != "/bin/sh" {
+			t.Errorf("%s: %%preun runs with %q, want /bin/sh", name, prog)
+		}
+		preun[name] = script
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+	return preun
+}
+
+// preunIn rewrites a %preun's /usr/local/kubernetes to the fake tree's
+// under root, so that the host's is never looked at.
+func preunIn(root, script string) string {
+	return strings.ReplaceAll(script, KubeRoot+"/", filepath.Join(root, KubeRoot)+"/")
+}
+
+// TestPreunTakesTheSelectLock: an erase and a selection must not race.
+// %preun takes the lock of kubernetes-select: erasing a version that a
+// selection in progress is making current is refused, and a selection that
+// waited for an erase does not select the version being erased.
+// A slow `ln` (in the selection) or `stat` (in %preun) holds the first one
+// in the middle of its work while the second one starts.
+func TestPreunTakesTheSelectLock(t *testing.T) {
+	requireRPMTools(t)
+	versions := []string{"1.20.15", "1.21.14"}
+	_, built := buildRPMs(t, versions, Config{})
+	preun := preunScripts(t, built)
+	for _, tc := range []struct {
+		name      string
+		first     string // "select" or "preun": the one held in the middle
+		wantPreun int    // exit status of %preun
+		wantSel   int    // exit status of kubernetes-select stage2 1.21.14
+		wantServe string // stage2 afterwards
+	}{
+		{name: "erase during a selection of it is refused", first: "select", wantPreun: 1, wantSel: 0, wantServe: "1.21.14"},
+		{name: "a selection during an erase does not select it", first: "preun", wantPreun: 0, wantSel: 1, wantServe: "1.20.15"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			makeInstalledTree(t, root, versions)
+			for _, args := range [][]string{{"all", "1.20.15"}, {"stage1", "1.21.14"}} {
+				r := kubernetesSelect(t, nil, root, args...)
+				assert.Equal(t, r.code, 0, "setup %v: %s", args, r.stderr)
+			}
+			mark := filepath.Join(t.TempDir(), "paused")
+			slow := func(name string) []string {
+				dir := fakeCommands(t, map[string]string{name: fmt.Sprintf("\"$REAL_%s\" \"$@\" || exit\n: >%q\nsleep 1\n", strings.ToUpper(name), mark)})
+				return []string{"PATH=" + dir + ":" + os.Getenv("PATH")}
+			}
+			var selEnv, preunEnv []string
+			if tc.first == "select" {
+				selEnv = slow("ln")
+			} else {
+				preunEnv = slow("stat")
+			}
+			script := preunIn(root, preun["kubernetes-1.21.14-node"])
+			var sel, pre result
+			if tc.first == "select" {
+				wait := startSelect(t, selEnv, root, "stage2", "1.21.14")
+				waitForFile(t, mark)
+				pre = runResult(t, preunEnv, "/bin/sh", "-c", script, "preun", "0")
+				sel = wait()
+			} else {
+				cmd := exec.Command("/bin/sh", "-c", script, "preun", "0")
+				cmd.Env = append(os.Environ(), preunEnv...)
+				var stderr strings.Builder
+				cmd.Stderr = &stderr
+				assert.NilError(t, cmd.Start())
+				waitForFile(t, mark)
+				sel = kubernetesSelect(t, nil, root, "stage2", "1.21.14")
+				err := cmd.Wait()
+				pre = result{stderr: stderr.String()}
+				if exitErr, ok := err.(*exec.ExitError); ok {
+					pre.code = exitErr.ExitCode()
+				}
+			}
+			assert.Check(t, is.Equal(pre.code, tc.wantPreun), "%%preun of kubernetes-1.21.14-node: stderr %q", pre.stderr)
+			assert.Check(t, is.Equal(sel.code, tc.wantSel), "kubernetes-select stage2 1.21.14: stdout %q, stderr %q", sel.stdout, sel.stderr)
+			assert.Check(t, is.Equal(selectedVersion(t, root, "stage2"), tc.wantServe))
 		})
 	}
 }
