@@ -368,8 +368,8 @@ var rpmlibOK = map[string]bool{
 }
 
 // checkRequiresAndProvides checks rpm -qp --requires/--provides of every
-// package. Every versioned package needs /bin/sh and coreutils for its
-// %preun (the tests' fake binaries, shell scripts, need /bin/sh too; real
+// package. Every versioned package needs /bin/sh, coreutils (stat, chmod)
+// and util-linux (flock) for its %preun (the tests' fake binaries, shell scripts, need /bin/sh too; real
 // static Go binaries add nothing).
 func checkRequiresAndProvides(t *testing.T, rpms []string, versions []string) {
 	t.Helper()
@@ -381,7 +381,7 @@ func checkRequiresAndProvides(t *testing.T, rpms []string, versions []string) {
 		requires: []string{"/bin/bash", "/bin/sh", "bash", "config(kubernetes-unversioned) = " + uEVR, "coreutils", "systemd", "util-linux"},
 		provides: []string{"config(kubernetes-unversioned) = " + uEVR, "kubernetes-unversioned = " + uEVR},
 	}
-	preun := []string{"/bin/sh", "coreutils"}
+	preun := []string{"/bin/sh", "coreutils", "util-linux"}
 	for _, v := range versions {
 		for _, pkg := range []struct {
 			sub, virtual string
