@@ -21,7 +21,6 @@ import (
 
 // Defaults of Config, documented in rpm/README.md.
 const (
-	DefaultRelease            = "1"
 	DefaultDist               = ".kc"
 	DefaultArch               = "x86_64"
 	DefaultBuildHost          = "build.kubelet-compat"
@@ -47,7 +46,11 @@ type Config struct {
 	// SourceDateEpoch is every file's mtime and the build time in the RPMs.
 	SourceDateEpoch int64
 
-	Release            string // of the versioned packages
+	// Release (of the versioned packages) and UnversionedRelease: unset,
+	// from ReleaseTable, which refuses content it does not record. Set, they
+	// override it, e.g. for binaries rebuilt under unchanged packaging,
+	// which the table does not see.
+	Release            string
 	UnversionedVersion string
 	UnversionedRelease string
 	Dist               string // %{dist}, appended to every Release
@@ -59,6 +62,9 @@ type Config struct {
 	// Sources holds the spec templates and the shipped files (default: the
 	// embedded Sources).
 	Sources fs.FS
+	// ReleaseTable is the content of releases.txt (default: the embedded
+	// ReleaseTable).
+	ReleaseTable []byte
 
 	// Jobs is how many versions build at once (default 1); the RPMs do not
 	// depend on it.
@@ -75,9 +81,7 @@ func (c *Config) setDefaults() {
 			*s = v
 		}
 	}
-	def(&c.Release, DefaultRelease)
 	def(&c.UnversionedVersion, DefaultUnversionedVersion)
-	def(&c.UnversionedRelease, DefaultRelease)
 	def(&c.Dist, DefaultDist)
 	def(&c.Arch, DefaultArch)
 	def(&c.BuildHost, DefaultBuildHost)
@@ -86,6 +90,9 @@ func (c *Config) setDefaults() {
 	def(&c.Rpmbuild, "rpmbuild")
 	if c.Sources == nil {
 		c.Sources = Sources
+	}
+	if c.ReleaseTable == nil {
+		c.ReleaseTable = ReleaseTable
 	}
 	if c.Jobs < 1 {
 		c.Jobs = 1
@@ -143,6 +150,9 @@ func (c *Config) absolutise() error {
 func Build(ctx context.Context, cfg Config) ([]string, error) {
 	cfg.setDefaults()
 	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if err := cfg.resolveReleases(); err != nil {
 		return nil, err
 	}
 	if err := cfg.absolutise(); err != nil {

@@ -269,10 +269,18 @@ func TestInstallAllVersionsSideBySide(t *testing.T) {
 	})
 
 	t.Run("upgrading kubernetes-unversioned keeps the selection", func(t *testing.T) {
-		_, upgrade := buildRPMs(t, nil, Config{UnversionedRelease: "2"})
+		// What a commit that changes kubernetes-select builds: rpm -U takes
+		// it for the newer package because its release is higher.
+		changed := Config{Sources: changedSources(t, "files/kubernetes-select", func(s string) string { return s + "# changed\n" })}
+		var err error
+		changed.ReleaseTable, _, err = BumpReleases(ReleaseTable, changed)
+		assert.NilError(t, err)
+		_, upgrade := buildRPMs(t, nil, changed)
+		was := strings.TrimSpace(rpmRoot(t, root, "-q", UnversionedName))
 		rpmRoot(t, root, "-U", "--noscripts", upgrade[0])
-		if got := rpmRoot(t, root, "-q", UnversionedName); !strings.Contains(got, "-2.kc.noarch") {
-			t.Fatalf("after upgrade: %s", got)
+		got := strings.TrimSpace(rpmRoot(t, root, "-q", UnversionedName))
+		if want := strings.TrimSuffix(filepath.Base(upgrade[0]), ".rpm"); got != want || got == was {
+			t.Fatalf("after rpm -U: %s installed, want %s (was %s)", got, want, was)
 		}
 		checkLinksServe(t, root, "1.21.14")
 		if out := rpmRoot(t, root, "-V", UnversionedName); out != "" {
@@ -373,10 +381,13 @@ var rpmlibOK = map[string]bool{
 // static Go binaries add nothing).
 func checkRequiresAndProvides(t *testing.T, rpms []string, versions []string) {
 	t.Helper()
-	evr := func(v string) string { return v + "-" + DefaultRelease + DefaultDist }
+	cfg := Config{Versions: versions}
+	cfg.setDefaults()
+	assert.NilError(t, cfg.resolveReleases())
+	evr := func(v string) string { return v + "-" + cfg.Release + DefaultDist }
 	type deps struct{ requires, provides []string }
 	want := map[string]deps{}
-	uEVR := DefaultUnversionedVersion + "-" + DefaultRelease + DefaultDist
+	uEVR := DefaultUnversionedVersion + "-" + cfg.UnversionedRelease + DefaultDist
 	want[UnversionedName] = deps{
 		requires: []string{"/bin/bash", "/bin/sh", "bash", "config(kubernetes-unversioned) = " + uEVR, "coreutils", "systemd", "util-linux"},
 		provides: []string{"config(kubernetes-unversioned) = " + uEVR, "kubernetes-unversioned = " + uEVR},
