@@ -746,4 +746,3 @@ func TestPreunTakesTheSelectLock(t *testing.T) {
 		}
 	})
 }
-
