@@ -438,6 +438,8 @@ func TestSelectKubeletAfterSignalsAndErrors(t *testing.T) {
 	}{
 		{name: "TERM while systemctl stops the kubelet", systemctl: map[string]string{"stop": "pause"}, signal: syscall.SIGTERM,
 			wantCode: 143, wantActive: true, wantServe: "1.18.19", wantStderr: "kubelet started again on stage2 1.18.19"},
+		{name: "INT to the script while systemctl stops the kubelet", systemctl: map[string]string{"stop": "pause"}, signal: syscall.SIGINT,
+			wantCode: 130, wantActive: true, wantServe: "1.18.19", wantStderr: "kubelet started again on stage2 1.18.19"},
 		{name: "INT to the group while systemctl stops the kubelet", systemctl: map[string]string{"stop": "pause"}, signal: syscall.SIGINT, group: true,
 			wantCode: 130, wantActive: true, wantServe: "1.18.19", wantStderr: "kubelet started again on stage2 1.18.19"},
 		{name: "HUP to the group while systemctl stops the kubelet", systemctl: map[string]string{"stop": "pause"}, signal: syscall.SIGHUP, group: true,
