@@ -263,24 +263,33 @@ func TestSelectWhileKubeletRuns(t *testing.T) {
 // nodeScript returns a copy of kubernetes-select that acts on the tree under
 // root as it would on a node, without --root: --restart-kubelet is refused
 // with --root, whatever the environment says. The copy differs from the
-// shipped script in exactly two lines, the node's paths KUBE_DIR and
-// ETC_FSTAB, which name the tree's instead. Its systemctl is whichever PATH
-// finds first: the tests put a fake one there.
+// shipped script in exactly three lines, the node's paths KUBE_DIR,
+// ETC_FSTAB and SYSTEMD_RUNNING, which name the tree's instead (so the copy
+// sees no systemd running, whatever the host runs). Its systemctl is
+// whichever PATH finds first: the tests put a fake one there.
 func nodeScript(t *testing.T, root string) string {
 	t.Helper()
 	b, err := os.ReadFile(selectScript)
 	assert.NilError(t, err)
-	script := string(b)
-	for _, c := range []struct{ line, value string }{
-		{"readonly KUBE_DIR=" + KubeRoot + " ", filepath.Join(root, KubeRoot)},
-		{"readonly ETC_FSTAB=/etc/fstab ", filepath.Join(root, "etc/fstab")},
-	} {
-		assert.Equal(t, strings.Count(script, "\n"+c.line), 1, "%q in %s", c.line, selectScript)
-		name := strings.TrimSuffix(strings.SplitN(c.line, "=", 2)[0], " ")
-		script = strings.Replace(script, "\n"+c.line, fmt.Sprintf("\n%s=%q ", name, c.value), 1)
+	node := map[string]string{ // the lines' values on a node, and in the tree
+		"KUBE_DIR=" + KubeRoot:                filepath.Join(root, KubeRoot),
+		"ETC_FSTAB=/etc/fstab":                filepath.Join(root, "etc/fstab"),
+		"SYSTEMD_RUNNING=/run/systemd/system": filepath.Join(root, "run/systemd/system"),
+	}
+	lines := strings.Split(string(b), "\n")
+	for assignment, tree := range node {
+		n := 0
+		for i, line := range lines {
+			if line == "readonly "+assignment || strings.HasPrefix(line, "readonly "+assignment+" ") {
+				name, _, _ := strings.Cut(assignment, "=")
+				lines[i] = fmt.Sprintf("readonly %s=%q # the test's tree", name, tree)
+				n++
+			}
+		}
+		assert.Equal(t, n, 1, "lines of %s that read: readonly %s", selectScript, assignment)
 	}
 	copy := filepath.Join(t.TempDir(), "kubernetes-select")
-	writeExecutable(t, copy, script)
+	writeExecutable(t, copy, strings.Join(lines, "\n"))
 	return copy
 }
 
