@@ -317,7 +317,7 @@ func newSystemctlFake(t *testing.T, active bool, after map[string]string) *syste
 	f.setActive(t, active)
 	script := fmt.Sprintf(`#!/bin/sh
 LOG=%q STATE=%q MARK=%q
-pause() { : >"$MARK"; sleep 2; }
+pause() { : >"$MARK"; sleep 1; }
 printf '%%s|' "$*" >>"$LOG"
 case "$1" in
 is-active) [ "$(cat "$STATE")" = active ]; exit ;;
@@ -469,6 +469,7 @@ func TestSelectKubeletAfterSignalsAndErrors(t *testing.T) {
 			wantCode: 143, wantActive: false, wantServe: "1.18.19", wantStderr: "kubelet not started"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each waits for its pauses, in a tree of its own
 			root := t.TempDir()
 			makeInstalledTree(t, root, allVersions)
 			for _, args := range [][]string{{"all", "1.18.19"}, {"stage1", "1.19.16"}} {
@@ -478,7 +479,7 @@ func TestSelectKubeletAfterSignalsAndErrors(t *testing.T) {
 			systemctl := newSystemctlFake(t, true, tc.systemctl)
 			path := systemctl.dir
 			if tc.slowLn {
-				path += ":" + fakeCommands(t, map[string]string{"ln": fmt.Sprintf("\"$REAL_LN\" \"$@\" || exit\n: >%q\nsleep 2\n", systemctl.paused())})
+				path += ":" + fakeCommands(t, map[string]string{"ln": fmt.Sprintf("\"$REAL_LN\" \"$@\" || exit\n: >%q\nsleep 1\n", systemctl.paused())})
 			}
 			cmd := exec.Command("bash", nodeScript(t, root), "--restart-kubelet", "stage2", "1.19.16")
 			cmd.Env = append(os.Environ(), "PATH="+path+":"+os.Getenv("PATH"))
