@@ -639,6 +639,7 @@ func TestPreunTakesTheSelectLock(t *testing.T) {
 		{name: "a selection during an erase does not select it", first: "preun", wantPreun: 0, wantSel: 1, wantServe: "1.20.15"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // trees of their own
 			root := t.TempDir()
 			makeInstalledTree(t, root, versions)
 			for _, args := range [][]string{{"all", "1.20.15"}, {"stage1", "1.21.14"}} {
@@ -685,45 +686,47 @@ func TestPreunTakesTheSelectLock(t *testing.T) {
 
 	// A lock held too long: the erase is refused and nothing changes. The
 	// test waits 1 s instead of 300.
-	t.Run("lock held too long", func(t *testing.T) {
-		root := t.TempDir()
-		makeInstalledTree(t, root, versions)
-		holder := exec.Command("flock", filepath.Join(root, CurrentDir), "sleep", "30")
-		holder.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		assert.NilError(t, holder.Start())
-		t.Cleanup(func() {
-			syscall.Kill(-holder.Process.Pid, syscall.SIGKILL)
-			holder.Wait()
-		})
-		time.Sleep(200 * time.Millisecond)
-		for _, pkg := range []string{"kubernetes-1.21.14-node", "kubernetes-1.21.14-kubeadm", "kubernetes-1.21.14-client"} {
+	for _, pkg := range []string{"kubernetes-1.21.14-node", "kubernetes-1.21.14-kubeadm", "kubernetes-1.21.14-client"} {
+		t.Run("lock held too long/"+pkg, func(t *testing.T) {
+			t.Parallel()
+			root := t.TempDir()
+			makeInstalledTree(t, root, versions)
+			holder := exec.Command("flock", filepath.Join(root, CurrentDir), "sleep", "30")
+			holder.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			assert.NilError(t, holder.Start())
+			t.Cleanup(func() {
+				syscall.Kill(-holder.Process.Pid, syscall.SIGKILL)
+				holder.Wait()
+			})
+			time.Sleep(200 * time.Millisecond)
 			script := preunIn(root, preun[pkg])
 			assert.Equal(t, strings.Count(script, "flock -w 300 "), 1)
 			script = strings.Replace(script, "flock -w 300 ", "flock -w 1 ", 1)
 			r := runResult(t, nil, "/bin/sh", "-c", script, "preun", "0")
-			assert.Check(t, is.Equal(r.code, 1), pkg)
-			assert.Check(t, is.Contains(r.stderr, "kubernetes-select still holds the lock"), pkg)
-		}
-		for _, bin := range []string{"stage1/usr/bin/kubeadm", "stage2/usr/bin/kubelet"} {
-			st, err := os.Stat(filepath.Join(root, KubeRoot, "1.21.14", bin))
-			assert.NilError(t, err)
-			assert.Check(t, is.Equal(st.Mode().Perm(), os.FileMode(0o755)), bin)
-		}
-	})
+			assert.Check(t, is.Equal(r.code, 1))
+			assert.Check(t, is.Contains(r.stderr, "kubernetes-select still holds the lock"))
+			for _, bin := range []string{"stage1/usr/bin/kubeadm", "stage2/usr/bin/kubelet"} {
+				st, err := os.Stat(filepath.Join(root, KubeRoot, "1.21.14", bin))
+				assert.NilError(t, err)
+				assert.Check(t, is.Equal(st.Mode().Perm(), os.FileMode(0o755)), bin)
+			}
+		})
+	}
 
 	// A %preun that lets the erase go on leaves the version unselectable;
 	// an upgrade ($1 = 1) and -client's leave it as it was.
-	t.Run("unselectable after an erase's %preun", func(t *testing.T) {
-		for _, tc := range []struct {
-			pkg, arg string
-			wantGone []string // stages kubernetes-select refuses afterwards
-		}{
-			{pkg: "kubernetes-1.21.14-node", arg: "0", wantGone: []string{"stage2"}},
-			{pkg: "kubernetes-1.21.14-kubeadm", arg: "0", wantGone: []string{"stage1"}},
-			{pkg: "kubernetes-1.21.14-client", arg: "0"},
-			{pkg: "kubernetes-1.21.14-node", arg: "1"},
-			{pkg: "kubernetes-1.21.14-kubeadm", arg: "1"},
-		} {
+	for _, tc := range []struct {
+		pkg, arg string
+		wantGone []string // stages kubernetes-select refuses afterwards
+	}{
+		{pkg: "kubernetes-1.21.14-node", arg: "0", wantGone: []string{"stage2"}},
+		{pkg: "kubernetes-1.21.14-kubeadm", arg: "0", wantGone: []string{"stage1"}},
+		{pkg: "kubernetes-1.21.14-client", arg: "0"},
+		{pkg: "kubernetes-1.21.14-node", arg: "1"},
+		{pkg: "kubernetes-1.21.14-kubeadm", arg: "1"},
+	} {
+		t.Run("unselectable after %preun/"+tc.pkg+"/$1="+tc.arg, func(t *testing.T) {
+			t.Parallel()
 			root := t.TempDir()
 			makeInstalledTree(t, root, versions)
 			r := kubernetesSelect(t, nil, root, "all", "1.20.15")
@@ -743,6 +746,6 @@ func TestPreunTakesTheSelectLock(t *testing.T) {
 					assert.Check(t, is.Equal(r.code, 0), "%s $1=%s, then select %s 1.21.14: %s", tc.pkg, tc.arg, stage, r.stderr)
 				}
 			}
-		}
-	})
+		})
+	}
 }

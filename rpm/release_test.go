@@ -173,6 +173,7 @@ func TestReleaseFollowsContent(t *testing.T) {
 			edit: func(s string) string { return s + "# changed\n" }, newer: versioned},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			changed := Config{Sources: changedSources(t, tc.file, tc.edit)}
 			cfg := changed
 			cfg.Versions, cfg.OutputDir, cfg.SourceDateEpoch = versions, t.TempDir(), testEpoch
