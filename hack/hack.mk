@@ -12,10 +12,10 @@ GO_PACKAGES := ./...
 test: deps verify-gofmt vet unit race check-library verify-generated
 
 # Debian packages the tests need (rpmbuild for the RPM tests, patch for
-# verify-patches); installed when missing.
+# verify-patches): pkg/hostdeps's lists, installed when missing.
 .PHONY: deps
-deps: rpm-deps
-	@command -v patch >/dev/null || { export DEBIAN_FRONTEND=noninteractive; apt-get install -y patch || { apt-get update && apt-get install -y patch; }; }
+deps:
+	$(GO) run ./hack/ensure-host rpm build
 
 verify-gofmt:
 	@bad=$$(git ls-files -co --exclude-standard '*.go' | xargs -r gofmt -l); \

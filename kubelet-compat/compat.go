@@ -63,9 +63,10 @@ type Compat struct {
 	interval time.Duration
 	base     time.Time
 
-	state  atomic.Value // *fileState
-	noFile *Decider     // the decisions without a file (upstream)
-	loadMu sync.Mutex   // serialises reloads
+	state   atomic.Value // *fileState
+	runtime atomic.Value // RuntimeLookup
+	noFile  *Decider     // the decisions without a file (upstream)
+	loadMu  sync.Mutex   // serialises reloads
 
 	logMu  sync.Mutex
 	logged map[string]bool

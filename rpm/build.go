@@ -16,6 +16,7 @@ import (
 
 	"github.com/kubelet-compat/kubelet-compat/pkg/binversion"
 	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
+	"github.com/kubelet-compat/kubelet-compat/pkg/hostdeps"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -87,7 +88,7 @@ func (c *Config) setDefaults() {
 	def(&c.BuildHost, DefaultBuildHost)
 	def(&c.UnitDir, DefaultUnitDir)
 	def(&c.Payload, DefaultPayload)
-	def(&c.Rpmbuild, "rpmbuild")
+	def(&c.Rpmbuild, hostdeps.Rpmbuild.Name)
 	if c.Sources == nil {
 		c.Sources = Sources
 	}

@@ -25,18 +25,13 @@ RPM_PAYLOAD ?=
 ifeq ($(origin SOURCE_DATE_EPOCH),undefined)
 SOURCE_DATE_EPOCH := $(shell git log -1 --format=%ct 2>/dev/null || echo 1577836800)
 endif
-RPM_SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
 .PHONY: rpm rpm-deps rpm-cli rpm-reproducible rpm-test rpm-test-real rpm-releases rpm-clean
 
-# rpmbuild comes from Debian's rpm package here; EL build hosts have rpm-build.
+# rpmbuild comes from Debian's rpm package here (pkg/hostdeps; build-rpms
+# checks it too); EL build hosts have rpm-build.
 rpm-deps:
-	@if ! command -v rpmbuild >/dev/null || ! command -v rpm >/dev/null; then \
-	  command -v apt-get >/dev/null || { echo "rpm-deps: rpmbuild is missing: install rpm-build" >&2; exit 1; }; \
-	  echo "rpm-deps: installing Debian's rpm package (rpmbuild)" >&2; \
-	  export DEBIAN_FRONTEND=noninteractive; \
-	  $(RPM_SUDO) apt-get install -y rpm || { $(RPM_SUDO) apt-get update && $(RPM_SUDO) apt-get install -y rpm; }; \
-	fi
+	$(GO) run ./hack/ensure-host rpm
 
 rpm-cli:
 ifeq ($(RPM_KUBELET_COMPAT),)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kubelet-compat/kubelet-compat/cmd/kubelet-compat/internal/kubelet"
 	"github.com/kubelet-compat/kubelet-compat/cmd/kubelet-compat/internal/manifest"
+	podresfake "github.com/kubelet-compat/kubelet-compat/cmd/kubelet-compat/internal/podresources/fake"
 	kubeletcompat "github.com/kubelet-compat/kubelet-compat/kubelet-compat"
 	"github.com/kubelet-compat/kubelet-compat/pkg/cri"
 	"github.com/kubelet-compat/kubelet-compat/pkg/cri/fake"
@@ -44,6 +45,11 @@ type fixture struct {
 	stdout, stderr bytes.Buffer
 	// clocks is the machine's: booted at bootTime unless a test says otherwise.
 	clocks kubelet.Clocks
+	// now is the commands' time: the package's now unless a test says otherwise.
+	now time.Time
+	// podResources is the running kubelet's pod-resources service (runKubelet
+	// starts it), which sweep asks; it has every pod the runtime has.
+	podResources *podresfake.Server
 }
 
 func newFixture(t *testing.T, apis ...string) *fixture {
@@ -57,6 +63,7 @@ func newFixture(t *testing.T, apis ...string) *fixture {
 	}
 	f.srv = fake.Start(t, apis...)
 	f.clocks = bootedAt(time.Unix(bootTime, 0))
+	f.now = now
 	if err := os.MkdirAll(filepath.Join(f.procRoot, "1", "ns"), 0755); err != nil {
 		t.Fatal(err)
 	}
@@ -123,10 +130,20 @@ func (f *fixture) runKubelet(version string) {
 	if err := os.Symlink(f.kubeletBinary(version), filepath.Join(pd, "exe")); err != nil {
 		f.t.Fatal(err)
 	}
+	if f.podResources == nil {
+		f.podResources = podresfake.Start(f.t)
+		f.podResources.SetLister(func() []podresfake.Pod {
+			var pods []podresfake.Pod
+			for _, sb := range f.srv.Sandboxes() {
+				pods = append(pods, podresfake.Pod{Namespace: sb.Namespace, Name: sb.Name})
+			}
+			return pods
+		})
+	}
 }
 
 func (f *fixture) env() Env {
-	return Env{Stdout: &f.stdout, Stderr: &f.stderr, ProcRoot: f.procRoot, Now: func() time.Time { return now },
+	return Env{Stdout: &f.stdout, Stderr: &f.stderr, ProcRoot: f.procRoot, Now: func() time.Time { return f.now },
 		Hostname: func() (string, error) { return "Node-1", nil }, OwnerUID: os.Getuid(), Geteuid: os.Geteuid,
 		KubeletBinary: f.defaultKubeletBinary(), Systemd: kubelet.Systemd{RunDir: filepath.Join(f.dir, "run", "systemd", "system"), Systemctl: filepath.Join(f.dir, "bin", "systemctl")},
 		RootUID: os.Getuid(), Clocks: f.clocks}
@@ -159,6 +176,10 @@ func (f *fixture) runTo(ctx context.Context, stdout, stderr *bytes.Buffer, args 
 	if args[0] == "preflight" {
 		full = append(full, "--kubelet-config", filepath.Join(f.rootDir, "config.yaml"), "--extra-args-file", filepath.Join(f.dir, "sysconfig-kubelet"))
 	}
+	// The root dir's own socket path is too long for a socket in the tests.
+	if args[0] == "sweep" && f.podResources != nil {
+		full = append(full, "--pod-resources-endpoint", f.podResources.Endpoint)
+	}
 	env := f.env()
 	env.Stdout, env.Stderr = stdout, stderr
 	return Run(ctx, env, append(full, args[1:]...))
@@ -171,6 +192,10 @@ type pod struct {
 	uid        string
 	created    time.Time
 	ready      bool
+	// version is the kubelet that created the containers, when not the one
+	// addStaticPods is given; hash, when set, is their stored hash instead
+	// of that kubelet's.
+	version, hash string
 }
 
 func (f *fixture) addStaticPods(version string, pods ...pod) {
@@ -195,14 +220,24 @@ func (f *fixture) addStaticPods(version string, pods ...pod) {
 		if !p.ready {
 			continue
 		}
-		for _, c := range obj.Spec.Containers {
-			h, err := kubeletcompat.ContainerHash(v, &c)
-			if err != nil {
+		creator := v
+		if p.version != "" {
+			if creator, err = kubeletcompat.ParseVersion(p.version); err != nil {
 				f.t.Fatal(err)
+			}
+		}
+		for _, c := range obj.Spec.Containers {
+			stored := p.hash
+			if stored == "" {
+				h, err := kubeletcompat.ContainerHash(creator, &c)
+				if err != nil {
+					f.t.Fatal(err)
+				}
+				stored = strconv.FormatUint(h, 16)
 			}
 			cs = append(cs, cri.Container{ID: "c-" + p.uid + "-" + c.Name, SandboxID: sbID, Name: c.Name, Image: c.Image, State: cri.ContainerRunning, CreatedAt: p.created,
 				Labels:      map[string]string{cri.PodNameLabel: name, cri.PodNamespaceLabel: ns, cri.PodUIDLabel: p.uid, cri.ContainerNameLabel: c.Name},
-				Annotations: map[string]string{cri.ContainerHashAnnotation: strconv.FormatUint(h, 16), cri.RestartCountAnnotation: "0"}})
+				Annotations: map[string]string{cri.ContainerHashAnnotation: stored, cri.RestartCountAnnotation: "0"}})
 		}
 	}
 	f.srv.Set(sbs, cs)

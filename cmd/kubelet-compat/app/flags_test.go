@@ -18,6 +18,8 @@ func TestNonPositiveTimeoutsAreRefused(t *testing.T) {
 		{name: "record 0s", args: []string{"record", "--cri-timeout", "0s"}, want: `--cri-timeout: must be positive, got "0s"`},
 		{name: "status -1s", args: []string{"status", "--cri-timeout=-1s"}, want: `--cri-timeout: must be positive, got "-1s"`},
 		{name: "sweep 0", args: []string{"sweep", "--cri-timeout", "0"}, want: `--cri-timeout: must be positive, got "0"`},
+		{name: "sweep --grace -1s", args: []string{"sweep", "--grace=-1s"}, want: `--grace: must not be negative, got "-1s"`},
+		{name: "sweep --grace soon", args: []string{"sweep", "--grace", "soon"}, want: `--grace: invalid duration "soon"`},
 		{name: "preflight 0s", args: []string{"preflight", "--node", "--from", "v1.18.19", "--to", "v1.19.16", "--cri-timeout", "0s"}, want: `--cri-timeout: must be positive`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -29,9 +29,21 @@ atomically (root-owned, mode 0644): it is either complete or not there. record
 refuses when the file already records a newer kubelet version. It holds
 the lock sweep takes (<dir>/.<file>.lock) for its whole run.
 
+Every container that runs is listed with the kubelet whose hash it carries.
+record reads the file it replaces in any format kubelet-compat ever wrote
+(v1alpha1, v1alpha2) and carries its history forward: a container the file
+lists keeps its hash version. Where the file lists no containers (no file,
+a v1alpha1 file, a file the kubelet ignores or --force replaces), each
+container's stored hash is matched against what the running kubelet, the
+kubelets the file names, and every other kubelet from 1.16 compute for its
+spec (static pods from --manifest-dir, other pods from the API server with
+--kubeconfig); a container no kubelet explains, or whose spec is not found,
+is recorded as the running kubelet's with a warning.
+
 record refuses a path that is not a regular file (FIFO, directory, symlink),
-and an existing file that does not parse as a compat file unless --force. It
-removes the temporary files (.<file>.tmp-*) that interrupted records left.
+and an existing file that does not parse as a compat file of any format
+unless --force. It removes the temporary files (.<file>.tmp-*) that
+interrupted records left.
 
 A manifest without a running sandbox is skipped with a warning; a manifest
 that matches several running sandboxes of different UIDs is an error.
@@ -45,6 +57,7 @@ Exit codes: 0 recorded, 1 error (nothing written, an existing file unchanged).`,
 	o.addRuntimeFlags(cmd.Flags())
 	o.addFileFlags(cmd.Flags())
 	o.addKubeletFlags(cmd.Flags())
+	o.addKubeconfigFlag(cmd.Flags())
 	o.addLockFlag(cmd.Flags())
 	o.addForceFlag(cmd.Flags())
 	return cmd
@@ -104,11 +117,24 @@ func runRecord(ctx context.Context, env Env, o *nodeOptions) error {
 		names = append(names, fmt.Sprintf("  %s  uid %s  %s", podName, uid, s.Path))
 	}
 	path := o.compatPath()
-	carried, err := carriedHashVersions(env, path, version)
+	hist, err := existingHistory(env, path, version)
 	if err != nil {
 		return err
 	}
-	f.Containers = recordedContainers(st.containers, carried, version)
+	var infer func(cri.Container) inference
+	if hist == nil || hist.containers == nil {
+		// No per-container history: the stored hashes say who created what.
+		if infer, err = o.hashVersionInference(ctx, node, st, hist, version); err != nil {
+			return err
+		}
+	}
+	var inferred []inference
+	f.Containers, inferred = recordedContainers(st.containers, hist, version, infer)
+	for _, in := range inferred {
+		if in.warning != "" {
+			warnf(env, "%s", in.warning)
+		}
+	}
 	if err := kubeletcompat.WriteFile(path, f); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
@@ -120,6 +146,12 @@ func runRecord(ctx context.Context, env Env, o *nodeOptions) error {
 		warnf(env, "not running as root: the kubelet ignores %s unless root owns it", path)
 	}
 	fmt.Fprintf(env.Stdout, "recorded %s: previous kubelet %s at %s, %d container(s), %d static pod(s)\n", path, version, f.RecordedAt.Format("2006-01-02T15:04:05Z07:00"), len(f.Containers), len(f.StaticPods))
+	if hist != nil && hist.apiVersion != kubeletcompat.APIVersion {
+		fmt.Fprintf(env.Stdout, "  migrated from %s (previous kubelet %s), which lists no containers\n", hist.apiVersion, hist.previous)
+	}
+	if len(inferred) > 0 {
+		fmt.Fprintf(env.Stdout, "  %s\n", inferenceSummary(inferred))
+	}
 	if older := olderHashVersions(f.Containers, version); len(older) > 0 {
 		fmt.Fprintf(env.Stdout, "  containers kept from earlier upgrades carry hashes of %s\n", strings.Join(older, ", "))
 	}
@@ -165,56 +197,6 @@ func staticPodUID(sandboxes []cri.Sandbox, s manifest.Static, node string) (stri
 	}
 	sort.Strings(uids)
 	return "", podName, fmt.Errorf("%s: static pod %s matches sandboxes of %d UIDs (%s); refusing to guess: wait until the old sandboxes are gone", s.Path, podName, len(uids), strings.Join(uids, ", "))
-}
-
-// carriedHashVersions refuses to replace a file that records a newer
-// kubelet, and returns what the existing file says of the containers it
-// lists: a container kept through one upgrade still carries its creator's
-// hash at the next one. The existing file is read with the kubelet's own
-// checks: a file the kubelet ignores protects nothing, so nothing of it is
-// carried forward.
-func carriedHashVersions(env Env, path string, version kubeletcompat.Version) (map[string]kubeletcompat.Version, error) {
-	old, _, err := kubeletcompat.ReadFile(path, env.OwnerUID)
-	var problem *kubeletcompat.FileProblem
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return nil, nil
-	case errors.As(err, &problem):
-		warnf(env, "the kubelet ignores the existing file (%v): replacing it, nothing of it is carried forward", err)
-		return nil, nil
-	case err != nil:
-		return nil, fmt.Errorf("reading the existing %s: %w", path, err)
-	}
-	prev, _ := kubeletcompat.ParseVersion(old.PreviousVersion)
-	if version.LessThan(prev) {
-		return nil, fmt.Errorf("%s already records kubelet %s, newer than %s: refusing to overwrite it (delete it if that record is stale)", path, prev, version)
-	}
-	carried := make(map[string]kubeletcompat.Version, len(old.Containers))
-	for _, c := range old.Containers {
-		if v, err := kubeletcompat.ParseVersion(c.HashVersion); err == nil && v.LessThan(version) {
-			carried[c.ID] = v
-		}
-	}
-	return carried, nil
-}
-
-// recordedContainers lists every container that is not exited: one the
-// existing file listed keeps the hash version it had there; any other was
-// created by (or accepted as its own by) the running kubelet.
-func recordedContainers(containers []cri.Container, carried map[string]kubeletcompat.Version, running kubeletcompat.Version) []kubeletcompat.Container {
-	var out []kubeletcompat.Container
-	for _, c := range containers {
-		if c.State == cri.ContainerExited {
-			continue
-		}
-		v, ok := carried[c.ID]
-		if !ok {
-			v = running
-		}
-		out = append(out, kubeletcompat.Container{ID: c.ID, HashVersion: v.String()})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out
 }
 
 // olderHashVersions lists, newest first, the hash versions older than the

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"syscall"
 
-	kubeletcompat "github.com/kubelet-compat/kubelet-compat/kubelet-compat"
 	"github.com/kubelet-compat/kubelet-compat/pkg/regularfile"
 )
 
@@ -72,8 +71,9 @@ func fileKind(m os.FileMode) string {
 const maxForeignCheck = 4 << 20
 
 // refuseForeignFile refuses to replace an existing file that does not parse
-// as a compat file, unless force. It only needs to know what the file is:
-// the kubelet's checks of a compat file (owner, mode) are carriedHistory's.
+// as a compat file of any format this project wrote, unless force. It only
+// needs to know what the file is: the kubelet's checks of a compat file
+// (owner, mode) are existingHistory's.
 func refuseForeignFile(env Env, path string, force bool) error {
 	data, err := readExisting(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -82,7 +82,7 @@ func refuseForeignFile(env Env, path string, force bool) error {
 	if err != nil {
 		return err
 	}
-	_, err = kubeletcompat.Parse(data)
+	_, err = parseAnyFormat(data)
 	switch {
 	case err == nil:
 		return nil

@@ -3,6 +3,8 @@ package app
 import (
 	"context"
 	"fmt"
+	"strings"
+	"time"
 
 	kubeletcompat "github.com/kubelet-compat/kubelet-compat/kubelet-compat"
 	"github.com/spf13/cobra"
@@ -11,7 +13,18 @@ import (
 type sweepOptions struct {
 	nodeOptions
 	dryRun bool
+	// grace is how long after the kubelet's start the file is kept anyway.
+	grace time.Duration
+	// podResourcesEndpoint is the kubelet's pod-resources socket; "" means
+	// <root-dir>/pod-resources/kubelet.sock.
+	podResourcesEndpoint string
 }
+
+// defaultGrace is sweep's --grace: the kubelet admits its pods and starts
+// their first sync within seconds of its start and syncs every pod again
+// every --sync-frequency (1m by default); ten minutes leave room for a slow
+// start (a slow API server, volumes that take their time to mount).
+const defaultGrace = 10 * time.Minute
 
 func newSweepCommand(env Env) *cobra.Command {
 	o := &sweepOptions{}
@@ -28,7 +41,21 @@ and never while something might:
     is assumed to need it;
   - a running static pod whose unchanged manifest the file maps to the UID it
     runs under needs it (without the file the kubelet derives another UID and
-    recreates the pod), unless the manifest sets that UID as metadata.uid.
+    recreates the pod), unless the manifest sets that UID as metadata.uid;
+  - the kubelet that runs now must have taken in every pod the runtime runs
+    (a ready sandbox, or one with a running container): its admission reads
+    the file, and so does its first sync of the pod (1.33 to 1.36 record the
+    resources of listed containers as actuated). The evidence is the
+    kubelet's own answer on its pod-resources socket
+    (<root-dir>/pod-resources/kubelet.sock, --pod-resources-endpoint): it
+    names the pods its pod manager holds, which a pod enters right before its
+    admission. Pods are matched by namespace and name. Asked only when
+    nothing else keeps the file (the grace included) and something runs; no
+    answer is an error;
+  - never within --grace (default 10m) of the kubelet's start, whatever the
+    above says: a pod taken in is synced right away and again every
+    --sync-frequency, and the grace is the margin for it. --grace 0s turns
+    the grace off, not the pod check.
 
 sweep holds the lock record takes (<dir>/.<file>.lock) from its check to the
 delete, so it never deletes a file record wrote meanwhile, and it deletes
@@ -37,7 +64,9 @@ only the very file it checked (same inode, size, mtime and ctime).
 Exit codes:
   0  the file was deleted (with --dry-run: would be), or there is no file
   1  error, or the file changed while sweep checked it (nothing deleted)
-  2  the file is kept: the listed containers or static pods still need it`,
+  2  the file is kept: the listed containers, static pods or pods still need
+     it, or the kubelet started less than --grace ago (the lines on stdout
+     say which, and until when)`,
 		Example: `  kubelet-compat sweep --dry-run
   kubelet-compat sweep --kubeconfig /etc/kubernetes/kubelet.conf`,
 		Args: cobra.NoArgs,
@@ -49,6 +78,8 @@ Exit codes:
 	o.addKubeconfigFlag(cmd.Flags())
 	o.addLockFlag(cmd.Flags())
 	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "say what would be done, delete nothing")
+	nonNegativeDurationVar(cmd.Flags(), &o.grace, "grace", defaultGrace, "keep the file at least this long after the kubelet's start (0s: no grace; the kubelet must still have every running pod)")
+	cmd.Flags().StringVar(&o.podResourcesEndpoint, "pod-resources-endpoint", "", "the kubelet's pod-resources socket, asked which pods it has (default unix://<root-dir>/pod-resources/kubelet.sock)")
 	return cmd
 }
 
@@ -99,11 +130,38 @@ func runSweep(ctx context.Context, env Env, o *sweepOptions) error {
 	for _, sp := range staticPodsNeedingFile(file.decider, st) {
 		needs = append(needs, fmt.Sprintf("static pod %s runs under the recorded UID %s of %s", sp.Pod, sp.UID, sp.ManifestPath))
 	}
+	var why []string
+	if len(needs) > 0 {
+		why = append(why, fmt.Sprintf("%d legacy container(s) or static pod(s) still need it", len(needs)))
+	}
+	if until := k.start.Add(o.grace); env.Now().Before(until) {
+		// Whole seconds, rounded up: "not before" must not be early.
+		at := until.Add(time.Second - 1).Truncate(time.Second).UTC().Format(time.RFC3339)
+		needs = append(needs, fmt.Sprintf("the kubelet (pid %d) started at %s, less than the grace period of %s ago: not before %s",
+			k.pid, k.start.UTC().Format(time.RFC3339), o.grace, at))
+		why = append(why, fmt.Sprintf("the kubelet started less than --grace %s ago (until %s)", o.grace, at))
+	}
+	if len(needs) == 0 {
+		// Nothing running needs the file any more, provided the kubelet
+		// has taken every pod in: ask it. Not before the grace has passed:
+		// the file is kept anyway, and List makes the kubelet's device
+		// manager drop the allocations of pods it does not have yet.
+		missing, err := o.podsNotAdmitted(ctx, env, st)
+		if err != nil {
+			return fmt.Errorf("cannot ask the kubelet which pods it has admitted: %w; not deleting %s", err, path)
+		}
+		for _, sb := range missing {
+			needs = append(needs, fmt.Sprintf("pod %s/%s (uid %s) runs, but the kubelet (pid %d) has not admitted it yet (its pod-resources List does not name it)", sb.Namespace, sb.Name, sb.UID, k.pid))
+		}
+		if len(missing) > 0 {
+			why = append(why, fmt.Sprintf("%d running pod(s) the kubelet has not admitted yet", len(missing)))
+		}
+	}
 	if len(needs) > 0 {
 		for _, n := range needs {
 			fmt.Fprintln(env.Stdout, n)
 		}
-		return &exitError{code: ExitKept, err: fmt.Errorf("keeping %s: %d legacy container(s) or static pod(s) still need it", path, len(needs))}
+		return &exitError{code: ExitKept, err: fmt.Errorf("keeping %s: %s", path, strings.Join(why, "; "))}
 	}
 	if o.dryRun {
 		fmt.Fprintf(env.Stdout, "would delete %s: no running container needs it\n", path)

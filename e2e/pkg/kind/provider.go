@@ -29,6 +29,7 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/procfs"
 	"github.com/kubelet-compat/kubelet-compat/pkg/cachelock"
 	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
+	"github.com/kubelet-compat/kubelet-compat/pkg/hostdeps"
 )
 
 // Tools the provider builds from the Go module proxy.
@@ -39,9 +40,6 @@ var (
 // Network is the docker network the run's clusters share (kind uses an
 // existing network named by KIND_EXPERIMENTAL_DOCKER_NETWORK).
 var Network = struct{ Name, Bridge, Subnet string }{"kc-e2e-kind", "kce2ekind0", "10.217.78.0/24"}
-
-// Packages are the Debian packages a private dockerd needs.
-var Packages = []string{"docker.io", "containerd", "runc", "iptables"}
 
 // Options configure the provider.
 type Options struct {
@@ -80,6 +78,11 @@ func Up(ctx context.Context, opts Options, stack *cleanup.Stack) (*Provider, err
 	if os.Geteuid() != 0 {
 		return nil, fmt.Errorf("the kind provider reads the nodes' runtimes through /proc/<pid>/root: run as root")
 	}
+	// Every program the provider and its image builder run (the docker
+	// CLI, debootstrap, rpmbuild for the node RPMs, ...), before anything.
+	if err := hostdeps.Ensure(ctx, opts.Log, hostdeps.Kind); err != nil {
+		return nil, err
+	}
 	p := &Provider{opts: opts}
 	root, err := journal.TakeRoot(opts.Root, stack, func() bool { return p.Journal != nil })
 	if err != nil {
@@ -114,7 +117,7 @@ func Up(ctx context.Context, opts Options, stack *cleanup.Stack) (*Provider, err
 		p.logf("using the Docker engine that answers here: %s", info)
 	} else {
 		p.logf("no Docker engine answers (%v): starting a private dockerd", firstLine(userErr))
-		if err := local.EnsurePackages(ctx, opts.Log, Packages); err != nil {
+		if err := hostdeps.Ensure(ctx, opts.Log, hostdeps.KindPrivateEngine); err != nil {
 			return nil, err
 		}
 		unlock, err := cachelock.Lock(ctx, DataRoot(opts.CacheDir)+".lock")

@@ -499,7 +499,7 @@ func (r *clusterRun) upgradeNode(ctx context.Context, n *Node) error {
 			return err
 		}
 	}
-	if _, err := r.execLogged(ctx, n, "record-"+r.step.To, "kubelet-compat", "record"); err != nil {
+	if _, err := r.execLogged(ctx, n, "record-"+r.step.To, "kubelet-compat", "record", "--kubeconfig", "/etc/kubernetes/kubelet.conf"); err != nil {
 		return err
 	}
 	before, err := snapshotNode(ctx, n)

@@ -17,6 +17,7 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/journal"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/procfs"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/shims"
+	"github.com/kubelet-compat/kubelet-compat/pkg/hostdeps"
 )
 
 // KubeletSysctls are what the kubelet sets on start (setupKernelTunables)
@@ -77,7 +78,7 @@ func (n *Node) before(ctx context.Context) (journal.State, error) {
 		}
 		st.Sysctls = append(st.Sysctls, journal.Sysctl{Name: name, Before: strings.TrimSpace(string(b))})
 	}
-	for _, bin := range []string{"iptables", "ip6tables"} {
+	for _, bin := range []string{hostdeps.Iptables.Name, hostdeps.Ip6tables.Name} {
 		rules, err := iptables.Save(ctx, iptables.Exec, bin)
 		if err != nil {
 			if bin == "ip6tables" {

@@ -16,6 +16,7 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/leftovers"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/proc"
 	"github.com/kubelet-compat/kubelet-compat/pkg/cri"
+	"github.com/kubelet-compat/kubelet-compat/pkg/hostdeps"
 )
 
 // Options configure the provider.
@@ -26,9 +27,9 @@ type Options struct {
 	LogDir string
 	// RepoRoot is the repository (to build the pause binary).
 	RepoRoot string
-	// ExtraPackages are installed too (etcd-server in API mode).
-	ExtraPackages []string
-	Log           io.Writer
+	// ExtraPaths' programs are installed too (hostdeps.LocalAPI: etcd).
+	ExtraPaths []hostdeps.Path
+	Log        io.Writer
 }
 
 // Node is a running local node: containerd with the e2e's images.
@@ -58,8 +59,8 @@ func Up(ctx context.Context, opts Options, stack *cleanup.Stack) (*Node, error) 
 	if os.Geteuid() != 0 {
 		return nil, fmt.Errorf("the local provider runs containerd and kubelets: run as root")
 	}
-	logf("checking Debian packages")
-	if err := EnsurePackages(ctx, opts.Log, append(append([]string{}, Packages...), opts.ExtraPackages...)); err != nil {
+	logf("checking the host's programs")
+	if err := hostdeps.Ensure(ctx, opts.Log, append([]hostdeps.Path{hostdeps.Local}, opts.ExtraPaths...)...); err != nil {
 		return nil, err
 	}
 	if LinkExists(DefaultNetwork.Bridge) {

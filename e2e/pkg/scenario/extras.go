@@ -107,7 +107,7 @@ func (s *Scenario) statusAgrees(ctx context.Context) report.Check {
 
 func (s *Scenario) sweepKeeps(ctx context.Context) report.Check {
 	c := report.Check{Name: "sweep keeps the compat file while legacy containers run"}
-	out, err := s.cliRun(ctx, "sweep")
+	out, err := s.cliRun(ctx, "sweep", "--grace", "0s")
 	_, statErr := os.Stat(filepath.Join(s.kubeletDir(), "upgrade-compat.json"))
 	c.Passed = exitCode(err) == 2 && statErr == nil
 	c.Detail = fmt.Sprintf("exit %d, file present: %t: %s", exitCode(err), statErr == nil, firstLine(out))
@@ -188,7 +188,7 @@ func (s *Scenario) genuineChange(ctx context.Context) report.Check {
 // with them) and expects sweep to delete the file.
 func (s *Scenario) sweepDeletesWhenLegacyGone(ctx context.Context) report.Check {
 	c := report.Check{Name: "sweep deletes the compat file once the legacy containers are gone"}
-	out, err := s.cliRun(ctx, "sweep")
+	out, err := s.cliRun(ctx, "sweep", "--grace", "0s")
 	before := exitCode(err)
 	if err := os.RemoveAll(s.manifestDir()); err != nil {
 		c.Detail = err.Error()
@@ -213,7 +213,7 @@ func (s *Scenario) sweepDeletesWhenLegacyGone(ctx context.Context) report.Check 
 			return c
 		}
 	}
-	out2, err := s.cliRun(ctx, "sweep")
+	out2, err := s.cliRun(ctx, "sweep", "--grace", "0s")
 	_, statErr := os.Stat(filepath.Join(s.kubeletDir(), "upgrade-compat.json"))
 	c.Passed = before == 2 && exitCode(err) == 0 && os.IsNotExist(statErr)
 	c.Detail = fmt.Sprintf("with legacy containers: exit %d (%s); after the pods were removed: exit %d, file gone: %t (%s)",

@@ -28,6 +28,7 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/proc"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
+	"github.com/kubelet-compat/kubelet-compat/pkg/hostdeps"
 )
 
 // Step is one in-place upgrade.
@@ -207,11 +208,11 @@ func Run(ctx context.Context, o Options, stack *cleanup.Stack, rep *report.Repor
 	if err := os.MkdirAll(s.logDir(), 0o755); err != nil {
 		return err
 	}
-	var extra []string
+	var extra []hostdeps.Path
 	if o.API {
-		extra = []string{"etcd-server"}
+		extra = []hostdeps.Path{hostdeps.LocalAPI}
 	}
-	ln, err := local.Up(ctx, local.Options{Root: o.Root, LogDir: s.logDir(), RepoRoot: o.RepoRoot, Log: o.Log, ExtraPackages: extra}, stack)
+	ln, err := local.Up(ctx, local.Options{Root: o.Root, LogDir: s.logDir(), RepoRoot: o.RepoRoot, Log: o.Log, ExtraPaths: extra}, stack)
 	if err != nil {
 		return fmt.Errorf("local node: %w", err)
 	}

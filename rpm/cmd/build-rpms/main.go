@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kubelet-compat/kubelet-compat/pkg/hostdeps"
 	"github.com/kubelet-compat/kubelet-compat/pkg/matrix"
 	"github.com/kubelet-compat/kubelet-compat/rpm"
 )
@@ -64,6 +65,10 @@ func run() error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	// rpmbuild, from Debian's rpm package on Debian hosts.
+	if err := hostdeps.Ensure(ctx, os.Stderr, hostdeps.RPM); err != nil {
+		return err
+	}
 	start := time.Now()
 	built, err := rpm.Build(ctx, cfg)
 	for _, p := range built {

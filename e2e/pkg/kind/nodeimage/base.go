@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	osexec "os/exec"
 	"path/filepath"
 	"strings"
 
@@ -139,9 +138,6 @@ func (b *builder) rootfsTarball(ctx context.Context, key string, packages []stri
 		return tarball, nil
 	}
 	done := b.step("debootstrap " + suite + " (" + strings.Join(packages, ",") + ")")
-	if err := b.ensureDebianPackage(ctx, "debootstrap", "debootstrap"); err != nil {
-		return "", err
-	}
 	mirror, err := findMirror(suite)
 	if err != nil {
 		return "", err
@@ -179,28 +175,4 @@ func (b *builder) rootfsTarball(ctx context.Context, key string, packages []stri
 	}
 	done()
 	return tarball, nil
-}
-
-// ensureDebianPackage installs pkg with apt-get when command is missing,
-// updating the indexes only when the first install fails.
-func (b *builder) ensureDebianPackage(ctx context.Context, command, pkg string) error {
-	if _, err := osexec.LookPath(command); err == nil {
-		return nil
-	}
-	b.logf("installing Debian package %s", pkg)
-	env := []string{"DEBIAN_FRONTEND=noninteractive"}
-	install := exec.Command("apt-get", "install", "-y", "--no-install-recommends", pkg)
-	install.Env, install.Log = env, b.cmdLog
-	if err := install.Run(ctx); err == nil {
-		return nil
-	}
-	update := exec.Command("apt-get", "update")
-	update.Env, update.Log = env, b.cmdLog
-	if err := update.Run(ctx); err != nil {
-		return fmt.Errorf("apt-get update: %w", err)
-	}
-	if err := install.Run(ctx); err != nil {
-		return fmt.Errorf("installing %s: %w", pkg, err)
-	}
-	return nil
 }

@@ -13,6 +13,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/kubelet-compat/kubelet-compat/pkg/hostdeps"
 )
 
 // Options says what to build and where.
@@ -73,6 +75,11 @@ func Build(ctx context.Context, opts Options) error {
 		return err
 	}
 	b.logPath = filepath.Join(b.kindDir, "logs", "build.log")
+	// debootstrap, rpmbuild (build-rpms), dpkg-deb, the docker CLI...: the
+	// kind path's programs, whoever calls Build.
+	if err := hostdeps.Ensure(ctx, opts.Log, hostdeps.Kind); err != nil {
+		return err
+	}
 	logFile, err := os.OpenFile(b.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
