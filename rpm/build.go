@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -21,7 +22,6 @@ import (
 
 // Defaults of Config, documented in rpm/README.md.
 const (
-	DefaultRelease            = "1"
 	DefaultDist               = ".kc"
 	DefaultArch               = "x86_64"
 	DefaultBuildHost          = "build.kubelet-compat"
@@ -47,7 +47,11 @@ type Config struct {
 	// SourceDateEpoch is every file's mtime and the build time in the RPMs.
 	SourceDateEpoch int64
 
-	Release            string // of the versioned packages
+	// Release (of the versioned packages) and UnversionedRelease: unset,
+	// from ReleaseTable, which refuses content it does not record. Set, they
+	// override it, e.g. for binaries rebuilt under unchanged packaging,
+	// which the table does not see.
+	Release            string
 	UnversionedVersion string
 	UnversionedRelease string
 	Dist               string // %{dist}, appended to every Release
@@ -55,6 +59,13 @@ type Config struct {
 	BuildHost          string
 	UnitDir            string // %{_unitdir} on the nodes
 	Payload            string // %{_binary_payload}
+
+	// Sources holds the spec templates and the shipped files (default: the
+	// embedded Sources).
+	Sources fs.FS
+	// ReleaseTable is the content of releases.txt (default: the embedded
+	// ReleaseTable).
+	ReleaseTable []byte
 
 	// Jobs is how many versions build at once (default 1); the RPMs do not
 	// depend on it.
@@ -71,15 +82,19 @@ func (c *Config) setDefaults() {
 			*s = v
 		}
 	}
-	def(&c.Release, DefaultRelease)
 	def(&c.UnversionedVersion, DefaultUnversionedVersion)
-	def(&c.UnversionedRelease, DefaultRelease)
 	def(&c.Dist, DefaultDist)
 	def(&c.Arch, DefaultArch)
 	def(&c.BuildHost, DefaultBuildHost)
 	def(&c.UnitDir, DefaultUnitDir)
 	def(&c.Payload, DefaultPayload)
 	def(&c.Rpmbuild, hostdeps.Rpmbuild.Name)
+	if c.Sources == nil {
+		c.Sources = Sources
+	}
+	if c.ReleaseTable == nil {
+		c.ReleaseTable = ReleaseTable
+	}
 	if c.Jobs < 1 {
 		c.Jobs = 1
 	}
@@ -136,6 +151,9 @@ func (c *Config) absolutise() error {
 func Build(ctx context.Context, cfg Config) ([]string, error) {
 	cfg.setDefaults()
 	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if err := cfg.resolveReleases(); err != nil {
 		return nil, err
 	}
 	if err := cfg.absolutise(); err != nil {
@@ -198,7 +216,7 @@ func buildAllVersions(ctx context.Context, cfg Config) ([]string, error) {
 }
 
 func buildVersioned(ctx context.Context, cfg Config, version string) ([]string, error) {
-	spec, err := RenderVersioned(VersionedSpec{Version: version, Release: cfg.Release, Arch: cfg.Arch})
+	spec, err := renderVersioned(cfg.Sources, VersionedSpec{Version: version, Release: cfg.Release, Arch: cfg.Arch})
 	if err != nil {
 		return nil, err
 	}
@@ -230,8 +248,10 @@ func buildVersioned(ctx context.Context, cfg Config, version string) ([]string, 
 	if err := linkSource(cfg.KubeletCompat, filepath.Join(sources, "kubelet-compat")); err != nil {
 		return nil, err
 	}
-	if err := copyShipped(sources, "10-kubeadm.conf"); err != nil {
-		return nil, err
+	for _, name := range versionedFiles {
+		if err := copyShipped(cfg.Sources, sources, name); err != nil {
+			return nil, err
+		}
 	}
 	// kubectl writes its own completion; a fixed environment keeps it stable.
 	completion := exec.Command(filepath.Join(cfg.InputDir, version, "kubectl"), "completion", "bash")
@@ -251,7 +271,7 @@ func buildVersioned(ctx context.Context, cfg Config, version string) ([]string, 
 }
 
 func buildUnversioned(ctx context.Context, cfg Config) ([]string, error) {
-	spec, err := RenderUnversioned(UnversionedSpec{
+	spec, err := renderUnversioned(cfg.Sources, UnversionedSpec{
 		Version: cfg.UnversionedVersion,
 		Release: cfg.UnversionedRelease,
 		Links:   UnversionedLinks(cfg.UnitDir),
@@ -264,11 +284,8 @@ func buildUnversioned(ctx context.Context, cfg Config) ([]string, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(top)
-	for _, name := range []string{
-		"kubernetes-select", "kubelet.service", "kubelet.sysconfig",
-		"kubelet-compat-sweep.service", "kubelet-compat-sweep.timer", "90-kubelet-compat.preset",
-	} {
-		if err := copyShipped(filepath.Join(top, "SOURCES"), name); err != nil {
+	for _, name := range unversionedFiles {
+		if err := copyShipped(cfg.Sources, filepath.Join(top, "SOURCES"), name); err != nil {
 			return nil, err
 		}
 	}
@@ -436,8 +453,8 @@ func linkSource(src, dst string) error {
 	return nil
 }
 
-func copyShipped(dir, name string) error {
-	b, err := shippedFile(name)
+func copyShipped(sources fs.FS, dir, name string) error {
+	b, err := shippedFile(sources, name)
 	if err != nil {
 		return err
 	}

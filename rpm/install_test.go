@@ -13,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+
 	"github.com/kubelet-compat/kubelet-compat/pkg/binversion"
 )
 
@@ -266,10 +269,18 @@ func TestInstallAllVersionsSideBySide(t *testing.T) {
 	})
 
 	t.Run("upgrading kubernetes-unversioned keeps the selection", func(t *testing.T) {
-		_, upgrade := buildRPMs(t, nil, Config{UnversionedRelease: "2"})
+		// What a commit that changes kubernetes-select builds: rpm -U takes
+		// it for the newer package because its release is higher.
+		changed := Config{Sources: changedSources(t, "files/kubernetes-select", func(s string) string { return s + "# changed\n" })}
+		var err error
+		changed.ReleaseTable, _, err = BumpReleases(ReleaseTable, changed)
+		assert.NilError(t, err)
+		_, upgrade := buildRPMs(t, nil, changed)
+		was := strings.TrimSpace(rpmRoot(t, root, "-q", UnversionedName))
 		rpmRoot(t, root, "-U", "--noscripts", upgrade[0])
-		if got := rpmRoot(t, root, "-q", UnversionedName); !strings.Contains(got, "-2.kc.noarch") {
-			t.Fatalf("after upgrade: %s", got)
+		got := strings.TrimSpace(rpmRoot(t, root, "-q", UnversionedName))
+		if want := strings.TrimSuffix(filepath.Base(upgrade[0]), ".rpm"); got != want || got == was {
+			t.Fatalf("after rpm -U: %s installed, want %s (was %s)", got, want, was)
 		}
 		checkLinksServe(t, root, "1.21.14")
 		if out := rpmRoot(t, root, "-V", UnversionedName); out != "" {
@@ -365,20 +376,23 @@ var rpmlibOK = map[string]bool{
 }
 
 // checkRequiresAndProvides checks rpm -qp --requires/--provides of every
-// package. Every versioned package needs /bin/sh and coreutils for its
-// %preun (the tests' fake binaries, shell scripts, need /bin/sh too; real
+// package. Every versioned package needs /bin/sh, coreutils (stat, chmod)
+// and util-linux (flock) for its %preun (the tests' fake binaries, shell scripts, need /bin/sh too; real
 // static Go binaries add nothing).
 func checkRequiresAndProvides(t *testing.T, rpms []string, versions []string) {
 	t.Helper()
-	evr := func(v string) string { return v + "-" + DefaultRelease + DefaultDist }
+	cfg := Config{Versions: versions}
+	cfg.setDefaults()
+	assert.NilError(t, cfg.resolveReleases())
+	evr := func(v string) string { return v + "-" + cfg.Release + DefaultDist }
 	type deps struct{ requires, provides []string }
 	want := map[string]deps{}
-	uEVR := DefaultUnversionedVersion + "-" + DefaultRelease + DefaultDist
+	uEVR := DefaultUnversionedVersion + "-" + cfg.UnversionedRelease + DefaultDist
 	want[UnversionedName] = deps{
 		requires: []string{"/bin/bash", "/bin/sh", "bash", "config(kubernetes-unversioned) = " + uEVR, "coreutils", "systemd", "util-linux"},
 		provides: []string{"config(kubernetes-unversioned) = " + uEVR, "kubernetes-unversioned = " + uEVR},
 	}
-	preun := []string{"/bin/sh", "coreutils"}
+	preun := []string{"/bin/sh", "coreutils", "util-linux"}
 	for _, v := range versions {
 		for _, pkg := range []struct {
 			sub, virtual string
@@ -413,7 +427,7 @@ func checkRequiresAndProvides(t *testing.T, rpms []string, versions []string) {
 			}
 			requires = append(requires, r)
 		}
-		if got, want := strings.Join(requires, "\n"), strings.Join(sorted(w.requires), "\n"); got != want {
+		if got, want := strings.Join(requires, "\n"), strings.Join(uniqueLines(strings.Join(w.requires, "\n")), "\n"); got != want {
 			t.Errorf("%s requires:\n%s\nwant:\n%s", name, got, want)
 		}
 		if got, want := strings.Join(uniqueLines(run(t, "rpm", "-qp", "--provides", p)), "\n"), strings.Join(sorted(w.provides), "\n"); got != want {
@@ -535,25 +549,7 @@ func TestPreunRefusesSelectedVersion(t *testing.T) {
 	requireRPMTools(t)
 	versions := []string{"1.20.15", "1.21.14"}
 	_, built := buildRPMs(t, versions, Config{})
-	preun := map[string]string{} // package name -> scriptlet
-	for _, p := range built {
-		name := strings.TrimSpace(run(t, "rpm", "-qp", "--qf", "%{NAME}", p))
-		if name == UnversionedName {
-			continue
-		}
-		script := run(t, "rpm", "-qp", "--qf", "%{PREUN}", p)
-		if script == "(none)" || strings.TrimSpace(script) == "" {
-			t.Errorf("%s has no %%preun", name)
-			continue
-		}
-		if prog := run(t, "rpm", "-qp", "--qf", "%{PREUNPROG}", p); prog != "/bin/sh" {
-			t.Errorf("%s: %%preun runs with %q, want /bin/sh", name, prog)
-		}
-		preun[name] = script
-	}
-	if t.Failed() {
-		t.FailNow()
-	}
+	preun := preunScripts(t, built)
 	for _, mode := range []string{"symlink", "bind"} {
 		t.Run(mode, func(t *testing.T) {
 			root := installedTreeFor(t, mode, versions)
@@ -576,14 +572,178 @@ func TestPreunRefusesSelectedVersion(t *testing.T) {
 				{"kubernetes-1.20.15-node", "1", false},
 				{"kubernetes-1.20.15-kubeadm", "0", false},
 			} {
-				script := strings.ReplaceAll(preun[tc.pkg], KubeRoot+"/", filepath.Join(root, KubeRoot)+"/")
-				r := runResult(t, nil, "/bin/sh", "-c", script, "preun", tc.arg)
+				r := runResult(t, nil, "/bin/sh", "-c", preunIn(root, preun[tc.pkg]), "preun", tc.arg)
 				if refused := r.code != 0; refused != tc.refused {
 					t.Errorf("%s %%preun $1=%s: exit %d, stderr %q; want refused=%v", tc.pkg, tc.arg, r.code, r.stderr, tc.refused)
 				}
 				if tc.refused && (!strings.Contains(r.stderr, "select another version first") ||
 					strings.Count(strings.TrimSpace(r.stderr), "\n") != 0) {
 					t.Errorf("%s: want one line that says to select another version first, got %q", tc.pkg, r.stderr)
+				}
+			}
+		})
+	}
+}
+
+// preunScripts returns the %preun of every versioned package in built, by
+// package name.
+func preunScripts(t *testing.T, built []string) map[string]string {
+	t.Helper()
+	preun := map[string]string{}
+	for _, p := range built {
+		name := strings.TrimSpace(run(t, "rpm", "-qp", "--qf", "%{NAME}", p))
+		if name == UnversionedName {
+			continue
+		}
+		script := run(t, "rpm", "-qp", "--qf", "%{PREUN}", p)
+		if script == "(none)" || strings.TrimSpace(script) == "" {
+			t.Errorf("%s has no %%preun", name)
+			continue
+		}
+		if prog := run(t, "rpm", "-qp", "--qf", "%{PREUNPROG}", p); prog != "/bin/sh" {
+			t.Errorf("%s: %%preun runs with %q, want /bin/sh", name, prog)
+		}
+		preun[name] = script
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+	return preun
+}
+
+// preunIn rewrites a %preun's /usr/local/kubernetes to the fake tree's
+// under root, so that the host's is never looked at.
+func preunIn(root, script string) string {
+	return strings.ReplaceAll(script, KubeRoot+"/", filepath.Join(root, KubeRoot)+"/")
+}
+
+// TestPreunTakesTheSelectLock: an erase and a selection must not race.
+// %preun takes the lock of kubernetes-select: erasing a version that a
+// selection in progress is making current is refused, and a selection that
+// waited for an erase does not select the version being erased.
+// A slow `ln` (in the selection) or `stat` (in %preun) holds the first one
+// in the middle of its work while the second one starts.
+func TestPreunTakesTheSelectLock(t *testing.T) {
+	requireRPMTools(t)
+	versions := []string{"1.20.15", "1.21.14"}
+	_, built := buildRPMs(t, versions, Config{})
+	preun := preunScripts(t, built)
+	for _, tc := range []struct {
+		name      string
+		first     string // "select" or "preun": the one held in the middle
+		wantPreun int    // exit status of %preun
+		wantSel   int    // exit status of kubernetes-select stage2 1.21.14
+		wantServe string // stage2 afterwards
+	}{
+		{name: "erase during a selection of it is refused", first: "select", wantPreun: 1, wantSel: 0, wantServe: "1.21.14"},
+		{name: "a selection during an erase does not select it", first: "preun", wantPreun: 0, wantSel: 1, wantServe: "1.20.15"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // trees of their own
+			root := t.TempDir()
+			makeInstalledTree(t, root, versions)
+			for _, args := range [][]string{{"all", "1.20.15"}, {"stage1", "1.21.14"}} {
+				r := kubernetesSelect(t, nil, root, args...)
+				assert.Equal(t, r.code, 0, "setup %v: %s", args, r.stderr)
+			}
+			mark := filepath.Join(t.TempDir(), "paused")
+			slow := func(name string) []string {
+				dir := fakeCommands(t, map[string]string{name: fmt.Sprintf("\"$REAL_%s\" \"$@\" || exit\n: >%q\nsleep 1\n", strings.ToUpper(name), mark)})
+				return []string{"PATH=" + dir + ":" + os.Getenv("PATH")}
+			}
+			var selEnv, preunEnv []string
+			if tc.first == "select" {
+				selEnv = slow("ln")
+			} else {
+				preunEnv = slow("stat")
+			}
+			script := preunIn(root, preun["kubernetes-1.21.14-node"])
+			var sel, pre result
+			if tc.first == "select" {
+				wait := startSelect(t, selEnv, root, "stage2", "1.21.14")
+				waitForFile(t, mark)
+				pre = runResult(t, preunEnv, "/bin/sh", "-c", script, "preun", "0")
+				sel = wait()
+			} else {
+				cmd := exec.Command("/bin/sh", "-c", script, "preun", "0")
+				cmd.Env = append(os.Environ(), preunEnv...)
+				var stderr strings.Builder
+				cmd.Stderr = &stderr
+				assert.NilError(t, cmd.Start())
+				waitForFile(t, mark)
+				sel = kubernetesSelect(t, nil, root, "stage2", "1.21.14")
+				err := cmd.Wait()
+				pre = result{stderr: stderr.String()}
+				if exitErr, ok := err.(*exec.ExitError); ok {
+					pre.code = exitErr.ExitCode()
+				}
+			}
+			assert.Check(t, is.Equal(pre.code, tc.wantPreun), "%%preun of kubernetes-1.21.14-node: stderr %q", pre.stderr)
+			assert.Check(t, is.Equal(sel.code, tc.wantSel), "kubernetes-select stage2 1.21.14: stdout %q, stderr %q", sel.stdout, sel.stderr)
+			assert.Check(t, is.Equal(selectedVersion(t, root, "stage2"), tc.wantServe))
+		})
+	}
+
+	// A lock held too long: the erase is refused and nothing changes. The
+	// test waits 1 s instead of 300.
+	for _, pkg := range []string{"kubernetes-1.21.14-node", "kubernetes-1.21.14-kubeadm", "kubernetes-1.21.14-client"} {
+		t.Run("lock held too long/"+pkg, func(t *testing.T) {
+			t.Parallel()
+			root := t.TempDir()
+			makeInstalledTree(t, root, versions)
+			holder := exec.Command("flock", filepath.Join(root, CurrentDir), "sleep", "30")
+			holder.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			assert.NilError(t, holder.Start())
+			t.Cleanup(func() {
+				syscall.Kill(-holder.Process.Pid, syscall.SIGKILL)
+				holder.Wait()
+			})
+			time.Sleep(200 * time.Millisecond)
+			script := preunIn(root, preun[pkg])
+			assert.Equal(t, strings.Count(script, "flock -w 300 "), 1)
+			script = strings.Replace(script, "flock -w 300 ", "flock -w 1 ", 1)
+			r := runResult(t, nil, "/bin/sh", "-c", script, "preun", "0")
+			assert.Check(t, is.Equal(r.code, 1))
+			assert.Check(t, is.Contains(r.stderr, "kubernetes-select still holds the lock"))
+			for _, bin := range []string{"stage1/usr/bin/kubeadm", "stage2/usr/bin/kubelet"} {
+				st, err := os.Stat(filepath.Join(root, KubeRoot, "1.21.14", bin))
+				assert.NilError(t, err)
+				assert.Check(t, is.Equal(st.Mode().Perm(), os.FileMode(0o755)), bin)
+			}
+		})
+	}
+
+	// A %preun that lets the erase go on leaves the version unselectable;
+	// an upgrade ($1 = 1) and -client's leave it as it was.
+	for _, tc := range []struct {
+		pkg, arg string
+		wantGone []string // stages kubernetes-select refuses afterwards
+	}{
+		{pkg: "kubernetes-1.21.14-node", arg: "0", wantGone: []string{"stage2"}},
+		{pkg: "kubernetes-1.21.14-kubeadm", arg: "0", wantGone: []string{"stage1"}},
+		{pkg: "kubernetes-1.21.14-client", arg: "0"},
+		{pkg: "kubernetes-1.21.14-node", arg: "1"},
+		{pkg: "kubernetes-1.21.14-kubeadm", arg: "1"},
+	} {
+		t.Run("unselectable after %preun/"+tc.pkg+"/$1="+tc.arg, func(t *testing.T) {
+			t.Parallel()
+			root := t.TempDir()
+			makeInstalledTree(t, root, versions)
+			r := kubernetesSelect(t, nil, root, "all", "1.20.15")
+			assert.Equal(t, r.code, 0, "setup: %s", r.stderr)
+			r = runResult(t, nil, "/bin/sh", "-c", preunIn(root, preun[tc.pkg]), "preun", tc.arg)
+			assert.Check(t, is.Equal(r.code, 0), "%s $1=%s: %s", tc.pkg, tc.arg, r.stderr)
+			for _, stage := range []string{"stage1", "stage2"} {
+				gone := false
+				for _, g := range tc.wantGone {
+					gone = gone || g == stage
+				}
+				r := kubernetesSelect(t, nil, root, "--force", stage, "1.21.14")
+				if gone {
+					assert.Check(t, r.code == 1 && strings.Contains(r.stderr, "1.21.14 is not installed"),
+						"%s $1=%s, then select %s 1.21.14: exit %d, stderr %q", tc.pkg, tc.arg, stage, r.code, r.stderr)
+				} else {
+					assert.Check(t, is.Equal(r.code, 0), "%s $1=%s, then select %s 1.21.14: %s", tc.pkg, tc.arg, stage, r.stderr)
 				}
 			}
 		})

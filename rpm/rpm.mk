@@ -5,6 +5,7 @@
 #   make rpm-reproducible           build twice, compare every sha256
 #   make rpm-test                   quick tests on fake binaries (also part of `make test`)
 #   make rpm-test-real              the same checks on the real harness output (minutes)
+#   make rpm-releases               raise the release of every template whose content changed (rpm/releases.txt)
 
 RPM_VERSIONS ?= 1.18.19 1.19.16 1.20.15 1.21.14
 # Harness output: $(RPM_INPUT)/<ver>/{kubelet,kubeadm,kubectl}.
@@ -25,7 +26,7 @@ ifeq ($(origin SOURCE_DATE_EPOCH),undefined)
 SOURCE_DATE_EPOCH := $(shell git log -1 --format=%ct 2>/dev/null || echo 1577836800)
 endif
 
-.PHONY: rpm rpm-deps rpm-cli rpm-reproducible rpm-test rpm-test-real rpm-clean
+.PHONY: rpm rpm-deps rpm-cli rpm-reproducible rpm-test rpm-test-real rpm-releases rpm-clean
 
 # rpmbuild comes from Debian's rpm package here (pkg/hostdeps; build-rpms
 # checks it too); EL build hosts have rpm-build.
@@ -59,6 +60,11 @@ rpm-test-real: rpm-deps rpm-cli
 	RPM_TEST_REAL_INPUT=$(abspath $(RPM_INPUT)) RPM_TEST_REAL_CLI=$(abspath $(RPM_CLI)) \
 	RPM_TEST_REAL_VERSIONS="$(RPM_VERSIONS)" \
 	  $(GO) test -count=1 -timeout 90m -v -run TestRealHarnessOutput ./rpm/
+
+# After a change of rpm/templates or rpm/files: the build refuses content
+# that rpm/releases.txt does not record. Commit the file it rewrites.
+rpm-releases:
+	$(GO) test -count=1 -run TestReleasesUpToDate ./rpm/ -update-releases
 
 rpm-clean:
 	rm -rf $(RPM_OUTPUT) _output/.rpm

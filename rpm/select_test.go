@@ -10,6 +10,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
 )
 
 // selectScript is the kubernetes-select that kubernetes-unversioned ships.
@@ -257,8 +260,110 @@ func TestSelectWhileKubeletRuns(t *testing.T) {
 	}
 }
 
+// nodeScript returns a copy of kubernetes-select that acts on the tree under
+// root as it would on a node, without --root: --restart-kubelet is refused
+// with --root, whatever the environment says. The copy differs from the
+// shipped script in exactly three lines, the node's paths KUBE_DIR,
+// ETC_FSTAB and SYSTEMD_RUNNING, which name the tree's instead (so the copy
+// sees no systemd running, whatever the host runs). Its systemctl is
+// whichever PATH finds first: the tests put a fake one there.
+func nodeScript(t *testing.T, root string) string {
+	t.Helper()
+	b, err := os.ReadFile(selectScript)
+	assert.NilError(t, err)
+	node := map[string]string{ // the lines' values on a node, and in the tree
+		"KUBE_DIR=" + KubeRoot:                filepath.Join(root, KubeRoot),
+		"ETC_FSTAB=/etc/fstab":                filepath.Join(root, "etc/fstab"),
+		"SYSTEMD_RUNNING=/run/systemd/system": filepath.Join(root, "run/systemd/system"),
+	}
+	lines := strings.Split(string(b), "\n")
+	for assignment, tree := range node {
+		n := 0
+		for i, line := range lines {
+			if line == "readonly "+assignment || strings.HasPrefix(line, "readonly "+assignment+" ") {
+				name, _, _ := strings.Cut(assignment, "=")
+				lines[i] = fmt.Sprintf("readonly %s=%q # the test's tree", name, tree)
+				n++
+			}
+		}
+		assert.Equal(t, n, 1, "lines of %s that read: readonly %s", selectScript, assignment)
+	}
+	copy := filepath.Join(t.TempDir(), "kubernetes-select")
+	writeExecutable(t, copy, strings.Join(lines, "\n"))
+	return copy
+}
+
+// kubernetesSelectOnNode runs nodeScript's copy for root with args.
+func kubernetesSelectOnNode(t *testing.T, env []string, root string, args ...string) result {
+	t.Helper()
+	return runResult(t, env, "bash", append([]string{nodeScript(t, root)}, args...)...)
+}
+
+// systemctlFake is a systemctl for the front of PATH whose kubelet is a
+// state file: is-active reads it, stop and start write it, as systemd does
+// for its jobs whatever happens to the client afterwards. Every call is
+// appended to the log, "|"-terminated.
+type systemctlFake struct {
+	dir, log, state string
+}
+
+// newSystemctlFake writes one. after holds shell code per verb (stop, start,
+// daemon-reload), run after the state changed: "exit 1" fails the call,
+// "pause" marks it (see paused) and sleeps.
+func newSystemctlFake(t *testing.T, active bool, after map[string]string) *systemctlFake {
+	t.Helper()
+	dir := t.TempDir()
+	f := &systemctlFake{dir: dir, log: filepath.Join(dir, "calls"), state: filepath.Join(dir, "state")}
+	f.setActive(t, active)
+	script := fmt.Sprintf(`#!/bin/sh
+LOG=%q STATE=%q MARK=%q
+pause() { : >"$MARK"; sleep 1; }
+printf '%%s|' "$*" >>"$LOG"
+case "$1" in
+is-active) [ "$(cat "$STATE")" = active ]; exit ;;
+stop) echo inactive >"$STATE" ;;
+start) echo active >"$STATE" ;;
+esac
+case "$1" in
+stop) %s ;;
+start) %s ;;
+daemon-reload) %s ;;
+esac
+exit 0
+`, f.log, f.state, filepath.Join(dir, "paused"), or(after["stop"], ":"), or(after["start"], ":"), or(after["daemon-reload"], ":"))
+	writeExecutable(t, filepath.Join(dir, "systemctl"), script)
+	return f
+}
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func (f *systemctlFake) setActive(t *testing.T, active bool) {
+	t.Helper()
+	assert.NilError(t, os.WriteFile(f.state, []byte(map[bool]string{true: "active\n", false: "inactive\n"}[active]), 0o644))
+}
+
+func (f *systemctlFake) active(t *testing.T) bool {
+	t.Helper()
+	b, err := os.ReadFile(f.state)
+	assert.NilError(t, err)
+	return string(b) == "active\n"
+}
+
+func (f *systemctlFake) calls() string {
+	b, _ := os.ReadFile(f.log)
+	return string(b)
+}
+
+// paused is the file a "pause" creates once the call is under way.
+func (f *systemctlFake) paused() string { return filepath.Join(f.dir, "paused") }
+
 // TestSelectRestartsKubelet checks the systemctl calls around a stage2
-// switch, with a fake systemctl that logs them.
+// switch, with a fake systemctl on PATH.
 func TestSelectRestartsKubelet(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
@@ -288,7 +393,8 @@ func TestSelectRestartsKubelet(t *testing.T) {
 					t.Fatalf("setup %v: %s", args, r.stderr)
 				}
 			}
-			var env []string
+			systemctl := newSystemctlFake(t, tc.active, nil)
+			path := systemctl.dir
 			switch tc.breakIt {
 			case "dir":
 				// A non-empty directory where the stage2 link should go.
@@ -299,27 +405,114 @@ func TestSelectRestartsKubelet(t *testing.T) {
 				writeExecutable(t, filepath.Join(cur, "stray"), "")
 			case "mv":
 				// The rename that switches stage2 fails.
-				failing := fakeCommands(t, map[string]string{"mv": "case \"$*\" in */current/stage2) exit 1 ;; esac\nexec \"$REAL_MV\" \"$@\"\n"})
-				env = append(env, "PATH="+failing+":"+os.Getenv("PATH"))
+				path += ":" + fakeCommands(t, map[string]string{"mv": "case \"$*\" in */current/stage2) exit 1 ;; esac\nexec \"$REAL_MV\" \"$@\"\n"})
 			}
-			log := filepath.Join(t.TempDir(), "calls")
-			systemctl := filepath.Join(t.TempDir(), "systemctl")
-			activeCode := map[bool]int{true: 0, false: 3}[tc.active]
-			writeExecutable(t, systemctl, fmt.Sprintf("#!/bin/sh\nprintf '%%s|' \"$*\" >>%s\n[ \"$1\" = is-active ] && exit %d\nexit 0\n", log, activeCode))
-			env = append(env, "KUBERNETES_SELECT_SYSTEMCTL="+systemctl)
-			r := kubernetesSelect(t, env, root, append([]string{"--restart-kubelet"}, tc.args...)...)
+			env := []string{"PATH=" + path + ":" + os.Getenv("PATH")}
+			r := kubernetesSelectOnNode(t, env, root, append([]string{"--restart-kubelet"}, tc.args...)...)
 			if r.code != tc.wantCode {
 				t.Fatalf("exit %d (%s), want %d", r.code, r.stderr, tc.wantCode)
 			}
-			calls, _ := os.ReadFile(log)
-			if string(calls) != tc.wantCalls {
+			if calls := systemctl.calls(); calls != tc.wantCalls {
 				t.Errorf("systemctl calls %q, want %q", calls, tc.wantCalls)
 			}
+			assert.Check(t, is.Equal(systemctl.active(t), tc.active), "kubelet active afterwards")
 			if tc.wantCode != 0 && tc.args[0] == "stage2" {
 				if got := selectedVersion(t, root, "stage2"); got != tc.wantServe {
 					t.Errorf("stage2 serves %q, want %q", got, tc.wantServe)
 				}
 			}
+		})
+	}
+}
+
+// TestSelectKubeletAfterSignalsAndErrors interrupts a --restart-kubelet
+// stage2 switch at every step from stopping the kubelet to starting it, with
+// HUP, INT and TERM, and makes systemctl fail: every way out must leave the
+// kubelet running on an intact selection, or say on stderr, exiting
+// non-zero, that it did not start it. A signal to the script alone is what
+// kill(1) or a timeout sends; to its process group, what a terminal sends
+// (^C, hang-up). Either way systemd finishes the job that systemctl asked
+// for, which the fake models by changing its state first.
+func TestSelectKubeletAfterSignalsAndErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		systemctl  map[string]string // shell run after each verb's state change
+		slowLn     bool              // pause in the switch, after the new link is made
+		signal     syscall.Signal    // sent once the pause is under way
+		group      bool              // to the process group, not the script alone
+		wantCode   int
+		wantActive bool
+		wantServe  string // stage2 afterwards
+		wantStderr string
+	}{
+		{name: "TERM while systemctl stops the kubelet", systemctl: map[string]string{"stop": "pause"}, signal: syscall.SIGTERM,
+			wantCode: 143, wantActive: true, wantServe: "1.18.19", wantStderr: "kubelet started again on stage2 1.18.19"},
+		{name: "INT to the script while systemctl stops the kubelet", systemctl: map[string]string{"stop": "pause"}, signal: syscall.SIGINT,
+			wantCode: 130, wantActive: true, wantServe: "1.18.19", wantStderr: "kubelet started again on stage2 1.18.19"},
+		{name: "INT to the group while systemctl stops the kubelet", systemctl: map[string]string{"stop": "pause"}, signal: syscall.SIGINT, group: true,
+			wantCode: 130, wantActive: true, wantServe: "1.18.19", wantStderr: "kubelet started again on stage2 1.18.19"},
+		{name: "HUP to the group while systemctl stops the kubelet", systemctl: map[string]string{"stop": "pause"}, signal: syscall.SIGHUP, group: true,
+			wantCode: 129, wantActive: true, wantServe: "1.18.19", wantStderr: "kubelet started again on stage2 1.18.19"},
+		{name: "TERM in the switch", slowLn: true, signal: syscall.SIGTERM,
+			wantCode: 143, wantActive: true, wantServe: "1.18.19", wantStderr: "kubelet started again on stage2 1.18.19"},
+		{name: "TERM in daemon-reload after the switch", systemctl: map[string]string{"daemon-reload": "pause"}, signal: syscall.SIGTERM,
+			wantCode: 143, wantActive: true, wantServe: "1.19.16", wantStderr: "kubelet started again on stage2 1.19.16"},
+		{name: "INT to the group in daemon-reload after the switch", systemctl: map[string]string{"daemon-reload": "pause"}, signal: syscall.SIGINT, group: true,
+			wantCode: 130, wantActive: true, wantServe: "1.19.16", wantStderr: "kubelet started again on stage2 1.19.16"},
+		{name: "TERM while systemctl starts the kubelet", systemctl: map[string]string{"start": "pause"}, signal: syscall.SIGTERM,
+			wantCode: 143, wantActive: true, wantServe: "1.19.16", wantStderr: "kubelet started again on stage2 1.19.16"},
+		{name: "stop fails", systemctl: map[string]string{"stop": "exit 1"},
+			wantCode: 1, wantActive: true, wantServe: "1.18.19", wantStderr: "kubelet started again on stage2 1.18.19"},
+		{name: "start fails after the switch", systemctl: map[string]string{"start": `echo inactive >"$STATE"; exit 1`},
+			wantCode: 1, wantActive: false, wantServe: "1.19.16", wantStderr: "kubelet not started"},
+		{name: "start fails after a switch undone", slowLn: true, signal: syscall.SIGTERM, systemctl: map[string]string{"start": `echo inactive >"$STATE"; exit 1`},
+			wantCode: 143, wantActive: false, wantServe: "1.18.19", wantStderr: "kubelet not started"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each waits for its pauses, in a tree of its own
+			root := t.TempDir()
+			makeInstalledTree(t, root, allVersions)
+			for _, args := range [][]string{{"all", "1.18.19"}, {"stage1", "1.19.16"}} {
+				r := kubernetesSelect(t, nil, root, args...)
+				assert.Equal(t, r.code, 0, "setup %v: %s", args, r.stderr)
+			}
+			systemctl := newSystemctlFake(t, true, tc.systemctl)
+			path := systemctl.dir
+			if tc.slowLn {
+				path += ":" + fakeCommands(t, map[string]string{"ln": fmt.Sprintf("\"$REAL_LN\" \"$@\" || exit\n: >%q\nsleep 1\n", systemctl.paused())})
+			}
+			cmd := exec.Command("bash", nodeScript(t, root), "--restart-kubelet", "stage2", "1.19.16")
+			cmd.Env = append(os.Environ(), "PATH="+path+":"+os.Getenv("PATH"))
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			var stdout, stderr strings.Builder
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			assert.NilError(t, cmd.Start())
+			t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+			if tc.signal != 0 {
+				waitForFile(t, systemctl.paused())
+				pid := cmd.Process.Pid
+				if tc.group {
+					pid = -pid
+				}
+				assert.NilError(t, syscall.Kill(pid, tc.signal))
+			}
+			err := cmd.Wait()
+			code := 0
+			if exitErr, ok := err.(*exec.ExitError); ok {
+				code = exitErr.ExitCode()
+			} else {
+				assert.NilError(t, err)
+			}
+			assert.Check(t, is.Equal(code, tc.wantCode), "stdout %q, stderr %q, systemctl %q", stdout.String(), stderr.String(), systemctl.calls())
+			assert.Check(t, is.Equal(systemctl.active(t), tc.wantActive), "kubelet active afterwards; stderr %q, systemctl %q", stderr.String(), systemctl.calls())
+			assert.Check(t, is.Equal(selectedVersion(t, root, "stage2"), tc.wantServe))
+			assert.Check(t, is.Contains(stderr.String(), tc.wantStderr))
+			// The rule every case above instantiates.
+			if !systemctl.active(t) {
+				assert.Check(t, code != 0 && strings.Contains(stderr.String(), "kubelet not started"),
+					"kubelet left stopped without a word: exit %d, stderr %q", code, stderr.String())
+			}
+			assertNoTemporaries(t, root)
 		})
 	}
 }
@@ -550,12 +743,10 @@ func TestSelectFailedBindRollsBack(t *testing.T) {
 			failing := fakeCommands(t, map[string]string{"mount": fmt.Sprintf(
 				"if printf '%%s\\n' \"$*\" | grep -q '%s'; then echo \"mount: $*: permission denied\" >&2; exit 32; fi\nexec \"$REAL_MOUNT\" \"$@\"\n",
 				tc.failMount)})
-			log := filepath.Join(t.TempDir(), "calls")
-			systemctl := filepath.Join(t.TempDir(), "systemctl")
-			writeExecutable(t, systemctl, fmt.Sprintf("#!/bin/sh\nprintf '%%s|' \"$*\" >>%s\nexit 0\n", log))
-			env := []string{"PATH=" + failing + ":" + os.Getenv("PATH"), "KUBERNETES_SELECT_SYSTEMCTL=" + systemctl}
+			systemctl := newSystemctlFake(t, true, nil)
+			env := []string{"PATH=" + systemctl.dir + ":" + failing + ":" + os.Getenv("PATH")}
 
-			r := kubernetesSelect(t, env, root, "--restart-kubelet", "--mode", "bind", "stage2", "1.19.16")
+			r := kubernetesSelectOnNode(t, env, root, "--restart-kubelet", "--mode", "bind", "stage2", "1.19.16")
 			if r.code != 1 || !strings.Contains(r.stderr, "cannot bind-mount") || !strings.Contains(r.stderr, tc.wantNote) {
 				t.Errorf("exit %d, stderr %q; want 1, cannot bind-mount, %q", r.code, r.stderr, tc.wantNote)
 			}
@@ -568,10 +759,10 @@ func TestSelectFailedBindRollsBack(t *testing.T) {
 			if fstabAfter, _ := os.ReadFile(fstab); string(fstabAfter) != string(fstabBefore) {
 				t.Errorf("fstab changed:\n%s\nwas:\n%s", fstabAfter, fstabBefore)
 			}
-			calls, _ := os.ReadFile(log)
-			if string(calls) != tc.wantCalls {
+			if calls := systemctl.calls(); calls != tc.wantCalls {
 				t.Errorf("systemctl calls %q, want %q", calls, tc.wantCalls)
 			}
+			assert.Check(t, is.Equal(systemctl.active(t), tc.wantServe != ""), "kubelet active afterwards")
 			assertNoTemporaries(t, root)
 		})
 	}
@@ -579,35 +770,43 @@ func TestSelectFailedBindRollsBack(t *testing.T) {
 
 // TestSelectRefusesRootWithRestart: --restart-kubelet acts on this host's
 // systemd, which is not the --root tree's, and an empty --root would be
-// the live system. Both are usage errors, before anything
-// is touched.
+// the live system. Both are usage errors, before anything is touched,
+// whatever the environment says: no variable lifts the refusal or names
+// the systemctl to run.
 func TestSelectRefusesRootWithRestart(t *testing.T) {
 	root := treeWith118Selected(t)
 	// The systemctl on PATH only logs: were the refusal missing, the host's
 	// kubelet must still not be touched.
 	log := filepath.Join(t.TempDir(), "calls")
 	fake := fakeCommands(t, map[string]string{"systemctl": fmt.Sprintf("printf '%%s|' \"$*\" >>%s\nexit 0\n", log)})
-	env := []string{"PATH=" + fake + ":" + os.Getenv("PATH")}
+	path := "PATH=" + fake + ":" + os.Getenv("PATH")
+	// What the tests once set to lift the refusal: a stray one in production
+	// must not.
+	stray := "KUBERNETES_SELECT_SYSTEMCTL=" + filepath.Join(fake, "systemctl")
 	for _, tc := range []struct {
+		name       string
+		env        []string
 		args       []string
 		wantStderr string
 	}{
-		{args: []string{"--root", root, "--restart-kubelet", "stage2", "1.18.19"}, wantStderr: "--restart-kubelet"},
-		{args: []string{"--restart-kubelet", "--root=" + root, "all", "1.19.16"}, wantStderr: "--restart-kubelet"},
-		{args: []string{"--root", "", "status"}, wantStderr: "--root"},
-		{args: []string{"--root=", "list"}, wantStderr: "--root"},
+		{name: "--root then --restart-kubelet", args: []string{"--root", root, "--restart-kubelet", "stage2", "1.18.19"}, wantStderr: "--restart-kubelet"},
+		{name: "--restart-kubelet then --root=", args: []string{"--restart-kubelet", "--root=" + root, "all", "1.19.16"}, wantStderr: "--restart-kubelet"},
+		{name: "stray variable, no-op selection", env: []string{stray}, args: []string{"--root", root, "--restart-kubelet", "stage2", "1.18.19"}, wantStderr: "--restart-kubelet"},
+		{name: "stray variable, a switch", env: []string{stray}, args: []string{"--restart-kubelet", "--root=" + root, "--force", "stage2", "1.19.16"}, wantStderr: "--restart-kubelet"},
+		{name: "empty --root", args: []string{"--root", "", "status"}, wantStderr: "--root"},
+		{name: "empty --root=", args: []string{"--root=", "list"}, wantStderr: "--root"},
 	} {
-		before := treeState(t, root)
-		r := runResult(t, env, "bash", append([]string{selectScript}, tc.args...)...)
-		if r.code != 2 || !strings.Contains(r.stderr, tc.wantStderr) || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
-			t.Errorf("%q: exit %d, stdout %q, stderr %q; want 2 and one line about %s", tc.args, r.code, r.stdout, r.stderr, tc.wantStderr)
-		}
-		if after := treeState(t, root); after != before {
-			t.Errorf("%q changed the tree:\nbefore %s\nafter  %s", tc.args, before, after)
-		}
-	}
-	if calls, _ := os.ReadFile(log); len(calls) > 0 {
-		t.Errorf("systemctl was called: %q", calls)
+		t.Run(tc.name, func(t *testing.T) {
+			os.Remove(log)
+			before := treeState(t, root)
+			r := runResult(t, append([]string{path}, tc.env...), "bash", append([]string{selectScript}, tc.args...)...)
+			assert.Check(t, is.Equal(r.code, 2), "stdout %q, stderr %q", r.stdout, r.stderr)
+			assert.Check(t, is.Contains(r.stderr, tc.wantStderr))
+			assert.Check(t, is.Equal(strings.Count(strings.TrimSpace(r.stderr), "\n"), 0), "want one line: %q", r.stderr)
+			assert.Check(t, is.Equal(treeState(t, root), before), "the tree changed")
+			calls, _ := os.ReadFile(log)
+			assert.Check(t, is.Equal(string(calls), ""), "systemctl was called")
+		})
 	}
 }
 

@@ -113,11 +113,11 @@ func TestRenderUnversioned(t *testing.T) {
 // The kubelet must get KUBELET_COMPAT_FILE only from /etc/sysconfig/kubelet,
 // and the shipped sysconfig must not set it.
 func TestKubeletCompatFileComesOnlyFromSysconfig(t *testing.T) {
-	dropIn, err := shippedFile("10-kubeadm.conf")
+	dropIn, err := shippedFile(Sources, "10-kubeadm.conf")
 	if err != nil {
 		t.Fatal(err)
 	}
-	sysconfig, err := shippedFile("kubelet.sysconfig")
+	sysconfig, err := shippedFile(Sources, "kubelet.sysconfig")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +160,7 @@ func TestDefinesSetEverythingThatShapesTheRPM(t *testing.T) {
 // The sweeper runs the selected CLI with the kubelet's environment, and
 // sweep's "file kept" (exit 2) is not a failed unit.
 func TestSweeperUnit(t *testing.T) {
-	unit, err := shippedFile("kubelet-compat-sweep.service")
+	unit, err := shippedFile(Sources, "kubelet-compat-sweep.service")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +174,7 @@ func TestSweeperUnit(t *testing.T) {
 			t.Errorf("kubelet-compat-sweep.service lacks %q", strings.TrimSpace(want))
 		}
 	}
-	timer, err := shippedFile("kubelet-compat-sweep.timer")
+	timer, err := shippedFile(Sources, "kubelet-compat-sweep.timer")
 	if err != nil {
 		t.Fatal(err)
 	}
