@@ -15,6 +15,8 @@ import (
 type statusOptions struct {
 	nodeOptions
 	output string
+	// grace is sweep's --grace, to say until when sweep keeps the file.
+	grace time.Duration
 }
 
 func newStatusCommand(env Env) *cobra.Command {
@@ -28,6 +30,15 @@ kubelet sees it (active, absent, or ignored and why), and for every running
 container created before the kubelet started (legacy): its pod, creation time,
 stored hash, the hash the running kubelet computes for its spec, and the
 decision of the kubelet-compat library (keep or restart, with the reason).
+
+It says why the file is still in force (the listed containers that run, the
+static pods on a recorded UID) and until when sweep keeps it (--grace after
+the kubelet's start, then until nothing running needs it and the kubelet has
+every running pod), and, for every pod the container runtime runs, whether
+the kubelet counts it as started before itself and which admission
+rejections it admits it despite: node affinity and taints while the file is
+in force, resource fit and eviction only for a kubelet started within 1h
+after the record. The evidence is what the runtime runs, never API status.
 
 Pod specs come from --manifest-dir (static pods) and, with --kubeconfig, from
 the API server.
@@ -43,6 +54,7 @@ Exit codes: 0 shown, 1 error.`,
 	o.addKubeletFlags(cmd.Flags())
 	o.addKubeconfigFlag(cmd.Flags())
 	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "output format: table or json")
+	nonNegativeDurationVar(cmd.Flags(), &o.grace, "grace", defaultGrace, "sweep's --grace, to say until when sweep keeps the compat file")
 	return cmd
 }
 
@@ -55,6 +67,12 @@ type statusReport struct {
 	File           compatFileState `json:"compatFile"`
 	Legacy         []legacyStatus  `json:"legacyContainers"`
 	StaticPods     []staticPodNeed `json:"staticPodsOnRecordedUID,omitempty"`
+	// InForce says why the file is in force and until when (nil when it
+	// is not in force).
+	InForce *inForceStatus `json:"inForce,omitempty"`
+	// Admission is what the kubelet does with the pods the runtime runs
+	// when an admission handler rejects them.
+	Admission admissionStatus `json:"admission"`
 }
 
 type legacyStatus struct {
@@ -94,7 +112,8 @@ func runStatus(ctx context.Context, env Env, o *statusOptions) error {
 	r := statusReport{Node: node, KubeletPID: k.pid, KubeletVersion: k.version.String(), KubeletStart: k.start.UTC(),
 		CRIAPI: client.APIVersion(), File: readCompatFile(path, env.OwnerUID, k.version, k.start), Legacy: []legacyStatus{}}
 	compat := r.File.decider
-	for _, l := range findLegacy(st, k.start, compat, idx, k.version) {
+	legacy := findLegacy(st, k.start, compat, idx, k.version)
+	for _, l := range legacy {
 		ls := legacyStatus{Pod: l.pod, Container: l.c.Name, ID: l.c.ID, Created: l.c.CreatedAt.UTC(), StoredHash: fmt.Sprintf("%x", l.c.Hash)}
 		if l.c.HashErr != nil {
 			ls.StoredHash = "none"
@@ -122,6 +141,8 @@ func runStatus(ctx context.Context, env Env, o *statusOptions) error {
 		r.Legacy = append(r.Legacy, ls)
 	}
 	r.StaticPods = staticPodsNeedingFile(compat, st)
+	r.InForce = inForce(compat, st, legacy, r.StaticPods, k.start, env.Now(), o.grace)
+	r.Admission = admission(compat, st, k.start)
 	if o.output == "json" {
 		return writeJSON(env.Stdout, r)
 	}
@@ -166,8 +187,9 @@ func writeStatusTable(w io.Writer, r statusReport) error {
 		}
 		tw.Flush()
 	}
-	for _, sp := range r.StaticPods {
-		fmt.Fprintf(w, "static pod %s runs under the recorded UID %s (%s)\n", sp.Pod, sp.UID, sp.ManifestPath)
+	if r.InForce != nil {
+		writeInForce(w, r.InForce, r.StaticPods)
 	}
+	writeAdmission(w, r.Admission)
 	return nil
 }

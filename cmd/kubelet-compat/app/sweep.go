@@ -121,22 +121,13 @@ func runSweep(ctx context.Context, env Env, o *sweepOptions) error {
 	if err != nil {
 		return err
 	}
-	var needs []string
-	for _, l := range findLegacy(st, k.start, file.decider, idx, k.version) {
-		if why := l.needsFile(); why != "" {
-			needs = append(needs, fmt.Sprintf("container %s/%s (%s): %s", l.pod, l.c.Name, shortID(l.c.ID), why))
-		}
-	}
-	for _, sp := range staticPodsNeedingFile(file.decider, st) {
-		needs = append(needs, fmt.Sprintf("static pod %s runs under the recorded UID %s of %s", sp.Pod, sp.UID, sp.ManifestPath))
-	}
+	needs := fileNeeds(findLegacy(st, k.start, file.decider, idx, k.version), staticPodsNeedingFile(file.decider, st))
 	var why []string
 	if len(needs) > 0 {
 		why = append(why, fmt.Sprintf("%d legacy container(s) or static pod(s) still need it", len(needs)))
 	}
-	if until := k.start.Add(o.grace); env.Now().Before(until) {
-		// Whole seconds, rounded up: "not before" must not be early.
-		at := until.Add(time.Second - 1).Truncate(time.Second).UTC().Format(time.RFC3339)
+	if env.Now().Before(k.start.Add(o.grace)) {
+		at := graceEnd(k.start, o.grace).Format(time.RFC3339)
 		needs = append(needs, fmt.Sprintf("the kubelet (pid %d) started at %s, less than the grace period of %s ago: not before %s",
 			k.pid, k.start.UTC().Format(time.RFC3339), o.grace, at))
 		why = append(why, fmt.Sprintf("the kubelet started less than --grace %s ago (until %s)", o.grace, at))
@@ -172,6 +163,28 @@ func runSweep(ctx context.Context, env Env, o *sweepOptions) error {
 	}
 	fmt.Fprintf(env.Stdout, "deleted %s: no running container needs it\n", path)
 	return nil
+}
+
+// fileNeeds is what runs and still needs the compat file, one line each in
+// sweep's words: the legacy containers the file lists that need it
+// (needsFile) and the static pods on a recorded UID.
+func fileNeeds(legacy []legacyContainer, statics []staticPodNeed) []string {
+	var needs []string
+	for _, l := range legacy {
+		if why := l.needsFile(); why != "" {
+			needs = append(needs, fmt.Sprintf("container %s/%s (%s): %s", l.pod, l.c.Name, shortID(l.c.ID), why))
+		}
+	}
+	for _, sp := range statics {
+		needs = append(needs, fmt.Sprintf("static pod %s runs under the recorded UID %s of %s", sp.Pod, sp.UID, sp.ManifestPath))
+	}
+	return needs
+}
+
+// graceEnd is when the grace after the kubelet's start ends, in whole
+// seconds rounded up (UTC): "not before" must not be early.
+func graceEnd(start time.Time, grace time.Duration) time.Time {
+	return start.Add(grace).Add(time.Second - 1).Truncate(time.Second).UTC()
 }
 
 func shortID(id string) string {

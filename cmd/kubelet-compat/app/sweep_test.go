@@ -4,6 +4,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kubelet-compat/kubelet-compat/pkg/cri"
 	"gotest.tools/v3/golden"
@@ -25,7 +26,15 @@ spec:
 // record ran, the others are created after the swap.
 func upgraded(t *testing.T, apis []string, pods ...pod) *fixture {
 	t.Helper()
+	return upgradedAt(t, apis, now, now, pods...)
+}
+
+// upgradedAt is upgraded with record run at recordAt and the commands
+// after the swap at now.
+func upgradedAt(t *testing.T, apis []string, recordAt, now time.Time, pods ...pod) *fixture {
+	t.Helper()
 	f := newFixture(t, apis...)
+	f.now = recordAt
 	var before []pod
 	for _, p := range pods {
 		if p.created.Before(kubeletStart) {
@@ -38,6 +47,7 @@ func upgraded(t *testing.T, apis []string, pods ...pod) *fixture {
 	}
 	f.addStaticPods("v1.18.19", pods...)
 	f.runKubelet("v1.19.16")
+	f.now = now
 	return f
 }
 
@@ -127,7 +137,8 @@ func TestStatusGolden(t *testing.T) {
 	for _, format := range []string{"table", "json"} {
 		for _, apis := range apiVersions {
 			t.Run(format+"/"+apiName(apis), func(t *testing.T) {
-				f := upgraded(t, apis,
+				// record 5 minutes before the swap, status 2 minutes after.
+				f := upgradedAt(t, apis, kubeletStart.Add(-5*time.Minute), kubeletStart.Add(2*time.Minute),
 					pod{file: "etcd.yaml", yaml: etcdYAML, uid: "etcd-uid", created: beforeStart, ready: true},
 					pod{file: "seccomp.yaml", yaml: seccompYAML, uid: "pinned-uid", created: beforeStart, ready: true},
 					pod{file: "plain.yaml", yaml: plainYAML, uid: "plain-uid", created: afterStart, ready: true})
