@@ -178,7 +178,8 @@ func packageDirs(t *testing.T, roots []string) []string {
 }
 
 // scanDir records, from the non-test Go files in dir, the programs they
-// execute (a string literal where a program is named: exec.Command,
+// use (an absolute path that is a Program's name, anywhere; a string
+// literal where a program is named: exec.Command,
 // CommandContext, LookPath, exec.Cmd{Name: ...}, proc.Start, a Conntrack
 // runner, and every hostdeps.<Program> the code refers to) and the
 // packages they `go run`.
@@ -242,6 +243,16 @@ func scanDir(t *testing.T, dir string, runs, goRuns map[string][]string) {
 					}
 					if key, _ := kv.Key.(*ast.Ident); key != nil && key.Name == "Name" {
 						if name, ok := stringLit(kv.Value); ok {
+							runs[name] = append(runs[name], where(n))
+						}
+					}
+				}
+			case *ast.BasicLit:
+				// A program outside PATH named by its absolute path (read or
+				// executed, e.g. busybox copied into an image).
+				if name, ok := stringLit(n); ok && filepath.IsAbs(name) {
+					for _, prog := range programVars {
+						if prog.Name == name {
 							runs[name] = append(runs[name], where(n))
 						}
 					}

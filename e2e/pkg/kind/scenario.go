@@ -12,6 +12,9 @@ import (
 	"strings"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/cleanup"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/corpus"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/ctxtime"
@@ -20,8 +23,7 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/node"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
-	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"github.com/kubelet-compat/kubelet-compat/pkg/hostdeps"
 )
 
 // Step is one in-place upgrade of a cluster.
@@ -209,11 +211,11 @@ func (r *clusterRun) create(ctx context.Context) error {
 // importImages loads the workloads' busybox images into every node's
 // containerd (the node images hold only what kubeadm needs).
 func (r *clusterRun) importImages(ctx context.Context) error {
-	bb1, err := images.Busybox(corpus.BusyboxImage, "/bin/busybox", 1)
+	bb1, err := images.Busybox(corpus.BusyboxImage, hostdeps.Busybox.Name, 1)
 	if err != nil {
 		return err
 	}
-	bb2, err := images.Busybox(corpus.BusyboxVariantImage, "/bin/busybox", 2)
+	bb2, err := images.Busybox(corpus.BusyboxVariantImage, hostdeps.Busybox.Name, 2)
 	if err != nil {
 		return err
 	}

@@ -46,7 +46,7 @@ type Node struct {
 const (
 	cniBinDir   = "/usr/lib/cni"
 	snapshotter = "overlayfs"
-	busyboxPath = "/bin/busybox"
+	busyboxPath = "/bin/busybox" // hostdeps.Busybox
 )
 
 // Up brings a node up. Before it makes anything it writes the run's
