@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -56,6 +57,26 @@ type Containerd struct {
 type Sysctl struct {
 	Name   string `json:"name"`
 	Before string `json:"before"`
+}
+
+// KubeletSysctls are the host-global sysctls a kubelet writes when it
+// starts (setupKernelTunables): a kubelet on the host, and as well one in a
+// privileged kind node, which sees the host's /proc/sys.
+var KubeletSysctls = []string{"vm.overcommit_memory", "vm.panic_on_oom", "kernel.panic", "kernel.panic_on_oops",
+	"kernel.keys.root_maxkeys", "kernel.keys.root_maxbytes"}
+
+// ReadSysctls reads the named sysctls under dir (/proc/sys); a name this
+// kernel lacks is left out (nothing can set it either).
+func ReadSysctls(dir string, names []string) []Sysctl {
+	var out []Sysctl
+	for _, name := range names {
+		b, err := os.ReadFile(filepath.Join(dir, strings.ReplaceAll(name, ".", "/")))
+		if err != nil {
+			continue
+		}
+		out = append(out, Sysctl{Name: name, Before: strings.TrimSpace(string(b))})
+	}
+	return out
 }
 
 // Iptables are one binary's rules before the run.

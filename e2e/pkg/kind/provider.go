@@ -62,6 +62,20 @@ type Provider struct {
 	Kind    string // the kind binary
 	opts    Options
 	daemon  *docker.Daemon
+	machine Machine
+}
+
+// Machine is the host as the provider reads it before it makes anything;
+// tests use fakes in temporary directories.
+type Machine struct {
+	// SysctlDir is /proc/sys; CgroupRoot /sys/fs/cgroup.
+	SysctlDir, CgroupRoot string
+	Proc                  procfs.FS
+}
+
+// HostMachine is this machine.
+func HostMachine() Machine {
+	return Machine{SysctlDir: "/proc/sys", CgroupRoot: "/sys/fs/cgroup", Proc: procfs.Host}
 }
 
 func (p *Provider) logf(format string, args ...interface{}) {
@@ -83,7 +97,7 @@ func Up(ctx context.Context, opts Options, stack *cleanup.Stack) (*Provider, err
 	if err := hostdeps.Ensure(ctx, opts.Log, hostdeps.Kind); err != nil {
 		return nil, err
 	}
-	p := &Provider{opts: opts}
+	p := &Provider{opts: opts, machine: HostMachine()}
 	root, err := journal.TakeRoot(opts.Root, stack, func() bool { return p.Journal != nil })
 	if err != nil {
 		return nil, err
@@ -156,16 +170,21 @@ func Up(ctx context.Context, opts Options, stack *cleanup.Stack) (*Provider, err
 
 // before records the machine before the run makes anything.
 func (p *Provider) before(private bool, dp docker.Paths) (journal.State, error) {
-	self, err := procfs.Host.Self()
+	m := p.machine
+	self, err := m.Proc.Self()
 	if err != nil {
 		return journal.State{}, err
 	}
-	boot, err := procfs.Host.BootID()
+	boot, err := m.Proc.BootID()
 	if err != nil {
 		return journal.State{}, err
 	}
 	st := journal.State{Root: p.opts.Root, BootID: boot, Since: self.StartTicks, Started: time.Now(),
-		Docker: &journal.Docker{Host: os.Getenv("DOCKER_HOST"), Network: Network.Name}}
+		Docker: &journal.Docker{Host: os.Getenv("DOCKER_HOST"), Network: Network.Name},
+		// The nodes' kubelets write these on the host (privileged nodes see
+		// its /proc/sys): recorded before any cluster starts, written back
+		// by the undo.
+		Sysctls: journal.ReadSysctls(m.SysctlDir, journal.KubeletSysctls)}
 	if private {
 		st.Docker.Host = "unix://" + dp.Socket()
 		st.Docker.DataRoot = DataRoot(p.opts.CacheDir)
@@ -174,7 +193,7 @@ func (p *Provider) before(private bool, dp docker.Paths) (journal.State, error) 
 		// The network's bridge exists only while a dockerd has it up: a
 		// private one's is removed with it.
 		st.Bridge = Network.Bridge
-		cg, err := cgroups.Record(cgroups.Host{Root: "/sys/fs/cgroup"}, docker.CgroupParent)
+		cg, err := cgroups.Record(cgroups.Host{Root: m.CgroupRoot}, docker.CgroupParent)
 		if err != nil {
 			return journal.State{}, err
 		}

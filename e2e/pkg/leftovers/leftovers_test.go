@@ -345,3 +345,41 @@ func TestFlushConntrackRetries(t *testing.T) {
 		})
 	}
 }
+
+// TestUndoRestoresAKindRunsSysctls: a kind run's journal (its nodes'
+// kubelets wrote the host's sysctls) gets them written back, whether the
+// engine still answers or went with the run.
+func TestUndoRestoresAKindRunsSysctls(t *testing.T) {
+	tests := []struct {
+		name   string
+		docker func(ctx context.Context, host string, args ...string) ([]byte, error)
+	}{
+		{"after SIGKILL: the private dockerd is gone", nil},
+		{"at the end of the run: the engine answers", func(context.Context, string, ...string) ([]byte, error) { return nil, nil }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t)
+			assert.NilError(t, os.MkdirAll(filepath.Join(w.sysctl, "kernel", "keys"), 0o755))
+			for name, v := range map[string]string{"kernel/panic": "10", "kernel/panic_on_oops": "1", "vm/overcommit_memory": "1", "vm/panic_on_oom": "0",
+				"kernel/keys/root_maxkeys": "1000000", "kernel/keys/root_maxbytes": "25000000"} {
+				assert.NilError(t, os.WriteFile(filepath.Join(w.sysctl, name), []byte(v+"\n"), 0o644))
+			}
+			st := journal.State{Format: journal.Format, Root: w.root, BootID: "boot-1", Since: since,
+				Docker: &journal.Docker{Host: "unix://" + filepath.Join(w.root, "docker", "docker.sock"), Network: "kc-e2e-kind", Clusters: []string{"kc-e2e-patched"}},
+				Sysctls: []journal.Sysctl{{Name: "vm.overcommit_memory", Before: "0"}, {Name: "vm.panic_on_oom", Before: "0"}, {Name: "kernel.panic", Before: "0"},
+					{Name: "kernel.panic_on_oops", Before: "0"}, {Name: "kernel.keys.root_maxkeys", Before: "200"}, {Name: "kernel.keys.root_maxbytes", Before: "20000"}}}
+			h := w.host()
+			if tt.docker != nil {
+				h.RemoveDocker = func(context.Context, journal.Docker) error { return nil }
+			}
+			assert.NilError(t, Undo(context.Background(), st, h))
+			for name, want := range map[string]string{"kernel/panic": "0", "kernel/panic_on_oops": "0", "vm/overcommit_memory": "0", "vm/panic_on_oom": "0\n",
+				"kernel/keys/root_maxkeys": "200", "kernel/keys/root_maxbytes": "20000"} {
+				b, err := os.ReadFile(filepath.Join(w.sysctl, name))
+				assert.NilError(t, err)
+				assert.Equal(t, string(b), want, name)
+			}
+		})
+	}
+}
