@@ -134,7 +134,7 @@ func Up(ctx context.Context, opts Options, stack *cleanup.Stack) (*Provider, err
 		if err := hostdeps.Ensure(ctx, opts.Log, hostdeps.KindPrivateEngine); err != nil {
 			return nil, err
 		}
-		unlock, err := cachelock.Lock(ctx, DataRoot(opts.CacheDir)+".lock")
+		unlock, err := cachelock.Lock(ctx, journal.Docker{DataRoot: DataRoot(opts.CacheDir)}.DataRootLock())
 		if err != nil {
 			return nil, err
 		}

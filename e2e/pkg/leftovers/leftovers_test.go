@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/cgroups"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/fakehost"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/iptables"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/journal"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/procfs"
@@ -351,11 +352,11 @@ func TestFlushConntrackRetries(t *testing.T) {
 // engine still answers or went with the run.
 func TestUndoRestoresAKindRunsSysctls(t *testing.T) {
 	tests := []struct {
-		name   string
-		docker func(ctx context.Context, host string, args ...string) ([]byte, error)
+		name    string
+		answers bool
 	}{
-		{"after SIGKILL: the private dockerd is gone", nil},
-		{"at the end of the run: the engine answers", func(context.Context, string, ...string) ([]byte, error) { return nil, nil }},
+		{"after SIGKILL: the private dockerd is gone", false},
+		{"at the end of the run: the engine answers", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -370,9 +371,11 @@ func TestUndoRestoresAKindRunsSysctls(t *testing.T) {
 				Sysctls: []journal.Sysctl{{Name: "vm.overcommit_memory", Before: "0"}, {Name: "vm.panic_on_oom", Before: "0"}, {Name: "kernel.panic", Before: "0"},
 					{Name: "kernel.panic_on_oops", Before: "0"}, {Name: "kernel.keys.root_maxkeys", Before: "200"}, {Name: "kernel.keys.root_maxbytes", Before: "20000"}}}
 			h := w.host()
-			if tt.docker != nil {
-				h.RemoveDocker = func(context.Context, journal.Docker) error { return nil }
+			fh := fakehost.New()
+			if tt.answers {
+				fh.Engine(st.Docker.Host)
 			}
+			h.Docker = fh.Docker
 			assert.NilError(t, Undo(context.Background(), st, h))
 			for name, want := range map[string]string{"kernel/panic": "0", "kernel/panic_on_oops": "0", "vm/overcommit_memory": "0", "vm/panic_on_oom": "0\n",
 				"kernel/keys/root_maxkeys": "200", "kernel/keys/root_maxbytes": "20000"} {
