@@ -37,6 +37,8 @@ type Engine struct {
 type Network struct {
 	ID     string
 	Labels map[string]string
+	// Bridge is the link the bridge driver made for it (removed with it).
+	Bridge string
 }
 
 // Container is a docker container: its labels and the networks it is
@@ -226,6 +228,9 @@ func (h *Host) Docker(_ context.Context, host string, args ...string) ([]byte, e
 					}
 				}
 			}
+			if b := e.Networks[name].Bridge; b != "" {
+				delete(h.Links, b)
+			}
 			delete(e.Networks, name)
 		}
 		return nil, nil
@@ -235,16 +240,27 @@ func (h *Host) Docker(_ context.Context, host string, args ...string) ([]byte, e
 			return fail("Error response from daemon: network with name %s already exists", name)
 		}
 		labels := map[string]string{}
+		bridge := ""
 		for i := 2; i < len(args)-1; i++ {
 			if args[i] == "--label" && i+1 < len(args)-1 {
 				k, v, _ := strings.Cut(args[i+1], "=")
 				labels[k] = v
 				i++
+			} else if args[i] == "--opt" && i+1 < len(args)-1 {
+				bridge, _ = strings.CutPrefix(args[i+1], "com.docker.network.bridge.name=")
+				i++
 			}
 		}
 		h.seq++
 		id := fmt.Sprintf("%064x", h.seq)
-		e.Networks[name] = &Network{ID: id, Labels: labels}
+		n := &Network{ID: id, Labels: labels}
+		e.Networks[name] = n
+		// The bridge driver makes the network's bridge (or takes the
+		// existing one of that name, which it leaves on removal).
+		if _, ok := h.Links[bridge]; bridge != "" && !ok {
+			h.Links[bridge] = ""
+			n.Bridge = bridge
+		}
 		return []byte(id + "\n"), nil
 	case len(args) >= 2 && args[0] == "ps":
 		filters := map[string][]string{}

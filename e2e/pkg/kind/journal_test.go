@@ -1,11 +1,16 @@
 package kind
 
 import (
+	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/docker"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/cleanup"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/journal"
+
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/procfs"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/procfs/fakeproc"
 	"gotest.tools/v3/assert"
@@ -17,7 +22,8 @@ import (
 // namespaces), a cgroup v1 tree.
 func fakeMachine(t *testing.T) Machine {
 	tmp := t.TempDir()
-	m := Machine{SysctlDir: filepath.Join(tmp, "sys"), CgroupRoot: filepath.Join(tmp, "cgroup"), Proc: procfs.FS{Root: filepath.Join(tmp, "proc")}}
+	m := Machine{SysctlDir: filepath.Join(tmp, "sys"), CgroupRoot: filepath.Join(tmp, "cgroup"), Proc: procfs.FS{Root: filepath.Join(tmp, "proc")},
+		OutsideDirs: []string{filepath.Join(tmp, "run", "containerd", "s"), filepath.Join(tmp, "run", "containerd")}}
 	fakeproc.Write(t, m.Proc.Root, fakeproc.Proc{PID: os.Getpid(), PPID: 1, Start: 4242, Args: []string{"e2e"}})
 	fakeproc.BootID(t, m.Proc.Root, "boot-1")
 	for name, v := range map[string]string{"vm/overcommit_memory": "0", "vm/panic_on_oom": "0", "kernel/panic": "0", "kernel/panic_on_oops": "0",
@@ -47,14 +53,23 @@ func TestKindJournalsTheKubeletsSysctls(t *testing.T) {
 			name = "a private dockerd"
 		}
 		t.Run(name, func(t *testing.T) {
-			p := &Provider{opts: Options{Root: "/var/lib/kubelet-compat-e2e-test", CacheDir: t.TempDir()}, machine: fakeMachine(t)}
-			st, err := p.before(private, docker.Paths{Root: filepath.Join(p.opts.Root, "docker")})
+			f := newFirstRun(t, none)
+			p, dp := f.second(t, private)
+			stack := cleanup.New(io.Discard)
+			_, err := journal.TakeRoot(p.opts.Root, stack, func() bool { return p.Journal != nil })
+			assert.NilError(t, err)
+			assert.NilError(t, p.journalRun(context.Background(), private, dp, f.lock, stack))
+			var st *journal.State
+			// Before any cluster: journalRun is all the run does before
+			// its first claimCluster.
+			st, err = journal.Load(p.opts.Root)
 			assert.NilError(t, err)
 			got := map[string]string{}
 			for _, s := range st.Sysctls {
 				got[s.Name] = s.Before
 			}
 			assert.DeepEqual(t, got, want)
+			assert.NilError(t, stack.Run(context.Background(), 30*time.Second))
 		})
 	}
 }
