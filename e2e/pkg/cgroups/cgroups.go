@@ -64,6 +64,9 @@ type Recorded struct {
 	// Created are the cgroups named Name that did not exist before the
 	// run, where the kubelet creates them: only these are removed.
 	Created []string `json:"created,omitempty"`
+	// Existing are those that existed already (not journaled: never the
+	// run's).
+	Existing []string `json:"-"`
 }
 
 // Record returns the cgroups called name that the kubelet (cgroupfs
@@ -95,6 +98,8 @@ func Record(h Host, name string) (Recorded, error) {
 			r.Created = append(r.Created, c)
 		} else if err != nil {
 			return Recorded{}, err
+		} else {
+			r.Existing = append(r.Existing, c)
 		}
 	}
 	return r, nil

@@ -51,8 +51,11 @@ type DaemonOptions struct {
 	Runtime string
 	// Recorder records containerd and dockerd in the run's journal.
 	Recorder proc.Recorder
-	LogDir   string
-	Log      io.Writer
+	// BridgeAlias is the ifalias the default bridge gets (the run's tag),
+	// right after it is made: the undo deletes it only with that tag.
+	BridgeAlias string
+	LogDir      string
+	Log         io.Writer
 }
 
 // Daemon is a dockerd (and its containerd) the e2e started.
@@ -169,7 +172,7 @@ func Start(ctx context.Context, o DaemonOptions) (*Daemon, error) {
 		d.Stop(ctx)
 		return nil, err
 	}
-	if err := makeBridge(ctx); err != nil {
+	if err := makeBridge(ctx, linkExists, runIP, o.BridgeAlias); err != nil {
 		d.Stop(ctx)
 		return nil, err
 	}
@@ -226,20 +229,33 @@ func waitFor(ctx context.Context, p *proc.Process, name string, timeout time.Dur
 	}
 }
 
-// makeBridge creates the daemon's default bridge with its address; the
-// caller recorded its name in the journal before.
-func makeBridge(ctx context.Context) error {
-	if _, err := os.Stat("/sys/class/net/" + DefaultBridge.Name); err == nil {
+// makeBridge creates the daemon's default bridge, tags it with alias
+// (the kernel ignores an ifalias given to `ip link add`: measured, set
+// apart right after) and gives it its address; the caller recorded its
+// name in the journal before. A link of that name is refused: not the
+// run's.
+func makeBridge(ctx context.Context, linkExists func(name string) bool, ip func(ctx context.Context, args ...string) error, alias string) error {
+	if linkExists(DefaultBridge.Name) {
 		return fmt.Errorf("network interface %s exists already: another e2e runs, or a killed one left it (make e2e-cleanup)", DefaultBridge.Name)
 	}
-	for _, args := range [][]string{
-		{"link", "add", DefaultBridge.Name, "type", "bridge"},
-		{"addr", "add", DefaultBridge.Address, "dev", DefaultBridge.Name},
-		{"link", "set", DefaultBridge.Name, "up"},
-	} {
-		if err := exec.Command("ip", args...).Run(ctx); err != nil {
+	steps := [][]string{{"link", "add", DefaultBridge.Name, "type", "bridge"}}
+	if alias != "" {
+		steps = append(steps, []string{"link", "set", "dev", DefaultBridge.Name, "alias", alias})
+	}
+	steps = append(steps,
+		[]string{"addr", "add", DefaultBridge.Address, "dev", DefaultBridge.Name},
+		[]string{"link", "set", DefaultBridge.Name, "up"})
+	for _, args := range steps {
+		if err := ip(ctx, args...); err != nil {
 			return fmt.Errorf("dockerd's bridge: %w", err)
 		}
 	}
 	return nil
+}
+
+func runIP(ctx context.Context, args ...string) error { return exec.Command("ip", args...).Run(ctx) }
+
+func linkExists(name string) bool {
+	_, err := os.Stat("/sys/class/net/" + name)
+	return err == nil
 }

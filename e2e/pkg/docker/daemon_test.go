@@ -1,6 +1,7 @@
 package docker
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -33,4 +34,35 @@ func TestConfigsStayUnderTheRoot(t *testing.T) {
 		`address = "/var/lib/kc/docker/containerd/containerd.sock"`, `path = "/var/lib/kc/docker/opt"`, `"io.containerd.grpc.v1.cri"`} {
 		assert.Check(t, is.Contains(c, want))
 	}
+}
+
+// TestMakeBridgeTagsIt: the private dockerd's default bridge gets the
+// run's ifalias right after `ip link add` (the kernel ignores an alias
+// given to `ip link add`), before its address and up.
+func TestMakeBridgeTagsIt(t *testing.T) {
+	tests := []struct {
+		name, alias string
+		want        []string
+	}{
+		{"tagged", "kubelet-compat-e2e run 0123456789abcdef root /r", []string{
+			"link add kce2edock0 type bridge", "link set dev kce2edock0 alias kubelet-compat-e2e run 0123456789abcdef root /r",
+			"addr add 10.217.79.1/24 dev kce2edock0", "link set kce2edock0 up"}},
+		{"no tag (a journal without a run ID)", "", []string{
+			"link add kce2edock0 type bridge", "addr add 10.217.79.1/24 dev kce2edock0", "link set kce2edock0 up"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			ip := func(_ context.Context, args ...string) error { got = append(got, strings.Join(args, " ")); return nil }
+			assert.NilError(t, makeBridge(context.Background(), func(string) bool { return false }, ip, tt.alias))
+			assert.DeepEqual(t, got, tt.want)
+		})
+	}
+	var ran []string
+	err := makeBridge(context.Background(), func(string) bool { return true }, func(_ context.Context, args ...string) error {
+		ran = append(ran, strings.Join(args, " "))
+		return nil
+	}, "x")
+	assert.ErrorContains(t, err, "kce2edock0 exists already")
+	assert.Equal(t, len(ran), 0)
 }

@@ -10,11 +10,14 @@ package journal
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -56,6 +59,26 @@ type Containerd struct {
 type Sysctl struct {
 	Name   string `json:"name"`
 	Before string `json:"before"`
+}
+
+// KubeletSysctls are the host-global sysctls a kubelet writes when it
+// starts (setupKernelTunables): a kubelet on the host, and as well one in a
+// privileged kind node, which sees the host's /proc/sys.
+var KubeletSysctls = []string{"vm.overcommit_memory", "vm.panic_on_oom", "kernel.panic", "kernel.panic_on_oops",
+	"kernel.keys.root_maxkeys", "kernel.keys.root_maxbytes"}
+
+// ReadSysctls reads the named sysctls under dir (/proc/sys); a name this
+// kernel lacks is left out (nothing can set it either).
+func ReadSysctls(dir string, names []string) []Sysctl {
+	var out []Sysctl
+	for _, name := range names {
+		b, err := os.ReadFile(filepath.Join(dir, strings.ReplaceAll(name, ".", "/")))
+		if err != nil {
+			continue
+		}
+		out = append(out, Sysctl{Name: name, Before: strings.TrimSpace(string(b))})
+	}
+	return out
 }
 
 // Iptables are one binary's rules before the run.
@@ -120,6 +143,12 @@ type State struct {
 	BootID  string    `json:"bootID"`
 	Since   uint64    `json:"sinceTicks"`
 	Started time.Time `json:"started"`
+	// RunID names the run on what it tags (Tag: a bridge's ifalias;
+	// RunLabel: a docker network's label): the undo removes a recorded
+	// link or network only when its tag names this run. Empty in the
+	// journals of runs that tag nothing (the local provider, and kind runs
+	// from before the tags): their links are deleted by name.
+	RunID string `json:"runID,omitempty"`
 
 	Processes   []Process   `json:"processes,omitempty"`
 	Containerd  *Containerd `json:"containerd,omitempty"`
@@ -143,6 +172,38 @@ type State struct {
 	Docker *Docker `json:"docker,omitempty"`
 }
 
+// Docker labels the kind provider puts on what it creates through an
+// engine: RunLabel's value is the run's RunID, RootLabel's its root.
+const (
+	RunLabel  = "io.kubelet-compat.e2e.run"
+	RootLabel = "io.kubelet-compat.e2e.root"
+)
+
+// maxIfalias is the kernel's bound on an ifalias (IFALIASZ - 1).
+const maxIfalias = 255
+
+// Tag is the ifalias the run puts on the links it makes: its run ID and,
+// when that fits, its root; "" for a run without an ID.
+func (s State) Tag() string {
+	if s.RunID == "" {
+		return ""
+	}
+	t := "kubelet-compat-e2e run " + s.RunID + " root " + s.Root
+	if len(t) > maxIfalias {
+		t = "kubelet-compat-e2e run " + s.RunID
+	}
+	return t
+}
+
+// NewRunID is a run's random ID (16 hex digits).
+func NewRunID() (string, error) {
+	b := make([]byte, 8)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b), nil
+}
+
 // Docker is what a kind run made through a Docker engine: the user's, or
 // the private dockerd the run started (then in Processes, with its
 // containerd as Containerd).
@@ -152,8 +213,12 @@ type Docker struct {
 	// Clusters are the kind clusters the run creates, recorded before:
 	// their containers carry the label io.x-k8s.kind.cluster=<name>.
 	Clusters []string `json:"clusters,omitempty"`
-	// Network is the docker network the run creates for them.
-	Network string `json:"network,omitempty"`
+	// Network is the docker network the run creates for them (recorded
+	// before, with the label RunLabel=<RunID> from its creation) and
+	// NetworkID its ID once made: the clusters' containers are the run's
+	// only on that network (kind puts no label of the run's on them).
+	Network   string `json:"network,omitempty"`
+	NetworkID string `json:"networkID,omitempty"`
 	// DefaultBridge is the bridge a private dockerd gets as its default
 	// network, made by the run (so that dockerd neither creates nor, as
 	// --bridge=none would, deletes a docker0 of someone else's).
@@ -161,7 +226,15 @@ type Docker struct {
 	// DataRoot is a private dockerd's image store, kept between runs: what
 	// is still mounted under it once that dockerd is gone is the run's.
 	DataRoot string `json:"dataRoot,omitempty"`
+	// ExecRoot is a private dockerd's exec root (under the run's root):
+	// dockerd writes unmount-on-shutdown there when it made the data
+	// root a mount of its own.
+	ExecRoot string `json:"execRoot,omitempty"`
 }
+
+// DataRootLock is the flock a run holds while its private dockerd uses
+// the data root.
+func (d Docker) DataRootLock() string { return d.DataRoot + ".lock" }
 
 // Journal is a run's open journal; safe for concurrent use.
 type Journal struct {

@@ -158,3 +158,27 @@ func TestGlobUndo(t *testing.T) {
 		})
 	}
 }
+
+func TestTag(t *testing.T) {
+	long := "/var/lib/" + strings.Repeat("x", 300)
+	tests := []struct {
+		name string
+		st   State
+		want string
+	}{
+		{"no run ID: no tag", State{Root: "/var/lib/kubelet-compat-e2e"}, ""},
+		{"ID and root", State{RunID: "0123456789abcdef", Root: "/var/lib/kubelet-compat-e2e"}, "kubelet-compat-e2e run 0123456789abcdef root /var/lib/kubelet-compat-e2e"},
+		{"a root too long for an ifalias: the ID alone", State{RunID: "0123456789abcdef", Root: long}, "kubelet-compat-e2e run 0123456789abcdef"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.st.Tag(), tt.want)
+			assert.Assert(t, len(tt.st.Tag()) <= 255)
+		})
+	}
+	a, err := NewRunID()
+	assert.NilError(t, err)
+	b, err := NewRunID()
+	assert.NilError(t, err)
+	assert.Assert(t, len(a) == 16 && a != b, "%s %s", a, b)
+}

@@ -45,18 +45,8 @@ func ClusterConfig(workers int, syncFrequency time.Duration) string {
 // journal before kind makes anything.
 func (p *Provider) CreateCluster(ctx context.Context, name, image string, workers int, syncFrequency time.Duration) (*Cluster, error) {
 	c := &Cluster{Name: name, Image: image, Kubeconfig: filepath.Join(p.opts.Root, name+".kubeconfig"), p: p}
-	if err := p.Journal.Update(func(st *journal.State) { st.Docker.Clusters = append(st.Docker.Clusters, name) }); err != nil {
+	if err := p.claimCluster(ctx, name); err != nil {
 		return nil, err
-	}
-	// A killed run's containers of this name in the private engine are
-	// the project's; on the user's engine they are refused.
-	if ids, _ := p.Engine.Command("ps", "-aq", "--filter", "label=io.x-k8s.kind.cluster="+name).Output(ctx); len(strings.TrimSpace(string(ids))) > 0 {
-		if !p.Engine.Private {
-			return nil, fmt.Errorf("containers of a kind cluster %s exist already (make e2e-cleanup, or kind delete cluster --name %s)", name, name)
-		}
-		if err := p.Engine.Command(append([]string{"rm", "-f", "-v"}, strings.Fields(string(ids))...)...).Run(ctx); err != nil {
-			return nil, err
-		}
 	}
 	cfg := filepath.Join(p.opts.Root, name+".yaml")
 	if err := os.WriteFile(cfg, []byte(ClusterConfig(workers, syncFrequency)), 0o644); err != nil {
@@ -90,6 +80,62 @@ func (p *Provider) CreateCluster(ctx context.Context, name, image string, worker
 		return c, err
 	}
 	return c, nil
+}
+
+// claimCluster journals a cluster's name before kind makes anything,
+// once no container carries it: on the user's engine a cluster of that
+// name is refused in one line (not journaled: the undo leaves it); in the
+// private engine such containers are a killed run's, left in the data
+// root's store (the run holds the data root, and its names were free, so
+// that run was cleaned up), and removed.
+func (p *Provider) claimCluster(ctx context.Context, name string) error {
+	ids, err := p.clusterContainers(ctx, name)
+	if err != nil {
+		return err
+	}
+	if len(ids) > 0 {
+		if !p.Engine.Private {
+			return clusterInUse(name, ids)
+		}
+		p.logf("removing %d containers of a killed run's cluster %s from the private engine's store", len(ids), name)
+		if _, err := p.docker(ctx, append([]string{"rm", "-f", "-v"}, ids...)...); err != nil {
+			return err
+		}
+	}
+	return p.Journal.Update(func(st *journal.State) { st.Docker.Clusters = append(st.Docker.Clusters, name) })
+}
+
+func clusterInUse(name string, ids []string) error {
+	return fmt.Errorf("kind cluster %s exists already on the Docker engine (%d containers): another e2e runs, or a killed one left it (make e2e-cleanup, or kind delete cluster --name %s)", name, len(ids), name)
+}
+
+// checkClustersFree refuses, before the first cluster, a plan whose
+// cluster names the user's engine already has (claimCluster checks each
+// again when it comes); in the private engine they are a killed run's.
+func (p *Provider) checkClustersFree(ctx context.Context, names []string) error {
+	if p.Engine.Private {
+		return nil
+	}
+	for _, name := range names {
+		ids, err := p.clusterContainers(ctx, name)
+		if err != nil {
+			return err
+		}
+		if len(ids) > 0 {
+			return clusterInUse(name, ids)
+		}
+	}
+	return nil
+}
+
+// clusterContainers lists the containers kind labelled with a cluster's
+// name.
+func (p *Provider) clusterContainers(ctx context.Context, name string) ([]string, error) {
+	out, err := p.docker(ctx, "ps", "-aq", "--filter", "label=io.x-k8s.kind.cluster="+name)
+	if err != nil {
+		return nil, fmt.Errorf("checking kind cluster %s is free: %w", name, err)
+	}
+	return strings.Fields(string(out)), nil
 }
 
 // kindCommand runs kind against the provider's engine and network.
@@ -142,10 +188,28 @@ func (c *Cluster) ControlPlane() *Node { return c.Nodes[0] }
 // Workers are the others.
 func (c *Cluster) Workers() []*Node { return c.Nodes[1:] }
 
-// Delete removes the cluster's containers.
+// Delete removes the cluster's containers: those kind labelled with its
+// name that are on the run's network (as `kind delete cluster`, which
+// goes by the label alone, would remove a cluster of that name someone
+// made meanwhile).
 func (c *Cluster) Delete(ctx context.Context, keepLogs bool) error {
 	if keepLogs {
 		c.p.exportLogs(ctx, c.Name)
 	}
-	return c.p.kindCommand("delete", "cluster", "--name", c.Name, "--kubeconfig", c.Kubeconfig).Run(ctx)
+	return c.p.deleteCluster(ctx, c.Name)
+}
+
+func (p *Provider) deleteCluster(ctx context.Context, name string) error {
+	network := p.Journal.State().Docker.NetworkID
+	if network == "" {
+		return fmt.Errorf("deleting cluster %s: the run's network ID is not journaled", name)
+	}
+	out, err := p.docker(ctx, "ps", "-aq", "--filter", "label=io.x-k8s.kind.cluster="+name, "--filter", "network="+network)
+	if err != nil {
+		return err
+	}
+	if ids := strings.Fields(string(out)); len(ids) > 0 {
+		_, err = p.docker(ctx, append([]string{"rm", "-f", "-v"}, ids...)...)
+	}
+	return err
 }

@@ -12,6 +12,8 @@ package kind
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -25,7 +27,6 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/gotool"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/journal"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/leftovers"
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/local"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/procfs"
 	"github.com/kubelet-compat/kubelet-compat/pkg/cachelock"
 	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
@@ -62,6 +63,38 @@ type Provider struct {
 	Kind    string // the kind binary
 	opts    Options
 	daemon  *docker.Daemon
+	machine Machine
+	// docker runs the docker CLI against Engine; undoHost is where the
+	// journal's undo acts (tests: fakes).
+	docker   func(ctx context.Context, args ...string) ([]byte, error)
+	undoHost leftovers.Host
+}
+
+// Machine is the host as the provider reads it before it makes anything;
+// tests use fakes in temporary directories.
+type Machine struct {
+	// SysctlDir is /proc/sys; CgroupRoot /sys/fs/cgroup.
+	SysctlDir, CgroupRoot string
+	Proc                  procfs.FS
+	// OutsideDirs are directories outside the root a private engine's
+	// shims create (/run/containerd/s): journaled when missing.
+	OutsideDirs []string
+	// LinkExists, LinkAlias (its ifalias) and SetLinkAlias: network
+	// interfaces.
+	LinkExists   func(name string) bool
+	LinkAlias    func(name string) string
+	SetLinkAlias func(ctx context.Context, name, alias string) error
+}
+
+// HostMachine is this machine.
+func HostMachine() Machine {
+	h := leftovers.Machine(nil)
+	return Machine{SysctlDir: "/proc/sys", CgroupRoot: "/sys/fs/cgroup", Proc: procfs.Host,
+		OutsideDirs: []string{"/run/containerd/s", "/run/containerd"},
+		LinkExists:  h.LinkExists, LinkAlias: h.LinkAlias,
+		SetLinkAlias: func(ctx context.Context, name, alias string) error {
+			return exec.Command("ip", "link", "set", "dev", name, "alias", alias).Run(ctx)
+		}}
 }
 
 func (p *Provider) logf(format string, args ...interface{}) {
@@ -83,7 +116,10 @@ func Up(ctx context.Context, opts Options, stack *cleanup.Stack) (*Provider, err
 	if err := hostdeps.Ensure(ctx, opts.Log, hostdeps.Kind); err != nil {
 		return nil, err
 	}
-	p := &Provider{opts: opts}
+	p := &Provider{opts: opts, machine: HostMachine(), undoHost: leftovers.Machine(opts.Log)}
+	p.docker = func(ctx context.Context, args ...string) ([]byte, error) {
+		return p.Engine.Command(args...).Output(ctx)
+	}
 	root, err := journal.TakeRoot(opts.Root, stack, func() bool { return p.Journal != nil })
 	if err != nil {
 		return nil, err
@@ -99,19 +135,6 @@ func Up(ctx context.Context, opts Options, stack *cleanup.Stack) (*Provider, err
 	private := userErr != nil
 	dp := docker.Paths{Root: filepath.Join(root, "docker")}
 
-	st, err := p.before(private, dp)
-	if err != nil {
-		return nil, err
-	}
-	j, err := journal.Create(st)
-	if err != nil {
-		return nil, err
-	}
-	p.Journal = j
-	stack.Push("undo what the journal lists", func(ctx context.Context) error {
-		return leftovers.Undo(ctx, j.State(), leftovers.Machine(opts.Log))
-	})
-
 	if !private {
 		p.Engine = user
 		p.logf("using the Docker engine that answers here: %s", info)
@@ -120,11 +143,20 @@ func Up(ctx context.Context, opts Options, stack *cleanup.Stack) (*Provider, err
 		if err := hostdeps.Ensure(ctx, opts.Log, hostdeps.KindPrivateEngine); err != nil {
 			return nil, err
 		}
-		unlock, err := cachelock.Lock(ctx, DataRoot(opts.CacheDir)+".lock")
-		if err != nil {
-			return nil, err
-		}
-		stack.Push("release the lock on "+DataRoot(opts.CacheDir), func(context.Context) error { unlock(); return nil })
+		p.Engine = &docker.Engine{Env: []string{"DOCKER_HOST=unix://" + dp.Socket()}, Private: true}
+	}
+	// The kind binary first (a build into the cache): the network follows
+	// the private dockerd's start at once.
+	if p.Kind, err = gotool.Ensure(ctx, opts.CacheDir, KindTool, opts.Log); err != nil {
+		return nil, err
+	}
+	lock := func(ctx context.Context) (func(), error) {
+		return cachelock.Lock(ctx, journal.Docker{DataRoot: DataRoot(opts.CacheDir)}.DataRootLock())
+	}
+	if err := p.journalRun(ctx, private, dp, lock, stack); err != nil {
+		return nil, err
+	}
+	if private {
 		runtime := filepath.Join(root, "bin", "e2e-oci-runtime")
 		build := exec.Command("go", "build", "-trimpath", "-o", runtime, "./e2e/cmd/e2e-oci-runtime")
 		build.Dir, build.Env = opts.RepoRoot, []string{"CGO_ENABLED=0"}
@@ -132,7 +164,7 @@ func Up(ctx context.Context, opts Options, stack *cleanup.Stack) (*Provider, err
 			return nil, fmt.Errorf("building e2e-oci-runtime: %w", err)
 		}
 		d, err := docker.Start(ctx, docker.DaemonOptions{Paths: dp, DataRoot: DataRoot(opts.CacheDir), Runtime: runtime,
-			Recorder: j, LogDir: opts.LogDir, Log: opts.Log})
+			Recorder: p.Journal, BridgeAlias: p.Journal.State().Tag(), LogDir: opts.LogDir, Log: opts.Log})
 		if d != nil || err == nil {
 			stack.Push("stop the private dockerd", func(ctx context.Context) error { return d.Stop(ctx) })
 		}
@@ -142,69 +174,240 @@ func Up(ctx context.Context, opts Options, stack *cleanup.Stack) (*Provider, err
 		p.daemon, p.Engine = d, &d.Engine
 	}
 
-	if p.Kind, err = gotool.Ensure(ctx, opts.CacheDir, KindTool, opts.Log); err != nil {
-		return nil, err
-	}
 	if err := p.ensureNetwork(ctx); err != nil {
 		return nil, err
 	}
 	stack.Push("remove the docker network "+Network.Name, func(ctx context.Context) error {
-		return p.Engine.Command("network", "rm", Network.Name).Run(ctx)
+		_, err := p.docker(ctx, "network", "rm", p.Journal.State().Docker.NetworkID)
+		return err
 	})
 	return p, nil
 }
 
-// before records the machine before the run makes anything.
-func (p *Provider) before(private bool, dp docker.Paths) (journal.State, error) {
-	self, err := procfs.Host.Self()
-	if err != nil {
-		return journal.State{}, err
+// journalRun writes the run's journal and pushes its undo on stack,
+// claiming what the run will make only once it is free: every name is
+// checked before it is journaled, and a name in use refuses the run with
+// one line (nothing of it journaled, so the undo cannot touch it). A
+// private engine checks twice: before it waits for the data root's lock
+// (lock), and again once it holds it (a run that held the data root may
+// have made them meanwhile). The sysctls the nodes' kubelets write are
+// journaled with the names, before any cluster starts.
+func (p *Provider) journalRun(ctx context.Context, private bool, dp docker.Paths, lock func(context.Context) (func(), error), stack *cleanup.Stack) error {
+	if err := p.checkFree(ctx, private); err != nil {
+		return err
 	}
-	boot, err := procfs.Host.BootID()
+	st, err := p.start(private, dp)
 	if err != nil {
-		return journal.State{}, err
+		return err
 	}
-	st := journal.State{Root: p.opts.Root, BootID: boot, Since: self.StartTicks, Started: time.Now(),
-		Docker: &journal.Docker{Host: os.Getenv("DOCKER_HOST"), Network: Network.Name}}
+	j, err := journal.Create(st)
+	if err != nil {
+		return err
+	}
+	p.Journal = j
+	stack.Push("undo what the journal lists", func(ctx context.Context) error {
+		return leftovers.Undo(ctx, j.State(), p.undoHost)
+	})
+	if !private {
+		return j.Update(func(st *journal.State) {
+			st.Docker.Network = Network.Name
+			st.Sysctls = journal.ReadSysctls(p.machine.SysctlDir, journal.KubeletSysctls)
+		})
+	}
+	unlock, err := lock(ctx)
+	if err != nil {
+		return err
+	}
+	stack.Push("release the lock on "+DataRoot(p.opts.CacheDir), func(context.Context) error { unlock(); return nil })
+	if err := p.checkFree(ctx, true); err != nil {
+		return err
+	}
+	return p.claimPrivate(dp)
+}
+
+// checkFree refuses, in one line, a run whose names are in use: the
+// network's bridge (on the user's engine too: its dockerd would take an
+// existing bridge of that name as the network's), a private engine's
+// default bridge and containers' cgroup parent, the user's engine's
+// network.
+func (p *Provider) checkFree(ctx context.Context, private bool) error {
+	links := []string{Network.Bridge}
 	if private {
-		st.Docker.Host = "unix://" + dp.Socket()
+		links = []string{docker.DefaultBridge.Name, Network.Bridge}
+	}
+	for _, l := range links {
+		if p.machine.LinkExists(l) {
+			return fmt.Errorf("network interface %s exists already (ifalias %q): another e2e runs, or a killed one left it (make e2e-cleanup)", l, p.machine.LinkAlias(l))
+		}
+	}
+	if private {
+		cg, err := cgroups.Record(cgroups.Host{Root: p.machine.CgroupRoot}, docker.CgroupParent)
+		if err != nil {
+			return err
+		}
+		if len(cg.Existing) > 0 {
+			return fmt.Errorf("cgroup %s exists already (%s): another e2e's private dockerd runs, or a killed one left it (make e2e-cleanup)", docker.CgroupParent, strings.Join(cg.Existing, ", "))
+		}
+		return nil
+	}
+	n, found, err := p.inspectNetwork(ctx)
+	if err != nil {
+		return err
+	}
+	if found {
+		return fmt.Errorf("docker network %s exists already (label %s=%q): another e2e runs, or a killed one left it (make e2e-cleanup, or docker network rm %s)", Network.Name, journal.RunLabel, n.Labels[journal.RunLabel], Network.Name)
+	}
+	return nil
+}
+
+// start is the journal before the run claims anything: its root, boot,
+// start, ID and engine.
+func (p *Provider) start(private bool, dp docker.Paths) (journal.State, error) {
+	self, err := p.machine.Proc.Self()
+	if err != nil {
+		return journal.State{}, err
+	}
+	boot, err := p.machine.Proc.BootID()
+	if err != nil {
+		return journal.State{}, err
+	}
+	id, err := journal.NewRunID()
+	if err != nil {
+		return journal.State{}, err
+	}
+	host := os.Getenv("DOCKER_HOST")
+	if private {
+		host = "unix://" + dp.Socket()
+	}
+	return journal.State{Root: p.opts.Root, BootID: boot, Since: self.StartTicks, Started: time.Now(), RunID: id,
+		Docker: &journal.Docker{Host: host}}, nil
+}
+
+// claimPrivate journals what a private engine makes, once checked free
+// and while the run holds the data root: its bridges, data root and exec
+// root, containerd, the containers' cgroup parent (then made here: mkdir
+// fails when it appeared since the check, and that one is dropped from
+// the journal), the directories its shims create, and the sysctls.
+func (p *Provider) claimPrivate(dp docker.Paths) error {
+	cg, err := cgroups.Record(cgroups.Host{Root: p.machine.CgroupRoot}, docker.CgroupParent)
+	if err != nil {
+		return err
+	}
+	if err := p.Journal.Update(func(st *journal.State) {
+		st.Docker.Network = Network.Name
 		st.Docker.DataRoot = DataRoot(p.opts.CacheDir)
+		st.Docker.ExecRoot = dp.ExecRoot()
 		st.Docker.DefaultBridge = docker.DefaultBridge.Name
 		st.Containerd = &journal.Containerd{Config: dp.ContainerdConfig(), Root: dp.ContainerdRoot(), State: dp.ContainerdState(), Socket: dp.ContainerdSocket()}
-		// The network's bridge exists only while a dockerd has it up: a
-		// private one's is removed with it.
+		// The network's bridge stays when dockerd dies: the undo deletes
+		// it (with the run's tag).
 		st.Bridge = Network.Bridge
-		cg, err := cgroups.Record(cgroups.Host{Root: "/sys/fs/cgroup"}, docker.CgroupParent)
-		if err != nil {
-			return journal.State{}, err
-		}
 		st.Cgroups = &cg
-		for _, d := range []string{"/run/containerd/s", "/run/containerd"} {
+		for _, d := range p.machine.OutsideDirs {
 			if _, err := os.Lstat(d); os.IsNotExist(err) {
 				st.Dirs = append(st.Dirs, d)
 			}
 		}
+		st.Sysctls = journal.ReadSysctls(p.machine.SysctlDir, journal.KubeletSysctls)
+	}); err != nil {
+		return err
 	}
-	return st, nil
+	return p.claimCgroups(cg)
 }
 
-// ensureNetwork creates the run's network. A private engine's leftover
-// network (a killed run's) is the project's own and is replaced; on the
-// user's engine an existing one is refused.
-func (p *Provider) ensureNetwork(ctx context.Context) error {
-	if _, err := p.Engine.Command("network", "inspect", Network.Name).Output(ctx); err == nil {
-		if !p.Engine.Private {
-			return fmt.Errorf("docker network %s exists already: another e2e runs, or a killed one left it (make e2e-cleanup, or docker network rm %s)", Network.Name, Network.Name)
+// claimCgroups makes the journaled cgroups (dockerd's --cgroup-parent;
+// runc would make it anyway): the one whose mkdir fails because it
+// exists is someone else's, dropped from the journal, and the run is
+// refused.
+func (p *Provider) claimCgroups(cg cgroups.Recorded) error {
+	for _, c := range cg.Created {
+		err := os.Mkdir(c, 0o755)
+		if err == nil {
+			continue
 		}
-		if err := p.Engine.Command("network", "rm", Network.Name).Run(ctx); err != nil {
+		if os.IsExist(err) {
+			uerr := p.Journal.Update(func(st *journal.State) {
+				var keep []string
+				for _, x := range st.Cgroups.Created {
+					if x != c {
+						keep = append(keep, x)
+					}
+				}
+				st.Cgroups.Created = keep
+			})
+			return errors.Join(fmt.Errorf("cgroup %s exists already (%s, made since the check): another e2e's private dockerd runs (make e2e-cleanup)", docker.CgroupParent, c), uerr)
+		}
+		return fmt.Errorf("making cgroup %s: %w", c, err)
+	}
+	return nil
+}
+
+type dockerNetwork struct {
+	ID     string            `json:"Id"`
+	Name   string            `json:"Name"`
+	Labels map[string]string `json:"Labels"`
+}
+
+// inspectNetwork reads the run's network by name from the engine.
+func (p *Provider) inspectNetwork(ctx context.Context) (n dockerNetwork, found bool, err error) {
+	out, err := p.docker(ctx, "network", "inspect", Network.Name)
+	if err != nil {
+		if strings.Contains(err.Error(), "No such network") || strings.Contains(err.Error(), "not found") {
+			return n, false, nil
+		}
+		return n, false, fmt.Errorf("checking docker network %s is free: %w", Network.Name, err)
+	}
+	var list []dockerNetwork
+	if err := json.Unmarshal(out, &list); err != nil {
+		return n, false, fmt.Errorf("docker network inspect %s: %w", Network.Name, err)
+	}
+	for _, x := range list {
+		if x.Name == Network.Name {
+			return x, true, nil
+		}
+	}
+	return n, false, nil
+}
+
+// ensureNetwork creates the run's network with the run's labels and
+// journals its ID; a private engine's bridge for it gets the run's tag.
+// A private engine's leftover network (a killed run's, in the data root's
+// store: the run holds the data root) is replaced; on the user's engine
+// the network was checked free, and one that appeared since is refused.
+func (p *Provider) ensureNetwork(ctx context.Context) error {
+	st := p.Journal.State()
+	n, found, err := p.inspectNetwork(ctx)
+	if err != nil {
+		return err
+	}
+	if found {
+		if !p.Engine.Private {
+			return fmt.Errorf("docker network %s exists already (label %s=%q): another e2e runs, or a killed one left it (make e2e-cleanup, or docker network rm %s)", Network.Name, journal.RunLabel, n.Labels[journal.RunLabel], Network.Name)
+		}
+		p.logf("removing a killed run's network %s (label %s=%q) from the private engine's store", Network.Name, journal.RunLabel, n.Labels[journal.RunLabel])
+		if _, err := p.docker(ctx, "network", "rm", n.ID); err != nil {
 			return fmt.Errorf("removing a killed run's network %s: %w", Network.Name, err)
 		}
 	}
-	if local.LinkExists(Network.Bridge) {
-		return fmt.Errorf("network interface %s exists already: another e2e runs, or a killed one left it (make e2e-cleanup)", Network.Bridge)
+	if p.machine.LinkExists(Network.Bridge) {
+		return fmt.Errorf("network interface %s exists already (ifalias %q): another e2e runs, or a killed one left it (make e2e-cleanup)", Network.Bridge, p.machine.LinkAlias(Network.Bridge))
 	}
-	return p.Engine.Command("network", "create", "--driver", "bridge", "--subnet", Network.Subnet,
-		"--opt", "com.docker.network.bridge.name="+Network.Bridge, "--label", "kubelet-compat-e2e=true", Network.Name).Run(ctx)
+	out, err := p.docker(ctx, "network", "create", "--driver", "bridge", "--subnet", Network.Subnet,
+		"--opt", "com.docker.network.bridge.name="+Network.Bridge,
+		"--label", journal.RunLabel+"="+st.RunID, "--label", journal.RootLabel+"="+st.Root, Network.Name)
+	if err != nil {
+		return err
+	}
+	id := strings.TrimSpace(string(out))
+	if err := p.Journal.Update(func(st *journal.State) { st.Docker.NetworkID = id }); err != nil {
+		return err
+	}
+	if p.Engine.Private {
+		if err := p.machine.SetLinkAlias(ctx, Network.Bridge, st.Tag()); err != nil {
+			return fmt.Errorf("tagging the bridge %s: %w", Network.Bridge, err)
+		}
+	}
+	return nil
 }
 
 func firstLine(err error) string {

@@ -65,15 +65,24 @@ func Run(ctx context.Context, p *Provider, o ScenarioOptions, stack *cleanup.Sta
 	if err := preflight(ctx, p, o); err != nil {
 		return err
 	}
-	var errs []error
+	var runs []*clusterRun
 	if o.Controls {
 		for i, st := range o.Steps {
-			r := &clusterRun{p: p, o: o, rep: rep, name: fmt.Sprintf("kc-e2e-control-%d", i+1), steps: []Step{st}, patched: false}
-			errs = append(errs, r.run(ctx, stack))
+			runs = append(runs, &clusterRun{p: p, o: o, rep: rep, name: fmt.Sprintf("kc-e2e-control-%d", i+1), steps: []Step{st}, patched: false})
 		}
 	}
 	if !o.SkipPatched {
-		r := &clusterRun{p: p, o: o, rep: rep, name: "kc-e2e-patched", steps: o.Steps, patched: true}
+		runs = append(runs, &clusterRun{p: p, o: o, rep: rep, name: "kc-e2e-patched", steps: o.Steps, patched: true})
+	}
+	var names []string
+	for _, r := range runs {
+		names = append(names, r.name)
+	}
+	if err := p.checkClustersFree(ctx, names); err != nil {
+		return err
+	}
+	var errs []error
+	for _, r := range runs {
 		errs = append(errs, r.run(ctx, stack))
 	}
 	return errors.Join(errs...)

@@ -12,6 +12,7 @@ package leftovers
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -50,8 +51,10 @@ type Host struct {
 	// unmounts one.
 	Mounts  func(dir string) ([]string, error)
 	Unmount func(mountPoint string) error
-	// LinkExists and DeleteLink manage network interfaces.
+	// LinkExists, LinkAlias (its ifalias, "" for none) and DeleteLink
+	// manage network interfaces.
 	LinkExists func(name string) bool
+	LinkAlias  func(name string) string
 	DeleteLink func(ctx context.Context, name string) error
 	// NetnsDirs are where netns may be bind-mounted outside the root;
 	// ShimSocketDir is where containerd 1.6 puts shim sockets; FileDirs
@@ -61,9 +64,11 @@ type Host struct {
 	ShimSocketDir string
 	FileDirs      []string
 	CNICacheDir   string
-	// RemoveDocker removes the run's kind clusters' containers and its
-	// docker network through the engine (nil: not on this host).
-	RemoveDocker func(ctx context.Context, d journal.Docker) error
+	// Docker runs the docker CLI against the engine at host (a
+	// DOCKER_HOST, "" for the default): the run's kind clusters'
+	// containers and its network are removed through it (nil: no docker
+	// on this host).
+	Docker func(ctx context.Context, host string, args ...string) ([]byte, error)
 	// Grace is how long a process gets between SIGTERM and SIGKILL.
 	Grace time.Duration
 	Log   io.Writer
@@ -83,6 +88,10 @@ func Machine(log io.Writer) Host {
 		Mounts:     mounts.List,
 		Unmount:    mounts.Unmount,
 		LinkExists: func(name string) bool { _, err := os.Stat("/sys/class/net/" + name); return err == nil },
+		LinkAlias: func(name string) string {
+			b, _ := os.ReadFile("/sys/class/net/" + name + "/ifalias")
+			return strings.TrimRight(string(b), "\n")
+		},
 		DeleteLink: func(ctx context.Context, name string) error {
 			return exec.Command("ip", "link", "delete", name).Run(ctx)
 		},
@@ -90,7 +99,7 @@ func Machine(log io.Writer) Host {
 		ShimSocketDir: "/run/containerd/s",
 		FileDirs:      []string{"/var/log/pods", "/var/log/containers", "/var/lib/cni/results", "/var/lib/kubelet/device-plugins"},
 		CNICacheDir:   "/var/lib/cni/results",
-		RemoveDocker:  removeDocker,
+		Docker:        dockerCLI,
 		Grace:         15 * time.Second,
 		Log:           log,
 	}
@@ -99,42 +108,137 @@ func Machine(log io.Writer) Host {
 // kindClusterLabel is the label kind puts on a cluster's containers.
 const kindClusterLabel = "io.x-k8s.kind.cluster"
 
-// removeDocker removes the containers of the recorded kind clusters (by
-// kind's label, exact cluster name) and the recorded network, through the
-// engine the run used. An engine that does not answer (a private dockerd
-// already gone) is not an error: its containers die with its shims.
-func removeDocker(ctx context.Context, d journal.Docker) error {
-	docker := func(args ...string) *exec.Cmd {
-		c := exec.Command("docker", args...)
-		if d.Host != "" {
-			c.Env = []string{"DOCKER_HOST=" + d.Host}
-		}
-		return c
+// dockerCLI runs docker against the engine at host.
+func dockerCLI(ctx context.Context, host string, args ...string) ([]byte, error) {
+	c := exec.Command("docker", args...)
+	if host != "" {
+		c.Env = []string{"DOCKER_HOST=" + host}
 	}
-	if _, err := docker("version", "--format", "{{.Server.Version}}").Output(ctx); err != nil {
+	return c.Output(ctx)
+}
+
+// removeDocker removes, through the engine the run used, the containers
+// of the recorded kind clusters that are the run's and its network. kind
+// labels its containers with the cluster's name only, so a container is
+// the run's when it carries that label AND is attached to the run's
+// network: the recorded network ID, or the network of the recorded name
+// whose label RunLabel names the run (it is created with it). A network
+// (and so the containers on it) labelled for another run, or for none, is
+// left. Journals without a run ID (runs from before the labels) go by the
+// names alone. An engine that does not answer (a private dockerd already
+// gone) is not an error: its containers die with its shims.
+func removeDocker(ctx context.Context, st journal.State, h Host) error {
+	d := *st.Docker
+	docker := func(args ...string) ([]byte, error) { return h.Docker(ctx, d.Host, args...) }
+	if _, err := docker("version", "--format", "{{.Server.Version}}"); err != nil {
 		return nil
 	}
 	var errs []error
+	ours := "" // the ID of the network of the recorded name, when it is the run's
+	if d.Network != "" {
+		n, found, err := inspectNetwork(docker, d.Network)
+		switch {
+		case err != nil:
+			errs = append(errs, err)
+		case !found:
+		case st.RunID == "" || n.Labels[journal.RunLabel] == st.RunID:
+			ours = n.ID
+		default:
+			h.logf("docker network %s is not this run's (label %s=%q, this run is %s): left, with the containers on it", d.Network, journal.RunLabel, n.Labels[journal.RunLabel], st.RunID)
+		}
+	}
+	var networks []string
+	if d.NetworkID != "" {
+		networks = append(networks, d.NetworkID)
+	}
+	if ours != "" {
+		// The name too: a container created but never started may carry
+		// the network's name without its ID.
+		networks = append(networks, ours, d.Network)
+	}
 	for _, name := range d.Clusters {
-		out, err := docker("ps", "-aq", "--filter", "label="+kindClusterLabel+"="+name).Output(ctx)
+		args := []string{"ps", "-aq", "--filter", "label=" + kindClusterLabel + "=" + name}
+		if st.RunID != "" {
+			if len(networks) == 0 {
+				h.logf("kind cluster %s: no network of this run's (recorded, or labelled for it) is there, so no container of that name is provably the run's: left", name)
+				continue
+			}
+			for _, n := range networks {
+				args = append(args, "--filter", "network="+n)
+			}
+		}
+		out, err := docker(args...)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		for _, id := range strings.Fields(string(out)) {
-			if err := docker("rm", "-f", "-v", id).Run(ctx); err != nil {
+			if _, err := docker("rm", "-f", "-v", id); err != nil {
 				errs = append(errs, err)
 			}
 		}
 	}
-	if d.Network != "" {
-		if _, err := docker("network", "inspect", d.Network).Output(ctx); err == nil {
-			if err := docker("network", "rm", d.Network).Run(ctx); err != nil {
-				errs = append(errs, err)
-			}
+	if ours != "" {
+		if _, err := docker("network", "rm", ours); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+type dockerNetwork struct {
+	ID     string            `json:"Id"`
+	Name   string            `json:"Name"`
+	Labels map[string]string `json:"Labels"`
+}
+
+// inspectNetwork reads a network by name; found is false when the engine
+// has none of that name.
+func inspectNetwork(docker func(args ...string) ([]byte, error), name string) (n dockerNetwork, found bool, err error) {
+	out, err := docker("network", "inspect", name)
+	if err != nil {
+		if strings.Contains(err.Error(), "No such network") || strings.Contains(err.Error(), "not found") {
+			return n, false, nil
+		}
+		return n, false, err
+	}
+	var list []dockerNetwork
+	if err := json.Unmarshal(out, &list); err != nil {
+		return n, false, fmt.Errorf("docker network inspect %s: %w", name, err)
+	}
+	for _, x := range list {
+		if x.Name == name {
+			return x, true, nil
+		}
+	}
+	return n, false, nil
+}
+
+// deleteLink deletes a recorded network interface that is the run's: for
+// a run that tags its links (a run ID), only when the link's ifalias is
+// the run's tag. A link tagged by another run is not the run's (the run's
+// is gone): left. A link without a tag may be the run's (killed between
+// making and tagging it) or anyone's: left, and the undo fails so that
+// the journal stays until someone looks.
+func deleteLink(ctx context.Context, st journal.State, h Host, name string) error {
+	if !h.LinkExists(name) {
+		return nil
+	}
+	if tag := st.Tag(); tag != "" {
+		alias := ""
+		if h.LinkAlias != nil {
+			alias = h.LinkAlias(name)
+		}
+		switch alias {
+		case tag:
+		case "":
+			return fmt.Errorf("%s has no ifalias, so nothing shows it is this run's (a run killed between making and tagging it, or someone else's): left; `ip link delete %s` by hand if it is this run's", name, name)
+		default:
+			h.logf("%s is not this run's (its ifalias is %q, this run's %q): left", name, alias, tag)
+			return nil
+		}
+	}
+	return h.DeleteLink(ctx, name)
 }
 
 func (h Host) logf(format string, args ...interface{}) {
@@ -164,28 +268,18 @@ func Undo(ctx context.Context, st journal.State, h Host) error {
 	boot, _ := h.Proc.BootID()
 	sameBoot := st.BootID != "" && st.BootID == boot
 	if sameBoot {
-		if st.Docker != nil && h.RemoveDocker != nil {
-			step("remove the run's kind clusters and docker network", func() error { return h.RemoveDocker(ctx, *st.Docker) })
+		if st.Docker != nil && h.Docker != nil {
+			step("remove the run's kind clusters and docker network", func() error { return removeDocker(ctx, st, h) })
 		}
 		step("stop the processes the run started", func() error { return stopProcesses(ctx, st, h) })
 		step("kill the run's containers and containerd shims", func() error { return killTasks(ctx, st, h) })
 		step("remove the run's shim sockets", func() error { return removeSockets(st, h) })
 		step("remove the CNI results cached for the run's sandboxes", func() error { return removeCNICache(st, h) })
 		if st.Docker != nil && st.Docker.DefaultBridge != "" {
-			step("delete the private dockerd's bridge "+st.Docker.DefaultBridge, func() error {
-				if !h.LinkExists(st.Docker.DefaultBridge) {
-					return nil
-				}
-				return h.DeleteLink(ctx, st.Docker.DefaultBridge)
-			})
+			step("delete the private dockerd's bridge "+st.Docker.DefaultBridge, func() error { return deleteLink(ctx, st, h, st.Docker.DefaultBridge) })
 		}
 		if st.Bridge != "" {
-			step("delete the CNI bridge "+st.Bridge, func() error {
-				if !h.LinkExists(st.Bridge) {
-					return nil
-				}
-				return h.DeleteLink(ctx, st.Bridge)
-			})
+			step("delete the bridge "+st.Bridge, func() error { return deleteLink(ctx, st, h, st.Bridge) })
 		}
 		if st.Subnet != "" {
 			step("delete the connection tracking entries of "+st.Subnet, func() error { return flushConntrack(ctx, st, h) })
@@ -210,7 +304,7 @@ func Undo(ctx context.Context, st journal.State, h Host) error {
 		h.logf("the journal is from boot %q, this is boot %q: its processes, mounts, links, iptables rules, cgroups and sysctls went with that boot", st.BootID, boot)
 	}
 	// Mounts under the root are the run's, whichever boot made them.
-	step("unmount everything under "+root+" (and a private dockerd's data root) and the run's netns", func() error { return unmountAll(st, h) })
+	step("unmount everything under "+root+", the run's own mounts under a private dockerd's data root and the run's netns", func() error { return unmountAll(st, h) })
 	if len(st.Files) > 0 {
 		step("remove the files the run's tools wrote outside the root", func() error { return removeFiles(st, h) })
 	}
@@ -302,30 +396,17 @@ func killTasks(ctx context.Context, st journal.State, h Host) error {
 	return errors.Join(errs...)
 }
 
-// unmountAll unmounts everything under the root and the run's netns that
-// were bind-mounted elsewhere, and removes those netns files.
+// unmountAll unmounts everything under the root, the run's own mounts
+// under a private dockerd's data root, and the run's netns that were
+// bind-mounted elsewhere, and removes those netns files.
 func unmountAll(st journal.State, h Host) error {
 	var errs []error
-	dirs := []string{st.Root}
-	if st.Docker != nil && st.Docker.DataRoot != "" {
-		// The private dockerd was stopped before: its containers' root
-		// file systems left mounted (it died first) are the run's.
-		dirs = append(dirs, st.Docker.DataRoot)
+	if err := unmountWhere(h, st.Root, func(string) bool { return true }); err != nil {
+		errs = append(errs, err)
 	}
-	for _, dir := range dirs {
-		for attempt := 0; attempt < 5; attempt++ {
-			mps, err := h.Mounts(dir)
-			if err != nil {
-				return err
-			}
-			if len(mps) == 0 {
-				break
-			}
-			for _, mp := range mps {
-				if err := h.Unmount(mp); err != nil && attempt == 4 {
-					errs = append(errs, err)
-				}
-			}
+	if st.Docker != nil && st.Docker.DataRoot != "" {
+		if err := unmountDataRoot(st, h); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	for _, ns := range netns(st) {
@@ -347,6 +428,133 @@ func unmountAll(st journal.State, h Host) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// unmountWhere unmounts the mount points at or under dir that pick
+// selects, deepest first, until none is left (five rounds at most).
+func unmountWhere(h Host, dir string, pick func(mp string) bool) error {
+	var errs []error
+	for attempt := 0; attempt < 5; attempt++ {
+		mps, err := h.Mounts(dir)
+		if err != nil {
+			return err
+		}
+		var todo []string
+		for _, mp := range mps {
+			if pick(mp) {
+				todo = append(todo, mp)
+			}
+		}
+		if len(todo) == 0 {
+			break
+		}
+		for _, mp := range todo {
+			if err := h.Unmount(mp); err != nil && attempt == 4 {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// UnmountOnShutdown is the file dockerd writes in its exec root when it
+// made its data root a mount of its own (a bind mount on itself, to make
+// it shared): that mount is then the dockerd's, which unmounts it when it
+// stops.
+const UnmountOnShutdown = "unmount-on-shutdown"
+
+// unmountDataRoot unmounts what the run's private dockerd left mounted
+// under its data root, which runs share (KC_CACHE/docker, an flock keeps
+// two dockerds off it): the mounts the run's task bundles name (its
+// containers' root file systems, <data root>/overlay2/<id>/merged, and
+// shm) and what is mounted under them; then the data root's own mount when
+// the run's dockerd made it (UnmountOnShutdown in its exec root), no other
+// run holds the data root's lock and nothing else is mounted under it.
+// Anyone else's mounts there are left.
+func unmountDataRoot(st journal.State, h Host) error {
+	dataRoot := filepath.Clean(st.Docker.DataRoot)
+	if !filepath.IsAbs(dataRoot) || dataRoot == "/" {
+		return fmt.Errorf("data root %q: not an absolute directory", st.Docker.DataRoot)
+	}
+	var own []string
+	if st.Containerd != nil && under(st.Containerd.State, st.Root) {
+		tasks, err := shims.Tasks(st.Containerd.State)
+		if err != nil {
+			return err
+		}
+		for _, t := range tasks {
+			for _, p := range append([]string{t.Rootfs}, t.MountSources...) {
+				if p != "" && p != dataRoot && under(p, dataRoot) {
+					own = append(own, p)
+				}
+			}
+		}
+	}
+	var errs []error
+	if err := unmountWhere(h, dataRoot, func(mp string) bool {
+		for _, o := range own {
+			if under(mp, o) {
+				return true
+			}
+		}
+		return false
+	}); err != nil {
+		errs = append(errs, err)
+	}
+
+	execRoot := st.Docker.ExecRoot
+	if execRoot == "" && st.Containerd != nil && st.Containerd.Config != "" {
+		// Journals from before ExecRoot was recorded: the private
+		// dockerd's layout (docker.Paths: <dir>/containerd.toml, <dir>/exec).
+		execRoot = filepath.Join(filepath.Dir(st.Containerd.Config), "exec")
+	}
+	if execRoot == "" || !under(execRoot, st.Root) {
+		return errors.Join(errs...)
+	}
+	if _, err := os.Lstat(filepath.Join(execRoot, UnmountOnShutdown)); err != nil {
+		return errors.Join(errs...) // the data root's mount, if any, is not the run's dockerd's
+	}
+	mps, err := h.Mounts(dataRoot)
+	if err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	self, others := 0, []string(nil)
+	for _, mp := range mps {
+		if mp == dataRoot {
+			self++
+		} else {
+			others = append(others, mp)
+		}
+	}
+	switch {
+	case self == 0:
+	case lockHeld(st.Docker.DataRootLock()):
+		errs = append(errs, fmt.Errorf("%s is mounted on itself by this run's dockerd, and another run holds %s now: left; run the cleanup again once that run ended", dataRoot, st.Docker.DataRootLock()))
+	case len(others) > 0:
+		errs = append(errs, fmt.Errorf("%s is mounted on itself by this run's dockerd, but still mounted under it (not this run's): %s: left", dataRoot, strings.Join(others, ", ")))
+	default:
+		for i := 0; i < self; i++ {
+			if err := h.Unmount(dataRoot); err != nil {
+				errs = append(errs, err)
+				break
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// lockHeld reports whether another open file holds an flock on path (a
+// run's lock on the data root); a missing file is no lock.
+func lockHeld(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return errors.Is(err, syscall.EWOULDBLOCK)
+	}
+	return false // closing f releases it
 }
 
 // netns lists the recorded netns and those the run's bundles name.

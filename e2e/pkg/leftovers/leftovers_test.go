@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/cgroups"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/fakehost"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/iptables"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/journal"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/procfs"
@@ -342,6 +343,46 @@ func TestFlushConntrackRetries(t *testing.T) {
 			err := flushConntrack(context.Background(), journal.State{Subnet: "10.217.77.0/24"}, h)
 			assert.Equal(t, err != nil, tt.wantErr, "%v", err)
 			assert.Equal(t, deletes, tt.wantDs)
+		})
+	}
+}
+
+// TestUndoRestoresAKindRunsSysctls: a kind run's journal (its nodes'
+// kubelets wrote the host's sysctls) gets them written back, whether the
+// engine still answers or went with the run.
+func TestUndoRestoresAKindRunsSysctls(t *testing.T) {
+	tests := []struct {
+		name    string
+		answers bool
+	}{
+		{"after SIGKILL: the private dockerd is gone", false},
+		{"at the end of the run: the engine answers", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t)
+			assert.NilError(t, os.MkdirAll(filepath.Join(w.sysctl, "kernel", "keys"), 0o755))
+			for name, v := range map[string]string{"kernel/panic": "10", "kernel/panic_on_oops": "1", "vm/overcommit_memory": "1", "vm/panic_on_oom": "0",
+				"kernel/keys/root_maxkeys": "1000000", "kernel/keys/root_maxbytes": "25000000"} {
+				assert.NilError(t, os.WriteFile(filepath.Join(w.sysctl, name), []byte(v+"\n"), 0o644))
+			}
+			st := journal.State{Format: journal.Format, Root: w.root, BootID: "boot-1", Since: since,
+				Docker: &journal.Docker{Host: "unix://" + filepath.Join(w.root, "docker", "docker.sock"), Network: "kc-e2e-kind", Clusters: []string{"kc-e2e-patched"}},
+				Sysctls: []journal.Sysctl{{Name: "vm.overcommit_memory", Before: "0"}, {Name: "vm.panic_on_oom", Before: "0"}, {Name: "kernel.panic", Before: "0"},
+					{Name: "kernel.panic_on_oops", Before: "0"}, {Name: "kernel.keys.root_maxkeys", Before: "200"}, {Name: "kernel.keys.root_maxbytes", Before: "20000"}}}
+			h := w.host()
+			fh := fakehost.New()
+			if tt.answers {
+				fh.Engine(st.Docker.Host)
+			}
+			h.Docker = fh.Docker
+			assert.NilError(t, Undo(context.Background(), st, h))
+			for name, want := range map[string]string{"kernel/panic": "0", "kernel/panic_on_oops": "0", "vm/overcommit_memory": "0", "vm/panic_on_oom": "0\n",
+				"kernel/keys/root_maxkeys": "200", "kernel/keys/root_maxbytes": "20000"} {
+				b, err := os.ReadFile(filepath.Join(w.sysctl, name))
+				assert.NilError(t, err)
+				assert.Equal(t, string(b), want, name)
+			}
 		})
 	}
 }

@@ -22,8 +22,7 @@ import (
 
 // KubeletSysctls are what the kubelet sets on start (setupKernelTunables)
 // and the CNI bridge's ip_forward.
-var KubeletSysctls = []string{"vm.overcommit_memory", "vm.panic_on_oom", "kernel.panic", "kernel.panic_on_oops",
-	"kernel.keys.root_maxkeys", "kernel.keys.root_maxbytes", "net.ipv4.ip_forward"}
+var KubeletSysctls = append(append([]string{}, journal.KubeletSysctls...), "net.ipv4.ip_forward")
 
 // CNINetwork is the conflist's network name: libcni caches each
 // attachment's result as /var/lib/cni/results/<network>-<container>-<if>.
@@ -71,13 +70,7 @@ func (n *Node) before(ctx context.Context) (journal.State, error) {
 	st := journal.State{Root: n.Root, BootID: boot, Since: self.StartTicks, Started: time.Now(),
 		Containerd: &journal.Containerd{Config: n.ContainerdConfig(), Root: n.ContainerdRoot(), State: n.ContainerdState(), Socket: n.ContainerdSocket()},
 		Bridge:     DefaultNetwork.Bridge, Subnet: DefaultNetwork.Subnet}
-	for _, name := range KubeletSysctls {
-		b, err := os.ReadFile(sysctlPath(name))
-		if err != nil {
-			continue // not on this kernel: the kubelet cannot set it either
-		}
-		st.Sysctls = append(st.Sysctls, journal.Sysctl{Name: name, Before: strings.TrimSpace(string(b))})
-	}
+	st.Sysctls = journal.ReadSysctls("/proc/sys", KubeletSysctls)
 	for _, bin := range []string{hostdeps.Iptables.Name, hostdeps.Ip6tables.Name} {
 		rules, err := iptables.Save(ctx, iptables.Exec, bin)
 		if err != nil {
@@ -116,10 +109,6 @@ func (n *Node) before(ctx context.Context) (journal.State, error) {
 		}
 	}
 	return st, nil
-}
-
-func sysctlPath(name string) string {
-	return filepath.Join("/proc/sys", strings.ReplaceAll(name, ".", "/"))
 }
 
 // RemovePodLogs removes the kubelet's log directories of the corpus's

@@ -48,6 +48,12 @@ type Task struct {
 	Address string
 	// Netns is the network namespace the bundle's spec joins, if any.
 	Netns string
+	// Rootfs is the spec's root.path when absolute (a dockerd's
+	// containers: the graph driver's mount, <data root>/overlay2/<id>/merged)
+	// and MountSources its mounts' absolute sources (the container's shm,
+	// volumes, bind mounts).
+	Rootfs       string
+	MountSources []string
 }
 
 // SandboxIDs lists the pod sandboxes the CRI plugin keeps in a containerd
@@ -92,7 +98,7 @@ func Tasks(stateDir string) ([]Task, error) {
 			if a, err := os.ReadFile(filepath.Join(b, "address")); err == nil {
 				t.Address = strings.TrimSpace(string(a))
 			}
-			t.Netns = netnsOf(filepath.Join(b, "config.json"))
+			t.Netns, t.Rootfs, t.MountSources = readSpec(filepath.Join(b, "config.json"))
 			out = append(out, t)
 		}
 	}
@@ -111,28 +117,43 @@ func readPID(p string) int {
 	return pid
 }
 
-// netnsOf returns the network namespace a sandbox's OCI spec joins (a
-// bind mount); a container joining its sandbox's namespace names it
-// through /proc/<pid>/ns/net, which is not a mount of its own: "".
-func netnsOf(configJSON string) string {
+// readSpec reads a bundle's OCI spec: the network namespace it joins (a
+// bind mount; a container joining its sandbox's namespace names it
+// through /proc/<pid>/ns/net, which is not a mount of its own: ""), its
+// absolute root path and its mounts' absolute sources.
+func readSpec(configJSON string) (netns, rootfs string, sources []string) {
 	b, err := os.ReadFile(configJSON)
 	if err != nil {
-		return ""
+		return "", "", nil
 	}
 	var spec struct {
+		Root struct {
+			Path string `json:"path"`
+		} `json:"root"`
+		Mounts []struct {
+			Source string `json:"source"`
+		} `json:"mounts"`
 		Linux struct {
 			Namespaces []struct{ Type, Path string }
 		}
 	}
 	if json.Unmarshal(b, &spec) != nil {
-		return ""
+		return "", "", nil
 	}
 	for _, ns := range spec.Linux.Namespaces {
 		if ns.Type == "network" && !strings.HasPrefix(ns.Path, "/proc/") {
-			return ns.Path
+			netns = ns.Path
 		}
 	}
-	return ""
+	if filepath.IsAbs(spec.Root.Path) {
+		rootfs = filepath.Clean(spec.Root.Path)
+	}
+	for _, m := range spec.Mounts {
+		if filepath.IsAbs(m.Source) {
+			sources = append(sources, filepath.Clean(m.Source))
+		}
+	}
+	return netns, rootfs, sources
 }
 
 // serves reports whether pid is a shim of the containerd at socket and,

@@ -146,3 +146,32 @@ func TestContainersAndBundles(t *testing.T) {
 	assert.NilError(t, err)
 	assert.Equal(t, len(none), 0)
 }
+
+func TestTaskSpecMounts(t *testing.T) {
+	tests := []struct {
+		name, spec  string
+		wantRootfs  string
+		wantSources []string
+	}{
+		{name: "a dockerd's container: absolute root and shm", spec: `{"root":{"path":"/data/overlay2/m1/merged"},"mounts":[{"destination":"/proc","source":"proc"},{"destination":"/dev/shm","source":"/data/containers/c1/mounts/shm"}]}`,
+			wantRootfs: "/data/overlay2/m1/merged", wantSources: []string{"/data/containers/c1/mounts/shm"}},
+		{name: "a CRI container: relative root", spec: `{"root":{"path":"rootfs"},"mounts":[{"destination":"/etc/hosts","source":"/var/lib/x/hosts"}]}`,
+			wantSources: []string{"/var/lib/x/hosts"}},
+		{name: "no spec", spec: ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			state := t.TempDir()
+			dir := filepath.Join(state, TaskDir, "moby", "c1")
+			assert.NilError(t, os.MkdirAll(dir, 0o755))
+			if tt.spec != "" {
+				assert.NilError(t, os.WriteFile(filepath.Join(dir, "config.json"), []byte(tt.spec), 0o644))
+			}
+			tasks, err := Tasks(state)
+			assert.NilError(t, err)
+			assert.Equal(t, len(tasks), 1)
+			assert.Equal(t, tasks[0].Rootfs, tt.wantRootfs)
+			assert.DeepEqual(t, tasks[0].MountSources, tt.wantSources)
+		})
+	}
+}
