@@ -273,10 +273,10 @@ func scanDir(t *testing.T, dir string, runs, goRuns map[string][]string) {
 
 // programVars are the package's Program variables by identifier.
 var programVars = map[string]Program{
-	"Go": Go, "Git": Git, "Tar": Tar, "Cp": Cp, "Chmod": Chmod, "Diff": Diff, "DpkgDeb": DpkgDeb, "AptGet": AptGet, "DpkgQ": DpkgQ,
+	"Go": Go, "Git": Git, "Tar": Tar, "Cp": Cp, "Chmod": Chmod, "Diff": Diff, "DpkgDeb": DpkgDeb, "AptGet": AptGet, "DpkgQ": DpkgQ, "Dpkg": Dpkg,
 	"Rpmbuild": Rpmbuild, "Rpm": Rpm, "Patch": Patch, "Python3": Python3, "Debootstrap": Debootstrap, "Docker": Docker,
 	"Dockerd": Dockerd, "Containerd": Containerd, "Runc": Runc, "Iptables": Iptables, "Ip6tables": Ip6tables,
-	"Conntrack": Conntrack, "IP": IP, "Mount": Mount, "Umount": Umount, "Busybox": Busybox, "CNIBridge": CNIBridge, "Etcd": Etcd,
+	"Conntrack": Conntrack, "IP": IP, "Mount": Mount, "Umount": Umount, "Busybox": Busybox, "CNIBridge": CNIBridge, "Etcd": Etcd, "Lintian": Lintian,
 }
 
 // TestProgramVars keeps programVars in step with the package's variables.
