@@ -25,7 +25,7 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
 	"github.com/kubelet-compat/kubelet-compat/pkg/hostdeps"
 	"github.com/kubelet-compat/kubelet-compat/pkg/layout"
-	"github.com/kubelet-compat/kubelet-compat/rpm"
+	"github.com/kubelet-compat/kubelet-compat/rpm/files"
 )
 
 // Config describes one run of the Debian package build.
@@ -52,8 +52,8 @@ type Config struct {
 
 	// Layout describes the packages (default: layout.Default()).
 	Layout layout.Layout
-	// Sources holds the shipped files under files/ (default: rpm.Sources,
-	// the files both formats ship).
+	// Sources holds the shipped files by name (default: rpm/files, the
+	// files both formats ship).
 	Sources fs.FS
 	// ReleaseTable is the content of deb/releases.txt (default: the
 	// embedded one).
@@ -80,7 +80,7 @@ func (c *Config) setDefaults() {
 		c.Layout = layout.Default()
 	}
 	if c.Sources == nil {
-		c.Sources = rpm.Sources
+		c.Sources = files.Shipped
 	}
 	if c.ReleaseTable == nil {
 		c.ReleaseTable = ReleaseTable
@@ -122,7 +122,7 @@ func (c *Config) validate() error {
 // environment file at Debian's place in the units and the drop-in that
 // name it.
 func (c Config) shipped(name string) ([]byte, error) {
-	b, err := fs.ReadFile(c.Sources, "files/"+name)
+	b, err := fs.ReadFile(c.Sources, name)
 	if err != nil {
 		return nil, fmt.Errorf("shipped file %s: %w", name, err)
 	}
@@ -440,13 +440,26 @@ func writeSHA256Sums(dir string) error {
 	sort.Strings(debs)
 	var b strings.Builder
 	for _, p := range debs {
-		sum, err := rpm.FileSHA256(p)
+		sum, err := fileSHA256(p)
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(&b, "%s  %s\n", sum, filepath.Base(p))
 	}
 	return os.WriteFile(filepath.Join(dir, "SHA256SUMS"), []byte(b.String()), 0o644)
+}
+
+func fileSHA256(p string) (string, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // ReleaseTable is deb/releases.txt: the Debian revision of the packages of

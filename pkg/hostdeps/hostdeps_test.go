@@ -35,6 +35,7 @@ var entryPoints = []struct {
 	notRun map[string]string
 }{
 	{name: "make rpm (build-rpms)", roots: []string{"./rpm/cmd/build-rpms"}, ensured: []Path{RPM}},
+	{name: "make deb (build-debs)", roots: []string{"./deb/cmd/build-debs"}, ensured: []Path{Deb}},
 	{name: "the harness and hack/", roots: []string{"./build/...", "./hack/..."}, ensured: []Path{Build}},
 	{name: "the local e2e", roots: []string{"./e2e/pkg/scenario", "./e2e/pkg/local", "./e2e/pkg/controlplane"}, ensured: []Path{Local, LocalAPI},
 		notRun: map[string]string{"docker": "leftovers removes a docker network only for a journal that has one: a kind run's"}},
