@@ -4,6 +4,7 @@
 #   make deb-lint                   lintian on $(DEB_OUTPUT): no error, no warning (overrides justified in the packages)
 #   make deb-reproducible           build twice, compare every sha256
 #   make deb-test                   quick tests on fake binaries (also part of `make test`)
+#   make deb-test-real              install into a debootstrapped Debian root with dpkg: two versions, select, remove (root)
 #   make deb-releases               raise the revision of every group whose content changed (deb/releases.txt)
 #   make packages                   make rpm and make deb
 
@@ -47,3 +48,17 @@ packages: rpm deb
 # `make test` runs go test ./..., which includes the Debian package tests:
 # they need dpkg-deb and lintian.
 test: deb-deps
+
+# Installs the .debs with dpkg into a Debian root that debootstrap makes
+# (cached under $(KC_CACHE)/deb-test-real): two versions side by side and
+# kubernetes-unversioned, kubernetes-select both ways in both modes, the
+# other version removed, the selected one refused. Fake binaries unless
+# DEB_TEST_REAL_INPUT names a harness output with two versions
+# (DEB_TEST_REAL_VERSIONS="1.20.15 1.21.14"; the CLI of rpm-cli). As root.
+DEB_TEST_REAL_INPUT ?=
+DEB_TEST_REAL_VERSIONS ?=
+.PHONY: deb-test-real
+deb-test-real: $(if $(DEB_TEST_REAL_INPUT),rpm-cli)
+	$(GO) run ./hack/ensure-host deb deb-test-real
+	DEB_TEST_REAL=1 $(if $(DEB_TEST_REAL_INPUT),DEB_TEST_REAL_INPUT=$(abspath $(DEB_TEST_REAL_INPUT)) DEB_TEST_REAL_CLI=$(abspath $(RPM_CLI)) DEB_TEST_REAL_VERSIONS="$(DEB_TEST_REAL_VERSIONS)") \
+	  $(GO) test -count=1 -timeout 60m -v -run TestRealDebianRoot ./deb/
