@@ -18,5 +18,6 @@ all: build
 # The pieces keep their own targets next to their code.
 include build/build.mk
 include rpm/rpm.mk
+include deb/deb.mk
 include e2e/e2e.mk
 include hack/hack.mk

@@ -14,9 +14,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/kubelet-compat/kubelet-compat/pkg/binversion"
 	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
 	"github.com/kubelet-compat/kubelet-compat/pkg/hostdeps"
+	"github.com/kubelet-compat/kubelet-compat/pkg/layout"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -47,19 +47,21 @@ type Config struct {
 	// SourceDateEpoch is every file's mtime and the build time in the RPMs.
 	SourceDateEpoch int64
 
-	// Release (of the versioned packages) and UnversionedRelease: unset,
-	// from ReleaseTable, which refuses content it does not record. Set, they
-	// override it, e.g. for binaries rebuilt under unchanged packaging,
-	// which the table does not see.
+	// Release (of the versioned packages, every versioned group's) and
+	// UnversionedRelease: unset, from ReleaseTable, which refuses content
+	// it does not record. Set, they override it, e.g. for binaries rebuilt
+	// under unchanged packaging, which the table does not see.
 	Release            string
 	UnversionedVersion string
 	UnversionedRelease string
 	Dist               string // %{dist}, appended to every Release
 	Arch               string // rpm arch of the binaries
 	BuildHost          string
-	UnitDir            string // %{_unitdir} on the nodes
+	UnitDir            string // %{_unitdir} on the nodes (and the description's)
 	Payload            string // %{_binary_payload}
 
+	// Layout describes the packages (default: layout.New(UnitDir)).
+	Layout layout.Layout
 	// Sources holds the spec templates and the shipped files (default: the
 	// embedded Sources).
 	Sources fs.FS
@@ -74,6 +76,9 @@ type Config struct {
 	Rpmbuild string
 	// Log, when set, receives rpmbuild's output.
 	Log io.Writer
+
+	// releases are the versioned groups' releases, by group key.
+	releases map[string]string
 }
 
 func (c *Config) setDefaults() {
@@ -89,6 +94,9 @@ func (c *Config) setDefaults() {
 	def(&c.UnitDir, DefaultUnitDir)
 	def(&c.Payload, DefaultPayload)
 	def(&c.Rpmbuild, hostdeps.Rpmbuild.Name)
+	if len(c.Layout.Groups) == 0 {
+		c.Layout = layout.New(c.UnitDir)
+	}
 	if c.Sources == nil {
 		c.Sources = Sources
 	}
@@ -121,7 +129,7 @@ func (c *Config) validate() error {
 		if c.InputDir == "" {
 			return errors.New("no input directory")
 		}
-		if err := checkExecutable(c.KubeletCompat); err != nil {
+		if err := layout.CheckExecutable(c.KubeletCompat); err != nil {
 			return fmt.Errorf("kubelet-compat CLI: %w", err)
 		}
 	}
@@ -195,9 +203,30 @@ func buildAllVersions(ctx context.Context, cfg Config) ([]string, error) {
 			if failed.Err() != nil {
 				return nil
 			}
-			rpms, err := buildVersioned(ctx, cfg, v)
-			outcomes[i] = outcome{rpms, err}
-			return err
+			var rpms []string
+			for _, grp := range cfg.Layout.Groups {
+				if !grp.Versioned {
+					continue
+				}
+				if grp.Optional {
+					has, err := grp.HasInput(cfg.InputDir, v)
+					if err != nil {
+						outcomes[i] = outcome{rpms, err}
+						return err
+					}
+					if !has {
+						continue
+					}
+				}
+				built, err := buildVersioned(ctx, cfg, grp, v)
+				rpms = append(rpms, built...)
+				if err != nil {
+					outcomes[i] = outcome{rpms, err}
+					return err
+				}
+			}
+			outcomes[i] = outcome{rpms, nil}
+			return nil
 		})
 	}
 	_ = g.Wait() // every error is in outcomes
@@ -215,8 +244,8 @@ func buildAllVersions(ctx context.Context, cfg Config) ([]string, error) {
 	return built, errors.Join(errs...)
 }
 
-func buildVersioned(ctx context.Context, cfg Config, version string) ([]string, error) {
-	spec, err := renderVersioned(cfg.Sources, VersionedSpec{Version: version, Release: cfg.Release, Arch: cfg.Arch})
+func buildVersioned(ctx context.Context, cfg Config, g layout.Group, version string) ([]string, error) {
+	spec, err := renderVersioned(cfg.Sources, cfg.Layout, VersionedSpec{Version: version, Release: cfg.releases[g.Key], Arch: cfg.Arch, Group: g.Key})
 	if err != nil {
 		return nil, err
 	}
@@ -225,56 +254,20 @@ func buildVersioned(ctx context.Context, cfg Config, version string) ([]string, 
 		return nil, err
 	}
 	defer os.RemoveAll(top)
-	sources := filepath.Join(top, "SOURCES")
-
-	// Check every binary before rpmbuild: a wrong directory in the harness
-	// output must not become a package that lies about its version.
-	for _, name := range []string{"kubelet", "kubeadm", "kubectl"} {
-		bin := filepath.Join(cfg.InputDir, version, name)
-		if err := checkExecutable(bin); err != nil {
-			return nil, fmt.Errorf("kubernetes %s: %w (is the harness output there?)", version, err)
-		}
-		out, err := binversion.Ask(ctx, bin, binversion.Args(name)...)
-		if err != nil {
-			return nil, fmt.Errorf("kubernetes %s: ask %s its version: %w", version, name, err)
-		}
-		if !reportsVersion([]byte(out), version) {
-			return nil, fmt.Errorf("kubernetes %s: %s reports another version: %q", version, bin, firstLine([]byte(out)))
-		}
-		if err := linkSource(bin, filepath.Join(sources, name)); err != nil {
-			return nil, err
-		}
-	}
-	if err := linkSource(cfg.KubeletCompat, filepath.Join(sources, "kubelet-compat")); err != nil {
+	if err := cfg.inputs().Stage(ctx, g, version, filepath.Join(top, "SOURCES"), top); err != nil {
 		return nil, err
 	}
-	for _, name := range versionedFiles {
-		if err := copyShipped(cfg.Sources, sources, name); err != nil {
-			return nil, err
-		}
+	name := "kubernetes-" + version + ".spec"
+	if g.Key != layout.VersionedKey {
+		name = "kubernetes-" + version + "-" + strings.TrimPrefix(g.Key, "kubernetes-") + ".spec"
 	}
-	// kubectl writes its own completion; a fixed environment keeps it stable.
-	completion := exec.Command(filepath.Join(cfg.InputDir, version, "kubectl"), "completion", "bash")
-	completion.Env = []string{"HOME=" + top, "LC_ALL=C", "KUBECONFIG=" + filepath.Join(top, "no-kubeconfig")}
-	completion.ReplaceEnv = true
-	out, err := completion.Output(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("kubernetes %s: kubectl bash completion: %w", version, err)
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("kubernetes %s: kubectl completion bash printed nothing", version)
-	}
-	if err := os.WriteFile(filepath.Join(sources, "kubectl.bash"), out, 0o644); err != nil {
-		return nil, fmt.Errorf("write kubectl completion: %w", err)
-	}
-	return rpmbuild(ctx, cfg, top, "kubernetes-"+version+".spec", spec, "--target", cfg.Arch)
+	return rpmbuild(ctx, cfg, top, name, spec, "--target", cfg.Arch)
 }
 
 func buildUnversioned(ctx context.Context, cfg Config) ([]string, error) {
-	spec, err := renderUnversioned(cfg.Sources, UnversionedSpec{
+	spec, err := renderUnversioned(cfg.Sources, cfg.Layout, UnversionedSpec{
 		Version: cfg.UnversionedVersion,
 		Release: cfg.UnversionedRelease,
-		Links:   UnversionedLinks(cfg.UnitDir),
 	})
 	if err != nil {
 		return nil, err
@@ -284,12 +277,20 @@ func buildUnversioned(ctx context.Context, cfg Config) ([]string, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(top)
-	for _, name := range unversionedFiles {
-		if err := copyShipped(cfg.Sources, filepath.Join(top, "SOURCES"), name); err != nil {
-			return nil, err
-		}
+	g, _ := cfg.Layout.Group(layout.UnversionedKey)
+	if err := cfg.inputs().Stage(ctx, g, "", filepath.Join(top, "SOURCES"), top); err != nil {
+		return nil, err
 	}
 	return rpmbuild(ctx, cfg, top, UnversionedName+".spec", spec)
+}
+
+// inputs are the build's inputs as pkg/layout stages them.
+func (c Config) inputs() layout.Inputs {
+	return layout.Inputs{
+		InputDir:      c.InputDir,
+		KubeletCompat: c.KubeletCompat,
+		Shipped:       func(name string) ([]byte, error) { return shippedFile(c.Sources, name) },
+	}
 }
 
 // newTopdir makes a private rpmbuild tree next to the output, so that the
@@ -425,49 +426,4 @@ func FileSHA256(path string) (string, error) {
 		return "", fmt.Errorf("hash %s: %w", path, err)
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
-func checkExecutable(path string) error {
-	if path == "" {
-		return errors.New("no path given")
-	}
-	st, err := os.Stat(path)
-	if err != nil {
-		return err
-	}
-	if !st.Mode().IsRegular() || st.Mode().Perm()&0o111 == 0 {
-		return fmt.Errorf("%s is not an executable file", path)
-	}
-	return nil
-}
-
-// linkSource puts a large input into SOURCES without copying it.
-func linkSource(src, dst string) error {
-	abs, err := filepath.Abs(src)
-	if err != nil {
-		return err
-	}
-	if err := os.Symlink(abs, dst); err != nil {
-		return fmt.Errorf("stage %s: %w", src, err)
-	}
-	return nil
-}
-
-func copyShipped(sources fs.FS, dir, name string) error {
-	b, err := shippedFile(sources, name)
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
-		return fmt.Errorf("stage %s: %w", name, err)
-	}
-	return nil
-}
-
-func firstLine(b []byte) string {
-	s := strings.TrimSpace(string(b))
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	return s
 }

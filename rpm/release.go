@@ -1,15 +1,14 @@
 package rpm
 
 import (
-	"bufio"
-	"bytes"
 	"crypto/sha256"
 	_ "embed"
 	"encoding/hex"
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/kubelet-compat/kubelet-compat/pkg/layout"
 )
 
 // ReleaseTable is rpm/releases.txt: the Release of the packages built from
@@ -26,15 +25,13 @@ var ReleaseTable []byte
 // The template names are the table's keys: every package built from one
 // template shares its content inputs, hence its release.
 const (
-	unversionedKey = "kubernetes-unversioned"
-	versionedKey   = "kubernetes-versioned"
+	unversionedKey = layout.UnversionedKey
+	versionedKey   = layout.VersionedKey
+	masterKey      = layout.MasterKey
 )
 
 // releaseRow is one line of the table.
-type releaseRow struct {
-	release int
-	digest  string
-}
+type releaseRow = layout.Row
 
 const releaseTableHeader = `# The Release of the packages built from each spec template, and the
 # sha256 of their content for which it was given (see "Releases" in
@@ -49,44 +46,20 @@ const releaseTableHeader = `# The Release of the packages built from each spec t
 `
 
 func parseReleaseTable(b []byte) (map[string]releaseRow, error) {
-	rows := map[string]releaseRow{}
-	s := bufio.NewScanner(bytes.NewReader(b))
-	for n := 1; s.Scan(); n++ {
-		line := strings.TrimSpace(s.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		f := strings.Fields(line)
-		if len(f) != 3 {
-			return nil, fmt.Errorf("releases.txt:%d: want <template> <release> <sha256>, got %q", n, line)
-		}
-		rel, err := strconv.Atoi(f[1])
-		if err != nil || rel < 1 {
-			return nil, fmt.Errorf("releases.txt:%d: release %q is not a positive number", n, f[1])
-		}
-		if len(f[2]) != 64 {
-			return nil, fmt.Errorf("releases.txt:%d: %q is not a sha256", n, f[2])
-		}
-		if _, dup := rows[f[0]]; dup {
-			return nil, fmt.Errorf("releases.txt:%d: %s given twice", n, f[0])
-		}
-		rows[f[0]] = releaseRow{release: rel, digest: f[2]}
-	}
-	return rows, s.Err()
+	return layout.ParseTable("releases.txt", b)
 }
 
 func formatReleaseTable(rows map[string]releaseRow) []byte {
-	keys := make([]string, 0, len(rows))
-	for k := range rows {
-		keys = append(keys, k)
+	return layout.FormatTable(releaseTableHeader, rows)
+}
+
+// groupKeys are the table's keys: the description's groups, in order.
+func (c Config) groupKeys() []string {
+	var keys []string
+	for _, g := range c.Layout.Groups {
+		keys = append(keys, g.Key)
 	}
-	sort.Strings(keys)
-	var b bytes.Buffer
-	b.WriteString(releaseTableHeader)
-	for _, k := range keys {
-		fmt.Fprintf(&b, "%s %d %s\n", k, rows[k].release, rows[k].digest)
-	}
-	return b.Bytes()
+	return keys
 }
 
 // contentDigest returns the sha256 of what shapes the content of the
@@ -99,32 +72,32 @@ func formatReleaseTable(rows map[string]releaseRow) []byte {
 // counts as content until it is listed here: a release too many is
 // harmless, one too few is the bug this prevents.
 func (c Config) contentDigest(key string) (string, error) {
-	var spec []byte
-	var files []string
-	var err error
-	switch key {
-	case unversionedKey:
-		spec, err = render(c.Sources, unversionedTemplate, UnversionedSpec{
-			Version: "@VERSION@", Release: "@RELEASE@", Links: UnversionedLinks(c.UnitDir)})
-		files = unversionedFiles
-	case versionedKey:
-		spec, err = render(c.Sources, versionedTemplate, VersionedSpec{
-			Version: "@VERSION@", Release: "@RELEASE@", Arch: "@ARCH@"})
-		files = versionedFiles
-	default:
+	g, ok := c.Layout.Group(key)
+	if !ok {
 		return "", fmt.Errorf("no spec template %s", key)
+	}
+	var spec []byte
+	var err error
+	if g.Versioned {
+		spec, err = renderVersioned(c.Sources, c.Layout, VersionedSpec{
+			Version: placeholderVersion, Release: "@RELEASE@", Arch: "@ARCH@", Group: key})
+	} else {
+		spec, err = renderUnversioned(c.Sources, c.Layout, UnversionedSpec{Version: placeholderVersion, Release: "@RELEASE@"})
 	}
 	if err != nil {
 		return "", err
 	}
 	var m strings.Builder
 	fmt.Fprintf(&m, "kubelet-compat rpm content 1\nspec %x\n", sha256.Sum256(spec))
-	for _, name := range files {
-		b, err := shippedFile(c.Sources, name)
+	for _, src := range g.Sources() {
+		if src.Kind != layout.Shipped {
+			continue
+		}
+		b, err := shippedFile(c.Sources, src.Name)
 		if err != nil {
 			return "", err
 		}
-		fmt.Fprintf(&m, "file %s %x\n", name, sha256.Sum256(b))
+		fmt.Fprintf(&m, "file %s %x\n", src.Name, sha256.Sum256(b))
 	}
 	const top = "/@TOPDIR@"
 	for _, d := range c.Defines(top) {
@@ -141,28 +114,20 @@ func (c Config) contentDigest(key string) (string, error) {
 // tableRelease returns the release that table gives the packages of
 // template key, if their content is the one it was given for.
 func (c Config) tableRelease(table []byte, key string) (string, error) {
-	rows, err := parseReleaseTable(table)
-	if err != nil {
-		return "", err
-	}
 	digest, err := c.contentDigest(key)
 	if err != nil {
 		return "", err
 	}
-	row, ok := rows[key]
-	if !ok {
-		return "", fmt.Errorf("rpm/releases.txt has no release for %s (content sha256 %s): run make rpm-releases", key, digest)
+	rel, err := layout.TableRelease("rpm/releases.txt", table, key, digest, "make rpm-releases (go test ./rpm -run TestReleasesUpToDate -update-releases)")
+	if err != nil {
+		return "", err
 	}
-	if row.digest != digest {
-		return "", fmt.Errorf("the content of the %s packages changed (sha256 %s) since rpm/releases.txt gave them release %d (sha256 %s): "+
-			"run make rpm-releases (go test ./rpm -run TestReleasesUpToDate -update-releases), which raises it to %d, and commit rpm/releases.txt",
-			key, digest[:12], row.release, row.digest[:12], row.release+1)
-	}
-	return strconv.Itoa(row.release), nil
+	return strconv.Itoa(rel), nil
 }
 
-// resolveReleases sets Release and UnversionedRelease that are not set
-// from the table; Release only when versioned packages are built.
+// resolveReleases sets UnversionedRelease and the versioned groups'
+// releases that are not set from the table; the versioned ones only when
+// versioned packages are built.
 func (c *Config) resolveReleases() error {
 	var err error
 	if c.UnversionedRelease == "" {
@@ -170,10 +135,21 @@ func (c *Config) resolveReleases() error {
 			return err
 		}
 	}
-	if c.Release == "" && len(c.Versions) > 0 {
-		if c.Release, err = c.tableRelease(c.ReleaseTable, versionedKey); err != nil {
-			return err
+	c.releases = map[string]string{}
+	for _, g := range c.Layout.Groups {
+		if !g.Versioned || len(c.Versions) == 0 {
+			continue
 		}
+		rel := c.Release
+		if rel == "" {
+			if rel, err = c.tableRelease(c.ReleaseTable, g.Key); err != nil {
+				return err
+			}
+		}
+		c.releases[g.Key] = rel
+	}
+	if c.Release == "" {
+		c.Release = c.releases[versionedKey]
 	}
 	return nil
 }
@@ -184,20 +160,5 @@ func (c *Config) resolveReleases() error {
 // it was. It also returns the templates it bumped.
 func BumpReleases(table []byte, cfg Config) ([]byte, []string, error) {
 	cfg.setDefaults()
-	rows, err := parseReleaseTable(table)
-	if err != nil {
-		return nil, nil, err
-	}
-	var bumped []string
-	for _, key := range []string{unversionedKey, versionedKey} {
-		digest, err := cfg.contentDigest(key)
-		if err != nil {
-			return nil, nil, err
-		}
-		if row, ok := rows[key]; !ok || row.digest != digest {
-			rows[key] = releaseRow{release: rows[key].release + 1, digest: digest}
-			bumped = append(bumped, key)
-		}
-	}
-	return formatReleaseTable(rows), bumped, nil
+	return layout.BumpTable("releases.txt", releaseTableHeader, table, cfg.groupKeys(), cfg.contentDigest)
 }

@@ -12,6 +12,8 @@ import (
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
+
+	"github.com/kubelet-compat/kubelet-compat/pkg/layout"
 )
 
 // changedSources returns a copy of the embedded Sources with one file's
@@ -34,6 +36,17 @@ func changedSources(t *testing.T, name string, edit func(string) string) fstest.
 	assert.Assert(t, changed != string(old.Data), "the edit of %s changed nothing", name)
 	m[name] = &fstest.MapFile{Data: []byte(changed), Mode: 0o644}
 	return m
+}
+
+// changedGuard returns the default description with its removal guard
+// edited.
+func changedGuard(t *testing.T, edit func(string) string) layout.Layout {
+	t.Helper()
+	l := layout.Default()
+	changed := edit(l.GuardScript)
+	assert.Assert(t, changed != l.GuardScript, "the edit of the guard changed nothing")
+	l.GuardScript = changed
+	return l
 }
 
 // releases returns the Release of every RPM, by package name.
@@ -66,7 +79,7 @@ func TestReleasesUpToDate(t *testing.T) {
 	}
 	cfg := Config{}
 	cfg.setDefaults()
-	for _, key := range []string{unversionedKey, versionedKey} {
+	for _, key := range cfg.groupKeys() {
 		_, err := cfg.tableRelease(ReleaseTable, key)
 		assert.Check(t, err)
 	}
@@ -97,7 +110,7 @@ func TestReleaseTable(t *testing.T) {
 				return
 			}
 			assert.NilError(t, err)
-			want := map[string]releaseRow{unversionedKey: {2, digest}, versionedKey: {7, digest}}
+			want := map[string]releaseRow{unversionedKey: {Release: 2, Digest: digest}, versionedKey: {Release: 7, Digest: digest}}
 			assert.Check(t, is.Equal(fmt.Sprint(rows), fmt.Sprint(want)))
 		})
 	}
@@ -110,19 +123,24 @@ func TestBumpReleases(t *testing.T) {
 		name       string
 		file       string
 		edit       func(string) string
+		guard      func(string) string // edits the description's removal guard
 		wantBumped []string
 	}{
 		{name: "nothing changed"},
 		{name: "kubernetes-select", file: "files/kubernetes-select", edit: func(s string) string { return s + "# changed\n" }, wantBumped: []string{unversionedKey}},
 		{name: "a unit", file: "files/kubelet.service", edit: func(s string) string { return s + "# changed\n" }, wantBumped: []string{unversionedKey}},
 		{name: "the unversioned spec", file: "templates/" + unversionedTemplate, edit: func(s string) string { return s + "# changed\n" }, wantBumped: []string{unversionedKey}},
-		{name: "the versioned %preun", file: "templates/" + versionedTemplate, edit: func(s string) string { return strings.Replace(s, "refusing to erase", "will not erase", 1) }, wantBumped: []string{versionedKey}},
+		{name: "the versioned %preun", guard: func(s string) string { return strings.Replace(s, "refusing to erase", "will not erase", 1) }, wantBumped: []string{versionedKey}},
+		{name: "the versioned spec template", file: "templates/" + versionedTemplate, edit: func(s string) string { return s + "# changed\n" }, wantBumped: []string{versionedKey, masterKey}},
 		{name: "the drop-in", file: "files/10-kubeadm.conf", edit: func(s string) string { return s + "# changed\n" }, wantBumped: []string{versionedKey}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := Config{}
 			if tc.file != "" {
 				cfg.Sources = changedSources(t, tc.file, tc.edit)
+			}
+			if tc.guard != nil {
+				cfg.Layout = changedGuard(t, tc.guard)
 			}
 			table, bumped, err := BumpReleases(ReleaseTable, cfg)
 			assert.NilError(t, err)
@@ -131,14 +149,14 @@ func TestBumpReleases(t *testing.T) {
 			assert.NilError(t, err)
 			after, err := parseReleaseTable(table)
 			assert.NilError(t, err)
-			for _, key := range []string{unversionedKey, versionedKey} {
-				want := before[key].release
+			for _, key := range []string{unversionedKey, versionedKey, masterKey} {
+				want := before[key].Release
 				for _, b := range tc.wantBumped {
 					if b == key {
 						want++
 					}
 				}
-				assert.Check(t, is.Equal(after[key].release, want), key)
+				assert.Check(t, is.Equal(after[key].Release, want), key)
 			}
 			// Bumping again changes nothing: the table now records the change.
 			again, bumped, err := BumpReleases(table, cfg)
@@ -163,18 +181,25 @@ func TestReleaseFollowsContent(t *testing.T) {
 		name  string
 		file  string // in Sources
 		edit  func(string) string
-		newer []string // packages whose release must grow
+		guard func(string) string // edits the description's removal guard
+		newer []string            // packages whose release must grow
 	}{
 		{name: "kubernetes-select", file: "files/kubernetes-select",
 			edit: func(s string) string { return s + "# changed\n" }, newer: []string{UnversionedName}},
-		{name: "the versioned packages' %preun", file: "templates/" + versionedTemplate,
-			edit: func(s string) string { return strings.Replace(s, "refusing to erase", "will not erase", 1) }, newer: versioned},
+		{name: "the versioned packages' %preun",
+			guard: func(s string) string { return strings.Replace(s, "refusing to erase", "will not erase", 1) }, newer: versioned},
 		{name: "the kubelet drop-in", file: "files/10-kubeadm.conf",
 			edit: func(s string) string { return s + "# changed\n" }, newer: versioned},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			changed := Config{Sources: changedSources(t, tc.file, tc.edit)}
+			var changed Config
+			if tc.file != "" {
+				changed.Sources = changedSources(t, tc.file, tc.edit)
+			}
+			if tc.guard != nil {
+				changed.Layout = changedGuard(t, tc.guard)
+			}
 			cfg := changed
 			cfg.Versions, cfg.OutputDir, cfg.SourceDateEpoch = versions, t.TempDir(), testEpoch
 			cfg.InputDir = t.TempDir()

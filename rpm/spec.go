@@ -5,12 +5,18 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"path"
+	"sort"
+	"strings"
 	"text/template"
+
+	"github.com/kubelet-compat/kubelet-compat/pkg/layout"
 )
 
-// Sources holds what the packages are made of besides the binaries:
-// templates/*.spec.tmpl and files/*. Config.Sources defaults to it; tests
-// give a changed copy.
+// Sources holds what the packages are made of besides the binaries and
+// their description (pkg/layout): templates/*.spec.tmpl, the RPM format,
+// and files/*, the files both formats ship. Config.Sources defaults to it;
+// tests give a changed copy.
 //
 //go:embed templates/*.spec.tmpl files
 var Sources embed.FS
@@ -21,54 +27,222 @@ const (
 	unversionedTemplate = "kubernetes-unversioned.spec.tmpl"
 )
 
-// The files under files/ that each kind of package ships, in the order of
-// the specs' SourceN (the binaries and the kubectl completion of the
-// versioned packages come from the harness output).
-var (
-	unversionedFiles = []string{
-		"kubernetes-select", "kubelet.service", "kubelet.sysconfig",
-		"kubelet-compat-sweep.service", "kubelet-compat-sweep.timer", "90-kubelet-compat.preset",
-	}
-	versionedFiles = []string{"10-kubeadm.conf"}
-)
-
-// VersionedSpec fills kubernetes-versioned.spec.tmpl.
+// VersionedSpec fills kubernetes-versioned.spec.tmpl for one versioned
+// group of the description (Group: layout.VersionedKey when empty).
 type VersionedSpec struct {
 	Version string // e.g. 1.21.14
 	Release string // e.g. 1; %{?dist} is appended by the spec
 	Arch    string // rpm arch of the binaries, e.g. x86_64
+	Group   string
 }
 
 // UnversionedSpec fills kubernetes-unversioned.spec.tmpl.
 type UnversionedSpec struct {
 	Version string
 	Release string
-	Links   []Link
+	// UnitDir is where the units go (layout.DefaultUnitDir when empty).
+	UnitDir string
 }
 
 // RenderVersioned returns the spec of kubernetes-<ver>-{node,kubeadm,client}
-// from the embedded template.
-func RenderVersioned(s VersionedSpec) ([]byte, error) { return renderVersioned(Sources, s) }
+// (or of another versioned group) from the embedded template and the
+// default description.
+func RenderVersioned(s VersionedSpec) ([]byte, error) {
+	return renderVersioned(Sources, layout.Default(), s)
+}
 
-func renderVersioned(sources fs.FS, s VersionedSpec) ([]byte, error) {
-	if err := CheckVersion(s.Version); err != nil {
+func renderVersioned(sources fs.FS, l layout.Layout, s VersionedSpec) ([]byte, error) {
+	if err := layout.CheckVersion(s.Version); err != nil && s.Version != placeholderVersion {
 		return nil, err
 	}
 	if s.Release == "" || s.Arch == "" {
 		return nil, fmt.Errorf("versioned spec %s: release and arch must be set", s.Version)
 	}
-	return render(sources, versionedTemplate, s)
+	key := s.Group
+	if key == "" {
+		key = layout.VersionedKey
+	}
+	g, ok := l.Group(key)
+	if !ok || !g.Versioned {
+		return nil, fmt.Errorf("no versioned group %s in the description", key)
+	}
+	data, err := specData(l, g, s.Version, s.Release)
+	if err != nil {
+		return nil, err
+	}
+	data.Arch = s.Arch
+	return render(sources, versionedTemplate, data)
 }
 
 // RenderUnversioned returns the spec of kubernetes-unversioned from the
-// embedded template.
-func RenderUnversioned(s UnversionedSpec) ([]byte, error) { return renderUnversioned(Sources, s) }
-
-func renderUnversioned(sources fs.FS, s UnversionedSpec) ([]byte, error) {
-	if s.Version == "" || s.Release == "" || len(s.Links) == 0 {
-		return nil, fmt.Errorf("unversioned spec: version, release and links must be set")
+// embedded template and the default description.
+func RenderUnversioned(s UnversionedSpec) ([]byte, error) {
+	unitDir := s.UnitDir
+	if unitDir == "" {
+		unitDir = layout.DefaultUnitDir
 	}
-	return render(sources, unversionedTemplate, s)
+	return renderUnversioned(Sources, layout.New(unitDir), s)
+}
+
+func renderUnversioned(sources fs.FS, l layout.Layout, s UnversionedSpec) ([]byte, error) {
+	if s.Version == "" || s.Release == "" {
+		return nil, fmt.Errorf("unversioned spec: version and release must be set")
+	}
+	g, ok := l.Group(layout.UnversionedKey)
+	if !ok {
+		return nil, fmt.Errorf("no group %s in the description", layout.UnversionedKey)
+	}
+	data, err := specData(l, g, "", s.Release)
+	if err != nil {
+		return nil, err
+	}
+	data.Version = s.Version
+	return render(sources, unversionedTemplate, data)
+}
+
+// placeholderVersion stands for the version in the spec whose digest the
+// release table records.
+const placeholderVersion = "@VERSION@"
+
+// The spec's view of the description.
+type spec struct {
+	Version, Release, Arch string
+	Subs                   string // "{node,kubeadm,client}", or the one package's name
+	Description            string
+	Sources                []string
+	InstallDirs            []string
+	Installs               []string
+	Packages               []specPackage
+}
+
+type specPackage struct {
+	Name, Summary, Description, Provides string
+	Requires                             []string
+	Preun                                string
+	Files                                []string
+	EnableUnits                          []string
+}
+
+// rpmVars are the description's fields as the spec's macros.
+var rpmVars = layout.Vars{Version: "%{kube_version}", KubeDir: "%{kube_dir}", Current: "%{current}", EnvFile: layout.EnvFile(layout.RPM)}
+
+// escapePercent makes a literal % survive rpm's macro expansion.
+func escapePercent(s string) string { return strings.ReplaceAll(s, "%", "%%") }
+
+func specData(l layout.Layout, g layout.Group, version, release string) (spec, error) {
+	d := spec{Version: version, Release: release}
+	vars := rpmVars
+	if !g.Versioned {
+		vars = layout.Vars{Current: "%{current}", EnvFile: layout.EnvFile(layout.RPM)}
+	}
+	expand := func(text string) (string, error) { return layout.Expand(text, vars.Map(), nil) }
+	var err error
+	if d.Description, err = expand(g.Description); err != nil {
+		return d, err
+	}
+	// In the spec, the version's directory is %{kube_dir}.
+	where := func(abs string) string {
+		if g.Versioned {
+			return "%{kube_dir}" + strings.TrimPrefix(abs, layout.VersionDir(version))
+		}
+		return abs
+	}
+	sources := g.Sources()
+	index := map[layout.Source]int{}
+	for i, s := range sources {
+		index[s] = i
+		d.Sources = append(d.Sources, s.StageName())
+	}
+	var names []string
+	dirs := map[string]bool{}
+	for _, p := range g.Packages {
+		names = append(names, p.Name)
+		sp := specPackage{Name: p.Name, Provides: p.Provides, EnableUnits: p.EnableUnits}
+		if sp.Summary, err = expand(p.Summary); err != nil {
+			return d, err
+		}
+		if sp.Description, err = expand(p.Description); err != nil {
+			return d, err
+		}
+		for _, dep := range p.Depends {
+			if dep.RPM == "" {
+				continue
+			}
+			if dep.Note != "" {
+				sp.Requires = append(sp.Requires, "# "+strings.ReplaceAll(dep.Note, "\n", "\n# "))
+			}
+			tag := "Requires:"
+			if dep.Phase != "" {
+				tag = "Requires(" + dep.Phase + "):"
+			}
+			if !g.Versioned {
+				tag = fmt.Sprintf("%-10s", tag)
+			}
+			sp.Requires = append(sp.Requires, tag+" "+dep.RPM)
+		}
+		if p.Guard != nil {
+			if sp.Preun, err = l.GuardText(*p.Guard, vars, "[ $1 -eq 0 ]", escapePercent); err != nil {
+				return d, err
+			}
+		}
+		for _, f := range p.Files {
+			abs := g.AbsPath(f, version)
+			switch f.Type {
+			case layout.Dir:
+				dirs[where(abs)] = true
+			case layout.Regular:
+				dirs[where(path.Dir(abs))] = true
+				d.Installs = append(d.Installs, fmt.Sprintf("install -m %04o %%{SOURCE%d} %%{buildroot}%s", f.Mode, index[f.Source], where(abs)))
+			case layout.Symlink:
+				dirs[where(path.Dir(abs))] = true
+			}
+		}
+		for _, f := range p.Files {
+			if f.Type == layout.Symlink {
+				d.Installs = append(d.Installs, fmt.Sprintf("ln -s %s %%{buildroot}%s", f.Target, where(g.AbsPath(f, version))))
+			}
+		}
+		for _, e := range g.Entries(p, version, layout.RPM) {
+			sp.Files = append(sp.Files, filesLine(e, where(e.Path)))
+		}
+		d.Packages = append(d.Packages, sp)
+	}
+	if len(names) == 1 {
+		d.Subs = names[0]
+	} else {
+		d.Subs = "{" + strings.Join(names, ",") + "}"
+	}
+	// install -d for the deepest directories only: it makes their parents.
+	for dir := range dirs {
+		deepest := true
+		for other := range dirs {
+			if strings.HasPrefix(other, dir+"/") {
+				deepest = false
+				break
+			}
+		}
+		if deepest {
+			d.InstallDirs = append(d.InstallDirs, dir)
+		}
+	}
+	sort.Strings(d.InstallDirs)
+	return d, nil
+}
+
+// filesLine is the %files line of e, at spec path p; %defattr(0644,root,root,0755)
+// covers the usual modes.
+func filesLine(e layout.Entry, p string) string {
+	switch {
+	case e.Type == layout.Dir && e.Mode == 0o755:
+		return "%dir " + p
+	case e.Type == layout.Dir:
+		return fmt.Sprintf("%%dir %%attr(%04o,root,root) %s", e.Mode, p)
+	case e.Config:
+		return "%config(noreplace) " + p
+	case e.Type == layout.Regular && e.Mode != 0o644:
+		return fmt.Sprintf("%%attr(%04o,root,root) %s", e.Mode, p)
+	}
+	return p
 }
 
 func render(sources fs.FS, name string, data any) ([]byte, error) {

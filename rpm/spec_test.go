@@ -90,7 +90,7 @@ func TestRenderVersioned(t *testing.T) {
 }
 
 func TestRenderUnversioned(t *testing.T) {
-	got, err := RenderUnversioned(UnversionedSpec{Version: "1.0.0", Release: "3", Links: UnversionedLinks(DefaultUnitDir)})
+	got, err := RenderUnversioned(UnversionedSpec{Version: "1.0.0", Release: "3"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,14 +99,14 @@ func TestRenderUnversioned(t *testing.T) {
 		"Release:   3%{?dist}\n",
 		"ln -s ../local/kubernetes/current/stage2/usr/bin/kubelet %{buildroot}/usr/bin/kubelet\n",
 		"%config(noreplace) /etc/sysconfig/kubelet\n",
-		"%dir %{current}/stage1\n",
+		"%dir /usr/local/kubernetes/current/stage1\n",
 	} {
 		if !strings.Contains(string(got), w) {
 			t.Errorf("spec lacks %q", w)
 		}
 	}
-	if _, err := RenderUnversioned(UnversionedSpec{Version: "1.0.0", Release: "1"}); err == nil {
-		t.Error("no error without links")
+	if _, err := RenderUnversioned(UnversionedSpec{Version: "1.0.0"}); err == nil {
+		t.Error("no error without a release")
 	}
 }
 

@@ -57,6 +57,7 @@ var (
 	DpkgDeb = Program{Name: "dpkg-deb"}
 	AptGet  = Program{Name: "apt-get"}
 	DpkgQ   = Program{Name: "dpkg-query"}
+	Dpkg    = Program{Name: "dpkg"}
 )
 
 // Programs of Debian packages.
@@ -79,6 +80,7 @@ var (
 	Busybox     = Program{"/bin/busybox", "busybox-static"}
 	CNIBridge   = Program{"/usr/lib/cni/bridge", "containernetworking-plugins"}
 	Etcd        = Program{"etcd", "etcd-server"}
+	Lintian     = Program{"lintian", "lintian"}
 )
 
 // The paths. A path that runs another (the kind image builder runs
@@ -86,6 +88,13 @@ var (
 var (
 	// RPM: `make rpm`, rpm/cmd/build-rpms, and the RPM tests of `make test`.
 	RPM = Path{"rpm", []Program{Go, Git, Rpmbuild, Rpm}}
+	// Deb: `make deb`, deb/cmd/build-debs and the Debian package tests of
+	// `make test`: dpkg-deb builds (no fakeroot: --root-owner-group), dpkg
+	// reads them back, lintian checks them.
+	Deb = Path{"deb", []Program{Go, Git, DpkgDeb, Dpkg, Lintian}}
+	// DebTestReal: `make deb-test-real` installs the .debs into a Debian
+	// root that debootstrap makes.
+	DebTestReal = Path{"deb-test-real", []Program{Go, Git, DpkgDeb, Dpkg, Debootstrap}}
 	// Build: the harness (`make`, `make build`, `make verify-trees`) and
 	// the generators in hack/.
 	Build = Path{"build", []Program{Go, Git, Tar, Cp, Chmod, Diff, Patch, Python3}}
@@ -103,7 +112,7 @@ var (
 )
 
 // Paths are all of them, by name (the `ensure-host` command's argument).
-var Paths = []Path{RPM, Build, Local, LocalAPI, Kind, KindPrivateEngine}
+var Paths = []Path{RPM, Deb, DebTestReal, Build, Local, LocalAPI, Kind, KindPrivateEngine}
 
 // ByName returns the path called name.
 func ByName(name string) (Path, bool) {

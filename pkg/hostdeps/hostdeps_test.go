@@ -35,6 +35,7 @@ var entryPoints = []struct {
 	notRun map[string]string
 }{
 	{name: "make rpm (build-rpms)", roots: []string{"./rpm/cmd/build-rpms"}, ensured: []Path{RPM}},
+	{name: "make deb (build-debs)", roots: []string{"./deb/cmd/build-debs"}, ensured: []Path{Deb}},
 	{name: "the harness and hack/", roots: []string{"./build/...", "./hack/..."}, ensured: []Path{Build}},
 	{name: "the local e2e", roots: []string{"./e2e/pkg/scenario", "./e2e/pkg/local", "./e2e/pkg/controlplane"}, ensured: []Path{Local, LocalAPI},
 		notRun: map[string]string{"docker": "leftovers removes a docker network only for a journal that has one: a kind run's"}},
@@ -273,10 +274,10 @@ func scanDir(t *testing.T, dir string, runs, goRuns map[string][]string) {
 
 // programVars are the package's Program variables by identifier.
 var programVars = map[string]Program{
-	"Go": Go, "Git": Git, "Tar": Tar, "Cp": Cp, "Chmod": Chmod, "Diff": Diff, "DpkgDeb": DpkgDeb, "AptGet": AptGet, "DpkgQ": DpkgQ,
+	"Go": Go, "Git": Git, "Tar": Tar, "Cp": Cp, "Chmod": Chmod, "Diff": Diff, "DpkgDeb": DpkgDeb, "AptGet": AptGet, "DpkgQ": DpkgQ, "Dpkg": Dpkg,
 	"Rpmbuild": Rpmbuild, "Rpm": Rpm, "Patch": Patch, "Python3": Python3, "Debootstrap": Debootstrap, "Docker": Docker,
 	"Dockerd": Dockerd, "Containerd": Containerd, "Runc": Runc, "Iptables": Iptables, "Ip6tables": Ip6tables,
-	"Conntrack": Conntrack, "IP": IP, "Mount": Mount, "Umount": Umount, "Busybox": Busybox, "CNIBridge": CNIBridge, "Etcd": Etcd,
+	"Conntrack": Conntrack, "IP": IP, "Mount": Mount, "Umount": Umount, "Busybox": Busybox, "CNIBridge": CNIBridge, "Etcd": Etcd, "Lintian": Lintian,
 }
 
 // TestProgramVars keeps programVars in step with the package's variables.

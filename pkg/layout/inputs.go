@@ -1,0 +1,154 @@
+package layout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/kubelet-compat/kubelet-compat/pkg/binversion"
+	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
+)
+
+var versionPattern = regexp.MustCompile(`^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)$`)
+
+// CheckVersion accepts a Kubernetes version as the packages name it:
+// major.minor.patch without a leading v, e.g. 1.21.14.
+func CheckVersion(v string) error {
+	if !versionPattern.MatchString(v) {
+		return fmt.Errorf("invalid Kubernetes version %q: want major.minor.patch without a leading v, e.g. 1.21.14", v)
+	}
+	return nil
+}
+
+// ReportsVersion tells whether a binary's version output names exactly v
+// ("v1.21.14", not "v1.21.140"), to catch binaries of the wrong version.
+func ReportsVersion(output []byte, v string) bool {
+	return regexp.MustCompile(`(^|[^0-9.])v` + regexp.QuoteMeta(v) + `([^0-9.]|$)`).Match(output)
+}
+
+// CheckExecutable fails unless path is an executable regular file.
+func CheckExecutable(path string) error {
+	if path == "" {
+		return errors.New("no path given")
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if !st.Mode().IsRegular() || st.Mode().Perm()&0o111 == 0 {
+		return fmt.Errorf("%s is not an executable file", path)
+	}
+	return nil
+}
+
+// HasInput tells whether the harness output has the binaries of an
+// optional group for version: all of them (true), none (false), or some,
+// which is an error naming the missing ones.
+func (g Group) HasInput(inputDir, version string) (bool, error) {
+	var have, missing []string
+	for _, b := range g.HarnessBinaries() {
+		if _, err := os.Stat(filepath.Join(inputDir, version, b)); err == nil {
+			have = append(have, b)
+		} else {
+			missing = append(missing, b)
+		}
+	}
+	if len(have) > 0 && len(missing) > 0 {
+		return false, fmt.Errorf("kubernetes %s: the harness output has %s but not %s, which the %s packages need together",
+			version, strings.Join(have, ", "), strings.Join(missing, ", "), g.Key)
+	}
+	return len(missing) == 0, nil
+}
+
+// Inputs are what a build packages besides the description.
+type Inputs struct {
+	// InputDir holds the harness output: <InputDir>/<ver>/<binary>.
+	InputDir string
+	// KubeletCompat is the CLI binary.
+	KubeletCompat string
+	// Shipped returns a shipped file's content, as the format ships it.
+	Shipped func(name string) ([]byte, error)
+}
+
+// Stage puts every source of group g for version into dir, under its
+// StageName: the harness binaries and the CLI as symlinks (each binary
+// checked first: it must report version, so a mixed-up harness output
+// fails the build instead of making a package that lies), the shipped
+// files and the generated kubectl completion as files. home is an empty
+// directory kubectl may use as HOME.
+func (in Inputs) Stage(ctx context.Context, g Group, version, dir, home string) error {
+	for _, src := range g.Sources() {
+		dst := filepath.Join(dir, src.StageName())
+		switch src.Kind {
+		case Harness:
+			bin := filepath.Join(in.InputDir, version, src.Name)
+			if err := CheckExecutable(bin); err != nil {
+				return fmt.Errorf("kubernetes %s: %w (is the harness output there?)", version, err)
+			}
+			out, err := binversion.Ask(ctx, bin, binversion.Args(src.Name)...)
+			if err != nil {
+				return fmt.Errorf("kubernetes %s: ask %s its version: %w", version, src.Name, err)
+			}
+			if !ReportsVersion([]byte(out), version) {
+				return fmt.Errorf("kubernetes %s: %s reports another version: %q", version, bin, firstLine(out))
+			}
+			if err := linkSource(bin, dst); err != nil {
+				return err
+			}
+		case CLI:
+			if err := linkSource(in.KubeletCompat, dst); err != nil {
+				return err
+			}
+		case Shipped:
+			b, err := in.Shipped(src.Name)
+			if err != nil {
+				return err
+			}
+			if err := os.WriteFile(dst, b, 0o644); err != nil {
+				return fmt.Errorf("stage %s: %w", src.Name, err)
+			}
+		case Completion:
+			// kubectl writes its own completion; a fixed environment keeps it stable.
+			completion := exec.Command(filepath.Join(in.InputDir, version, "kubectl"), "completion", "bash")
+			completion.Env = []string{"HOME=" + home, "LC_ALL=C", "KUBECONFIG=" + filepath.Join(home, "no-kubeconfig")}
+			completion.ReplaceEnv = true
+			out, err := completion.Output(ctx)
+			if err != nil {
+				return fmt.Errorf("kubernetes %s: kubectl bash completion: %w", version, err)
+			}
+			if len(out) == 0 {
+				return fmt.Errorf("kubernetes %s: kubectl completion bash printed nothing", version)
+			}
+			if err := os.WriteFile(dst, out, 0o644); err != nil {
+				return fmt.Errorf("write kubectl completion: %w", err)
+			}
+		default:
+			return fmt.Errorf("source %+v: unknown kind", src)
+		}
+	}
+	return nil
+}
+
+// linkSource puts a large input into the staging without copying it.
+func linkSource(src, dst string) error {
+	abs, err := filepath.Abs(src)
+	if err != nil {
+		return err
+	}
+	if err := os.Symlink(abs, dst); err != nil {
+		return fmt.Errorf("stage %s: %w", src, err)
+	}
+	return nil
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}

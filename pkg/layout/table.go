@@ -1,0 +1,108 @@
+package layout
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// The release tables (rpm/releases.txt, deb/releases.txt) give the release
+// (RPM) or revision (Debian) of the packages of each group, with the
+// sha256 of the content it was given for. A build takes the release from
+// its table and refuses content whose digest is not the one recorded, so a
+// package whose files or scripts changed cannot come out under the number
+// of different content, which the package manager would not replace.
+
+// Row is one line of a release table.
+type Row struct {
+	Release int
+	Digest  string
+}
+
+// ParseTable parses a release table: "<group> <release> <sha256>" lines,
+// comments and blank lines. name is the file's name, for errors.
+func ParseTable(name string, b []byte) (map[string]Row, error) {
+	rows := map[string]Row{}
+	s := bufio.NewScanner(bytes.NewReader(b))
+	for n := 1; s.Scan(); n++ {
+		line := strings.TrimSpace(s.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		f := strings.Fields(line)
+		if len(f) != 3 {
+			return nil, fmt.Errorf("%s:%d: want <template> <release> <sha256>, got %q", name, n, line)
+		}
+		rel, err := strconv.Atoi(f[1])
+		if err != nil || rel < 1 {
+			return nil, fmt.Errorf("%s:%d: release %q is not a positive number", name, n, f[1])
+		}
+		if len(f[2]) != 64 {
+			return nil, fmt.Errorf("%s:%d: %q is not a sha256", name, n, f[2])
+		}
+		if _, dup := rows[f[0]]; dup {
+			return nil, fmt.Errorf("%s:%d: %s given twice", name, n, f[0])
+		}
+		rows[f[0]] = Row{Release: rel, Digest: f[2]}
+	}
+	return rows, s.Err()
+}
+
+// FormatTable writes rows under header, sorted by group.
+func FormatTable(header string, rows map[string]Row) []byte {
+	keys := make([]string, 0, len(rows))
+	for k := range rows {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b bytes.Buffer
+	b.WriteString(header)
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%s %d %s\n", k, rows[k].Release, rows[k].Digest)
+	}
+	return b.Bytes()
+}
+
+// BumpTable returns table (named name, written with header) with the
+// release of every key whose digest is not the one recorded raised by one
+// (a key not in the table starts at 1), and the keys it raised.
+func BumpTable(name, header string, table []byte, keys []string, digest func(key string) (string, error)) ([]byte, []string, error) {
+	rows, err := ParseTable(name, table)
+	if err != nil {
+		return nil, nil, err
+	}
+	var bumped []string
+	for _, key := range keys {
+		d, err := digest(key)
+		if err != nil {
+			return nil, nil, err
+		}
+		if row, ok := rows[key]; !ok || row.Digest != d {
+			rows[key] = Row{Release: rows[key].Release + 1, Digest: d}
+			bumped = append(bumped, key)
+		}
+	}
+	return FormatTable(header, rows), bumped, nil
+}
+
+// TableRelease returns the release table gives key if its content has
+// digest; the error says how to record new content (fix: the command).
+func TableRelease(name string, table []byte, key, digest, fix string) (int, error) {
+	rows, err := ParseTable(name, table)
+	if err != nil {
+		return 0, err
+	}
+	row, ok := rows[key]
+	if !ok {
+		return 0, fmt.Errorf("%s has no release for %s (content sha256 %s): run %s", name, key, digest, fix)
+	}
+	if row.Digest != digest {
+		return 0, fmt.Errorf("the content of the %s packages changed (sha256 %s) since %s gave them release %d (sha256 %s): "+
+			"run %s, which raises it to %d, and commit %s",
+			key, digest[:12], name, row.Release, row.Digest[:12], fix, row.Release+1, name)
+	}
+	return row.Release, nil
+}
