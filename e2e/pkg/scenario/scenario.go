@@ -78,7 +78,11 @@ type Options struct {
 	// kubelet wherever it is off by default (corpus.ResizeFeatureGates), so
 	// the resize pods keep their resizePolicy; needs API.
 	ResizeGate bool
-	Log        io.Writer
+	// ResizePending resizes the resize pod's cpu limit through the new
+	// kube-apiserver while the old kubelet still runs (resize.go); needs
+	// API and a step to 1.33 or later.
+	ResizePending bool
+	Log           io.Writer
 }
 
 // Scenario is one e2e run on one node.
@@ -538,6 +542,12 @@ func (s *Scenario) swap(ctx context.Context, st Step, patched bool, faults []str
 			return nil, err
 		}
 	}
+	var pending *pendingResize
+	if s.cp != nil && s.opts.ResizePending {
+		if pending, err = s.resizeWhileOldKubeletRuns(ctx, st, before); err != nil {
+			return nil, err
+		}
+	}
 	s.logf("swap %s (%s): stopping kubelet %s", st, variant, st.From)
 	s.betweenKubelets = nil
 	if has(faults, FaultContainerdRestart) {
@@ -587,6 +597,9 @@ func (s *Scenario) swap(ctx context.Context, st Step, patched bool, faults []str
 	}
 	if run.KeptLogLines, err = s.kubelet.CountLines(kubelet.KeptMessage); err != nil {
 		return nil, err
+	}
+	if pending != nil {
+		s.check(pending.check(ctx, s, variant, after))
 	}
 	run.Diff = snapshot.Compare(before, after)
 	run.Pods, run.Containers, run.Restarts, run.RecreatedPods = run.Diff.Pods, run.Diff.Containers, run.Diff.Restarts, run.Diff.RecreatedPods
