@@ -14,7 +14,8 @@
 #                             the in-place-resize checkpoints of 1.33 (e2e/README.md); -resize-gate:
 #                             InPlacePodVerticalScaling on at 1.27 .. 1.32 (kube-apiserver and kubelet)
 #   make e2e E2E=admission    API mode: pods upstream rejects at re-admission (node label removed, cpu reserved,
-#                             --max-pods lowered), unpatched control then patched, Ready windows
+#                             --max-pods lowered) and forged-status pods both kubelets must reject; unpatched
+#                             control then patched, Ready windows
 #   make e2e E2E=devices      API mode, chain 1.18.19 -> 1.19.16 -> 1.20.15 -> 1.21.14: pods using the extended resource
 #                             of the e2e's device plugin (e2e/cmd/e2e-device-plugin); unpatched control per step,
 #                             then the patched chain; Ready windows. One per machine (the kubelets' fixed
