@@ -17,22 +17,33 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// A resize accepted by the new API server while the old kubelet runs
+// A resize accepted by the new API server before the new kubelet runs
 // (-resize-pending, API mode, a step to 1.33 or later): the control plane
 // is upgraded first, as upstream's upgrade order has it, and from 1.33
-// kube-apiserver accepts in-place resizes (pods/resize) by default, while
-// a kubelet 1.32 without InPlacePodVerticalScaling ignores them. The next
-// kubelet must actuate the resize in place: the patched 1.33 .. 1.36 take
-// what the runtime reports, or leave a NotRequired resource unrecorded so
-// that it is compared with zero and updated (kubeletcompat.
+// kube-apiserver accepts in-place resizes (pods/resize) by default, but
+// only for a pod whose running containers' statuses carry resources (its
+// kubelet has InPlacePodVerticalScaling: 1.27 .. 1.32 only with the gate;
+// isPodResizeRequestSupported, "Pod running on node without support for
+// resize"). The resize is made while the old kubelet runs
+// (ResizeWhileOldKubelet: a kubelet with the gate actuates it itself) or
+// between the two kubelets (ResizeBetweenKubelets: no kubelet runs, so
+// the new one must actuate it). The patched 1.33 .. 1.36 take what the
+// runtime reports, or leave a NotRequired resource unrecorded so that it
+// is compared with zero and updated (kubeletcompat.
 // LegacyActuatedResources); recording the allocation as actuated would
 // hide the resize (the container keeps its old limit while the API shows
 // the new one).
+const (
+	ResizeWhileOldKubelet = "while-old-kubelet"
+	ResizeBetweenKubelets = "between-kubelets"
+)
+
 const (
 	// resizedCPULimitMilli is the resize pod's cpu limit after the resize
 	// (the corpus sets 100m; cpu's resizePolicy is NotRequired).
@@ -40,14 +51,24 @@ const (
 	corpusCPULimitMilli  = 100
 )
 
-// pendingResize is the resize made while the old kubelet ran.
+// pendingResize is the resize made before the new kubelet ran.
 type pendingResize struct {
 	pod, container, containerID string
-	from, to                    string
+	from, to, when              string
+	// refused is kube-apiserver's answer when it refused the resize.
+	refused string
 	// quotaBefore and quotaOld are the container's cpu quota (µs per
-	// period) before the resize and one sync period after it, with the
-	// old kubelet still running.
+	// period) before the resize and right before the new kubelet starts
+	// (while-old-kubelet: one sync period after the resize).
 	quotaBefore, quotaOld cpuQuota
+}
+
+// whenText says when the resize was made, for logs and checks.
+func (r *pendingResize) whenText() string {
+	if r.when == ResizeBetweenKubelets {
+		return "between kubelet " + r.from + " and " + r.to + " (no kubelet ran)"
+	}
+	return "while kubelet " + r.from + " ran"
 }
 
 // cpuQuota is a cgroup's cpu limit: quota µs per period µs (quota -1: none).
@@ -83,11 +104,12 @@ func (s *Scenario) resizePod() (corpus.Pod, bool) {
 	return corpus.Pod{}, false
 }
 
-// resizeWhileOldKubeletRuns raises the resize pod's cpu limit from 100m to
-// 200m through kube-apiserver st.To (pods/resize), which runs while
-// kubelet st.From still runs, and reads the container's cgroup before and
-// one sync period after.
-func (s *Scenario) resizeWhileOldKubeletRuns(ctx context.Context, st Step, before *snapshot.Snapshot) (*pendingResize, error) {
+// resizeBeforeNewKubelet raises the resize pod's cpu limit from 100m to
+// 200m through kube-apiserver st.To (pods/resize) and reads the
+// container's cgroup before and after (while-old-kubelet: one sync period
+// after, with kubelet st.From still running). A refusal by the API server
+// is a result (reported), not an error.
+func (s *Scenario) resizeBeforeNewKubelet(ctx context.Context, st Step, before *snapshot.Snapshot, when string) (*pendingResize, error) {
 	if kubelet.Minor(st.To) < 33 {
 		return nil, fmt.Errorf("-resize-pending: kube-apiserver %s has no pods/resize (1.33+)", st.To)
 	}
@@ -96,7 +118,7 @@ func (s *Scenario) resizeWhileOldKubeletRuns(ctx context.Context, st Step, befor
 		return nil, fmt.Errorf("-resize-pending: the corpus has no resize pod (API mode, 10 pods)")
 	}
 	c := p.Spec.Spec.Containers[0]
-	r := &pendingResize{pod: p.Name, container: c.Name, from: st.From, to: st.To}
+	r := &pendingResize{pod: p.Name, container: c.Name, from: st.From, to: st.To, when: when}
 	if bc, ok := before.Running(p.RuntimeName)[c.Name]; ok {
 		r.containerID = bc.ID
 	}
@@ -115,22 +137,30 @@ func (s *Scenario) resizeWhileOldKubeletRuns(ctx context.Context, st Step, befor
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	var got v1.Pod
-	if err := cs.CoreV1().RESTClient().Patch(types.StrategicMergePatchType).Namespace(corpus.Namespace).Resource("pods").Name(p.Name).
-		SubResource("resize").Body([]byte(patch)).Do(cctx).Into(&got); err != nil {
+	err = cs.CoreV1().RESTClient().Patch(types.StrategicMergePatchType).Namespace(corpus.Namespace).Resource("pods").Name(p.Name).
+		SubResource("resize").Body([]byte(patch)).Do(cctx).Into(&got)
+	if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
+		r.refused = err.Error()
+		s.logf("resize: kube-apiserver %s refused to resize %s %s: %v", st.To, p.Name, r.whenText(), err)
+		return r, nil
+	}
+	if err != nil {
 		return nil, fmt.Errorf("-resize-pending: resizing %s through kube-apiserver %s: %w", p.Name, st.To, err)
 	}
 	if l := got.Spec.Containers[0].Resources.Limits.Cpu().MilliValue(); l != resizedCPULimitMilli {
 		return nil, fmt.Errorf("-resize-pending: kube-apiserver %s stored cpu limit %dm, not %dm", st.To, l, resizedCPULimitMilli)
 	}
-	s.logf("resize: %s's cpu limit %dm -> %dm accepted by kube-apiserver %s (pods/resize) while kubelet %s runs; container %s at %s",
-		p.Name, corpusCPULimitMilli, resizedCPULimitMilli, st.To, st.From, shortID(r.containerID), r.quotaBefore)
-	if err := ctxtime.Sleep(ctx, s.opts.SyncFrequency+2*time.Second); err != nil {
-		return nil, err
+	s.logf("resize: %s's cpu limit %dm -> %dm accepted by kube-apiserver %s (pods/resize) %s; container %s at %s",
+		p.Name, corpusCPULimitMilli, resizedCPULimitMilli, st.To, r.whenText(), shortID(r.containerID), r.quotaBefore)
+	if when == ResizeWhileOldKubelet {
+		if err := ctxtime.Sleep(ctx, s.opts.SyncFrequency+2*time.Second); err != nil {
+			return nil, err
+		}
 	}
 	if r.quotaOld, err = containerCPUQuota(r.containerID); err != nil {
 		return nil, err
 	}
-	s.logf("resize: one sync period later kubelet %s runs the container at %s", st.From, r.quotaOld)
+	s.logf("resize: before the new kubelet starts the container runs at %s", r.quotaOld)
 	return r, nil
 }
 
@@ -139,8 +169,13 @@ func (s *Scenario) resizeWhileOldKubeletRuns(ctx context.Context, st Step, befor
 // limit, or the check fails; unpatched, reported as measured (what
 // upstream does).
 func (r *pendingResize) check(ctx context.Context, s *Scenario, variant string, after *snapshot.Snapshot) report.Check {
-	c := report.Check{Name: fmt.Sprintf("resize %s: %s's cpu limit %dm -> %dm accepted by kube-apiserver %s while kubelet %s ran",
-		variant, r.pod, corpusCPULimitMilli, resizedCPULimitMilli, r.to, r.from)}
+	c := report.Check{Name: fmt.Sprintf("resize %s: %s's cpu limit %dm -> %dm through kube-apiserver %s %s",
+		variant, r.pod, corpusCPULimitMilli, resizedCPULimitMilli, r.to, r.whenText())}
+	if r.refused != "" {
+		c.Passed = true
+		c.Detail = "refused by kube-apiserver (nothing pending; the swap is the plain one): " + r.refused
+		return c
+	}
 	now, ok := after.Running(corpus.Namespace + "/" + r.pod)[r.container]
 	same := ok && now.ID == r.containerID
 	var q cpuQuota
@@ -160,7 +195,7 @@ func (r *pendingResize) check(ctx context.Context, s *Scenario, variant string, 
 			api = "API: " + err.Error()
 		}
 	}
-	c.Detail = fmt.Sprintf("old kubelet: %s before the resize, %s a sync period after; after the swap: ", r.quotaBefore, r.quotaOld)
+	c.Detail = fmt.Sprintf("container cpu limit %s before the resize, %s when the new kubelet started; after the swap: ", r.quotaBefore, r.quotaOld)
 	switch {
 	case !ok:
 		c.Detail += "no running container " + r.container
@@ -196,9 +231,7 @@ func apiResizeState(pod *v1.Pod) string {
 		if st.Resources != nil {
 			out += fmt.Sprintf(", status cpu limit %s", quantityOrNone(st.Resources.Limits[v1.ResourceCPU]))
 		}
-		if st.AllocatedResources != nil {
-			out += fmt.Sprintf(", allocated cpu %s", quantityOrNone(st.AllocatedResources[v1.ResourceCPU]))
-		}
+
 	}
 	if pod.Status.Resize != "" {
 		out += ", status.resize " + string(pod.Status.Resize)

@@ -79,9 +79,10 @@ type Options struct {
 	// the resize pods keep their resizePolicy; needs API.
 	ResizeGate bool
 	// ResizePending resizes the resize pod's cpu limit through the new
-	// kube-apiserver while the old kubelet still runs (resize.go); needs
+	// kube-apiserver before the new kubelet starts (resize.go):
+	// ResizeWhileOldKubelet or ResizeBetweenKubelets ("": no resize); needs
 	// API and a step to 1.33 or later.
-	ResizePending bool
+	ResizePending string
 	Log           io.Writer
 }
 
@@ -543,8 +544,8 @@ func (s *Scenario) swap(ctx context.Context, st Step, patched bool, faults []str
 		}
 	}
 	var pending *pendingResize
-	if s.cp != nil && s.opts.ResizePending {
-		if pending, err = s.resizeWhileOldKubeletRuns(ctx, st, before); err != nil {
+	if s.cp != nil && s.opts.ResizePending == ResizeWhileOldKubelet {
+		if pending, err = s.resizeBeforeNewKubelet(ctx, st, before, ResizeWhileOldKubelet); err != nil {
 			return nil, err
 		}
 	}
@@ -554,6 +555,19 @@ func (s *Scenario) swap(ctx context.Context, st Step, patched bool, faults []str
 		s.betweenKubelets = func(ctx context.Context) error {
 			s.logf("fault: restarting containerd between the two kubelets")
 			return s.node.RestartContainerd(ctx)
+		}
+	}
+	if s.cp != nil && s.opts.ResizePending == ResizeBetweenKubelets {
+		fault := s.betweenKubelets
+		s.betweenKubelets = func(ctx context.Context) error {
+			if fault != nil {
+				if err := fault(ctx); err != nil {
+					return err
+				}
+			}
+			var err error
+			pending, err = s.resizeBeforeNewKubelet(ctx, st, before, ResizeBetweenKubelets)
+			return err
 		}
 	}
 	if err := s.host.SwapKubelet(ctx, node.Kubelet{Version: st.To, Patched: patched}); err != nil {
