@@ -10,11 +10,15 @@
 #   make e2e E2E=steps E2E_STEPS=1.28.15:1.31.14[,from:to...]
 #                             explicit steps (skip-level); with E2E_VERSIONS, after its chain
 #   make e2e E2E=api          CI form in API mode: etcd + kube-apiserver (upgraded first), API pods
-#   make e2e E2E=api E2E_STEPS=1.32.13:1.33.13 [E2E_ARGS=-resize-gate]
+#   make e2e E2E=api E2E_STEPS=1.32.13:1.33.13 [E2E_ARGS='-resize-gate -resize-pending between-kubelets']
 #                             the in-place-resize checkpoints of 1.33 (e2e/README.md); -resize-gate:
-#                             InPlacePodVerticalScaling on at 1.27 .. 1.32 (kube-apiserver and kubelet)
+#                             InPlacePodVerticalScaling on at 1.27 .. 1.32 (kube-apiserver and kubelet);
+#                             -resize-pending while-old-kubelet|between-kubelets: a resize through the
+#                             new kube-apiserver before the new kubelet runs, which the patched kubelet
+#                             must actuate in place
 #   make e2e E2E=admission    API mode: pods upstream rejects at re-admission (node label removed, cpu reserved,
-#                             --max-pods lowered), unpatched control then patched, Ready windows
+#                             --max-pods lowered) and forged-status pods both kubelets must reject; unpatched
+#                             control then patched, Ready windows
 #   make e2e E2E=devices      API mode, chain 1.18.19 -> 1.19.16 -> 1.20.15 -> 1.21.14: pods using the extended resource
 #                             of the e2e's device plugin (e2e/cmd/e2e-device-plugin); unpatched control per step,
 #                             then the patched chain; Ready windows. One per machine (the kubelets' fixed

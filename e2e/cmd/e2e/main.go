@@ -78,6 +78,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	save := fl.String("save", "", "-mode images: also write the node images to this docker-archive file (docker save), for machines with Docker but no build tools")
 	admissionRace := fl.Bool("admission-race", false, "-mode admission: leave the node's pod capacity to the new kubelet's first status update, which races its first admissions (default: set through the API between the kubelets)")
 	resizeGate := fl.Bool("resize-gate", false, "API mode: InPlacePodVerticalScaling=true on kube-apiserver and kubelet 1.27 .. 1.32 (alpha, off by default; on from 1.33), so the old API server keeps the resize pod's resizePolicy")
+	resizePending := fl.String("resize-pending", "", "API mode, a step to 1.33+: raise the resize pod's cpu limit (100m -> 200m) through the new kube-apiserver (pods/resize) before the new kubelet starts: while-old-kubelet (kubelet vN still runs) or between-kubelets (none runs); the patched kubelet must then run that container, not restarted, at 200m (the control's outcome is reported)")
 	pluginGap := fl.Duration("device-plugin-gap", 0, "-mode devices: stop the device plugin before each swap and start it again this long after the new kubelet started (0: it runs throughout)")
 	if err := fl.Parse(args); err != nil {
 		return 2
@@ -144,6 +145,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "e2e: -resize-gate needs API mode (-mode api, or -api) on the local provider")
 		return 2
 	}
+	if *resizePending != "" && (!plan.api || *provider != "local" || plan.admission || plan.devices) {
+		fmt.Fprintln(stderr, "e2e: -resize-pending needs API mode (-mode api, or -api) on the local provider")
+		return 2
+	}
+	if *resizePending != "" && *resizePending != scenario.ResizeWhileOldKubelet && *resizePending != scenario.ResizeBetweenKubelets {
+		fmt.Fprintf(stderr, "e2e: -resize-pending is %s or %s\n", scenario.ResizeWhileOldKubelet, scenario.ResizeBetweenKubelets)
+		return 2
+	}
 	if plan.devices && *provider != "local" {
 		fmt.Fprintln(stderr, "e2e: -mode devices runs on the local provider only")
 		return 2
@@ -171,7 +180,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	opts := scenario.Options{Mode: *mode, Steps: plan.steps, Pods: plan.pods, Output: abs(*output), ReportDir: abs(*reportDir),
 		Root: rootPath, RepoRoot: repoRoot, NodeName: *nodeName, SyncFrequency: *syncFreq, Controls: plan.controls,
-		Extras: plan.extras, SkipPatched: !*patchedRuns, API: plan.api, Admission: plan.admission, AdmissionRace: *admissionRace, Devices: plan.devices, DevicePluginGap: *pluginGap, ResizeGate: *resizeGate, Log: stdout}
+		Extras: plan.extras, SkipPatched: !*patchedRuns, API: plan.api, Admission: plan.admission, AdmissionRace: *admissionRace, Devices: plan.devices, DevicePluginGap: *pluginGap, ResizeGate: *resizeGate, ResizePending: *resizePending, Log: stdout}
 	var steps []string
 	for _, s := range plan.steps {
 		steps = append(steps, s.String())

@@ -3,6 +3,7 @@ package scenario
 import (
 	"context"
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/node"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
+	kubeletcompat "github.com/kubelet-compat/kubelet-compat/kubelet-compat"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -46,6 +48,7 @@ const (
 	CaseMaxPods      = "--max-pods lowered at the swap"
 	CaseCPU          = "--kube-reserved cpu raised at the swap"
 	CaseBystander    = "fits and matches"
+	CaseForged       = "bound while the kubelet was down, API status names another pod's listed container"
 )
 
 // admissionPlan is what one admission run creates after the baseline.
@@ -55,12 +58,24 @@ type admissionPlan struct {
 	cpu      corpus.Pod
 	selector corpus.Pod
 	fill     []corpus.Pod
+	// forgedBind and forgedNew never run on the node: while the kubelet is
+	// down for its swap they are bound to it and an API user sets their
+	// status to name a container that record listed for another pod
+	// (forgedOwner). Both have the selector pod's nodeSelector. forgedBind
+	// is created unbound right after the selector pod (no scheduler runs,
+	// so no kubelet sees it) and bound through pods/binding; forgedNew is
+	// created after record with spec.nodeName. Both kubelets must reject
+	// them: the waiver rests on what the runtime runs for the pod's UID,
+	// never on its API status.
+	forgedBind, forgedNew corpus.Pod
 	// maxPods is the new kubelet's --max-pods: the corpus and two more
-	// pods. Created in the order selector, cpu, fill, upstream rejects the
-	// selector pod for its nodeSelector alone, the cpu pod for cpu alone
-	// and the newest fill pod for the pod count; the patched kubelet, which
-	// counts every pod it keeps, meets each of the three reasons first
-	// once (selector, cpu pod, then the fill pods).
+	// pods. Created in the order selector, forgedBind, cpu, fill, upstream
+	// rejects the selector pod and forgedBind for their nodeSelector alone,
+	// the cpu pod for cpu alone and the newest fill pod for the pod count;
+	// the patched kubelet, which counts every pod it keeps, meets each of
+	// the three reasons first once (selector, cpu pod, then the fill pods).
+	// forgedNew, created last, meets a full node in both: OutOfpods
+	// (expectedAdmission).
 	maxPods int
 }
 
@@ -73,7 +88,11 @@ const (
 
 func (s *Scenario) newAdmissionPlan() admissionPlan {
 	o := corpus.Options{NodeName: s.opts.NodeName, API: true}
-	p := admissionPlan{cpu: corpus.WebPod("keep-cpu", nil, o), selector: corpus.WebPod("keep-sel", map[string]string{KeepLabel: "true"}, o), maxPods: len(s.corpus.Pods) + 2}
+	sel := map[string]string{KeepLabel: "true"}
+	p := admissionPlan{cpu: corpus.WebPod("keep-cpu", nil, o), selector: corpus.WebPod("keep-sel", sel, o), maxPods: len(s.corpus.Pods) + 2,
+		forgedBind: corpus.WebPod(ForgedBindPod, sel, o), forgedNew: corpus.WebPod(ForgedNewPod, sel, o)}
+	// Unbound until the swap: no kubelet sees it before.
+	p.forgedBind.Spec.Spec.NodeName = ""
 	p.cpu.Spec.Spec.Containers[0].Resources.Requests[v1.ResourceCPU] = *resource.NewMilliQuantity(hogCPUMilli, resource.DecimalSI)
 	for i := 0; i < fillPods; i++ {
 		p.fill = append(p.fill, corpus.WebPod(fmt.Sprintf("fill-%d", i), nil, o))
@@ -81,16 +100,55 @@ func (s *Scenario) newAdmissionPlan() admissionPlan {
 	return p
 }
 
-// extra are the pods created after the baseline, in creation order.
+// Forged-status pods, and the pods whose listed container their status
+// names (forgedOwner).
+const (
+	ForgedBindPod = "forged-bind"
+	ForgedNewPod  = "forged-new"
+)
+
+// forgedOwner is the pod whose container (listed by record) a forged
+// pod's status names: the selector pod's for forgedBind (rejected
+// NodeAffinity, like its owner upstream), the newest fill pod's for
+// forgedNew (OutOfpods, like its owner upstream).
+func (p admissionPlan) forgedOwner(forged string) string {
+	if forged == ForgedBindPod {
+		return p.selector.Name
+	}
+	return p.fill[len(p.fill)-1].Name
+}
+
+// forged are the forged-status pods, in creation order.
+func (p admissionPlan) forged() []corpus.Pod { return []corpus.Pod{p.forgedBind, p.forgedNew} }
+
+func isForged(name string) bool { return name == ForgedBindPod || name == ForgedNewPod }
+
+// extra are the pods created after the baseline that run before the
+// swap, in creation order.
 func (p admissionPlan) extra() []corpus.Pod {
 	return append([]corpus.Pod{p.selector, p.cpu}, p.fill...)
 }
 
-// order is every pod in creation order (the corpus first, created together).
+// order is every pod in the new kubelet's admission order (creation
+// order: the corpus first, created together; forgedBind was created right
+// after the selector pod, forgedNew last).
 func (p admissionPlan) order(c *corpus.Corpus) []admitPod {
 	var out []admitPod
-	for _, x := range append(append([]corpus.Pod(nil), c.Pods...), p.extra()...) {
-		out = append(out, admitPod{Name: x.Name, CPUMilli: podCPUMilli(x.Spec)})
+	all := append(append([]corpus.Pod(nil), c.Pods...), p.selector, p.forgedBind, p.cpu)
+	all = append(append(all, p.fill...), p.forgedNew)
+	for _, x := range all {
+		out = append(out, admitPod{Name: x.Name, CPUMilli: podCPUMilli(x.Spec), Selector: len(x.Spec.Spec.NodeSelector) > 0, Ran: !isForged(x.Name)})
+	}
+	return out
+}
+
+// ranBefore is order without the forged-status pods: the pods that ran.
+func ranBefore(order []admitPod) []admitPod {
+	var out []admitPod
+	for _, p := range order {
+		if p.Ran {
+			out = append(out, p)
+		}
 	}
 	return out
 }
@@ -107,6 +165,11 @@ func names(pods []admitPod) []string {
 type admitPod struct {
 	Name     string
 	CPUMilli int64
+	// Selector: the pod's nodeSelector no longer matches the node.
+	Selector bool
+	// Ran: the pod ran before the swap (record listed its containers);
+	// false for the forged-status pods.
+	Ran bool
 }
 
 // podCPUMilli is the pod's CPU request: its containers' sum, or its
@@ -127,29 +190,49 @@ func podCPUMilli(p *v1.Pod) int64 {
 	return sum
 }
 
-// expectedRejections is what upstream's kubelet 1.20/1.21 does when it
-// re-admits the pods in creation order with --max-pods maxPods and
-// cpuMilli allocatable on a node without the selector pod's label: the
-// resource fit comes first (pods, then cpu), then the node selector
-// (NodeAffinity), and the first reason is the pod's; a rejected pod is
-// Failed and no longer counts.
-func expectedRejections(order []admitPod, selector string, maxPods int, cpuMilli int64) map[string]string {
-	out := map[string]string{}
+// expectedAdmission is what kubelet 1.20/1.21 does when it re-admits the
+// pods in order (creation order) with --max-pods maxPods and cpuMilli
+// allocatable on a node without the selector pods' label: the resource fit
+// comes first (pods, then cpu), then the node selector (NodeAffinity), and
+// the first reason is the pod's. Upstream (patched false) a rejected pod is
+// Failed and no longer counts. The patched kubelet admits a pod that ran
+// before despite any of these reasons (the resource ones: first start
+// after record) and counts it; a pod that did not run (the forged-status
+// pods, whatever their API status says) is rejected as upstream. rejected
+// maps the pods that end Failed to their reason, waived the pods admitted
+// despite a reason to it.
+func expectedAdmission(order []admitPod, maxPods int, cpuMilli int64, patched bool) (rejected, waived map[string]string) {
+	rejected, waived = map[string]string{}, map[string]string{}
 	admitted, used := 0, int64(0)
 	for _, pod := range order {
+		reason := ""
 		switch {
 		case admitted >= maxPods:
-			out[pod.Name] = "OutOfpods"
+			reason = "OutOfpods"
 		case used+pod.CPUMilli > cpuMilli:
-			out[pod.Name] = "OutOfcpu"
-		case pod.Name == selector:
-			out[pod.Name] = "NodeAffinity"
-		default:
-			admitted++
-			used += pod.CPUMilli
+			reason = "OutOfcpu"
+		case pod.Selector:
+			reason = "NodeAffinity"
 		}
+		switch {
+		case reason == "":
+		case patched && pod.Ran:
+			waived[pod.Name] = reason
+		default:
+			rejected[pod.Name] = reason
+			continue
+		}
+		admitted++
+		used += pod.CPUMilli
 	}
-	return out
+	return rejected, waived
+}
+
+// expectedRejections is upstream's rejections (expectedAdmission, not
+// patched).
+func expectedRejections(order []admitPod, maxPods int, cpuMilli int64) map[string]string {
+	rejected, _ := expectedAdmission(order, maxPods, cpuMilli, false)
+	return rejected
 }
 
 // caseOf names the case a pod stands for.
@@ -165,11 +248,11 @@ func caseOf(reason string) string {
 	return CaseMaxPods
 }
 
-// admissionRuns runs the unpatched control then the patched kubelet, each
-// from its own baseline.
+// admissionRuns runs the unpatched control (unless -controls=false) then
+// the patched kubelet (unless -patched=false), each from its own baseline.
 func (s *Scenario) admissionRuns(ctx context.Context, st Step) error {
 	for _, patched := range []bool{false, true} {
-		if patched && s.opts.SkipPatched {
+		if (patched && s.opts.SkipPatched) || (!patched && !s.opts.Controls) {
 			continue
 		}
 		if err := s.admissionRun(ctx, st, patched); err != nil {
@@ -191,7 +274,25 @@ func (s *Scenario) admissionRun(ctx context.Context, st Step, patched bool) erro
 	if err := s.createAdmissionPods(ctx, cs, plan); err != nil {
 		return err
 	}
-	expect := expectedRejections(plan.order(s.corpus), plan.selector.Name, plan.maxPods, allocatableCPUMilli)
+	order := plan.order(s.corpus)
+	// expect: upstream's rejections of the pods that ran; forged: what
+	// this variant must do with the forged-status pods (rejected both
+	// times, for the first reason each kubelet meets).
+	expect := expectedRejections(order, plan.maxPods, allocatableCPUMilli)
+	rejected, waived := expectedAdmission(order, plan.maxPods, allocatableCPUMilli, patched)
+	forged := map[string]string{}
+	for name, reason := range expect {
+		if isForged(name) {
+			forged[name] = reason
+			delete(expect, name)
+		}
+	}
+	if patched {
+		forged = map[string]string{}
+		for name, reason := range rejected {
+			forged[name] = reason
+		}
+	}
 	variant := report.Unpatched
 	if patched {
 		variant = report.Patched
@@ -205,7 +306,8 @@ func (s *Scenario) admissionRun(ctx context.Context, st Step, patched bool) erro
 		return err
 	}
 	poller := startReadyPoller(ctx, cs, 250*time.Millisecond)
-	if err := s.admissionSwap(ctx, cs, st, patched, plan); err != nil {
+	forgeries, err := s.admissionSwap(ctx, cs, st, patched, plan, before)
+	if err != nil {
 		poller.stop()
 		return err
 	}
@@ -214,18 +316,28 @@ func (s *Scenario) admissionRun(ctx context.Context, st Step, patched bool) erro
 		what: "admission",
 		back: "settled",
 		wait: func(ctx context.Context) (time.Time, error) {
-			return s.waitAdmitted(ctx, cs, patched, expect)
+			return s.waitAdmitted(ctx, cs, patched, expect, forged)
 		},
 	})
 	if err != nil {
 		return err
 	}
 	run.KeptLogLines = len(obs.lines)
-	for _, name := range names(plan.order(s.corpus)) {
+	ran := names(ranBefore(order))
+	for _, name := range ran {
 		c := admissionCheck(variant, name, expect[name], obs.pods[name], before, obs.after, obs.windows[name], obs.admitted[name])
+		if variant == report.Patched && waived[name] != "" {
+			c.Detail += "; the patched kubelet's first reason (expected): " + waived[name]
+		}
 		s.check(c)
 	}
-	s.check(readinessSummary(variant, names(plan.order(s.corpus)), expect, obs.windows))
+	for _, f := range forgeries {
+		s.check(forgedCheck(variant, f, forged[f.Pod], obs, before))
+	}
+	s.check(readinessSummary(variant, ran, expect, obs.windows))
+	for name, reason := range forged {
+		run.Expected = append(run.Expected, report.Expectation{Pod: corpus.Namespace + "/" + name, Reason: "forged status, rejected at admission: " + reason})
+	}
 	s.assertAdmission(run, expect)
 	s.Report.Runs = append(s.Report.Runs, *run)
 	s.logf("admission %s (%s): %s", st, variant, run.Verdict)
@@ -235,20 +347,24 @@ func (s *Scenario) admissionRun(ctx context.Context, st Step, patched bool) erro
 	return nil
 }
 
-// createAdmissionPods labels the node, then creates the selector pod and
-// the fill pods one second apart and waits until they run and serve.
+// createAdmissionPods labels the node, then creates the selector pod, the
+// unbound forged pod, the cpu pod and the fill pods one second apart and
+// waits until those that are bound run and serve.
 func (s *Scenario) createAdmissionPods(ctx context.Context, cs kubernetes.Interface, plan admissionPlan) error {
 	if err := setNodeLabel(ctx, cs, s.opts.NodeName, `"true"`); err != nil {
 		return err
 	}
-	for _, p := range plan.extra() {
+	create := []corpus.Pod{plan.selector, plan.forgedBind, plan.cpu}
+	for _, p := range append(create, plan.fill...) {
 		if err := ctxtime.Sleep(ctx, 1100*time.Millisecond); err != nil {
 			return err
 		}
 		if _, err := cs.CoreV1().Pods(corpus.Namespace).Create(ctx, p.Spec, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("creating pod %s: %w", p.Name, err)
 		}
-		s.extraPods = append(s.extraPods, p)
+		if !isForged(p.Name) {
+			s.extraPods = append(s.extraPods, p)
+		}
 	}
 	if _, err := s.waitReady(ctx, 2*time.Minute, false); err != nil {
 		return fmt.Errorf("admission pods on the baseline: %w", err)
@@ -257,44 +373,164 @@ func (s *Scenario) createAdmissionPods(ctx context.Context, cs kubernetes.Interf
 	if err := waitAPIReady(ctx, cs, len(s.pods()), 2*time.Minute); err != nil {
 		return err
 	}
-	s.logf("admission: node labelled %s=true; %s (nodeSelector), %s (%dm cpu) and %d fill pods run: %d pods on the node", KeepLabel, plan.selector.Name, plan.cpu.Name, hogCPUMilli, len(plan.fill), len(s.pods()))
+	s.logf("admission: node labelled %s=true; %s (nodeSelector), %s (%dm cpu) and %d fill pods run: %d pods on the node; %s created unbound (no scheduler: no kubelet sees it)",
+		KeepLabel, plan.selector.Name, plan.cpu.Name, hogCPUMilli, len(plan.fill), len(s.pods()), plan.forgedBind.Name)
 	return nil
 }
 
 // admissionSwap removes the node label while kubelet vN runs, upgrades
-// kube-apiserver, then swaps the kubelet for st.To with --max-pods lowered;
-// between the two kubelets the node's pod capacity is set to that value
+// kube-apiserver, then swaps the kubelet for st.To with --max-pods lowered.
+// Between the two kubelets the node's pod capacity is set to that value
 // through the API (what the new kubelet publishes in its first status
-// update), so that admission does not race that update.
-func (s *Scenario) admissionSwap(ctx context.Context, cs kubernetes.Interface, st Step, patched bool, plan admissionPlan) error {
+// update), so that admission does not race that update, and the
+// forged-status pods are bound to the node (forgeStatuses).
+func (s *Scenario) admissionSwap(ctx context.Context, cs kubernetes.Interface, st Step, patched bool, plan admissionPlan, before *snapshot.Snapshot) ([]forgery, error) {
 	if err := setNodeLabel(ctx, cs, s.opts.NodeName, "null"); err != nil {
-		return err
+		return nil, err
 	}
 	s.logf("admission: removed the node label %s while kubelet %s runs", KeepLabel, st.From)
 	if err := s.cp.UpgradeAPIServer(ctx, st.To); err != nil {
-		return err
+		return nil, err
 	}
 	capacity, err := nodeCPUMilli(ctx, cs, s.opts.NodeName)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	s.nextKubeletArgs = []string{fmt.Sprintf("--max-pods=%d", plan.maxPods), fmt.Sprintf("--kube-reserved=cpu=%dm", capacity-allocatableCPUMilli)}
-	if !s.opts.AdmissionRace {
-		s.betweenKubelets = func(ctx context.Context) error {
+	var forgeries []forgery
+	s.betweenKubelets = func(ctx context.Context) error {
+		if !s.opts.AdmissionRace {
 			s.logf("admission: node capacity and allocatable pods = %d, allocatable cpu = %dm through the API", plan.maxPods, allocatableCPUMilli)
-			return setNodeAllocatable(ctx, cs, s.opts.NodeName, plan.maxPods, allocatableCPUMilli)
+			if err := setNodeAllocatable(ctx, cs, s.opts.NodeName, plan.maxPods, allocatableCPUMilli); err != nil {
+				return err
+			}
 		}
-		defer func() { s.betweenKubelets = nil }()
+		var err error
+		forgeries, err = s.forgeStatuses(ctx, cs, plan, before)
+		return err
 	}
-	return s.host.SwapKubelet(ctx, node.Kubelet{Version: st.To, Patched: patched})
+	defer func() { s.betweenKubelets = nil }()
+	if err := s.host.SwapKubelet(ctx, node.Kubelet{Version: st.To, Patched: patched}); err != nil {
+		return nil, err
+	}
+	return forgeries, nil
 }
 
-// waitAdmitted waits, patched, until every pod runs, serves and was synced;
-// unpatched, until every expected pod is Failed with its reason and has no
+// forgery is one forged-status pod as made by forgeStatuses.
+type forgery struct {
+	Pod string
+	// Owner is the pod that runs ContainerID, which record listed.
+	Owner       string
+	ContainerID string
+	// How the pod reached the node.
+	How string
+}
+
+// forgeStatuses runs while no kubelet runs, after record: it binds the
+// forged-status pods to the node (forgedBind through pods/binding,
+// forgedNew created with spec.nodeName) and sets each one's status through
+// the API (UpdateStatus, what any user with pods/status rights can do) to
+// a copy of its owner's: phase Running, Ready, and a container status
+// naming the owner's running container, which the compat file lists. It
+// fails, before any kubelet sees them, when the file does not list that
+// container or the stored status does not name it.
+func (s *Scenario) forgeStatuses(ctx context.Context, cs kubernetes.Interface, plan admissionPlan, before *snapshot.Snapshot) ([]forgery, error) {
+	file, _, err := kubeletcompat.ReadFile(kubeletcompat.DefaultPath(s.kubeletDir()), os.Getuid())
+	if err != nil {
+		return nil, fmt.Errorf("reading the compat file record wrote: %w", err)
+	}
+	listed := map[string]bool{}
+	for _, c := range file.Containers {
+		listed[c.ID] = true
+	}
+	cctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	pods := cs.CoreV1().Pods(corpus.Namespace)
+	var out []forgery
+	for _, p := range plan.forged() {
+		f := forgery{Pod: p.Name, Owner: plan.forgedOwner(p.Name)}
+		for _, c := range before.Running(corpus.Namespace + "/" + f.Owner) {
+			f.ContainerID = c.ID
+		}
+		if f.ContainerID == "" || !listed[f.ContainerID] {
+			return nil, fmt.Errorf("forged status of %s: the compat file does not list a running container of %s (%q)", f.Pod, f.Owner, f.ContainerID)
+		}
+		owner, err := pods.Get(cctx, f.Owner, metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		if !statusNames(owner.Status, f.ContainerID) {
+			return nil, fmt.Errorf("forged status of %s: %s's API status does not name its container %s", f.Pod, f.Owner, f.ContainerID)
+		}
+		if p.Name == ForgedBindPod {
+			b := &v1.Binding{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: corpus.Namespace},
+				Target: v1.ObjectReference{Kind: "Node", Name: s.opts.NodeName}}
+			if err := pods.Bind(cctx, b, metav1.CreateOptions{}); err != nil {
+				return nil, fmt.Errorf("binding %s to %s: %w", p.Name, s.opts.NodeName, err)
+			}
+			f.How = "created unbound before record, bound through pods/binding while no kubelet ran"
+		} else {
+			if _, err := pods.Create(cctx, p.Spec, metav1.CreateOptions{}); err != nil {
+				return nil, fmt.Errorf("creating pod %s: %w", p.Name, err)
+			}
+			f.How = "created after record with spec.nodeName while no kubelet ran"
+		}
+		pod, err := pods.Get(cctx, p.Name, metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		pod.Status = *owner.Status.DeepCopy()
+		if _, err := pods.UpdateStatus(cctx, pod, metav1.UpdateOptions{}); err != nil {
+			return nil, fmt.Errorf("setting the forged status of %s: %w", p.Name, err)
+		}
+		stored, err := pods.Get(cctx, p.Name, metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		if !statusNames(stored.Status, f.ContainerID) || stored.Spec.NodeName != s.opts.NodeName {
+			return nil, fmt.Errorf("forged status of %s: the API server stored node %q, phase %s, not naming %s", p.Name, stored.Spec.NodeName, stored.Status.Phase, f.ContainerID)
+		}
+		s.logf("admission: %s %s; its API status (phase %s, Ready %t) names container %s of %s, which record listed", p.Name, f.How, stored.Status.Phase, podReady(stored), shortID(f.ContainerID), f.Owner)
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// statusNames reports whether a pod status names the container ID
+// ("<runtime>://<id>").
+func statusNames(st v1.PodStatus, id string) bool {
+	for _, list := range [][]v1.ContainerStatus{st.ContainerStatuses, st.InitContainerStatuses} {
+		for _, c := range list {
+			if _, cid, ok := strings.Cut(c.ContainerID, "://"); ok && cid == id {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func shortID(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
+
+// waitAdmitted waits, patched, until every pod that ran runs, serves and
+// was synced, then (up to a minute; a miss is left to the checks) until
+// the forged-status pods are Failed with their reason; unpatched, until
+// every expected pod and forged pod is Failed with its reason and has no
 // running container, and the others run, serve and were synced.
-func (s *Scenario) waitAdmitted(ctx context.Context, cs kubernetes.Interface, patched bool, expect map[string]string) (time.Time, error) {
+func (s *Scenario) waitAdmitted(ctx context.Context, cs kubernetes.Interface, patched bool, expect, forged map[string]string) (time.Time, error) {
 	if patched {
-		return s.waitReady(ctx, 3*time.Minute, true)
+		t, err := s.waitReady(ctx, 3*time.Minute, true)
+		if err != nil {
+			return t, err
+		}
+		if err := s.waitRejected(ctx, cs, forged, time.Minute); err != nil {
+			s.logf("admission: %v", err)
+		}
+		return t, nil
 	}
 	var kept []corpus.Pod
 	for _, p := range s.pods() {
@@ -302,23 +538,37 @@ func (s *Scenario) waitAdmitted(ctx context.Context, cs kubernetes.Interface, pa
 			kept = append(kept, p)
 		}
 	}
-	deadline := time.Now().Add(3 * time.Minute)
+	all := map[string]string{}
+	for _, m := range []map[string]string{expect, forged} {
+		for k, v := range m {
+			all[k] = v
+		}
+	}
+	if err := s.waitRejected(ctx, cs, all, 3*time.Minute); err != nil {
+		return time.Time{}, err
+	}
+	return s.waitReadyOf(ctx, 3*time.Minute, true, kept)
+}
+
+// waitRejected waits until every pod of expect is Failed with its reason
+// and has no running container.
+func (s *Scenario) waitRejected(ctx context.Context, cs kubernetes.Interface, expect map[string]string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
 	for {
 		why, err := s.rejectedYet(ctx, cs, expect)
 		if err != nil {
 			why = err.Error()
 		}
 		if why == "" {
-			break
+			return nil
 		}
 		if time.Now().After(deadline) {
-			return time.Time{}, fmt.Errorf("upstream's rejections not seen after 3 minutes: %s", why)
+			return fmt.Errorf("rejections not seen after %s: %s", timeout, why)
 		}
 		if err := ctxtime.Sleep(ctx, 250*time.Millisecond); err != nil {
-			return time.Time{}, err
+			return err
 		}
 	}
-	return s.waitReadyOf(ctx, 3*time.Minute, true, kept)
 }
 
 // rejectedYet says which expected rejection is not seen yet, or "".
@@ -384,14 +634,69 @@ func admissionCheck(variant, name, reason string, pod *v1.Pod, before, after *sn
 	return c
 }
 
+// forgedCheck is one forged-status pod's outcome, the same for both
+// kubelets: Failed with the first reason the kubelet meets, no sandbox in
+// the runtime, no waiver logged for it; patched, the pod whose listed
+// container its status names is still kept (Running, same containers,
+// admitted despite its rejection).
+func forgedCheck(variant string, f forgery, reason string, obs *swapObservation, before *snapshot.Snapshot) report.Check {
+	c := report.Check{Name: fmt.Sprintf("admission %s: %s (%s)", variant, f.Pod, CaseForged)}
+	rt := corpus.Namespace + "/" + f.Pod
+	sandboxes := 0
+	for _, sb := range obs.after.Sandboxes {
+		if sb.Pod == rt {
+			sandboxes++
+		}
+	}
+	phase, why := "missing", ""
+	if p := obs.pods[f.Pod]; p != nil {
+		phase, why = string(p.Status.Phase), p.Status.Reason
+	}
+	logged := obs.admitted[f.Pod]
+	ownerPhase := "missing"
+	if p := obs.pods[f.Owner]; p != nil {
+		ownerPhase = string(p.Status.Phase)
+	}
+	ownerSame := sameContainers(corpus.Namespace+"/"+f.Owner, before, obs.after)
+	ownerKept := ownerPhase == string(v1.PodRunning) && ownerSame && obs.admitted[f.Owner] != ""
+	c.Passed = phase == string(v1.PodFailed) && why == reason && sandboxes == 0 && logged == "" && (variant != report.Patched || ownerKept)
+	c.Detail = fmt.Sprintf("%s; its API status named container %s of %s (listed by record); expected Failed (%s); phase %s", f.How, shortID(f.ContainerID), f.Owner, reason, phase)
+	if why != "" {
+		c.Detail += " (" + why + ")"
+	}
+	c.Detail += fmt.Sprintf(", sandboxes in the runtime %d", sandboxes)
+	if logged != "" {
+		c.Detail += "; kubelet: ADMITTED despite " + logged + " (" + logValue(logLineOf(obs.lines, f.Pod), "startedBefore") + ")"
+	}
+	c.Detail += fmt.Sprintf("; %s: %s, same containers as before: %t", f.Owner, ownerPhase, ownerSame)
+	if r := obs.admitted[f.Owner]; r != "" {
+		c.Detail += ", admitted despite " + r + " (" + logValue(logLineOf(obs.lines, f.Owner), "startedBefore") + ")"
+	}
+	return c
+}
+
+// logLineOf is the AdmitMessage line naming the pod, or "".
+func logLineOf(lines []string, name string) string {
+	for _, l := range lines {
+		if logValue(l, "pod") == corpus.Namespace+"/"+name {
+			return l
+		}
+	}
+	return ""
+}
+
 // assertAdmission sets the run's verdict: unpatched, every expected
 // rejection happened (else the e2e cannot tell the patch from upstream);
 // patched, no restart, nothing recreated, and one admission log line per
 // pod upstream rejects.
 func (s *Scenario) assertAdmission(run *report.Run, expect map[string]string) {
-	failed := 0
+	failed, forgedFailed := 0, 0
 	for _, c := range s.Report.Checks {
 		if strings.HasPrefix(c.Name, "admission "+run.Variant+":") && !c.Passed {
+			if strings.HasSuffix(c.Name, "("+CaseForged+")") {
+				forgedFailed++
+				continue
+			}
 			failed++
 		}
 	}
@@ -400,20 +705,35 @@ func (s *Scenario) assertAdmission(run *report.Run, expect map[string]string) {
 			run.Expected = append(run.Expected, report.Expectation{Pod: corpus.Namespace + "/" + name, Reason: "rejected at re-admission: " + reason})
 		}
 		sort.Slice(run.Expected, func(i, j int) bool { return run.Expected[i].Pod < run.Expected[j].Pod })
-		run.Passed = failed == 0
-		run.Verdict = fmt.Sprintf("pass: rejected as upstream (%d pods Failed, containers killed)", len(expect))
-		if !run.Passed {
+		run.Passed = failed == 0 && forgedFailed == 0
+		run.Verdict = fmt.Sprintf("pass: rejected as upstream (%d pods Failed, containers killed; %d forged-status pods rejected)", len(expect), forgedRejected(run))
+		switch {
+		case failed > 0:
 			run.Verdict = fmt.Sprintf("FAIL: %d pods not as upstream: this e2e could not tell the patch from upstream", failed)
+		case forgedFailed > 0:
+			run.Verdict = fmt.Sprintf("FAIL: %d forged-status pods not rejected as upstream", forgedFailed)
 		}
 		return
 	}
 	report.AssertPatched(run)
-	if failed > 0 || run.KeptLogLines < len(expect) {
+	if failed > 0 || forgedFailed > 0 || run.KeptLogLines < len(expect) {
 		run.Passed = false
-		run.Verdict = fmt.Sprintf("FAIL: %d pods not kept, %d %q lines for %d rejections upstream; %s", failed, run.KeptLogLines, AdmitMessage, len(expect), run.Verdict)
+		run.Verdict = fmt.Sprintf("FAIL: %d pods not kept, %d forged-status pods not rejected, %d %q lines for %d rejections upstream; %s", failed, forgedFailed, run.KeptLogLines, AdmitMessage, len(expect), run.Verdict)
 		return
 	}
-	run.Verdict = fmt.Sprintf("%s, %d pods admitted despite a rejection (log lines)", run.Verdict, run.KeptLogLines)
+	run.Verdict = fmt.Sprintf("%s, %d pods admitted despite a rejection (log lines), %d forged-status pods rejected", run.Verdict, run.KeptLogLines, forgedRejected(run))
+}
+
+// forgedRejected counts the run's expectations about forged-status pods
+// (each one asserted by its forgedCheck).
+func forgedRejected(run *report.Run) int {
+	n := 0
+	for _, e := range run.Expected {
+		if strings.HasPrefix(e.Reason, "forged status") {
+			n++
+		}
+	}
+	return n
 }
 
 // readinessSummary reports the Ready windows of one run: how long the pods

@@ -78,7 +78,12 @@ type Options struct {
 	// kubelet wherever it is off by default (corpus.ResizeFeatureGates), so
 	// the resize pods keep their resizePolicy; needs API.
 	ResizeGate bool
-	Log        io.Writer
+	// ResizePending resizes the resize pod's cpu limit through the new
+	// kube-apiserver before the new kubelet starts (resize.go):
+	// ResizeWhileOldKubelet or ResizeBetweenKubelets ("": no resize); needs
+	// API and a step to 1.33 or later.
+	ResizePending string
+	Log           io.Writer
 }
 
 // Scenario is one e2e run on one node.
@@ -538,12 +543,31 @@ func (s *Scenario) swap(ctx context.Context, st Step, patched bool, faults []str
 			return nil, err
 		}
 	}
+	var pending *pendingResize
+	if s.cp != nil && s.opts.ResizePending == ResizeWhileOldKubelet {
+		if pending, err = s.resizeBeforeNewKubelet(ctx, st, before, ResizeWhileOldKubelet); err != nil {
+			return nil, err
+		}
+	}
 	s.logf("swap %s (%s): stopping kubelet %s", st, variant, st.From)
 	s.betweenKubelets = nil
 	if has(faults, FaultContainerdRestart) {
 		s.betweenKubelets = func(ctx context.Context) error {
 			s.logf("fault: restarting containerd between the two kubelets")
 			return s.node.RestartContainerd(ctx)
+		}
+	}
+	if s.cp != nil && s.opts.ResizePending == ResizeBetweenKubelets {
+		fault := s.betweenKubelets
+		s.betweenKubelets = func(ctx context.Context) error {
+			if fault != nil {
+				if err := fault(ctx); err != nil {
+					return err
+				}
+			}
+			var err error
+			pending, err = s.resizeBeforeNewKubelet(ctx, st, before, ResizeBetweenKubelets)
+			return err
 		}
 	}
 	if err := s.host.SwapKubelet(ctx, node.Kubelet{Version: st.To, Patched: patched}); err != nil {
@@ -587,6 +611,9 @@ func (s *Scenario) swap(ctx context.Context, st Step, patched bool, faults []str
 	}
 	if run.KeptLogLines, err = s.kubelet.CountLines(kubelet.KeptMessage); err != nil {
 		return nil, err
+	}
+	if pending != nil {
+		s.check(pending.check(ctx, s, variant, after))
 	}
 	run.Diff = snapshot.Compare(before, after)
 	run.Pods, run.Containers, run.Restarts, run.RecreatedPods = run.Diff.Pods, run.Diff.Containers, run.Diff.Restarts, run.Diff.RecreatedPods
