@@ -14,7 +14,7 @@ import (
 )
 
 // TestPackages are the kubelet packages the series patches and tests.
-var TestPackages = []string{"./pkg/kubelet/kuberuntime/", "./pkg/kubelet/config/"}
+var TestPackages = []string{"./pkg/kubelet/kuberuntime/", "./pkg/kubelet/config/", "./pkg/kubelet/prober/"}
 
 // AllocationTestPackage is where trees from 1.34 on admit pods (the
 // allocation manager): patched there, so tested where it exists.
