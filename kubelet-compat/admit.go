@@ -111,15 +111,16 @@ func (d *Decider) AdmitDespite(pod *v1.Pod, rt RuntimePod, reason string) (bool,
 	if !WaivedRejection(reason) {
 		return false, ""
 	}
-	if isResourceReason(reason) && !d.firstStartAfterRecord() {
+	if isResourceReason(reason) && !d.ResourceWaiversHold() {
 		return false, ""
 	}
 	return d.PodStartedBefore(pod, rt)
 }
 
-// firstStartAfterRecord reports whether this kubelet started within
-// ResourceWaiverWindow after the file was recorded.
-func (d *Decider) firstStartAfterRecord() bool {
+// ResourceWaiversHold reports whether resource-fit and eviction rejections
+// can be waived: this kubelet started within ResourceWaiverWindow after the
+// file was recorded (the first start after the swap).
+func (d *Decider) ResourceWaiversHold() bool {
 	if d.file == nil {
 		return false
 	}

@@ -147,8 +147,8 @@ func admission(d *kubeletcompat.Decider, st *nodeState, start time.Time) admissi
 	}
 	f := d.File()
 	until := f.RecordedAt.Add(kubeletcompat.ResourceWaiverWindow).UTC()
-	a.ResourceWaivers, a.ResourceWaiversUntil = resourceWaiversHold(f.RecordedAt, start), &until
-	a.ResourceWaiversNote = resourceWaiversNote(f.RecordedAt, start)
+	a.ResourceWaivers, a.ResourceWaiversUntil = d.ResourceWaiversHold(), &until
+	a.ResourceWaiversNote = resourceWaiversNote(a.ResourceWaivers, f.RecordedAt, start)
 	a.Waivers = admissionWaivers()
 	for _, p := range runtimePods(st) {
 		pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: p.namespace, Name: p.name, UID: types.UID(p.uid)}}
@@ -177,21 +177,13 @@ func admission(d *kubeletcompat.Decider, st *nodeState, start time.Time) admissi
 	return a
 }
 
-// resourceWaiversHold reports whether a kubelet started at start waives
-// resource fit and eviction for a file recorded at recordedAt: it started
-// within ResourceWaiverWindow after the record. The library's own test
-// (Decider.firstStartAfterRecord) is unexported; this is the same rule on
-// its exported pieces, and TestResourceWaiversHoldAsTheLibrary holds it to
-// Decider.AdmitDespite.
-func resourceWaiversHold(recordedAt, start time.Time) bool {
-	return !start.Before(recordedAt) && start.Sub(recordedAt) <= kubeletcompat.ResourceWaiverWindow
-}
-
-func resourceWaiversNote(recordedAt, start time.Time) string {
+// resourceWaiversNote says whether the library waives resource fit and
+// eviction (hold, Decider.ResourceWaiversHold) and until when.
+func resourceWaiversNote(hold bool, recordedAt, start time.Time) string {
 	window := kubeletcompat.ResourceWaiverWindow
 	until := recordedAt.Add(window).UTC().Format(time.RFC3339)
 	switch {
-	case resourceWaiversHold(recordedAt, start):
+	case hold:
 		return fmt.Sprintf("waived, the kubelet started within %s after the record (a kubelet started after %s re-admits for them as upstream)", window, until)
 	case start.Before(recordedAt):
 		return fmt.Sprintf("not waived, the kubelet started before the record (a kubelet started by %s waives them)", until)

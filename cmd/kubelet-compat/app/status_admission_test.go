@@ -208,10 +208,10 @@ func TestStatusAdmission(t *testing.T) {
 }
 
 // TestResourceWaiversHoldAsTheLibrary: the resource-fit and eviction rule
-// status prints (resourceWaiversHold, on the file's recordedAt and the
-// kubelet's start) is the library's, whose own test is unexported: for a
-// pod started before the kubelet, Decider.AdmitDespite waives OutOfcpu and
-// Evicted exactly when it says so, at and around the window's edges.
+// status prints (Decider.ResourceWaiversHold) is the one AdmitDespite
+// applies: for a pod started before the kubelet, it waives OutOfcpu and
+// Evicted exactly when ResourceWaiversHold says so, at and around the
+// window's edges.
 func TestResourceWaiversHoldAsTheLibrary(t *testing.T) {
 	recordedAt := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	file := &kubeletcompat.File{APIVersion: kubeletcompat.APIVersion, Kind: "UpgradeCompat", PreviousVersion: "v1.18.19", RecordedAt: recordedAt,
@@ -225,7 +225,7 @@ func TestResourceWaiversHoldAsTheLibrary(t *testing.T) {
 		d := kubeletcompat.NewDecider(file, own, start)
 		for _, reason := range []string{kubeletcompat.ReasonOutOfPrefix + "cpu", kubeletcompat.ReasonEvicted} {
 			lib, _ := d.AdmitDespite(pod, rt, reason)
-			assert.Check(t, is.Equal(resourceWaiversHold(recordedAt, start), lib), "kubelet started %s after the record, %s", after, reason)
+			assert.Check(t, is.Equal(d.ResourceWaiversHold(), lib), "kubelet started %s after the record, %s", after, reason)
 		}
 		// Affinity does not depend on the window.
 		aff, _ := d.AdmitDespite(pod, rt, kubeletcompat.ReasonNodeAffinity)
