@@ -24,6 +24,7 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
 	"github.com/kubelet-compat/kubelet-compat/pkg/hostdeps"
+	"github.com/kubelet-compat/kubelet-compat/pkg/upstream"
 )
 
 // Step is one in-place upgrade of a cluster.
@@ -552,7 +553,11 @@ func (r *clusterRun) upgradeNode(ctx context.Context, n *Node) error {
 	if r.patched {
 		report.AssertPatched(&run)
 	} else {
-		run.Expected = r.expectations(n)
+		pods, err := r.nodePods(ctx, n)
+		if err != nil {
+			return err
+		}
+		run.Expected = r.expectations(n, pods)
 		report.AssertControl(&run)
 	}
 	r.rep.Runs = append(r.rep.Runs, run)
@@ -564,21 +569,26 @@ func (r *clusterRun) upgradeNode(ctx context.Context, n *Node) error {
 }
 
 // expectations are the pods of n that upstream's kubelet restarts on the
-// step: static pods without metadata.uid when the UID derivation changes
-// (1.19, 1.21; kubeadm's own control-plane pods have none), and the
-// corpus's hash-changing pods.
-func (r *clusterRun) expectations(n *Node) []report.Expectation {
+// step (package upstream, which preflight also reads): kubeadm's
+// control-plane static pods (they have no metadata.uid) when the UID
+// derivation changes or their containers' hash does, the corpus's pods,
+// and the API pods of the node when the step crosses the {name, image}
+// hash of 1.31 (every container restarts). API pods restart for no other
+// hash change: the older API server that created them dropped the fields
+// its minor does not know (measured on 1.18 -> 1.21).
+// apiPods are the pods of the snapshot's namespaces (any node).
+func (r *clusterRun) expectations(n *Node, apiPods []v1.Pod) []report.Expectation {
 	from, to := kubelet.Minor(r.step.From), kubelet.Minor(r.step.To)
-	crosses := func(m int) bool { return from < m && to >= m }
 	var out []report.Expectation
 	if n.role == "control-plane" {
+		uid := upstream.StaticPodUID(from, to).Reason()
 		for _, name := range controlPlaneStatics {
 			pod := "kube-system/" + name + "-" + n.name
 			switch {
-			case crosses(19):
-				out = append(out, report.Expectation{Pod: pod, Reason: "static pod without metadata.uid: new UID derivation in 1.19"})
-			case crosses(21):
-				out = append(out, report.Expectation{Pod: pod, Reason: "static pod without metadata.uid: UID includes node name and path in 1.21"})
+			case uid != "":
+				out = append(out, report.Expectation{Pod: pod, Reason: "static pod without metadata.uid: " + uid})
+			case crossesNameImageHash(from, to):
+				out = append(out, report.Expectation{Pod: pod, Reason: nameImageReason})
 			}
 		}
 	}
@@ -587,8 +597,36 @@ func (r *clusterRun) expectations(n *Node) []report.Expectation {
 			out = append(out, report.Expectation{Pod: e.Pod, Reason: e.Reason})
 		}
 	}
+	if crossesNameImageHash(from, to) {
+		for _, p := range apiPods {
+			if _, mirror := p.Annotations[v1.MirrorPodAnnotationKey]; mirror || p.Spec.NodeName != n.name {
+				continue // static: above
+			}
+			out = append(out, report.Expectation{Pod: p.Namespace + "/" + p.Name, Reason: nameImageReason})
+		}
+	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Pod < out[j].Pod })
 	return out
+}
+
+// nodePods lists the pods of the snapshot's namespaces on n.
+func (r *clusterRun) nodePods(ctx context.Context, n *Node) ([]v1.Pod, error) {
+	var out []v1.Pod
+	for _, ns := range snapshotNamespaces {
+		list, err := r.c.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + n.name})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, list.Items...)
+	}
+	return out, nil
+}
+
+// nameImageReason is why every container restarts from 1.31 on.
+var nameImageReason = fmt.Sprintf("container hash is the {name, image} hash from 1.%d: every container restarts", upstream.NameImageHashMinor)
+
+func crossesNameImageHash(from, to int) bool {
+	return from < upstream.NameImageHashMinor && to >= upstream.NameImageHashMinor
 }
 
 // waitNodeSettled waits until the new kubelet has reported the node Ready

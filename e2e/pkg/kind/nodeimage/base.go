@@ -103,7 +103,7 @@ func (b *builder) buildBase(ctx context.Context) (string, error) {
 	}
 	// The base carries a containerd config for completeness; every node
 	// image replaces it with its version's sandbox image.
-	cfg, err := containerdConfig("k8s.gcr.io/pause:3.2")
+	cfg, err := containerdConfig("k8s.gcr.io/pause:3.2", false)
 	if err != nil {
 		return "", err
 	}

@@ -22,7 +22,7 @@ func (b *builder) buildNode(ctx context.Context, v, base string, imgs versionIma
 	if err != nil {
 		return err
 	}
-	cfg, err := containerdConfig(imgs.list[compPause])
+	cfg, err := containerdConfig(imgs.list[compPause], systemdCgroup(v))
 	if err != nil {
 		return err
 	}

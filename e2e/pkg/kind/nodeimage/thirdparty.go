@@ -17,10 +17,80 @@ import (
 // with when the machine's Go refuses them.
 const oldGo = "1.16.15"
 
-// etcdBinary returns Debian's etcd (package etcd-server), downloaded and
+// etcdBinary returns the etcd of kubeadm's image tag (3.5.15-0): from 3.5
+// on built from the Go module proxy at that release, so that kubeadm
+// upgrade meets the etcd it expects and upgrades it as on a real cluster;
+// for 3.4 (kubeadm 1.18 to 1.21 name 3.4.3 and 3.4.13, whose module is not
+// served) Debian's 3.4.23 under kubeadm's tag.
+func (b *builder) etcdBinary(ctx context.Context, tag string) (string, error) {
+	version, err := etcdModuleVersion(tag)
+	if err != nil {
+		return "", err
+	}
+	if strings.HasPrefix(version, "v3.4.") {
+		return b.debianEtcd(ctx)
+	}
+	return b.etcdFromProxy(ctx, version)
+}
+
+// etcdModuleVersion is the release of an etcd image tag: 3.5.15-0 is
+// v3.5.15.
+func etcdModuleVersion(tag string) (string, error) {
+	v, _, _ := strings.Cut(tag, "-")
+	if !versionPattern.MatchString(v) || !strings.HasPrefix(v, "3.") {
+		return "", fmt.Errorf("etcd tag %q is not a 3.x release", tag)
+	}
+	return "v" + v, nil
+}
+
+// etcdFromProxy builds go.etcd.io/etcd/server/v3 at version (static),
+// cached per version. The server module's go.mod replaces its sibling
+// modules with relative paths, so it is built as a dependency of a main
+// module of our own: the siblings resolve to the same release.
+func (b *builder) etcdFromProxy(ctx context.Context, version string) (string, error) {
+	dir := filepath.Join(b.opts.CacheDir, "kind", "etcd-"+version)
+	bin := filepath.Join(dir, "etcd")
+	if _, err := os.Stat(bin); err == nil {
+		return bin, nil
+	}
+	done := b.step("building etcd " + version)
+	work, err := b.tempDir("etcd")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(work)
+	gomod := fmt.Sprintf("module kubelet-compat.local/etcd\n\ngo 1.22\n\nrequire go.etcd.io/etcd/server/v3 %s\n", version)
+	if err := os.WriteFile(filepath.Join(work, "go.mod"), []byte(gomod), 0o644); err != nil {
+		return "", err
+	}
+	tmpBin := filepath.Join(work, "etcd")
+	c := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", tmpBin, "go.etcd.io/etcd/server/v3")
+	c.Dir, c.Log = work, b.cmdLog
+	c.Env = append([]string{"CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64"}, modfetch.Env(b.opts.CacheDir)...)
+	if err := c.Run(ctx); err != nil {
+		return "", fmt.Errorf("building etcd %s: %w", version, err)
+	}
+	out, err := exec.Command(tmpBin, "--version").Output(ctx)
+	if err != nil {
+		return "", err
+	}
+	if want := "etcd Version: " + strings.TrimPrefix(version, "v"); !strings.Contains(string(out), want) {
+		return "", fmt.Errorf("the etcd built from %s says %q, want %q", version, firstLineOf(string(out)), want)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	if err := os.Rename(tmpBin, bin); err != nil {
+		return "", err
+	}
+	done()
+	return bin, nil
+}
+
+// debianEtcd returns Debian's etcd (package etcd-server), downloaded and
 // unpacked into the cache once; nothing is installed on the machine (the
 // package would start an etcd service).
-func (b *builder) etcdBinary(ctx context.Context) (string, error) {
+func (b *builder) debianEtcd(ctx context.Context) (string, error) {
 	dir := filepath.Join(b.opts.CacheDir, "kind", "etcd-server")
 	bin := filepath.Join(dir, "usr", "bin", "etcd")
 	if _, err := os.Stat(bin); err == nil {
