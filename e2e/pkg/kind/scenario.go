@@ -19,11 +19,13 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/corpus"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/ctxtime"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/images"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind/nodeimage"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kubelet"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/node"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
 	"github.com/kubelet-compat/kubelet-compat/pkg/hostdeps"
+	"github.com/kubelet-compat/kubelet-compat/pkg/layout"
 	"github.com/kubelet-compat/kubelet-compat/pkg/upstream"
 )
 
@@ -40,7 +42,7 @@ type ScenarioOptions struct {
 	// unpatched kubelet of the step's target: the negative control.
 	Controls    bool
 	SkipPatched bool
-	// Output is the repository's _output: the kind/ images and RPMs.
+	// Output is the repository's _output: the kind/ images and packages.
 	Output string
 	// LogDir receives each node's logs and command output.
 	LogDir  string
@@ -89,7 +91,7 @@ func Run(ctx context.Context, p *Provider, o ScenarioOptions, stack *cleanup.Sta
 	return errors.Join(errs...)
 }
 
-// preflight checks that every node image, RPM and image archive the plan
+// preflight checks that every node image, package and image archive the plan
 // needs was built, before any cluster is made.
 func preflight(ctx context.Context, p *Provider, o ScenarioOptions) error {
 	var missing []string
@@ -108,10 +110,10 @@ func preflight(ctx context.Context, p *Provider, o ScenarioOptions) error {
 		}
 		need(exists(filepath.Join(o.Output, "kind", "images", st.To+".tar")), "images of "+st.To)
 		if !o.SkipPatched {
-			need(exists(filepath.Join(o.Output, "kind", "rpms", "patched", "kubernetes-"+st.To+"-node-*.rpm")), "patched RPMs of "+st.To)
+			need(exists(filepath.Join(nodeimage.PackageDir(o.Output, "patched"), nodeimage.NodePackages(st.To)[0])), "patched packages of "+st.To)
 		}
 		if o.Controls {
-			need(exists(filepath.Join(o.Output, "kind", "rpms", "unpatched", "kubernetes-"+st.To+"-node-*.rpm")), "unpatched RPMs of "+st.To)
+			need(exists(filepath.Join(nodeimage.PackageDir(o.Output, "unpatched"), nodeimage.NodePackages(st.To)[0])), "unpatched packages of "+st.To)
 		}
 	}
 	if len(missing) > 0 {
@@ -169,7 +171,7 @@ func (r *clusterRun) run(ctx context.Context, stack *cleanup.Stack) error {
 		st := st
 		actions = append(actions,
 			Action{"step " + st.String() + ": snapshot", func(r *clusterRun, ctx context.Context) error { return r.startStep(ctx, st) }},
-			Action{"stage " + st.To + " on every node (RPMs, images)", (*clusterRun).stage},
+			Action{"stage " + st.To + " on every node (.debs, images)", (*clusterRun).stage},
 			Action{"upgrade the control plane (kubeadm upgrade apply v" + st.To + ")", (*clusterRun).upgradeControlPlane},
 		)
 		for i := 0; i <= r.o.Workers; i++ {
@@ -328,39 +330,46 @@ func (r *clusterRun) startStep(ctx context.Context, st Step) error {
 	return err
 }
 
-// stage installs the step's RPMs next to the running version and loads
-// its images, on every node, as an operator pre-stages an upgrade.
+// stage installs the step's .debs next to the running version with dpkg
+// and loads its images, on every node, as an operator pre-stages an
+// upgrade.
 func (r *clusterRun) stage(ctx context.Context) error {
 	variant := "patched"
 	if !r.patched {
 		variant = "unpatched"
 	}
-	rpms, err := filepath.Glob(filepath.Join(r.o.Output, "kind", "rpms", variant, "kubernetes-"+r.step.To+"-*.rpm"))
-	if err != nil {
-		return err
-	}
-	if len(rpms) == 0 {
-		return fmt.Errorf("no %s RPMs of %s in %s (make kind-images)", variant, r.step.To, filepath.Join(r.o.Output, "kind", "rpms", variant))
+	dir := nodeimage.PackageDir(r.o.Output, variant)
+	var debs []string
+	for _, glob := range nodeimage.NodePackages(r.step.To) {
+		m, err := filepath.Glob(filepath.Join(dir, glob))
+		if err != nil {
+			return err
+		}
+		if len(m) != 1 {
+			return fmt.Errorf("want one %s in %s, found %d (make kind-images)", glob, dir, len(m))
+		}
+		debs = append(debs, m[0])
 	}
 	imageTar := filepath.Join(r.o.Output, "kind", "images", r.step.To+".tar")
+	envFile := layout.EnvFile(layout.Deb)
 	for _, n := range r.c.Nodes {
-		dir := "/root/kc-e2e-stage/" + r.step.To
-		if _, err := n.Exec(ctx, nil, "mkdir", "-p", dir); err != nil {
+		stageDir := "/root/kc-e2e-stage/" + r.step.To
+		if _, err := n.Exec(ctx, nil, "mkdir", "-p", stageDir); err != nil {
 			return err
 		}
 		var paths []string
-		for _, rpm := range rpms {
-			if err := r.p.Engine.Command("cp", rpm, n.name+":"+dir+"/").Run(ctx); err != nil {
+		for _, deb := range debs {
+			if err := r.p.Engine.Command("cp", deb, n.name+":"+stageDir+"/").Run(ctx); err != nil {
 				return err
 			}
-			paths = append(paths, dir+"/"+filepath.Base(rpm))
+			paths = append(paths, stageDir+"/"+filepath.Base(deb))
 		}
-		if out, err := n.Exec(ctx, nil, append([]string{"rpm", "-i", "--nodeps", "--force-debian"}, paths...)...); err != nil {
-			return fmt.Errorf("%s: installing %s: %w (%s)", n.name, strings.Join(paths, " "), err, out)
+		if _, err := r.execLogged(ctx, n, "dpkg-install-"+r.step.To, append([]string{"dpkg", "-i"}, paths...)...); err != nil {
+			return err
 		}
 		// The new kubelet logs each container it keeps at V(2): the
 		// report counts those lines. Only the swapped-in kubelet reads it.
-		if _, err := n.Exec(ctx, nil, "sed", "-i", "s/^KUBELET_EXTRA_ARGS=$/KUBELET_EXTRA_ARGS=--v=2/", "/etc/sysconfig/kubelet"); err != nil {
+		if _, err := n.Exec(ctx, nil, "sed", "-i", "s/^KUBELET_EXTRA_ARGS=$/KUBELET_EXTRA_ARGS=--v=2/", envFile); err != nil {
 			return fmt.Errorf("%s: kubelet verbosity: %w", n.name, err)
 		}
 		f, err := os.Open(imageTar)
