@@ -13,7 +13,8 @@ import (
 )
 
 func TestClusterConfig(t *testing.T) {
-	golden.Assert(t, ClusterConfig(2, 10*time.Second), "cluster.golden")
+	golden.Assert(t, ClusterConfig("1.20.15", 2, 10*time.Second), "cluster.golden")
+	golden.Assert(t, ClusterConfig("1.31.14", 2, 10*time.Second), "cluster-1.31.golden")
 }
 
 func TestCNIConfList(t *testing.T) {

@@ -208,7 +208,7 @@ func (r *clusterRun) run(ctx context.Context, stack *cleanup.Stack) error {
 }
 
 func (r *clusterRun) create(ctx context.Context) error {
-	c, err := r.p.CreateCluster(ctx, r.name, NodeImage(r.steps[0].From), r.o.Workers, r.o.SyncFrequency)
+	c, err := r.p.CreateCluster(ctx, r.name, r.steps[0].From, r.o.Workers, r.o.SyncFrequency)
 	r.c = c
 	if err != nil {
 		return err
@@ -420,6 +420,15 @@ func (r *clusterRun) upgradeControlPlane(ctx context.Context) error {
 	before, err := r.readManifests(ctx)
 	if err != nil {
 		return err
+	}
+	if kubelet.Minor(r.step.To) >= failCgroupV1Default {
+		set, err := r.c.allowCgroupV1(ctx)
+		if err != nil {
+			return fmt.Errorf("kubelet-config: failCgroupV1: %w", err)
+		}
+		if set {
+			r.logf("kubelet-config: failCgroupV1: false set before the first kubelet of 1.%d or later (cgroup v1 nodes)", failCgroupV1Default)
+		}
 	}
 	if _, err := r.execLogged(ctx, cp, "select-stage1-"+r.step.To, "kubernetes-select", "stage1", r.step.To); err != nil {
 		return err
