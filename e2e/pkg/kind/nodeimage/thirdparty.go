@@ -48,34 +48,49 @@ func etcdModuleVersion(tag string) (string, error) {
 // modules with relative paths, so it is built as a dependency of a main
 // module of our own: the siblings resolve to the same release.
 func (b *builder) etcdFromProxy(ctx context.Context, version string) (string, error) {
-	dir := filepath.Join(b.opts.CacheDir, "kind", "etcd-"+version)
-	bin := filepath.Join(dir, "etcd")
+	return b.cachedBuild(ctx, "etcd", version, func(work, out string) error {
+		gomod := fmt.Sprintf("module kubelet-compat.local/etcd\n\ngo 1.22\n\nrequire go.etcd.io/etcd/server/v3 %s\n", version)
+		if err := os.WriteFile(filepath.Join(work, "go.mod"), []byte(gomod), 0o644); err != nil {
+			return err
+		}
+		c := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, "go.etcd.io/etcd/server/v3")
+		c.Dir, c.Log = work, b.cmdLog
+		c.Env = append([]string{"CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64"}, modfetch.Env(b.opts.CacheDir)...)
+		if err := c.Run(ctx); err != nil {
+			return err
+		}
+		said, err := exec.Command(out, "--version").Output(ctx)
+		if err != nil {
+			return err
+		}
+		if want := "etcd Version: " + strings.TrimPrefix(version, "v"); !strings.Contains(string(said), want) {
+			return fmt.Errorf("it says %q, want %q", firstLineOf(string(said)), want)
+		}
+		return nil
+	})
+}
+
+// cachedBuild returns <cache>/kind/<name>-<version>/<name>, which build
+// writes (to out, in the scratch directory work) unless it exists; a
+// failed build leaves nothing in the cache.
+func (b *builder) cachedBuild(ctx context.Context, name, version string, build func(work, out string) error) (string, error) {
+	dir := filepath.Join(b.opts.CacheDir, "kind", name+"-"+version)
+	bin := filepath.Join(dir, name)
 	if _, err := os.Stat(bin); err == nil {
 		return bin, nil
 	}
-	done := b.step("building etcd " + version)
-	work, err := b.tempDir("etcd")
+	done := b.step("building " + name + " " + version)
+	work, err := b.tempDir(name)
 	if err != nil {
 		return "", err
 	}
 	defer os.RemoveAll(work)
-	gomod := fmt.Sprintf("module kubelet-compat.local/etcd\n\ngo 1.22\n\nrequire go.etcd.io/etcd/server/v3 %s\n", version)
-	if err := os.WriteFile(filepath.Join(work, "go.mod"), []byte(gomod), 0o644); err != nil {
+	tmpBin := filepath.Join(work, "bin", name)
+	if err := os.MkdirAll(filepath.Dir(tmpBin), 0o755); err != nil {
 		return "", err
 	}
-	tmpBin := filepath.Join(work, "etcd")
-	c := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", tmpBin, "go.etcd.io/etcd/server/v3")
-	c.Dir, c.Log = work, b.cmdLog
-	c.Env = append([]string{"CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64"}, modfetch.Env(b.opts.CacheDir)...)
-	if err := c.Run(ctx); err != nil {
-		return "", fmt.Errorf("building etcd %s: %w", version, err)
-	}
-	out, err := exec.Command(tmpBin, "--version").Output(ctx)
-	if err != nil {
-		return "", err
-	}
-	if want := "etcd Version: " + strings.TrimPrefix(version, "v"); !strings.Contains(string(out), want) {
-		return "", fmt.Errorf("the etcd built from %s says %q, want %q", version, firstLineOf(string(out)), want)
+	if err := build(work, tmpBin); err != nil {
+		return "", fmt.Errorf("building %s %s: %w", name, version, err)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
@@ -138,54 +153,37 @@ func (b *builder) coreDNSBinary(ctx context.Context, tag string) (string, error)
 	if err != nil {
 		return "", err
 	}
-	dir := filepath.Join(b.opts.CacheDir, "kind", "coredns-"+version)
-	bin := filepath.Join(dir, "coredns")
-	if _, err := os.Stat(bin); err == nil {
-		return bin, nil
-	}
-	done := b.step("building CoreDNS " + version)
-	work, err := b.tempDir("coredns")
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(work)
-	mod, err := modfetch.Download(ctx, b.opts.CacheDir, "github.com/coredns/coredns", version, "")
-	if err != nil {
-		return "", err
-	}
-	src := filepath.Join(work, "src")
-	// The module cache is read-only; the build may have to complete go.sum.
-	if err := exec.Command("cp", "-r", mod.Dir, src).Run(ctx); err != nil {
-		return "", err
-	}
-	if err := exec.Command("chmod", "-R", "u+w", src).Run(ctx); err != nil {
-		return "", err
-	}
-	tmpBin := filepath.Join(work, "coredns")
-	env := []string{"CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64"}
-	build := func(goBin string, extraEnv ...string) error {
-		c := exec.Command(goBin, "build", "-trimpath", "-ldflags=-s -w", "-o", tmpBin, ".")
-		c.Dir, c.Env, c.Log = src, append(append([]string{}, env...), extraEnv...), b.cmdLog
-		return c.Run(ctx)
-	}
-	if err := build("go", modfetch.Env(b.opts.CacheDir)...); err != nil {
-		b.logf("CoreDNS %s does not build with the machine's Go (%v); trying go%s", version, firstLineOf(err.Error()), oldGo)
-		goroot, err := b.oldToolchain(ctx)
+	return b.cachedBuild(ctx, "coredns", version, func(work, out string) error {
+		mod, err := modfetch.Download(ctx, b.opts.CacheDir, "github.com/coredns/coredns", version, "")
 		if err != nil {
-			return "", err
+			return err
 		}
-		if err := build(filepath.Join(goroot, "bin", "go"), toolchain.Env(goroot, oldGo, b.opts.CacheDir)...); err != nil {
-			return "", fmt.Errorf("building CoreDNS %s with go%s: %w", version, oldGo, err)
+		src := filepath.Join(work, "src")
+		// The module cache is read-only; the build may have to complete go.sum.
+		if err := exec.Command("cp", "-r", mod.Dir, src).Run(ctx); err != nil {
+			return err
 		}
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	if err := os.Rename(tmpBin, bin); err != nil {
-		return "", err
-	}
-	done()
-	return bin, nil
+		if err := exec.Command("chmod", "-R", "u+w", src).Run(ctx); err != nil {
+			return err
+		}
+		env := []string{"CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64"}
+		build := func(goBin string, extraEnv ...string) error {
+			c := exec.Command(goBin, "build", "-trimpath", "-ldflags=-s -w", "-o", out, ".")
+			c.Dir, c.Env, c.Log = src, append(append([]string{}, env...), extraEnv...), b.cmdLog
+			return c.Run(ctx)
+		}
+		if err := build("go", modfetch.Env(b.opts.CacheDir)...); err != nil {
+			b.logf("CoreDNS %s does not build with the machine's Go (%v); trying go%s", version, firstLineOf(err.Error()), oldGo)
+			goroot, err := b.oldToolchain(ctx)
+			if err != nil {
+				return err
+			}
+			if err := build(filepath.Join(goroot, "bin", "go"), toolchain.Env(goroot, oldGo, b.opts.CacheDir)...); err != nil {
+				return fmt.Errorf("with go%s: %w", oldGo, err)
+			}
+		}
+		return nil
+	})
 }
 
 // oldToolchain is the harness's go<oldGo>, installed into the cache with
