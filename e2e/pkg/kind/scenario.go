@@ -22,6 +22,7 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind/nodeimage"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kubelet"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/node"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/plan"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
 	"github.com/kubelet-compat/kubelet-compat/pkg/hostdeps"
@@ -29,10 +30,8 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/pkg/upstream"
 )
 
-// Step is one in-place upgrade of a cluster.
-type Step struct{ From, To string }
-
-func (s Step) String() string { return s.From + " -> " + s.To }
+// Step is one in-place upgrade: the plan's (package plan).
+type Step = plan.Step
 
 // ScenarioOptions configure a kind run.
 type ScenarioOptions struct {
