@@ -65,24 +65,24 @@ func TestExpectations(t *testing.T) {
 		n    *Node
 		want []string
 	}{
-		{Step{"1.20.15", "1.21.14"}, cp, []string{"kube-system/etcd-c-control-plane", "kube-system/kube-apiserver-c-control-plane",
+		{Step{From: "1.20.15", To: "1.21.14"}, cp, []string{"kube-system/etcd-c-control-plane", "kube-system/kube-apiserver-c-control-plane",
 			"kube-system/kube-controller-manager-c-control-plane", "kube-system/kube-scheduler-c-control-plane"}},
-		{Step{"1.19.16", "1.20.15"}, cp, nil},
-		{Step{"1.20.15", "1.21.14"}, w2, nil},
+		{Step{From: "1.19.16", To: "1.20.15"}, cp, nil},
+		{Step{From: "1.20.15", To: "1.21.14"}, w2, nil},
 		// The corpus: the five kinds without metadata.uid, and the probe's
 		// terminationGracePeriodSeconds at 1.21.
-		{Step{"1.20.15", "1.21.14"}, w1, []string{"kc-e2e/hostnet-001-c-worker", "kc-e2e/hostpath-004-c-worker", "kc-e2e/init-003-c-worker",
+		{Step{From: "1.20.15", To: "1.21.14"}, w1, []string{"kc-e2e/hostnet-001-c-worker", "kc-e2e/hostpath-004-c-worker", "kc-e2e/init-003-c-worker",
 			"kc-e2e/multi-002-c-worker", "kc-e2e/probegrace-006-c-worker", "kc-e2e/web-000-c-worker"}},
-		{Step{"1.18.19", "1.19.16"}, w1, []string{"kc-e2e/hostnet-001-c-worker", "kc-e2e/hostpath-004-c-worker", "kc-e2e/init-003-c-worker",
+		{Step{From: "1.18.19", To: "1.19.16"}, w1, []string{"kc-e2e/hostnet-001-c-worker", "kc-e2e/hostpath-004-c-worker", "kc-e2e/init-003-c-worker",
 			"kc-e2e/multi-002-c-worker", "kc-e2e/seccomp-005-c-worker", "kc-e2e/web-000-c-worker"}},
 		// 1.31 hashes {name, image}: every pod of every node, the API's
 		// included; the statics also get a new UID.
-		{Step{"1.30.14", "1.31.14"}, w2, []string{"kc-e2e/deploy-a", "kube-system/kube-proxy-x"}},
-		{Step{"1.30.14", "1.31.14"}, cp, []string{"kube-system/etcd-c-control-plane", "kube-system/kube-apiserver-c-control-plane",
+		{Step{From: "1.30.14", To: "1.31.14"}, w2, []string{"kc-e2e/deploy-a", "kube-system/kube-proxy-x"}},
+		{Step{From: "1.30.14", To: "1.31.14"}, cp, []string{"kube-system/etcd-c-control-plane", "kube-system/kube-apiserver-c-control-plane",
 			"kube-system/kube-controller-manager-c-control-plane", "kube-system/kube-proxy-y", "kube-system/kube-scheduler-c-control-plane"}},
 		// Both hash {name, image}; 1.32 derives another static pod UID.
-		{Step{"1.31.14", "1.32.13"}, w2, nil},
-		{Step{"1.28.15", "1.29.15"}, cp, nil},
+		{Step{From: "1.31.14", To: "1.32.13"}, w2, nil},
+		{Step{From: "1.28.15", To: "1.29.15"}, cp, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.step.String()+" "+tt.n.name, func(t *testing.T) {

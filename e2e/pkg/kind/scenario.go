@@ -25,6 +25,7 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/plan"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/statuscheck"
 	"github.com/kubelet-compat/kubelet-compat/pkg/hostdeps"
 	"github.com/kubelet-compat/kubelet-compat/pkg/layout"
 	"github.com/kubelet-compat/kubelet-compat/pkg/upstream"
@@ -554,6 +555,19 @@ func (r *clusterRun) upgradeNode(ctx context.Context, n *Node) error {
 	}
 	if _, err := r.execLogged(ctx, n, "status-"+r.step.To, "kubelet-compat", "status"); err != nil {
 		r.logf("%s: kubelet-compat status: %v", n.name, err)
+	}
+	if r.patched {
+		// What the operator reads must say what the kubelet did: every
+		// legacy container kept (on a step that changes every hash, each
+		// container the node ran is one).
+		out, err := n.Exec(ctx, nil, "kubelet-compat", "status", "-o", "json")
+		r.nodeLog(n, "status-json-"+r.step.To, out)
+		from, to := kubelet.Minor(r.step.From), kubelet.Minor(r.step.To)
+		check := statuscheck.Check(fmt.Sprintf("%s %s %s: kubelet-compat status keeps what the kubelet kept", r.name, n.name, r.step), out, err, crossesNameImageHash(from, to))
+		r.rep.Checks = append(r.rep.Checks, check)
+		if !check.Passed {
+			r.failures = append(r.failures, check.Name+": "+check.Detail)
+		}
 	}
 	kept := 0
 	if out, err := n.Exec(ctx, nil, "journalctl", "-u", "kubelet", "--since", "@"+fmt.Sprint(start.Unix()), "-o", "cat", "--no-pager"); err == nil {

@@ -2,7 +2,6 @@ package scenario
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -15,6 +14,7 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/ctxtime"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/statuscheck"
 )
 
 // extras run after the last patched step, while its compat window is open:
@@ -68,41 +68,10 @@ func firstLine(s string) string {
 }
 
 // statusAgrees runs `kubelet-compat status` right after the patched kubelet
-// kept every container: its decision (the library's Decider on the file it
-// reads, with the running kubelet's hash) must be keep for every legacy
-// container, as the kubelet's was.
+// kept every container (package statuscheck).
 func (s *Scenario) statusAgrees(ctx context.Context) report.Check {
-	c := report.Check{Name: "status decides as the kubelet did for every legacy container"}
 	out, err := s.cliRun(ctx, "status", "-o", "json")
-	if err != nil {
-		c.Detail = fmt.Sprintf("status: %v: %s", err, firstLine(out))
-		return c
-	}
-	var st struct {
-		Legacy []struct {
-			Pod, Container, Decision string
-			Keep                     *bool
-		} `json:"legacyContainers"`
-	}
-	if err := json.Unmarshal([]byte(out), &st); err != nil {
-		c.Detail = fmt.Sprintf("status -o json: %v", err)
-		return c
-	}
-	var disagree []string
-	for _, l := range st.Legacy {
-		if strings.HasPrefix(l.Decision, "init container") {
-			continue // not hash-checked, by the kubelet either
-		}
-		if l.Keep == nil || !*l.Keep {
-			disagree = append(disagree, fmt.Sprintf("%s/%s: %s", l.Pod, l.Container, l.Decision))
-		}
-	}
-	c.Passed = len(st.Legacy) > 0 && len(disagree) == 0
-	c.Detail = fmt.Sprintf("%d legacy containers, status keeps %d", len(st.Legacy), len(st.Legacy)-len(disagree))
-	if len(disagree) > 0 {
-		c.Detail += "; not kept by status although the kubelet kept them: " + strings.Join(disagree, "; ")
-	}
-	return c
+	return statuscheck.Check("status decides as the kubelet did for every legacy container", []byte(out), err, true)
 }
 
 func (s *Scenario) sweepKeeps(ctx context.Context) report.Check {
