@@ -185,7 +185,9 @@ func (r *clusterRun) run(ctx context.Context, stack *cleanup.Stack) error {
 		actions = append(actions, Action{"step " + st.String() + ": workloads and the API unchanged", (*clusterRun).checkStep})
 	}
 	if r.patched {
-		actions = append(actions, Action{"kubelet-compat sweep keeps the file while needed, then deletes it", (*clusterRun).sweep})
+		actions = append(actions,
+			Action{"a genuine change in the compat window restarts that container", (*clusterRun).genuineChange},
+			Action{"kubelet-compat sweep keeps the file while needed, then deletes it", (*clusterRun).sweep})
 	}
 	// Deleted right after its run (the next cluster needs the memory), or
 	// by the stack when the run is interrupted.
