@@ -24,6 +24,7 @@ type kindRun struct {
 	mode                  string
 	steps                 []scenario.Step
 	controls, skipPatched bool
+	faults                bool
 	root, repoRoot        string
 	output, reportDir     string
 	syncFreq              time.Duration
@@ -80,7 +81,7 @@ func runKind(k kindRun, rep *report.Report, stack *cleanup.Stack, stdout, stderr
 			}
 			return os.Rename(tmp, k.save)
 		}
-		return kind.Run(ctx, p, kind.ScenarioOptions{Steps: steps, Controls: k.controls, SkipPatched: k.skipPatched,
+		return kind.Run(ctx, p, kind.ScenarioOptions{Steps: steps, Controls: k.controls, SkipPatched: k.skipPatched, Faults: k.faults,
 			Output: k.output, LogDir: logDir, Workers: 2, SyncFrequency: k.syncFreq, Log: stdout}, stack, rep)
 	})
 	if runErr != nil {

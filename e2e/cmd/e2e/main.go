@@ -70,6 +70,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	nodeName := fl.String("node-name", "kc-e2e-node", "the kubelet's --hostname-override")
 	stepsFlag := fl.String("steps", "", "override the mode's steps: from:to,from:to (e.g. 1.18.19:1.21.14)")
 	versionsFlag := fl.String("versions", "", "override the mode's steps with a chain: v1,v2,v3 means v1 -> v2 and v2 -> v3 (e.g. 1.21.14,1.22.17,1.23.17)")
+	faults := fl.Bool("faults", false, "kind provider: also run the first step patched on a cluster of its own with faults (containerd restarted between the kubelets on worker 1, the new kubelet SIGKILLed during its first sync on worker 2); always in the modes with extras (ci, full)")
 	patchedRuns := fl.Bool("patched", true, "run the patched chain (false: only the unpatched controls)")
 	controlRuns := fl.Bool("controls", true, "run the mode's unpatched controls (false: only the patched chain, e.g. while a target's unpatched build is missing)")
 	syncFreq := fl.Duration("sync-frequency", 10*time.Second, "the kubelet's --sync-frequency")
@@ -175,7 +176,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	rep := &report.Report{Mode: *mode, Provider: *provider, StartedAt: time.Now()}
 	stack := cleanup.New(stdout)
 	if *provider == "kind" {
-		return runKind(kindRun{mode: *mode, steps: pl.steps, controls: pl.controls, skipPatched: !*patchedRuns, images: *kindImages, save: *save,
+		return runKind(kindRun{mode: *mode, steps: pl.steps, controls: pl.controls, skipPatched: !*patchedRuns, faults: *patchedRuns && (pl.extras || *faults), images: *kindImages, save: *save,
 			root: rootPath, repoRoot: repoRoot, output: abs(*output), reportDir: abs(*reportDir), syncFreq: *syncFreq}, rep, stack, stdout, stderr)
 	}
 	opts := scenario.Options{Mode: *mode, Steps: pl.steps, Pods: pl.pods, Output: abs(*output), ReportDir: abs(*reportDir),

@@ -42,6 +42,9 @@ type ScenarioOptions struct {
 	// unpatched kubelet of the step's target: the negative control.
 	Controls    bool
 	SkipPatched bool
+	// Faults runs the first step once more, patched, on a cluster of its
+	// own with faults between and in the kubelets (faults.go).
+	Faults bool
 	// Output is the repository's _output: the kind/ images and packages.
 	Output string
 	// LogDir receives each node's logs and command output.
@@ -76,6 +79,9 @@ func Run(ctx context.Context, p *Provider, o ScenarioOptions, stack *cleanup.Sta
 	}
 	if !o.SkipPatched {
 		runs = append(runs, &clusterRun{p: p, o: o, rep: rep, name: "kc-e2e-patched", steps: o.Steps, patched: true})
+		if o.Faults {
+			runs = append(runs, &clusterRun{p: p, o: o, rep: rep, name: "kc-e2e-faults", steps: o.Steps[:1], patched: true, faults: true})
+		}
 	}
 	var names []string
 	for _, r := range runs {
@@ -130,6 +136,9 @@ type clusterRun struct {
 	name    string
 	steps   []Step
 	patched bool
+	// faults: the workers' swaps meet faults (swapWithFault), and the
+	// extras after the chain are left to the patched run.
+	faults bool
 
 	c          *Cluster
 	statics    *corpus.Corpus
@@ -184,7 +193,7 @@ func (r *clusterRun) run(ctx context.Context, stack *cleanup.Stack) error {
 		}
 		actions = append(actions, Action{"step " + st.String() + ": workloads and the API unchanged", (*clusterRun).checkStep})
 	}
-	if r.patched {
+	if r.patched && !r.faults {
 		actions = append(actions,
 			Action{"a genuine change in the compat window restarts that container", (*clusterRun).genuineChange},
 			Action{"kubelet-compat sweep keeps the file while needed, then deletes it", (*clusterRun).sweep})
@@ -543,7 +552,7 @@ func (r *clusterRun) upgradeNode(ctx context.Context, n *Node) error {
 	}
 	k := node.Kubelet{Version: r.step.To, Patched: r.patched}
 	start := time.Now()
-	if err := n.SwapKubelet(ctx, k); err != nil {
+	if err := r.swap(ctx, n, k); err != nil {
 		return err
 	}
 	window, err := r.waitNodeSettled(ctx, n, before, start, 4*time.Minute)
