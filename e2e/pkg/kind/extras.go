@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	osexec "os/exec"
 	"path"
 	"strings"
 	"time"
@@ -18,6 +17,7 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kubelet"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
+	kcexec "github.com/kubelet-compat/kubelet-compat/pkg/exec"
 )
 
 // compatFile is where kubelet-compat record writes on a kubeadm node.
@@ -40,7 +40,7 @@ func (r *clusterRun) sweep(ctx context.Context) error {
 		code, out := r.sweepOn(ctx, n)
 		present := r.fileExists(ctx, n, compatFile)
 		c := report.Check{Name: fmt.Sprintf("%s %s: sweep keeps the compat file while the old kubelet's containers run", r.name, n.name)}
-		c.Detail = fmt.Sprintf("exit %d, file present: %t: %s", code, present, lastLine(out))
+		c.Detail = fmt.Sprintf("exit %d, file present: %t: %s", code, present, report.LastLine(out))
 		if legacy {
 			c.Passed = code == 2 && present
 		} else {
@@ -80,7 +80,7 @@ func (r *clusterRun) sweep(ctx context.Context) error {
 	swept := false
 	if err := poll(ctx, 3*time.Minute, func() error {
 		code, out := r.sweepOn(ctx, plain)
-		c.Detail = fmt.Sprintf("%d API pods deleted and recreated; sweep: exit %d: %s", deleted, code, lastLine(out))
+		c.Detail = fmt.Sprintf("%d API pods deleted and recreated; sweep: exit %d: %s", deleted, code, report.LastLine(out))
 		if code != 0 {
 			return errors.New(c.Detail)
 		}
@@ -99,7 +99,7 @@ func (r *clusterRun) sweep(ctx context.Context) error {
 func (r *clusterRun) sweepOn(ctx context.Context, n *Node) (int, string) {
 	out, err := n.Exec(ctx, nil, append([]string{"sh", "-c", `exec "$@" 2>&1`, "sh"}, sweepArgs...)...)
 	r.nodeLog(n, "sweep", out)
-	return exitCode(err), string(out)
+	return kcexec.ExitCode(err), string(out)
 }
 
 func (r *clusterRun) fileExists(ctx context.Context, n *Node, path string) bool {
@@ -114,27 +114,6 @@ func (r *clusterRun) record(c report.Check) {
 	if !c.Passed {
 		r.failures = append(r.failures, c.Name+": "+c.Detail)
 	}
-}
-
-// exitCode is a command's exit status: 0, the process's code, or -1 when
-// it did not run.
-func exitCode(err error) int {
-	var ee *osexec.ExitError
-	if errors.As(err, &ee) {
-		return ee.ExitCode()
-	}
-	if err != nil {
-		return -1
-	}
-	return 0
-}
-
-func lastLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.LastIndex(s, "\n"); i >= 0 {
-		return s[i+1:]
-	}
-	return s
 }
 
 // genuineChange changes the image of the static pod with metadata.uid on

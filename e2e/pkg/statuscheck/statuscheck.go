@@ -19,7 +19,7 @@ import (
 func Check(name string, out []byte, runErr error, wantLegacy bool) report.Check {
 	c := report.Check{Name: name}
 	if runErr != nil {
-		c.Detail = fmt.Sprintf("status: %v: %s", runErr, lastLine(string(out)))
+		c.Detail = fmt.Sprintf("status: %v: %s", runErr, report.LastLine(string(out)))
 		return c
 	}
 	var st struct {
@@ -47,12 +47,4 @@ func Check(name string, out []byte, runErr error, wantLegacy bool) report.Check 
 		c.Detail += "; not kept by status although the kubelet kept them: " + strings.Join(disagree, "; ")
 	}
 	return c
-}
-
-func lastLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.LastIndex(s, "\n"); i >= 0 {
-		return s[i+1:]
-	}
-	return s
 }
