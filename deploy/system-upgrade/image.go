@@ -61,15 +61,19 @@ func UpgradeImage(ref, version, busybox, kubectl, packageDir string) (images.Ima
 		files = append(files, images.File{Path: "bin/" + a, Link: "busybox"})
 	}
 	var pkgs []string
-	for _, pattern := range []string{"kubernetes-" + version + "-*.deb", "kubernetes-unversioned_*.deb",
-		"kubernetes-" + version + "-*.rpm", "kubernetes-unversioned-*.rpm"} {
+	versioned := 0
+	for _, pattern := range []string{"kubernetes-" + version + "-*.deb", "kubernetes-" + version + "-*.rpm",
+		"kubernetes-unversioned_*.deb", "kubernetes-unversioned-*.rpm"} {
 		m, err := filepath.Glob(filepath.Join(packageDir, pattern))
 		if err != nil {
 			return images.Image{}, err
 		}
+		if strings.HasPrefix(pattern, "kubernetes-"+version) {
+			versioned += len(m)
+		}
 		pkgs = append(pkgs, m...)
 	}
-	if len(pkgs) == 0 {
+	if versioned == 0 {
 		return images.Image{}, fmt.Errorf("no package of Kubernetes %s in %s", version, packageDir)
 	}
 	sort.Strings(pkgs)
