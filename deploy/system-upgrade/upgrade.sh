@@ -42,7 +42,9 @@ die() {
 	echo "$PROG: $*" >&2
 	exit 1
 }
-on_host() { chroot "$HOST" "$@"; }
+# KC_CHROOT is for the unit test only: busybox's shell runs its own chroot
+# applet whatever PATH says, so the test names its fake by path.
+on_host() { ${KC_CHROOT:-chroot} "$HOST" "$@"; }
 
 # version_of prints the version kubernetes-select status says STAGE serves.
 version_of() {
@@ -221,17 +223,17 @@ upgrade() {
 	# 2. the target's packages, side by side with the running version.
 	format=$(package_format)
 	mkdir -p "$HOST$STATE/$TARGET"
-	found=0
+	set --
 	for p in "$PACKAGES"/*."$format"; do
 		[ -e "$p" ] || continue
 		cp "$p" "$HOST$STATE/$TARGET/"
-		found=1
+		set -- "$@" "$STATE/$TARGET/${p##*/}"
 	done
-	[ "$found" = 1 ] || die "the image has no .$format packages in $PACKAGES"
+	[ $# -gt 0 ] || die "the image has no .$format packages in $PACKAGES"
 	if [ "$format" = deb ]; then
-		on_host sh -c "dpkg -i $STATE/$TARGET/*.deb" || die "dpkg -i failed"
+		on_host dpkg -i "$@" || die "dpkg -i failed"
 	else
-		on_host sh -c "rpm -U --replacepkgs $STATE/$TARGET/*.rpm" || die "rpm -U failed"
+		on_host rpm -U --replacepkgs "$@" || die "rpm -U failed"
 	fi
 
 	# 3. kubeadm.

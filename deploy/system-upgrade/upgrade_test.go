@@ -73,12 +73,11 @@ func TestUpgradeScript(t *testing.T) {
 	const prev, target = "1.30.14", "1.31.14"
 	statusBefore, err := os.ReadFile(cliTestdata + "status.json.golden")
 	assert.NilError(t, err)
-	same := func(s string) string { return s }
 	upgradeNode := []string{
 		"kubernetes-select status",
 		"kubelet-compat preflight --node --from v1.30.14 --to v1.31.14 --kubeconfig /etc/kubernetes/kubelet.conf",
 		"dpkg-query -W -f ${Status} kubernetes-unversioned",
-		"sh -c dpkg -i /var/lib/kubelet-compat/upgrade/1.31.14/*.deb",
+		"dpkg -i /var/lib/kubelet-compat/upgrade/1.31.14/kubernetes-1.31.14-node_1.31.14-2_amd64.deb /var/lib/kubelet-compat/upgrade/1.31.14/kubernetes-unversioned_1.0.0-4_all.deb",
 		"kubernetes-select stage1 1.31.14",
 		"kubeadm upgrade node",
 		podsCall,
@@ -107,7 +106,7 @@ func TestUpgradeScript(t *testing.T) {
 		{name: "first control-plane node, RPM: kubeadm upgrade apply", format: "rpm", env: []string{"KC_ROLE=control-plane"},
 			preflight: "preflight-1.30-1.31.table.golden", stage2: target,
 			wantCalls: cat(upgradeNode[:2], []string{"dpkg-query -W -f ${Status} kubernetes-unversioned", "rpm -q kubernetes-unversioned",
-				"sh -c rpm -U --replacepkgs /var/lib/kubelet-compat/upgrade/1.31.14/*.rpm", upgradeNode[4], configmapCall,
+				"rpm -U --replacepkgs /var/lib/kubelet-compat/upgrade/1.31.14/kubernetes-1.31.14-node-1.31.14-2.kc.x86_64.rpm", upgradeNode[4], configmapCall,
 				"kubeadm upgrade apply --yes v1.31.14"}, upgradeNode[6:], gateOK),
 			wantOut: []string{"first control-plane node of 1.31.14: kubeadm upgrade apply"}},
 		{name: "next control-plane node: kubeadm upgrade node", env: []string{"KC_ROLE=control-plane"}, cluster: target,
@@ -156,7 +155,34 @@ func TestUpgradeScript(t *testing.T) {
 			wantCalls: []string{"kubectl get plans.upgrade.cattle.io kubelet-compat-control-plane -n system-upgrade -o jsonpath={.status.latestVersion} {.status.conditions[?(@.type==\"Complete\")].status}"},
 			wantOut:   []string{"Plan system-upgrade/kubelet-compat-control-plane is complete for 1.31.14"}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
+		for _, shell := range shells(t) {
+			t.Run(shell.name+"/"+tc.name, func(t *testing.T) { runScriptCase(t, tc, shell.path, statusBefore) })
+		}
+	}
+}
+
+type shell struct{ name, path string }
+
+// shells are the tools upgrade.sh runs with: the machine's sh and awk, and
+// the busybox applets of the upgrade image (where Debian's busybox-static
+// is installed).
+func shells(t *testing.T) []shell {
+	all := []shell{{name: "system"}}
+	if _, err := os.Stat("/bin/busybox"); err == nil {
+		dir := t.TempDir()
+		for _, a := range UpgradeApplets {
+			assert.NilError(t, os.Symlink("/bin/busybox", filepath.Join(dir, a)))
+		}
+		all = append(all, shell{"busybox", dir})
+	}
+	return all
+}
+
+func runScriptCase(t *testing.T, tc scriptCase, applets string, statusBefore []byte) {
+	const prev, target = "1.30.14", "1.31.14"
+	same := func(s string) string { return s }
+	{
+		{
 			fake := t.TempDir()
 			host := filepath.Join(fake, "host")
 			bin := filepath.Join(fake, "bin")
@@ -203,8 +229,14 @@ func TestUpgradeScript(t *testing.T) {
 				write("host/var/lib/kubelet-compat/upgrade/1.31.14.gate-failed", "2026-01-01T00:00:00Z\n")
 			}
 
-			cmd := exec.Command("sh", append([]string{"upgrade.sh"}, tc.args...)...)
-			cmd.Env = append([]string{"PATH=" + bin + ":" + os.Getenv("PATH"), "FAKE=" + fake, "PREV=" + prev,
+			sh, path := "sh", bin+":"+os.Getenv("PATH")
+			if applets != "" {
+				sh, path = filepath.Join(applets, "sh"), bin+":"+applets+":"+os.Getenv("PATH")
+				// busybox's sh prefers its applets to PATH: name the fake chroot by path.
+				tc.env = append([]string{"KC_CHROOT=" + filepath.Join(bin, "chroot")}, tc.env...)
+			}
+			cmd := exec.Command(sh, append([]string{"upgrade.sh"}, tc.args...)...)
+			cmd.Env = append([]string{"PATH=" + path, "FAKE=" + fake, "PREV=" + prev,
 				"FORMAT=" + or(tc.format, "deb"), "CLUSTER=" + or(tc.cluster, prev),
 				"SYSTEM_UPGRADE_NODE_NAME=node-1", "SYSTEM_UPGRADE_PLAN_LATEST_VERSION=" + target,
 				"KC_HOST=" + host, "KC_PACKAGES=" + pkgs, "KC_GATE_TIMEOUT=1", "KC_POLL=0.1"}, tc.env...)
@@ -233,7 +265,7 @@ func TestUpgradeScript(t *testing.T) {
 					assert.Check(t, err == nil || tc.format == "rpm", "package %s not staged on the node", p)
 				}
 			}
-		})
+		}
 	}
 }
 
@@ -245,8 +277,7 @@ func withChroot(calls []string, host string) []string {
 		if !strings.HasPrefix(c, "kubectl ") {
 			out = append(out, "chroot "+host+" "+c)
 		}
-		// sh is not a fake: the log has the command it runs.
-		out = append(out, strings.TrimPrefix(c, "sh -c "))
+		out = append(out, c)
 	}
 	return out
 }
