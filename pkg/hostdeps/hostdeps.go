@@ -109,10 +109,14 @@ var (
 	// KindPrivateEngine: the private dockerd the kind provider starts when
 	// no Docker engine answers.
 	KindPrivateEngine = Path{"kind-private-engine", []Program{Dockerd, Containerd, Runc}}
+	// SystemUpgrade: deploy/system-upgrade's builds (the controller from
+	// the module proxy, its image, the upgrade Job's image with the host's
+	// static busybox, the Plans).
+	SystemUpgrade = Path{"system-upgrade", []Program{Go, Busybox}}
 )
 
 // Paths are all of them, by name (the `ensure-host` command's argument).
-var Paths = []Path{RPM, Deb, DebTestReal, Build, Local, LocalAPI, Kind, KindPrivateEngine}
+var Paths = []Path{RPM, Deb, DebTestReal, Build, Local, LocalAPI, Kind, KindPrivateEngine, SystemUpgrade}
 
 // ByName returns the path called name.
 func ByName(name string) (Path, bool) {

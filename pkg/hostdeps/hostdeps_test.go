@@ -39,6 +39,7 @@ var entryPoints = []struct {
 	{name: "the harness and hack/", roots: []string{"./build/...", "./hack/..."}, ensured: []Path{Build}},
 	{name: "the local e2e", roots: []string{"./e2e/pkg/scenario", "./e2e/pkg/local", "./e2e/pkg/controlplane"}, ensured: []Path{Local, LocalAPI},
 		notRun: map[string]string{"docker": "leftovers removes a docker network only for a journal that has one: a kind run's"}},
+	{name: "deploy/system-upgrade", roots: []string{"./deploy/system-upgrade/cmd/system-upgrade"}, ensured: []Path{SystemUpgrade}},
 	{name: "the kind e2e and its images", roots: []string{"./e2e/pkg/kind", "./e2e/pkg/kind/nodeimage", "./e2e/cmd/e2e-oci-runtime", "./deb/cmd/build-debs"}, ensured: []Path{Kind, KindPrivateEngine}},
 }
 
