@@ -154,11 +154,13 @@ func (b *builder) buildCLI(ctx context.Context) (string, error) {
 	return out, nil
 }
 
-// sourceDateEpoch is the commit time of the last commit that changed what
-// goes into the packages (make deb uses HEAD's; that would rebuild every
-// node image on every commit).
+// sourceDateEpoch is the commit time of the last commit that changed how
+// the packages are made (make deb uses HEAD's; that would rebuild every
+// node image on every commit). The binaries, the CLI's included, are
+// inputs of their own (their sha256), so the code they are built from is
+// not among these paths.
 func (b *builder) sourceDateEpoch(ctx context.Context) string {
-	cmd := exec.Command("git", "log", "-1", "--format=%ct", "--", "deb", "rpm", "cmd/kubelet-compat", "kubelet-compat", "pkg", "go.mod", "go.sum")
+	cmd := exec.Command("git", "log", "-1", "--format=%ct", "--", "deb", "rpm", "pkg/layout")
 	cmd.Dir = b.opts.RepoRoot
 	out, err := cmd.Output(ctx)
 	if s := strings.TrimSpace(string(out)); err == nil {
