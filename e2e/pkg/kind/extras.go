@@ -9,6 +9,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
@@ -32,7 +33,8 @@ var sweepArgs = []string{"kubelet-compat", "sweep", "--grace", "0s", "--kubeconf
 // keeps the compat file on every node while the containers the old
 // kubelet created run (on a chain that changed their hash), and deletes
 // it on the plain worker once they are gone: its API pods deleted (their
-// controllers recreate them under the new kubelet).
+// controllers recreate them under the new kubelet; a pod without one is
+// created again from its spec).
 func (r *clusterRun) sweep(ctx context.Context) error {
 	first, last := r.steps[0], r.steps[len(r.steps)-1]
 	legacy := crossesNameImageHash(kubelet.Minor(first.From), kubelet.Minor(last.To))
@@ -62,6 +64,7 @@ func (r *clusterRun) sweep(ctx context.Context) error {
 		return err
 	}
 	deleted := 0
+	var bare []v1.Pod
 	for _, p := range pods {
 		if _, mirror := p.Annotations[v1.MirrorPodAnnotationKey]; mirror {
 			continue
@@ -70,6 +73,26 @@ func (r *clusterRun) sweep(ctx context.Context) error {
 			return fmt.Errorf("deleting %s/%s: %w", p.Namespace, p.Name, err)
 		}
 		deleted++
+		if metav1.GetControllerOf(&p) == nil {
+			bare = append(bare, p)
+		}
+	}
+	// A pod no controller owns comes back as its owner would bring it:
+	// the same spec, created again once the old one is gone.
+	for _, p := range bare {
+		if err := poll(ctx, 2*time.Minute, func() error {
+			_, err := r.c.Client.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return fmt.Errorf("%s/%s is not gone yet (%v)", p.Namespace, p.Name, err)
+		}); err != nil {
+			return err
+		}
+		again := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, Labels: p.Labels, Annotations: p.Annotations}, Spec: p.Spec}
+		if _, err := r.c.Client.CoreV1().Pods(p.Namespace).Create(ctx, again, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating %s/%s again: %w", p.Namespace, p.Name, err)
+		}
 	}
 	// The controllers recreate them; the StatefulSet's pod may land
 	// elsewhere: wait for the cluster's pods, then for the node's runtime
