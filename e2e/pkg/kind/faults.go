@@ -1,12 +1,12 @@
 package kind
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strings"
 	"time"
 
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/ctxtime"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/node"
 )
 
@@ -17,7 +17,8 @@ const (
 	// (a package upgrade or an operator between the two kubelets).
 	faultContainerdRestart = "containerd restarted between the kubelets"
 	// faultKubeletKilled: the new kubelet is SIGKILLed during its first
-	// sync; systemd starts it again (Restart=always).
+	// sync (right after it logged its first SyncLoop ADD); systemd starts
+	// it again (Restart=always, RestartSec=10).
 	faultKubeletKilled = "the new kubelet SIGKILLed during its first sync"
 )
 
@@ -63,13 +64,15 @@ func (r *clusterRun) swap(ctx context.Context, n *Node, k node.Kubelet) error {
 			out, _ := n.Exec(ctx, nil, "systemctl", "show", "-p", "NRestarts", "--value", "kubelet")
 			return strings.TrimSpace(string(out))
 		}
+		since := fmt.Sprintf("@%d", time.Now().Unix())
 		if err := n.SwapKubelet(ctx, k); err != nil {
 			return err
 		}
 		before := restarts()
-		// The first sync is the first few seconds: kill it then, by its
-		// unit (systemd knows its main PID), and let systemd restart it.
-		if err := ctxtime.Sleep(ctx, 2*time.Second); err != nil {
+		// Kill it once it has begun its first sync (it logs SyncLoop ADD
+		// at V(2), which the staged environment file sets), by its unit
+		// (systemd knows its main PID), and let systemd restart it.
+		if err := waitLogged(ctx, n, since, "SyncLoop ADD", 30*time.Second); err != nil {
 			return err
 		}
 		r.logf("%s: fault: %s", n.name, fault)
@@ -84,4 +87,24 @@ func (r *clusterRun) swap(ctx context.Context, n *Node, k node.Kubelet) error {
 		})
 	}
 	return n.SwapKubelet(ctx, k)
+}
+
+// waitLogged waits, polling every 100 ms, until the kubelet's journal
+// since since holds what.
+func waitLogged(ctx context.Context, n *Node, since, what string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		out, err := n.Exec(ctx, nil, "journalctl", "-u", "kubelet", "--since", since, "-o", "cat", "--no-pager")
+		if err == nil && bytes.Contains(out, []byte(what)) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s: the kubelet did not log %q within %s", n.name, what, timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
