@@ -160,7 +160,7 @@ func (b *builder) buildCLI(ctx context.Context) (string, error) {
 // inputs of their own (their sha256), so the code they are built from is
 // not among these paths.
 func (b *builder) sourceDateEpoch(ctx context.Context) string {
-	cmd := exec.Command("git", "log", "-1", "--format=%ct", "--", "deb", "rpm", "pkg/layout")
+	cmd := exec.Command("git", "log", "-1", "--format=%ct", "--", "deb", "rpm", "pkg/layout", ":(exclude)*.md")
 	cmd.Dir = b.opts.RepoRoot
 	out, err := cmd.Output(ctx)
 	if s := strings.TrimSpace(string(out)); err == nil {
