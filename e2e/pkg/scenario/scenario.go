@@ -83,7 +83,12 @@ type Options struct {
 	// ResizeWhileOldKubelet or ResizeBetweenKubelets ("": no resize); needs
 	// API and a step to 1.33 or later.
 	ResizePending string
-	Log           io.Writer
+	// Readiness runs kube-controller-manager (its endpointslice
+	// controller), the readiness pods and their Service, and watches every
+	// pod's Ready condition and the Service's EndpointSlices across each
+	// swap (readiness.go); needs API.
+	Readiness bool
+	Log       io.Writer
 }
 
 // Scenario is one e2e run on one node.
@@ -106,9 +111,11 @@ type Scenario struct {
 	nextKubeletArgs []string
 	// helps caches what each kubelet binary's --help lists.
 	helps map[string]*kubelet.Help
-	// extraPods are pods created after the baseline (admission cases);
-	// waitReady covers them with the corpus.
+	// extraPods are pods created besides the corpus (admission cases,
+	// readiness pods); waitReady covers them with the corpus.
 	extraPods []corpus.Pod
+	// readyPods are the readiness pods (Options.Readiness).
+	readyPods []readyPod
 	// plugin is the e2e's device plugin (mode devices), logging to
 	// pluginLog.
 	plugin    *proc.Process
@@ -159,6 +166,17 @@ func (s *Scenario) ControlBaselineBinary(version string) string {
 	return s.Binary(version, false)
 }
 
+// ControllerManager is the harness's kube-controller-manager of a version:
+// the one built as released (the patches change only the kubelet), else
+// the one built with the kubelet.
+func (s *Scenario) ControllerManager(version string) string {
+	p := filepath.Join(s.opts.Output, version+"-unpatched", "kube-controller-manager")
+	if alt := filepath.Join(s.opts.Output, version, "kube-controller-manager"); !fileExists(p) && fileExists(alt) {
+		return alt
+	}
+	return p
+}
+
 func fileExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
@@ -184,6 +202,13 @@ func Preflight(o Options) error {
 		if o.API {
 			need[s.APIServer(st.From)] = true
 			need[s.APIServer(st.To)] = true
+		}
+		if o.Readiness {
+			need[s.ControllerManager(st.From)] = true
+			need[s.ControllerManager(st.To)] = true
+			if m := kubelet.Minor(st.To); m < readinessMinMinor {
+				return fmt.Errorf("step %s: the readiness watchers read discovery.k8s.io/v1 EndpointSlices, which kube-apiserver 1.%d does not serve (1.%d+); -readiness=false runs without them", st, m, readinessMinMinor)
+			}
 		}
 	}
 	var missing []string
@@ -235,13 +260,17 @@ func Run(ctx context.Context, o Options, stack *cleanup.Stack, rep *report.Repor
 		return err
 	})
 	if o.API {
-		cp, err := controlplane.New(controlplane.Options{Dir: filepath.Join(o.Root, "controlplane"), LogDir: s.logDir(), APIServer: s.APIServer, Recorder: ln.Journal,
-			FeatureGates: s.featureGates})
+		cpo := controlplane.Options{Dir: filepath.Join(o.Root, "controlplane"), LogDir: s.logDir(), APIServer: s.APIServer, Recorder: ln.Journal,
+			FeatureGates: s.featureGates}
+		if o.Readiness {
+			cpo.ControllerManager, cpo.Controllers = s.ControllerManager, readyControllers
+		}
+		cp, err := controlplane.New(cpo)
 		if err != nil {
 			return err
 		}
 		s.cp = cp
-		stack.Push("stop kube-apiserver and etcd", func(ctx context.Context) error { return cp.Stop(ctx) })
+		stack.Push("stop the control plane", func(ctx context.Context) error { return cp.Stop(ctx) })
 	}
 	stack.Push("stop the kubelet", func(ctx context.Context) error { return s.stopKubelet(ctx) })
 	s.logf("corpus: %d pods, %d containers; node %s; sync frequency %s", len(s.corpus.Pods), s.corpus.Containers(), o.NodeName, o.SyncFrequency)
@@ -504,7 +533,7 @@ func (s *Scenario) baselineOn(ctx context.Context, version string, patched bool)
 			return err
 		}
 		d := snapshot.Compare(a, b)
-		if d.Restarts == 0 && d.RecreatedPods == 0 && d.Pods == len(s.corpus.Pods) {
+		if d.Restarts == 0 && d.RecreatedPods == 0 && d.Pods == len(s.pods()) {
 			return nil
 		}
 		if attempt == 3 {
@@ -543,6 +572,18 @@ func (s *Scenario) swap(ctx context.Context, st Step, patched bool, faults []str
 			return nil, err
 		}
 	}
+	var watch *readyWatch
+	if s.cp != nil && s.opts.Readiness {
+		if watch, err = s.readinessPrepare(ctx); err != nil {
+			return nil, err
+		}
+		// Whatever ends the swap early stops the informers.
+		defer func() {
+			if watch != nil {
+				watch.end()
+			}
+		}()
+	}
 	var pending *pendingResize
 	if s.cp != nil && s.opts.ResizePending == ResizeWhileOldKubelet {
 		if pending, err = s.resizeBeforeNewKubelet(ctx, st, before, ResizeWhileOldKubelet); err != nil {
@@ -555,6 +596,17 @@ func (s *Scenario) swap(ctx context.Context, st Step, patched bool, faults []str
 		s.betweenKubelets = func(ctx context.Context) error {
 			s.logf("fault: restarting containerd between the two kubelets")
 			return s.node.RestartContainerd(ctx)
+		}
+	}
+	if watch != nil {
+		fault := s.betweenKubelets
+		s.betweenKubelets = func(ctx context.Context) error {
+			if fault != nil {
+				if err := fault(ctx); err != nil {
+					return err
+				}
+			}
+			return s.failReadinessProbes()
 		}
 	}
 	if s.cp != nil && s.opts.ResizePending == ResizeBetweenKubelets {
@@ -593,6 +645,10 @@ func (s *Scenario) swap(ctx context.Context, st Step, patched bool, faults []str
 	s.logf("swap %s (%s): all pods synced and serving %.1fs after the kubelet started; waiting %s (three sync periods and PLEG relists)", st, variant, run.WindowSeconds, settle)
 	if err := ctxtime.Sleep(ctx, settle); err != nil {
 		return nil, err
+	}
+	if watch != nil {
+		s.readinessObserve(ctx, watch, run, started)
+		watch = nil
 	}
 	if err := s.kubelet.Alive(); err != nil {
 		return nil, err
