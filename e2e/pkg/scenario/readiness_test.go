@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,8 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 	v1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
 )
 
 // TestReadinessPods: per period two passing pods and one failing, behind
@@ -145,4 +148,57 @@ func TestReadinessChecks(t *testing.T) {
 			assert.Assert(t, is.Contains(checks[0].Detail, tc.detail))
 		})
 	}
+}
+
+// TestReadyWatch: the informers' events become samples once begun: a pod
+// going NotReady and back, its endpoint going not ready, a slice of
+// another Service ignored.
+func TestReadyWatch(t *testing.T) {
+	ctx := context.Background()
+	yes, no := true, false
+	pod := func(name string, ready bool) *v1.Pod {
+		st := v1.ConditionFalse
+		if ready {
+			st = v1.ConditionTrue
+		}
+		return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: corpus.Namespace},
+			Status: v1.PodStatus{Conditions: []v1.PodCondition{{Type: v1.PodReady, Status: st}}}}
+	}
+	slice := func(name, svc string, ready *bool) *discoveryv1.EndpointSlice {
+		return &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: corpus.Namespace,
+			Labels: map[string]string{discoveryv1.LabelServiceName: svc}},
+			Endpoints: []discoveryv1.Endpoint{{TargetRef: &v1.ObjectReference{Kind: "Pod", Name: "a"}, Conditions: discoveryv1.EndpointConditions{Ready: ready}}}}
+	}
+	cs := fake.NewSimpleClientset(pod("a", true), slice("s1", ReadyService, &yes), slice("other", "other", &no))
+	w, err := startReadyWatch(ctx, cs)
+	assert.NilError(t, err)
+	assert.NilError(t, w.waitState(ctx, 10*time.Second, func(s readySample) string {
+		if !s.ready["a"] || !s.serving["a"] {
+			return "not listed yet"
+		}
+		return ""
+	}))
+	w.begin()
+	pods, slices := cs.CoreV1().Pods(corpus.Namespace), cs.DiscoveryV1().EndpointSlices(corpus.Namespace)
+	_, err = pods.Update(ctx, pod("a", false), metav1.UpdateOptions{})
+	assert.NilError(t, err)
+	_, err = slices.Update(ctx, slice("s1", ReadyService, &no), metav1.UpdateOptions{})
+	assert.NilError(t, err)
+	_, err = pods.Update(ctx, pod("a", true), metav1.UpdateOptions{})
+	assert.NilError(t, err)
+	assert.NilError(t, w.waitState(ctx, 10*time.Second, func(s readySample) string {
+		if !s.ready["a"] || s.serving["a"] {
+			return "updates not seen yet"
+		}
+		return ""
+	}))
+	samples := w.end()
+	r := readyWindows(samples)["a"]
+	e := windowsOf(samples, func(s readySample) map[string]bool { return s.serving })["a"]
+	assert.Equal(t, r.Drops, 1)
+	assert.Equal(t, r.ReadyAtEnd, true)
+	assert.Equal(t, e.Drops, 1)
+	assert.Equal(t, e.ReadyAtEnd, false)
+	// 2 pod updates, 1 slice update, the first and the last state
+	assert.Equal(t, len(samples), 5)
 }
