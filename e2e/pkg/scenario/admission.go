@@ -553,19 +553,32 @@ func (s *Scenario) waitAdmitted(ctx context.Context, cs kubernetes.Interface, pa
 // waitRejected waits until every pod of expect is Failed with its reason
 // and has no running container.
 func (s *Scenario) waitRejected(ctx context.Context, cs kubernetes.Interface, expect map[string]string, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
+	err := waitUntil(ctx, timeout, 250*time.Millisecond, func() string {
 		why, err := s.rejectedYet(ctx, cs, expect)
 		if err != nil {
-			why = err.Error()
+			return err.Error()
 		}
-		if why == "" {
+		return why
+	})
+	if err != nil && ctx.Err() == nil {
+		return fmt.Errorf("rejections not seen %w", err)
+	}
+	return err
+}
+
+// waitUntil asks why every interval until it says nothing ("": done),
+// for timeout at most; the error then says why not, after how long.
+func waitUntil(ctx context.Context, timeout, every time.Duration, why func() string) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		w := why()
+		if w == "" {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("rejections not seen after %s: %s", timeout, why)
+			return fmt.Errorf("after %s: %s", timeout, w)
 		}
-		if err := ctxtime.Sleep(ctx, 250*time.Millisecond); err != nil {
+		if err := ctxtime.Sleep(ctx, every); err != nil {
 			return err
 		}
 	}

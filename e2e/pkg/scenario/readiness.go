@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/corpus"
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/ctxtime"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kubelet"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
 	v1 "k8s.io/api/core/v1"
@@ -166,17 +165,9 @@ func startReadyWatch(ctx context.Context, cs kubernetes.Interface) (*readyWatch,
 	w := &readyWatch{stop: make(chan struct{}), pods: map[string]bool{}, slices: map[string]map[string]bool{}}
 	f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(corpus.Namespace))
 	podInf := f.Core().V1().Pods().Informer()
-	podInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj interface{}) { w.pod(obj, false) },
-		UpdateFunc: func(_, obj interface{}) { w.pod(obj, false) },
-		DeleteFunc: func(obj interface{}) { w.pod(obj, true) },
-	})
+	podInf.AddEventHandler(w.handler(w.pod))
 	sliceInf := f.Discovery().V1().EndpointSlices().Informer()
-	sliceInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj interface{}) { w.slice(obj, false) },
-		UpdateFunc: func(_, obj interface{}) { w.slice(obj, false) },
-		DeleteFunc: func(obj interface{}) { w.slice(obj, true) },
-	})
+	sliceInf.AddEventHandler(w.handler(w.slice))
 	f.Start(w.stop)
 	sctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
@@ -187,40 +178,45 @@ func startReadyWatch(ctx context.Context, cs kubernetes.Interface) (*readyWatch,
 	return w, nil
 }
 
+// handler applies every event to the state with apply (under the lock; a
+// deletion whose last state was missed counts as a deletion) and samples.
+func (w *readyWatch) handler(apply func(obj interface{}, deleted bool)) cache.ResourceEventHandlerFuncs {
+	on := func(obj interface{}, deleted bool) {
+		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj, deleted = t.Obj, true
+		}
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		apply(obj, deleted)
+		w.sampleLocked()
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj interface{}) { on(obj, false) },
+		UpdateFunc: func(_, obj interface{}) { on(obj, false) },
+		DeleteFunc: func(obj interface{}) { on(obj, true) },
+	}
+}
+
 func (w *readyWatch) pod(obj interface{}, deleted bool) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj, deleted = t.Obj, true
-	}
 	p, ok := obj.(*v1.Pod)
-	if !ok {
-		return
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if deleted {
+	switch {
+	case !ok:
+	case deleted:
 		delete(w.pods, p.Name)
-	} else {
+	default:
 		w.pods[p.Name] = podReady(p)
 	}
-	w.sampleLocked()
 }
 
 func (w *readyWatch) slice(obj interface{}, deleted bool) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj, deleted = t.Obj, true
-	}
 	es, ok := obj.(*discoveryv1.EndpointSlice)
-	if !ok || es.Labels[discoveryv1.LabelServiceName] != ReadyService {
-		return
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if deleted {
+	switch {
+	case !ok || es.Labels[discoveryv1.LabelServiceName] != ReadyService:
+	case deleted:
 		delete(w.slices, es.Name)
-	} else {
+	default:
 		w.slices[es.Name] = sliceEndpoints(es)
 	}
-	w.sampleLocked()
 }
 
 // sliceEndpoints: pod name -> its endpoint is ready. A nil ready
@@ -287,19 +283,7 @@ func (w *readyWatch) end() []readySample {
 
 // waitState waits until want (given the current state) holds.
 func (w *readyWatch) waitState(ctx context.Context, timeout time.Duration, want func(readySample) string) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		why := want(w.current())
-		if why == "" {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("after %s: %s", timeout, why)
-		}
-		if err := ctxtime.Sleep(ctx, 100*time.Millisecond); err != nil {
-			return err
-		}
-	}
+	return waitUntil(ctx, timeout, 100*time.Millisecond, func() string { return want(w.current()) })
 }
 
 // settledState: every pod of the corpus and every passing readiness pod
