@@ -519,7 +519,7 @@ func (s *Scenario) baselineOn(ctx context.Context, version string, patched bool)
 	if _, err := s.waitReady(ctx, 4*time.Minute, false); err != nil {
 		return fmt.Errorf("baseline on %s: %w", version, err)
 	}
-	s.logf("baseline on %s: all %d pods ready and serving after %.1fs; checking it is stable", version, len(s.corpus.Pods), time.Since(start).Seconds())
+	s.logf("baseline on %s: all %d pods ready and serving after %.1fs; checking it is stable", version, len(s.pods()), time.Since(start).Seconds())
 	for attempt := 0; ; attempt++ {
 		a, err := s.rt.Take(ctx, corpus.Namespace)
 		if err != nil {
