@@ -88,7 +88,13 @@ type Options struct {
 	// pod's Ready condition and the Service's EndpointSlices across each
 	// swap (readiness.go); needs API.
 	Readiness bool
-	Log       io.Writer
+	// ControlPlaneVersion holds kube-apiserver and kube-controller-manager
+	// at this version for every step instead of the step's ("": the
+	// step's, upgraded before the kubelet): for a step whose control plane
+	// the harness cannot build. A kubelet newer than kube-apiserver is
+	// outside upstream's skew policy; the report says so.
+	ControlPlaneVersion string
+	Log                 io.Writer
 }
 
 // Scenario is one e2e run on one node.
@@ -177,6 +183,14 @@ func (s *Scenario) ControllerManager(version string) string {
 	return p
 }
 
+// cpVersion is the control plane's version for a step's kubelet version.
+func (s *Scenario) cpVersion(version string) string {
+	if s.opts.ControlPlaneVersion != "" {
+		return s.opts.ControlPlaneVersion
+	}
+	return version
+}
+
 func fileExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
@@ -200,13 +214,13 @@ func Preflight(o Options) error {
 			need[s.Binary(st.To, false)] = true
 		}
 		if o.API {
-			need[s.APIServer(st.From)] = true
-			need[s.APIServer(st.To)] = true
+			need[s.APIServer(s.cpVersion(st.From))] = true
+			need[s.APIServer(s.cpVersion(st.To))] = true
 		}
 		if o.Readiness {
-			need[s.ControllerManager(st.From)] = true
-			need[s.ControllerManager(st.To)] = true
-			if m := kubelet.Minor(st.To); m < readinessMinMinor {
+			need[s.ControllerManager(s.cpVersion(st.From))] = true
+			need[s.ControllerManager(s.cpVersion(st.To))] = true
+			if m := kubelet.Minor(s.cpVersion(st.To)); m < readinessMinMinor {
 				return fmt.Errorf("step %s: the readiness watchers read discovery.k8s.io/v1 EndpointSlices, which kube-apiserver 1.%d does not serve (1.%d+); -readiness=false runs without them", st, m, readinessMinMinor)
 			}
 		}
@@ -274,6 +288,10 @@ func Run(ctx context.Context, o Options, stack *cleanup.Stack, rep *report.Repor
 	}
 	stack.Push("stop the kubelet", func(ctx context.Context) error { return s.stopKubelet(ctx) })
 	s.logf("corpus: %d pods, %d containers; node %s; sync frequency %s", len(s.corpus.Pods), s.corpus.Containers(), o.NodeName, o.SyncFrequency)
+	if o.API && o.ControlPlaneVersion != "" {
+		s.check(report.Check{Name: "control plane held at " + o.ControlPlaneVersion + " (-control-plane-version)", Passed: true,
+			Detail: "kube-apiserver and kube-controller-manager " + o.ControlPlaneVersion + " for every step, not upgraded to the step's: a kubelet newer than kube-apiserver is outside upstream's skew policy"})
+	}
 	if o.ResizeGate {
 		s.logf("-resize-gate: InPlacePodVerticalScaling=true on kube-apiserver and kubelet 1.27 .. 1.32 (on by default from 1.33)")
 	}
@@ -503,7 +521,7 @@ func (s *Scenario) baselineOn(ctx context.Context, version string, patched bool)
 		return fmt.Errorf("reset: %w", err)
 	}
 	if s.cp != nil {
-		if err := s.startControlPlane(ctx, version); err != nil {
+		if err := s.startControlPlane(ctx, s.cpVersion(version)); err != nil {
 			return err
 		}
 	} else if err := s.corpus.Write(s.manifestDir()); err != nil {
@@ -564,13 +582,15 @@ func (s *Scenario) swap(ctx context.Context, st Step, patched bool, faults []str
 	if err != nil {
 		return nil, err
 	}
-	if s.cp != nil {
+	if s.cp != nil && s.cpVersion(st.To) != s.cp.Version {
 		// As upstream's upgrade order: the control plane first, while the
 		// old kubelet keeps running against it (a supported skew).
 		s.logf("swap %s: upgrading kube-apiserver first (%s -> %s), kubelet %s still running", st, s.cp.Version, st.To, st.From)
 		if err := s.cp.UpgradeAPIServer(ctx, st.To); err != nil {
 			return nil, err
 		}
+	} else if s.cp != nil {
+		s.logf("swap %s: the control plane stays at %s (-control-plane-version)", st, s.cp.Version)
 	}
 	var watch *readyWatch
 	if s.cp != nil && s.opts.Readiness {
