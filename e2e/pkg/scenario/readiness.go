@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/corpus"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/ctxtime"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kubelet"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
 	v1 "k8s.io/api/core/v1"
@@ -435,6 +436,12 @@ func (s *Scenario) readinessPrepare(ctx context.Context) (*readyWatch, error) {
 // watch and records the groups and checks on run.
 func (s *Scenario) readinessObserve(ctx context.Context, w *readyWatch, run *report.Run, started time.Time) {
 	longest := time.Duration(readyProbePeriods[len(readyProbePeriods)-1]) * time.Second
+	// Every pod's first probe by the new kubelet falls inside what is
+	// watched: one longest period (and the slack) after every pod synced.
+	synced := time.Duration(run.WindowSeconds * float64(time.Second))
+	if err := ctxtime.Sleep(ctx, time.Until(started.Add(synced+longest+readyStatusSlack))); err != nil {
+		s.logf("readiness: %v", err)
+	}
 	if err := w.waitState(ctx, 2*longest+30*time.Second, s.settledState(true)); err != nil {
 		s.logf("readiness: not settled: %v", err)
 	}
