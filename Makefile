@@ -20,4 +20,5 @@ include build/build.mk
 include rpm/rpm.mk
 include deb/deb.mk
 include e2e/e2e.mk
+include deploy/system-upgrade/system-upgrade.mk
 include hack/hack.mk

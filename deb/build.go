@@ -23,6 +23,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
+	"github.com/kubelet-compat/kubelet-compat/pkg/filehash"
 	"github.com/kubelet-compat/kubelet-compat/pkg/hostdeps"
 	"github.com/kubelet-compat/kubelet-compat/pkg/layout"
 	"github.com/kubelet-compat/kubelet-compat/rpm/files"
@@ -440,26 +441,13 @@ func writeSHA256Sums(dir string) error {
 	sort.Strings(debs)
 	var b strings.Builder
 	for _, p := range debs {
-		sum, err := fileSHA256(p)
+		sum, err := filehash.SHA256(p)
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(&b, "%s  %s\n", sum, filepath.Base(p))
 	}
 	return os.WriteFile(filepath.Join(dir, "SHA256SUMS"), []byte(b.String()), 0o644)
-}
-
-func fileSHA256(p string) (string, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // ReleaseTable is deb/releases.txt: the Debian revision of the packages of

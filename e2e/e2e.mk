@@ -136,4 +136,4 @@ e2e-unit:
 KIND_SAVE ?=
 kind-images: e2e-binaries-kind
 	$(GO) build -o _output/e2e/e2e ./e2e/cmd/e2e
-	./_output/e2e/e2e -mode images -provider kind -images-of $(E2E) $(if $(KIND_SAVE),-save $(KIND_SAVE)) $(E2E_ARGS)
+	./_output/e2e/e2e -mode images -provider kind -images-of $(E2E) $(e2e_step_args) $(if $(KIND_SAVE),-save $(KIND_SAVE)) $(E2E_ARGS)

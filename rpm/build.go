@@ -2,8 +2,6 @@ package rpm
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
+	"github.com/kubelet-compat/kubelet-compat/pkg/filehash"
 	"github.com/kubelet-compat/kubelet-compat/pkg/hostdeps"
 	"github.com/kubelet-compat/kubelet-compat/pkg/layout"
 	"golang.org/x/sync/errgroup"
@@ -402,7 +401,7 @@ func writeSHA256Sums(dir string) error {
 	sort.Strings(rpms)
 	var b strings.Builder
 	for _, p := range rpms {
-		sum, err := FileSHA256(p)
+		sum, err := filehash.SHA256(p)
 		if err != nil {
 			return err
 		}
@@ -412,18 +411,4 @@ func writeSHA256Sums(dir string) error {
 		return fmt.Errorf("write SHA256SUMS: %w", err)
 	}
 	return nil
-}
-
-// FileSHA256 returns the hex sha256 of a file.
-func FileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("hash %s: %w", path, err)
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }

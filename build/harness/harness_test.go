@@ -129,6 +129,16 @@ func TestOpenAPIInputs(t *testing.T) {
 	if boilerplate != "/cg/hack/boilerplate.go.txt" || len(roots) != 2 || roots["k8s.io/api"] != api {
 		t.Fatalf("openAPIRoots = %v, %q", roots, boilerplate)
 	}
+	// A staging module go list names without a directory is not
+	// downloaded yet: its tags would be missed.
+	notYet := mods + "k8s.io/kube-controller-manager k8s.io/kube-controller-manager v0.21.14\n" +
+		"k8s.io/utils k8s.io/utils v0.0.0-2021\n"
+	if got := tr.undownloadedStaging([]byte(notYet)); strings.Join(got, " ") != "k8s.io/kube-controller-manager@v0.21.14" {
+		t.Fatalf("undownloadedStaging = %v", got)
+	}
+	if got := tr.undownloadedStaging([]byte(mods)); len(got) != 0 {
+		t.Fatalf("undownloadedStaging = %v, want none", got)
+	}
 	got, err := taggedPackages(roots)
 	must(t, err)
 	want := "k8s.io/api/core/v1 k8s.io/kubernetes/pkg/apis/a/v1 k8s.io/kubernetes/pkg/c/_examples"

@@ -90,9 +90,23 @@ func (t *Tree) GenerateOpenAPI(ctx context.Context) error {
 	if _, err := run(true, t.goBin(), "build", "-o", gen, "k8s.io/kube-openapi/cmd/openapi-gen"); err != nil {
 		return fail(fmt.Errorf("building the tree's openapi-gen: %w", err))
 	}
-	mods, err := run(false, t.goBin(), "list", "-m", "-f", "{{.Path}} {{with .Replace}}{{.Path}} {{.Version}} {{.Dir}}{{end}}", "all")
+	listMods := func() ([]byte, error) {
+		return run(false, t.goBin(), "list", "-m", "-f", "{{.Path}} {{with .Replace}}{{.Path}} {{.Version}} {{.Dir}}{{end}}", "all")
+	}
+	mods, err := listMods()
 	if err != nil {
 		return fail(fmt.Errorf("listing the tree's modules: %w", err))
+	}
+	// go list -m names no directory for a module it has not downloaded:
+	// its tags would be missed (seen on 1.31.14, whose
+	// k8s.io/kube-controller-manager no earlier build had fetched).
+	if missing := t.undownloadedStaging(mods); len(missing) > 0 {
+		if _, err := run(true, t.goBin(), append([]string{"mod", "download"}, missing...)...); err != nil {
+			return fail(fmt.Errorf("downloading %s: %w", strings.Join(missing, " "), err))
+		}
+		if mods, err = listMods(); err != nil {
+			return fail(fmt.Errorf("listing the tree's modules: %w", err))
+		}
 	}
 	codegen, _ := os.ReadFile(filepath.Join(t.Dir, "hack", "update-codegen.sh"))
 	// From 1.30 openapi-gen is built on gengo v2: packages as arguments,
@@ -185,6 +199,20 @@ func (t *Tree) openAPIRoots(mods []byte) (map[string]string, string) {
 		}
 	}
 	return roots, boilerplate
+}
+
+// undownloadedStaging lists, as path@version, the staging modules of the
+// `go list -m` output (see openAPIRoots) that have no directory yet.
+func (t *Tree) undownloadedStaging(mods []byte) []string {
+	var out []string
+	sc := bufio.NewScanner(bytes.NewReader(mods))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 3 && f[0] == f[1] && strings.HasPrefix(f[0], "k8s.io/") && f[2] == t.Row.ModuleVersion(f[0]) {
+			out = append(out, f[0]+"@"+f[2])
+		}
+	}
+	return out
 }
 
 // taggedPackages lists, sorted, the import paths of the directories under

@@ -6,6 +6,7 @@ package exec
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -98,4 +99,17 @@ func tail(s string, n int) string {
 		return s
 	}
 	return s[len(s)-n:]
+}
+
+// ExitCode is how a command ended: 0, the process's exit status, or -1
+// when it did not run or was killed by a signal.
+func ExitCode(err error) int {
+	var ee *osexec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		return -1
+	}
+	return 0
 }

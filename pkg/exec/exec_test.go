@@ -29,3 +29,12 @@ func TestEnvironment(t *testing.T) {
 		})
 	}
 }
+
+func TestExitCode(t *testing.T) {
+	ctx := context.Background()
+	assert.Equal(t, ExitCode(nil), 0)
+	err := Command("sh", "-c", "exit 2").Run(ctx)
+	assert.Equal(t, ExitCode(err), 2)
+	err = Command("/nonexistent/program").Run(ctx)
+	assert.Equal(t, ExitCode(err), -1)
+}

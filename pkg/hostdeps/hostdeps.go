@@ -103,16 +103,20 @@ var (
 	// LocalAPI: the local provider's API mode adds etcd.
 	LocalAPI = Path{"local-api", []Program{Etcd}}
 	// Kind: the kind provider on any Docker engine, and its node images
-	// (debootstrap, the RPMs, etcd and CoreDNS built for the images, the
+	// (debootstrap, the .debs, etcd and CoreDNS built for the images, the
 	// host's static busybox in the workload images).
-	Kind = Path{"kind", []Program{Go, Git, Tar, Cp, Chmod, DpkgDeb, DpkgQ, AptGet, Docker, Debootstrap, Rpmbuild, Rpm, Busybox, IP, Iptables, Ip6tables, Conntrack}}
+	Kind = Path{"kind", []Program{Go, Git, Tar, Cp, Chmod, DpkgDeb, Dpkg, DpkgQ, AptGet, Docker, Debootstrap, Busybox, IP, Iptables, Ip6tables, Conntrack}}
 	// KindPrivateEngine: the private dockerd the kind provider starts when
 	// no Docker engine answers.
 	KindPrivateEngine = Path{"kind-private-engine", []Program{Dockerd, Containerd, Runc}}
+	// SystemUpgrade: deploy/system-upgrade's builds (the controller from
+	// the module proxy, its image, the upgrade Job's image with the host's
+	// static busybox, the Plans).
+	SystemUpgrade = Path{"system-upgrade", []Program{Go, Busybox}}
 )
 
 // Paths are all of them, by name (the `ensure-host` command's argument).
-var Paths = []Path{RPM, Deb, DebTestReal, Build, Local, LocalAPI, Kind, KindPrivateEngine}
+var Paths = []Path{RPM, Deb, DebTestReal, Build, Local, LocalAPI, Kind, KindPrivateEngine, SystemUpgrade}
 
 // ByName returns the path called name.
 func ByName(name string) (Path, bool) {

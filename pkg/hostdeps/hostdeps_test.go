@@ -39,7 +39,8 @@ var entryPoints = []struct {
 	{name: "the harness and hack/", roots: []string{"./build/...", "./hack/..."}, ensured: []Path{Build}},
 	{name: "the local e2e", roots: []string{"./e2e/pkg/scenario", "./e2e/pkg/local", "./e2e/pkg/controlplane"}, ensured: []Path{Local, LocalAPI},
 		notRun: map[string]string{"docker": "leftovers removes a docker network only for a journal that has one: a kind run's"}},
-	{name: "the kind e2e and its images", roots: []string{"./e2e/pkg/kind", "./e2e/pkg/kind/nodeimage", "./e2e/cmd/e2e-oci-runtime", "./rpm/cmd/build-rpms"}, ensured: []Path{Kind, KindPrivateEngine}},
+	{name: "deploy/system-upgrade", roots: []string{"./deploy/system-upgrade/cmd/system-upgrade"}, ensured: []Path{SystemUpgrade}},
+	{name: "the kind e2e and its images", roots: []string{"./e2e/pkg/kind", "./e2e/pkg/kind/nodeimage", "./e2e/cmd/e2e-oci-runtime", "./deb/cmd/build-debs"}, ensured: []Path{Kind, KindPrivateEngine}},
 }
 
 // TestEveryProgramIsEnsured reads the code of each path and fails for a
@@ -71,20 +72,21 @@ func TestEveryProgramIsEnsured(t *testing.T) {
 	}
 }
 
-// TestKindRunsRpmbuild pins the bug that made this package: the kind image
-// builder runs build-rpms, so the kind path must install rpmbuild.
-func TestKindRunsRpmbuild(t *testing.T) {
+// TestKindRunsThePackageBuilder pins the bug that made this package (the
+// kind image builder ran build-rpms and nothing installed rpmbuild): the
+// builder now runs build-debs, so the kind path must install dpkg-deb.
+func TestKindRunsThePackageBuilder(t *testing.T) {
 	runs, goRuns := map[string][]string{}, map[string][]string{}
 	for _, dir := range packageDirs(t, []string{"./e2e/pkg/kind/nodeimage"}) {
 		scanDir(t, dir, runs, goRuns)
 	}
-	assert.Check(t, is.Contains(goRuns, "./rpm/cmd/build-rpms"))
+	assert.Check(t, is.Contains(goRuns, "./deb/cmd/build-debs"))
 	runs = map[string][]string{}
-	for _, dir := range packageDirs(t, []string{"./rpm/cmd/build-rpms"}) {
+	for _, dir := range packageDirs(t, []string{"./deb/cmd/build-debs"}) {
 		scanDir(t, dir, runs, goRuns)
 	}
-	assert.Check(t, is.Contains(runs, "rpmbuild"))
-	assert.Check(t, Kind.Has("rpmbuild"))
+	assert.Check(t, is.Contains(runs, "dpkg-deb"))
+	assert.Check(t, Kind.Has("dpkg-deb"))
 }
 
 func TestEnsure(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/cleanup"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind/nodeimage"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/plan"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/scenario"
 	"github.com/kubelet-compat/kubelet-compat/pkg/cachedir"
@@ -23,6 +24,7 @@ type kindRun struct {
 	mode                  string
 	steps                 []scenario.Step
 	controls, skipPatched bool
+	faults                bool
 	root, repoRoot        string
 	output, reportDir     string
 	syncFreq              time.Duration
@@ -35,10 +37,9 @@ type kindRun struct {
 // cluster of its own, then the patched chain on one cluster.
 func runKind(k kindRun, rep *report.Report, stack *cleanup.Stack, stdout, stderr io.Writer) int {
 	cache := cachedir.Resolve(os.Getenv(cachedir.Env))
-	var steps []kind.Step
+	steps := k.steps
 	var names []string
 	for _, s := range k.steps {
-		steps = append(steps, kind.Step{From: s.From, To: s.To})
 		names = append(names, s.String())
 	}
 	logDir := filepath.Join(k.reportDir, "logs")
@@ -46,7 +47,7 @@ func runKind(k kindRun, rep *report.Report, stack *cleanup.Stack, stdout, stderr
 		fmt.Fprintf(stderr, "e2e: -kind-images must be build or use, not %q\n", k.images)
 		return 2
 	}
-	versions, unpatched := kindVersions(steps, k.controls || k.mode == "images")
+	versions, unpatched := plan.Versions(steps, k.controls || k.mode == "images")
 	if k.mode == "images" {
 		fmt.Fprintf(stdout, "e2e images: kind images of %s (unpatched RPMs of %s)\n", strings.Join(versions, ", "), strings.Join(unpatched, ", "))
 	} else {
@@ -80,7 +81,7 @@ func runKind(k kindRun, rep *report.Report, stack *cleanup.Stack, stdout, stderr
 			}
 			return os.Rename(tmp, k.save)
 		}
-		return kind.Run(ctx, p, kind.ScenarioOptions{Steps: steps, Controls: k.controls, SkipPatched: k.skipPatched,
+		return kind.Run(ctx, p, kind.ScenarioOptions{Steps: steps, Controls: k.controls, SkipPatched: k.skipPatched, Faults: k.faults,
 			Output: k.output, LogDir: logDir, Workers: 2, SyncFrequency: k.syncFreq, Log: stdout}, stack, rep)
 	})
 	if runErr != nil {
@@ -108,30 +109,4 @@ func runKind(k kindRun, rep *report.Report, stack *cleanup.Stack, stdout, stderr
 		return 1
 	}
 	return 0
-}
-
-// kindVersions are the versions whose node images, images and RPMs the
-// plan needs: every version of the chain; unpatched RPMs of each step's
-// target for the controls.
-func kindVersions(steps []kind.Step, controls bool) (versions, unpatched []string) {
-	for _, s := range steps {
-		versions = appendNew(versions, s.From, s.To)
-		if controls {
-			unpatched = appendNew(unpatched, s.To)
-		}
-	}
-	return versions, unpatched
-}
-
-func appendNew(list []string, vs ...string) []string {
-	for _, v := range vs {
-		found := false
-		for _, x := range list {
-			found = found || x == v
-		}
-		if !found {
-			list = append(list, v)
-		}
-	}
-	return list
 }

@@ -15,13 +15,14 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strconv"
+	"regexp"
 	"strings"
 	"time"
 
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/cleanup"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/journal"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/leftovers"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/plan"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/procfs"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/rootdir"
@@ -53,6 +54,9 @@ var plans = map[string]struct {
 	"steps": {pods: 10, controls: true},
 }
 
+// releaseVersion is a version as the matrix names it (-control-plane-version).
+var releaseVersion = regexp.MustCompile(`^1\.[0-9]+\.[0-9]+$`)
+
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
@@ -70,6 +74,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	nodeName := fl.String("node-name", "kc-e2e-node", "the kubelet's --hostname-override")
 	stepsFlag := fl.String("steps", "", "override the mode's steps: from:to,from:to (e.g. 1.18.19:1.21.14)")
 	versionsFlag := fl.String("versions", "", "override the mode's steps with a chain: v1,v2,v3 means v1 -> v2 and v2 -> v3 (e.g. 1.21.14,1.22.17,1.23.17)")
+	faults := fl.Bool("faults", false, "kind provider: also run the first step patched on a cluster of its own with faults (containerd restarted between the kubelets on worker 1, the new kubelet SIGKILLed during its first sync on worker 2); always in the modes with extras (ci, full)")
 	patchedRuns := fl.Bool("patched", true, "run the patched chain (false: only the unpatched controls)")
 	controlRuns := fl.Bool("controls", true, "run the mode's unpatched controls (false: only the patched chain, e.g. while a target's unpatched build is missing)")
 	syncFreq := fl.Duration("sync-frequency", 10*time.Second, "the kubelet's --sync-frequency")
@@ -97,57 +102,57 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cleanupMode(rootPath, stdout, stderr)
 	}
 
-	plan, ok := plans[*mode]
+	pl, ok := plans[*mode]
 	if *mode == "images" {
 		// The kind images only (make kind-images): the versions of
 		// -images-of's plan, or of -steps.
-		plan, ok = plans[*imagesOf]
+		pl, ok = plans[*imagesOf]
 		ok = ok && *provider == "kind"
 	}
 	if *mode == "node" {
 		// Brings the local node up and down again: a quick check of the
 		// provider and its cleanup, without kubelets.
 		ok = true
-		plan.steps = []scenario.Step{{}}
+		pl.steps = []scenario.Step{{}}
 	}
 	if !ok {
 		fmt.Fprintf(stderr, "e2e: unknown mode %q (ci, steps, full, api, admission, devices, bench, node, cleanup; images with -provider kind)\n", *mode)
 		return 2
 	}
 	if *pods > 0 {
-		plan.pods = *pods
+		pl.pods = *pods
 	}
 	if *api {
-		plan.api = true
+		pl.api = true
 	}
 	if *stepsFlag != "" || *versionsFlag != "" {
-		steps, err := parseSteps(*versionsFlag, *stepsFlag)
+		steps, err := plan.ParseSteps(*versionsFlag, *stepsFlag)
 		if err != nil {
 			fmt.Fprintf(stderr, "e2e: %v\n", err)
 			return 2
 		}
-		plan.steps = steps
+		pl.steps = steps
 	}
-	if len(plan.steps) == 0 && *mode != "node" {
+	if len(pl.steps) == 0 && *mode != "node" {
 		fmt.Fprintf(stderr, "e2e: mode %s needs -versions v1,v2,... or -steps from:to,...\n", *mode)
 		return 2
 	}
 	if !*controlRuns {
-		plan.controls = false
+		pl.controls = false
 	}
 	if !*patchedRuns {
 		if !*controlRuns {
 			fmt.Fprintln(stderr, "e2e: -patched=false and -controls=false leave nothing to run")
 			return 2
 		}
-		plan.extras = false
-		plan.controls = true
+		pl.extras = false
+		pl.controls = true
 	}
-	if *resizeGate && (!plan.api || *provider != "local") {
+	if *resizeGate && (!pl.api || *provider != "local") {
 		fmt.Fprintln(stderr, "e2e: -resize-gate needs API mode (-mode api, or -api) on the local provider")
 		return 2
 	}
-	if *resizePending != "" && (!plan.api || *provider != "local" || plan.admission || plan.devices) {
+	if *resizePending != "" && (!pl.api || *provider != "local" || pl.admission || pl.devices) {
 		fmt.Fprintln(stderr, "e2e: -resize-pending needs API mode (-mode api, or -api) on the local provider")
 		return 2
 	}
@@ -155,11 +160,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "e2e: -resize-pending is %s or %s\n", scenario.ResizeWhileOldKubelet, scenario.ResizeBetweenKubelets)
 		return 2
 	}
-	if *cpVersion != "" && (!plan.api || *provider != "local" || plan.admission || plan.devices || versionKey(*cpVersion) == nil) {
+	if *cpVersion != "" && (!pl.api || *provider != "local" || pl.admission || pl.devices || !releaseVersion.MatchString(*cpVersion)) {
 		fmt.Fprintln(stderr, "e2e: -control-plane-version 1.<minor>.<patch> needs API mode (-mode api, or -api) on the local provider, not admission or devices")
 		return 2
 	}
-	if plan.devices && *provider != "local" {
+	if pl.devices && *provider != "local" {
 		fmt.Fprintln(stderr, "e2e: -mode devices runs on the local provider only")
 		return 2
 	}
@@ -181,22 +186,22 @@ func run(args []string, stdout, stderr io.Writer) int {
 	rep := &report.Report{Mode: *mode, Provider: *provider, StartedAt: time.Now()}
 	stack := cleanup.New(stdout)
 	if *provider == "kind" {
-		return runKind(kindRun{mode: *mode, steps: plan.steps, controls: plan.controls, skipPatched: !*patchedRuns, images: *kindImages, save: *save,
+		return runKind(kindRun{mode: *mode, steps: pl.steps, controls: pl.controls, skipPatched: !*patchedRuns, faults: *patchedRuns && (pl.extras || *faults), images: *kindImages, save: *save,
 			root: rootPath, repoRoot: repoRoot, output: abs(*output), reportDir: abs(*reportDir), syncFreq: *syncFreq}, rep, stack, stdout, stderr)
 	}
-	opts := scenario.Options{Mode: *mode, Steps: plan.steps, Pods: plan.pods, Output: abs(*output), ReportDir: abs(*reportDir),
-		Root: rootPath, RepoRoot: repoRoot, NodeName: *nodeName, SyncFrequency: *syncFreq, Controls: plan.controls,
-		Extras: plan.extras, SkipPatched: !*patchedRuns, API: plan.api, Admission: plan.admission, AdmissionRace: *admissionRace, Devices: plan.devices, DevicePluginGap: *pluginGap, ResizeGate: *resizeGate, ResizePending: *resizePending,
-		Readiness: *readiness && plan.api && !plan.admission && !plan.devices, ControlPlaneVersion: *cpVersion, Log: stdout}
+	opts := scenario.Options{Mode: *mode, Steps: pl.steps, Pods: pl.pods, Output: abs(*output), ReportDir: abs(*reportDir),
+		Root: rootPath, RepoRoot: repoRoot, NodeName: *nodeName, SyncFrequency: *syncFreq, Controls: pl.controls,
+		Extras: pl.extras, SkipPatched: !*patchedRuns, API: pl.api, Admission: pl.admission, AdmissionRace: *admissionRace, Devices: pl.devices, DevicePluginGap: *pluginGap, ResizeGate: *resizeGate, ResizePending: *resizePending,
+		Readiness: *readiness && pl.api && !pl.admission && !pl.devices, ControlPlaneVersion: *cpVersion, Log: stdout}
 	var steps []string
-	for _, s := range plan.steps {
+	for _, s := range pl.steps {
 		steps = append(steps, s.String())
 	}
 	kind := "static pods"
-	if plan.api {
+	if pl.api {
 		kind = "API pods (etcd, kube-apiserver)"
 	}
-	fmt.Fprintf(stdout, "e2e %s: %s, %d %s, local provider, state in %s\n", *mode, strings.Join(steps, ", "), plan.pods, kind, rootPath)
+	fmt.Fprintf(stdout, "e2e %s: %s, %d %s, local provider, state in %s\n", *mode, strings.Join(steps, ", "), pl.pods, kind, rootPath)
 
 	runErr, cleanErr := cleanup.Guard(stack, func(ctx context.Context) error {
 		if *mode == "node" {
@@ -290,56 +295,4 @@ func cleanupMode(root string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintln(stdout, "e2e cleanup: done")
 	return 0
-}
-
-// parseSteps reads -versions (a chain: every consecutive pair is a step)
-// and -steps (from:to pairs, e.g. skip-level 1.28.15:1.31.14); both may be
-// given: the chain's steps come first. A step must go up.
-func parseSteps(versions, stepsList string) ([]scenario.Step, error) {
-	var steps []scenario.Step
-	if versions != "" {
-		vs := strings.Split(versions, ",")
-		if len(vs) < 2 {
-			return nil, fmt.Errorf("-versions %q: at least two versions", versions)
-		}
-		for i := 1; i < len(vs); i++ {
-			steps = append(steps, scenario.Step{From: strings.TrimSpace(vs[i-1]), To: strings.TrimSpace(vs[i])})
-		}
-	}
-	if stepsList != "" {
-		for _, st := range strings.Split(stepsList, ",") {
-			from, to, ok := strings.Cut(st, ":")
-			if !ok {
-				return nil, fmt.Errorf("bad -steps entry %q (want from:to)", st)
-			}
-			steps = append(steps, scenario.Step{From: strings.TrimSpace(from), To: strings.TrimSpace(to)})
-		}
-	}
-	for _, st := range steps {
-		f, t := versionKey(st.From), versionKey(st.To)
-		if f == nil || t == nil {
-			return nil, fmt.Errorf("step %s: versions must be 1.<minor>.<patch>", st)
-		}
-		if !(f[0] < t[0] || f[0] == t[0] && (f[1] < t[1] || f[1] == t[1] && f[2] < t[2])) {
-			return nil, fmt.Errorf("step %s does not go up", st)
-		}
-	}
-	return steps, nil
-}
-
-// versionKey is major, minor, patch of a version such as 1.21.14, or nil.
-func versionKey(v string) []int {
-	parts := strings.Split(v, ".")
-	if len(parts) != 3 {
-		return nil
-	}
-	out := make([]int, 3)
-	for i, p := range parts {
-		n, err := strconv.Atoi(p)
-		if err != nil || n < 0 {
-			return nil
-		}
-		out[i] = n
-	}
-	return out
 }

@@ -137,36 +137,6 @@ func TestCleanupModeRefuses(t *testing.T) {
 	}
 }
 
-func TestParseSteps(t *testing.T) {
-	tests := []struct {
-		versions, steps string
-		want            []string
-		err             string
-	}{
-		{versions: "1.21.14,1.22.17,1.23.17", want: []string{"1.21.14 -> 1.22.17", "1.22.17 -> 1.23.17"}},
-		{steps: "1.28.15:1.31.14", want: []string{"1.28.15 -> 1.31.14"}},
-		{versions: "1.21.14,1.22.17", steps: "1.18.19:1.21.14", want: []string{"1.21.14 -> 1.22.17", "1.18.19 -> 1.21.14"}},
-		{versions: "1.21.14", err: "at least two versions"},
-		{steps: "1.22.17", err: "want from:to"},
-		{versions: "1.22.17,1.21.14", err: "does not go up"},
-		{steps: "1.21.14:1.21.14", err: "does not go up"},
-		{versions: "1.21,1.22", err: "1.<minor>.<patch>"},
-	}
-	for _, tt := range tests {
-		got, err := parseSteps(tt.versions, tt.steps)
-		if tt.err != "" {
-			assert.ErrorContains(t, err, tt.err)
-			continue
-		}
-		assert.NilError(t, err)
-		var s []string
-		for _, st := range got {
-			s = append(s, st.String())
-		}
-		assert.DeepEqual(t, s, tt.want)
-	}
-}
-
 func TestStepsModeNeedsVersions(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	code := run([]string{"-mode", "steps", "-root", filepath.Join(t.TempDir(), "a", "root")}, &stdout, &stderr)

@@ -12,9 +12,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 
-	kubeletcompat "github.com/kubelet-compat/kubelet-compat/kubelet-compat"
+	"github.com/kubelet-compat/kubelet-compat/pkg/upstream"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -302,43 +301,10 @@ type Expectation struct {
 	Reason string `json:"reason"`
 }
 
-// staticPodUIDChanges are the minors whose kubelet derives another UID
-// for a static pod without metadata.uid than the previous minor did, for
-// every pod of this corpus: the UID is a hash (md5, FNV-128a from 1.35) of
-// the decoded, defaulted internal api.Pod printed by go-spew with every
-// field, so any field added to, removed from or renamed in a struct the
-// pod instantiates changes it (docs/upstream-behaviour.md). Every minor
-// 1.19 .. 1.37 is measured by this e2e's unpatched controls (1.21 also
-// hashes the node name and the file path); the reasons were read from
-// upstream's source first: the fields of the structs the
-// corpus's pods instantiate (Pod, ObjectMeta, PodSpec, PodStatus,
-// PodSecurityContext, Container, Probe, ProbeHandler, ...), compared
-// minor to minor in pkg/apis/core/types.go and apimachinery's meta/v1
-// (e2e/README.md, "Steps beyond 1.21"). 1.20, 1.22 and 1.29 changed none
-// of them. Defaulting changes are not covered by that comparison.
-var staticPodUIDChanges = map[int]string{
-	19: "new UID derivation in 1.19 (PodSpec, PodSecurityContext, SecurityContext, VolumeSource got fields)",
-	21: "UID includes node name and path in 1.21",
-	23: "internal Pod type changed in 1.23 (PodSpec, Probe, ProbeHandler)",
-	24: "internal Pod type changed in 1.24 (ObjectMeta: ClusterName renamed)",
-	25: "internal Pod type changed in 1.25 (ObjectMeta, PodSecurityContext)",
-	26: "internal Pod type changed in 1.26 (PodSpec, ResourceRequirements)",
-	27: "internal Pod type changed in 1.27 (Container, PodStatus)",
-	28: "internal Pod type changed in 1.28 (Container, PodStatus)",
-	30: "internal Pod type changed in 1.30 (PodSecurityContext, SecurityContext, VolumeMount)",
-	31: "internal Pod type changed in 1.31 (PodSecurityContext, VolumeSource)",
-	32: "internal Pod type changed in 1.32 (PodSpec, PodSecurityContext)",
-	33: "internal Pod type changed in 1.33 (PodStatus)",
-	34: "internal Pod type changed in 1.34 (Container, PodSpec, PodStatus)",
-	35: "UID hash is FNV-128a from 1.35, and PodSpec, PodStatus changed",
-	36: "internal Pod type changed in 1.36 (PodSpec, PodStatus)",
-	37: "internal Pod type changed in 1.37 (PodSpec, PodStatus, PodSecurityContext, ...)",
-}
-
 // UpstreamRestarts lists the pods an unpatched kubelet restarts (recreates
 // or restarts a container of) when it replaces kubelet 1.<from> in place as
 // kubelet 1.<to>: static pods without metadata.uid when a minor in
-// (from, to] derives their UID differently (staticPodUIDChanges), and
+// (from, to] derives their UID differently (upstream.StaticPodUID), and
 // containers whose hash differs between the two minors
 // (kubeletcompat.ContainerHash: fields a minor's v1.Container lacks, e.g.
 // seccompProfile before 1.19 and the probe's terminationGracePeriodSeconds
@@ -366,53 +332,21 @@ func (c *Corpus) UpstreamRestarts(from, to int) []Expectation {
 		return out
 	}
 	uidReason := ""
-	for m := from + 1; m <= to; m++ {
-		if r, ok := staticPodUIDChanges[m]; ok && uidReason == "" {
-			uidReason = "static pod without metadata.uid: " + r
-		}
+	if r := upstream.StaticPodUID(from, to).Reason(); r != "" {
+		uidReason = "static pod without metadata.uid: " + r
 	}
 	for _, p := range c.Pods {
 		if !p.PinnedUID && uidReason != "" {
 			out = append(out, Expectation{p.RuntimeName, uidReason})
 			continue
 		}
-		if r := hashChange(p.Spec.Spec.Containers, from, to); r != "" {
+		if r := upstream.PodHashChange(p.Spec.Spec.Containers, from, to); r != "" {
 			out = append(out, Expectation{p.RuntimeName, r})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Pod < out[j].Pod })
 	return out
 }
-
-// hashChange says why a container's hash differs between kubelets 1.from
-// and 1.to, or "".
-func hashChange(containers []v1.Container, from, to int) string {
-	vf := kubeletcompat.Version{Major: 1, Minor: from}
-	vt := kubeletcompat.Version{Major: 1, Minor: to}
-	if from >= nameImageMinor && to >= nameImageMinor {
-		// Both hash {name, image} (1.31 .. 1.37; the library may know
-		// fewer minors than the matrix).
-		return ""
-	}
-	if from < nameImageMinor && to >= nameImageMinor {
-		return "container hash is the {name, image} hash from 1.31: every container restarts"
-	}
-	for i := range containers {
-		c := &containers[i]
-		hf, errF := kubeletcompat.ContainerHash(vf, c)
-		ht, errT := kubeletcompat.ContainerHash(vt, c)
-		if errF != nil || errT != nil || hf == ht {
-			continue
-		}
-		unknown, _ := kubeletcompat.UnknownFields(vf, c)
-		return fmt.Sprintf("container %s: hash differs between 1.%d and 1.%d (fields 1.%d does not know: %s)", c.Name, from, to, from, strings.Join(unknown, ", "))
-	}
-	return ""
-}
-
-// nameImageMinor is the first minor hashing only a container's name and
-// image (kubernetes/kubernetes#124220).
-const nameImageMinor = 31
 
 // ResizeGateMinor says whether kube-apiserver and kubelet 1.minor have the
 // InPlacePodVerticalScaling gate off by default: alpha 1.27 .. 1.32, beta

@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/journal"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kubelet"
 	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -25,15 +27,21 @@ type Cluster struct {
 	p          *Provider
 }
 
-// ClusterConfig is the kind configuration of the run's clusters: one
-// control-plane node and workers, no default CNI (the e2e installs a
-// bridge network of its own, see cni.go).
-func ClusterConfig(workers int, syncFrequency time.Duration) string {
+// ClusterConfig is the kind configuration of the run's clusters of
+// Kubernetes version (1.30.14): one control-plane node and workers, no
+// default CNI (the e2e installs a bridge network of its own, see cni.go).
+func ClusterConfig(version string, workers int, syncFrequency time.Duration) string {
 	var b strings.Builder
 	b.WriteString("kind: Cluster\napiVersion: kind.x-k8s.io/v1alpha4\nnetworking:\n  disableDefaultCNI: true\n  podSubnet: 10.244.0.0/16\n  serviceSubnet: 10.96.0.0/16\n")
 	// kubeadm keeps the cluster's KubeletConfiguration in a ConfigMap and
 	// carries it over on upgrade: every kubelet, old and new, syncs as often.
 	fmt.Fprintf(&b, "kubeadmConfigPatches:\n- |\n  kind: KubeletConfiguration\n  syncFrequency: %s\n  fileCheckFrequency: 5s\n", syncFrequency)
+	if kubelet.Minor(version) >= failCgroupV1Known {
+		// From 1.35 a kubelet refuses cgroup v1 unless told otherwise;
+		// the field exists from 1.31 on, so the setting rides along from
+		// there (older clusters get it at the upgrade: allowCgroupV1).
+		b.WriteString("  failCgroupV1: false\n")
+	}
 	b.WriteString("nodes:\n- role: control-plane\n")
 	for i := 0; i < workers; i++ {
 		b.WriteString("- role: worker\n")
@@ -41,15 +49,16 @@ func ClusterConfig(workers int, syncFrequency time.Duration) string {
 	return b.String()
 }
 
-// CreateCluster creates a cluster on image, recording its name in the
-// journal before kind makes anything.
-func (p *Provider) CreateCluster(ctx context.Context, name, image string, workers int, syncFrequency time.Duration) (*Cluster, error) {
+// CreateCluster creates a cluster on the node image of version (1.30.14),
+// recording its name in the journal before kind makes anything.
+func (p *Provider) CreateCluster(ctx context.Context, name, version string, workers int, syncFrequency time.Duration) (*Cluster, error) {
+	image := NodeImage(version)
 	c := &Cluster{Name: name, Image: image, Kubeconfig: filepath.Join(p.opts.Root, name+".kubeconfig"), p: p}
 	if err := p.claimCluster(ctx, name); err != nil {
 		return nil, err
 	}
 	cfg := filepath.Join(p.opts.Root, name+".yaml")
-	if err := os.WriteFile(cfg, []byte(ClusterConfig(workers, syncFrequency)), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte(ClusterConfig(version, workers, syncFrequency)), 0o644); err != nil {
 		return nil, err
 	}
 	p.logf("creating cluster %s: 1 control-plane node and %d workers on %s", name, workers, image)
@@ -80,6 +89,34 @@ func (p *Provider) CreateCluster(ctx context.Context, name, image string, worker
 		return c, err
 	}
 	return c, nil
+}
+
+// The KubeletConfiguration field failCgroupV1: known from 1.31, and true
+// by default from 1.35 (a kubelet on cgroup v1 then refuses to start).
+const (
+	failCgroupV1Known   = 31
+	failCgroupV1Default = 35
+)
+
+// allowCgroupV1 sets failCgroupV1: false in kubeadm's kubelet-config
+// ConfigMap unless it is set, as an operator of a cgroup v1 node must before
+// the first kubelet of 1.35 or later: kubeadm upgrade writes it into each
+// node's /var/lib/kubelet/config.yaml.
+func (c *Cluster) allowCgroupV1(ctx context.Context) (bool, error) {
+	cm, err := c.Client.CoreV1().ConfigMaps("kube-system").Get(ctx, "kubelet-config", metav1.GetOptions{})
+	if err != nil {
+		return false, err
+	}
+	cfg, ok := cm.Data["kubelet"]
+	if !ok {
+		return false, fmt.Errorf("ConfigMap kube-system/kubelet-config has no key kubelet")
+	}
+	if strings.Contains(cfg, "\nfailCgroupV1:") {
+		return false, nil
+	}
+	cm.Data["kubelet"] = strings.TrimRight(cfg, "\n") + "\nfailCgroupV1: false\n"
+	_, err = c.Client.CoreV1().ConfigMaps("kube-system").Update(ctx, cm, metav1.UpdateOptions{})
+	return err == nil, err
 }
 
 // claimCluster journals a cluster's name before kind makes anything,

@@ -8,10 +8,13 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
 	"gotest.tools/v3/assert"
 	"gotest.tools/v3/golden"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func TestClusterConfig(t *testing.T) {
-	golden.Assert(t, ClusterConfig(2, 10*time.Second), "cluster.golden")
+	golden.Assert(t, ClusterConfig("1.20.15", 2, 10*time.Second), "cluster.golden")
+	golden.Assert(t, ClusterConfig("1.31.14", 2, 10*time.Second), "cluster-1.31.golden")
 }
 
 func TestCNIConfList(t *testing.T) {
@@ -36,6 +39,19 @@ func TestExpectations(t *testing.T) {
 	cp := &Node{name: "c-control-plane", role: "control-plane"}
 	w1 := &Node{name: "c-worker", role: "worker"}
 	w2 := &Node{name: "c-worker2", role: "worker"}
+	apiPod := func(ns, name, node string, mirror bool) v1.Pod {
+		p := v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: v1.PodSpec{NodeName: node}}
+		if mirror {
+			p.Annotations = map[string]string{v1.MirrorPodAnnotationKey: "x"}
+		}
+		return p
+	}
+	api := []v1.Pod{
+		apiPod(Namespace, "deploy-a", w2.name, false),
+		apiPod("kube-system", "kube-proxy-x", w2.name, false),
+		apiPod("kube-system", "kube-proxy-y", cp.name, false),
+		apiPod("kube-system", "etcd-c-control-plane", cp.name, true),
+	}
 	r := &clusterRun{staticNode: w1, statics: StaticPods(w1.name)}
 	pods := func(es []report.Expectation) []string {
 		var out []string
@@ -49,21 +65,29 @@ func TestExpectations(t *testing.T) {
 		n    *Node
 		want []string
 	}{
-		{Step{"1.20.15", "1.21.14"}, cp, []string{"kube-system/etcd-c-control-plane", "kube-system/kube-apiserver-c-control-plane",
+		{Step{From: "1.20.15", To: "1.21.14"}, cp, []string{"kube-system/etcd-c-control-plane", "kube-system/kube-apiserver-c-control-plane",
 			"kube-system/kube-controller-manager-c-control-plane", "kube-system/kube-scheduler-c-control-plane"}},
-		{Step{"1.19.16", "1.20.15"}, cp, nil},
-		{Step{"1.20.15", "1.21.14"}, w2, nil},
+		{Step{From: "1.19.16", To: "1.20.15"}, cp, nil},
+		{Step{From: "1.20.15", To: "1.21.14"}, w2, nil},
 		// The corpus: the five kinds without metadata.uid, and the probe's
 		// terminationGracePeriodSeconds at 1.21.
-		{Step{"1.20.15", "1.21.14"}, w1, []string{"kc-e2e/hostnet-001-c-worker", "kc-e2e/hostpath-004-c-worker", "kc-e2e/init-003-c-worker",
+		{Step{From: "1.20.15", To: "1.21.14"}, w1, []string{"kc-e2e/hostnet-001-c-worker", "kc-e2e/hostpath-004-c-worker", "kc-e2e/init-003-c-worker",
 			"kc-e2e/multi-002-c-worker", "kc-e2e/probegrace-006-c-worker", "kc-e2e/web-000-c-worker"}},
-		{Step{"1.18.19", "1.19.16"}, w1, []string{"kc-e2e/hostnet-001-c-worker", "kc-e2e/hostpath-004-c-worker", "kc-e2e/init-003-c-worker",
+		{Step{From: "1.18.19", To: "1.19.16"}, w1, []string{"kc-e2e/hostnet-001-c-worker", "kc-e2e/hostpath-004-c-worker", "kc-e2e/init-003-c-worker",
 			"kc-e2e/multi-002-c-worker", "kc-e2e/seccomp-005-c-worker", "kc-e2e/web-000-c-worker"}},
+		// 1.31 hashes {name, image}: every pod of every node, the API's
+		// included; the statics also get a new UID.
+		{Step{From: "1.30.14", To: "1.31.14"}, w2, []string{"kc-e2e/deploy-a", "kube-system/kube-proxy-x"}},
+		{Step{From: "1.30.14", To: "1.31.14"}, cp, []string{"kube-system/etcd-c-control-plane", "kube-system/kube-apiserver-c-control-plane",
+			"kube-system/kube-controller-manager-c-control-plane", "kube-system/kube-proxy-y", "kube-system/kube-scheduler-c-control-plane"}},
+		// Both hash {name, image}; 1.32 derives another static pod UID.
+		{Step{From: "1.31.14", To: "1.32.13"}, w2, nil},
+		{Step{From: "1.28.15", To: "1.29.15"}, cp, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.step.String()+" "+tt.n.name, func(t *testing.T) {
 			r.step = tt.step
-			assert.DeepEqual(t, pods(r.expectations(tt.n)), tt.want)
+			assert.DeepEqual(t, pods(r.expectations(tt.n, api)), tt.want)
 		})
 	}
 }

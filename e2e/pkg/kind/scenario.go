@@ -19,17 +19,20 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/corpus"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/ctxtime"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/images"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind/nodeimage"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kubelet"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/node"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/plan"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/statuscheck"
 	"github.com/kubelet-compat/kubelet-compat/pkg/hostdeps"
+	"github.com/kubelet-compat/kubelet-compat/pkg/layout"
+	"github.com/kubelet-compat/kubelet-compat/pkg/upstream"
 )
 
-// Step is one in-place upgrade of a cluster.
-type Step struct{ From, To string }
-
-func (s Step) String() string { return s.From + " -> " + s.To }
+// Step is one in-place upgrade: the plan's (package plan).
+type Step = plan.Step
 
 // ScenarioOptions configure a kind run.
 type ScenarioOptions struct {
@@ -39,7 +42,10 @@ type ScenarioOptions struct {
 	// unpatched kubelet of the step's target: the negative control.
 	Controls    bool
 	SkipPatched bool
-	// Output is the repository's _output: the kind/ images and RPMs.
+	// Faults runs the first step once more, patched, on a cluster of its
+	// own with faults between and in the kubelets (faults.go).
+	Faults bool
+	// Output is the repository's _output: the kind/ images and packages.
 	Output string
 	// LogDir receives each node's logs and command output.
 	LogDir  string
@@ -73,6 +79,9 @@ func Run(ctx context.Context, p *Provider, o ScenarioOptions, stack *cleanup.Sta
 	}
 	if !o.SkipPatched {
 		runs = append(runs, &clusterRun{p: p, o: o, rep: rep, name: "kc-e2e-patched", steps: o.Steps, patched: true})
+		if o.Faults {
+			runs = append(runs, &clusterRun{p: p, o: o, rep: rep, name: "kc-e2e-faults", steps: o.Steps[:1], patched: true, faults: true})
+		}
 	}
 	var names []string
 	for _, r := range runs {
@@ -88,7 +97,7 @@ func Run(ctx context.Context, p *Provider, o ScenarioOptions, stack *cleanup.Sta
 	return errors.Join(errs...)
 }
 
-// preflight checks that every node image, RPM and image archive the plan
+// preflight checks that every node image, package and image archive the plan
 // needs was built, before any cluster is made.
 func preflight(ctx context.Context, p *Provider, o ScenarioOptions) error {
 	var missing []string
@@ -107,10 +116,10 @@ func preflight(ctx context.Context, p *Provider, o ScenarioOptions) error {
 		}
 		need(exists(filepath.Join(o.Output, "kind", "images", st.To+".tar")), "images of "+st.To)
 		if !o.SkipPatched {
-			need(exists(filepath.Join(o.Output, "kind", "rpms", "patched", "kubernetes-"+st.To+"-node-*.rpm")), "patched RPMs of "+st.To)
+			need(exists(filepath.Join(nodeimage.PackageDir(o.Output, "patched"), nodeimage.NodePackages(st.To)[0])), "patched packages of "+st.To)
 		}
 		if o.Controls {
-			need(exists(filepath.Join(o.Output, "kind", "rpms", "unpatched", "kubernetes-"+st.To+"-node-*.rpm")), "unpatched RPMs of "+st.To)
+			need(exists(filepath.Join(nodeimage.PackageDir(o.Output, "unpatched"), nodeimage.NodePackages(st.To)[0])), "unpatched packages of "+st.To)
 		}
 	}
 	if len(missing) > 0 {
@@ -127,6 +136,9 @@ type clusterRun struct {
 	name    string
 	steps   []Step
 	patched bool
+	// faults: the workers' swaps meet faults (swapWithFault), and the
+	// extras after the chain are left to the patched run.
+	faults bool
 
 	c          *Cluster
 	statics    *corpus.Corpus
@@ -168,7 +180,7 @@ func (r *clusterRun) run(ctx context.Context, stack *cleanup.Stack) error {
 		st := st
 		actions = append(actions,
 			Action{"step " + st.String() + ": snapshot", func(r *clusterRun, ctx context.Context) error { return r.startStep(ctx, st) }},
-			Action{"stage " + st.To + " on every node (RPMs, images)", (*clusterRun).stage},
+			Action{"stage " + st.To + " on every node (.debs, images)", (*clusterRun).stage},
 			Action{"upgrade the control plane (kubeadm upgrade apply v" + st.To + ")", (*clusterRun).upgradeControlPlane},
 		)
 		for i := 0; i <= r.o.Workers; i++ {
@@ -180,6 +192,11 @@ func (r *clusterRun) run(ctx context.Context, stack *cleanup.Stack) error {
 			actions = append(actions, Action{"upgrade " + what + " to " + st.To, func(r *clusterRun, ctx context.Context) error { return r.upgradeNode(ctx, r.c.Nodes[i]) }})
 		}
 		actions = append(actions, Action{"step " + st.String() + ": workloads and the API unchanged", (*clusterRun).checkStep})
+	}
+	if r.patched && !r.faults {
+		actions = append(actions,
+			Action{"a genuine change in the compat window restarts that container", (*clusterRun).genuineChange},
+			Action{"kubelet-compat sweep keeps the file while needed, then deletes it", (*clusterRun).sweep})
 	}
 	// Deleted right after its run (the next cluster needs the memory), or
 	// by the stack when the run is interrupted.
@@ -205,7 +222,7 @@ func (r *clusterRun) run(ctx context.Context, stack *cleanup.Stack) error {
 }
 
 func (r *clusterRun) create(ctx context.Context) error {
-	c, err := r.p.CreateCluster(ctx, r.name, NodeImage(r.steps[0].From), r.o.Workers, r.o.SyncFrequency)
+	c, err := r.p.CreateCluster(ctx, r.name, r.steps[0].From, r.o.Workers, r.o.SyncFrequency)
 	r.c = c
 	if err != nil {
 		return err
@@ -327,39 +344,46 @@ func (r *clusterRun) startStep(ctx context.Context, st Step) error {
 	return err
 }
 
-// stage installs the step's RPMs next to the running version and loads
-// its images, on every node, as an operator pre-stages an upgrade.
+// stage installs the step's .debs next to the running version with dpkg
+// and loads its images, on every node, as an operator pre-stages an
+// upgrade.
 func (r *clusterRun) stage(ctx context.Context) error {
 	variant := "patched"
 	if !r.patched {
 		variant = "unpatched"
 	}
-	rpms, err := filepath.Glob(filepath.Join(r.o.Output, "kind", "rpms", variant, "kubernetes-"+r.step.To+"-*.rpm"))
-	if err != nil {
-		return err
-	}
-	if len(rpms) == 0 {
-		return fmt.Errorf("no %s RPMs of %s in %s (make kind-images)", variant, r.step.To, filepath.Join(r.o.Output, "kind", "rpms", variant))
+	dir := nodeimage.PackageDir(r.o.Output, variant)
+	var debs []string
+	for _, glob := range nodeimage.NodePackages(r.step.To) {
+		m, err := filepath.Glob(filepath.Join(dir, glob))
+		if err != nil {
+			return err
+		}
+		if len(m) != 1 {
+			return fmt.Errorf("want one %s in %s, found %d (make kind-images)", glob, dir, len(m))
+		}
+		debs = append(debs, m[0])
 	}
 	imageTar := filepath.Join(r.o.Output, "kind", "images", r.step.To+".tar")
+	envFile := layout.EnvFile(layout.Deb)
 	for _, n := range r.c.Nodes {
-		dir := "/root/kc-e2e-stage/" + r.step.To
-		if _, err := n.Exec(ctx, nil, "mkdir", "-p", dir); err != nil {
+		stageDir := "/root/kc-e2e-stage/" + r.step.To
+		if _, err := n.Exec(ctx, nil, "mkdir", "-p", stageDir); err != nil {
 			return err
 		}
 		var paths []string
-		for _, rpm := range rpms {
-			if err := r.p.Engine.Command("cp", rpm, n.name+":"+dir+"/").Run(ctx); err != nil {
+		for _, deb := range debs {
+			if err := r.p.Engine.Command("cp", deb, n.name+":"+stageDir+"/").Run(ctx); err != nil {
 				return err
 			}
-			paths = append(paths, dir+"/"+filepath.Base(rpm))
+			paths = append(paths, stageDir+"/"+filepath.Base(deb))
 		}
-		if out, err := n.Exec(ctx, nil, append([]string{"rpm", "-i", "--nodeps", "--force-debian"}, paths...)...); err != nil {
-			return fmt.Errorf("%s: installing %s: %w (%s)", n.name, strings.Join(paths, " "), err, out)
+		if _, err := r.execLogged(ctx, n, "dpkg-install-"+r.step.To, append([]string{"dpkg", "-i"}, paths...)...); err != nil {
+			return err
 		}
 		// The new kubelet logs each container it keeps at V(2): the
 		// report counts those lines. Only the swapped-in kubelet reads it.
-		if _, err := n.Exec(ctx, nil, "sed", "-i", "s/^KUBELET_EXTRA_ARGS=$/KUBELET_EXTRA_ARGS=--v=2/", "/etc/sysconfig/kubelet"); err != nil {
+		if _, err := n.Exec(ctx, nil, "sed", "-i", "s/^KUBELET_EXTRA_ARGS=$/KUBELET_EXTRA_ARGS=--v=2/", envFile); err != nil {
 			return fmt.Errorf("%s: kubelet verbosity: %w", n.name, err)
 		}
 		f, err := os.Open(imageTar)
@@ -410,6 +434,15 @@ func (r *clusterRun) upgradeControlPlane(ctx context.Context) error {
 	before, err := r.readManifests(ctx)
 	if err != nil {
 		return err
+	}
+	if kubelet.Minor(r.step.To) >= failCgroupV1Default {
+		set, err := r.c.allowCgroupV1(ctx)
+		if err != nil {
+			return fmt.Errorf("kubelet-config: failCgroupV1: %w", err)
+		}
+		if set {
+			r.logf("kubelet-config: failCgroupV1: false set before the first kubelet of 1.%d or later (cgroup v1 nodes)", failCgroupV1Default)
+		}
 	}
 	if _, err := r.execLogged(ctx, cp, "select-stage1-"+r.step.To, "kubernetes-select", "stage1", r.step.To); err != nil {
 		return err
@@ -519,7 +552,7 @@ func (r *clusterRun) upgradeNode(ctx context.Context, n *Node) error {
 	}
 	k := node.Kubelet{Version: r.step.To, Patched: r.patched}
 	start := time.Now()
-	if err := n.SwapKubelet(ctx, k); err != nil {
+	if err := r.swap(ctx, n, k); err != nil {
 		return err
 	}
 	window, err := r.waitNodeSettled(ctx, n, before, start, 4*time.Minute)
@@ -537,6 +570,19 @@ func (r *clusterRun) upgradeNode(ctx context.Context, n *Node) error {
 	if _, err := r.execLogged(ctx, n, "status-"+r.step.To, "kubelet-compat", "status"); err != nil {
 		r.logf("%s: kubelet-compat status: %v", n.name, err)
 	}
+	if r.patched {
+		// What the operator reads must say what the kubelet did: every
+		// legacy container kept (on a step that changes every hash, each
+		// container the node ran is one).
+		out, err := n.Exec(ctx, nil, "kubelet-compat", "status", "-o", "json")
+		r.nodeLog(n, "status-json-"+r.step.To, out)
+		from, to := kubelet.Minor(r.step.From), kubelet.Minor(r.step.To)
+		check := statuscheck.Check(fmt.Sprintf("%s %s %s: kubelet-compat status keeps what the kubelet kept", r.name, n.name, r.step), out, err, crossesNameImageHash(from, to))
+		r.rep.Checks = append(r.rep.Checks, check)
+		if !check.Passed {
+			r.failures = append(r.failures, check.Name+": "+check.Detail)
+		}
+	}
 	kept := 0
 	if out, err := n.Exec(ctx, nil, "journalctl", "-u", "kubelet", "--since", "@"+fmt.Sprint(start.Unix()), "-o", "cat", "--no-pager"); err == nil {
 		kept = bytes.Count(out, []byte(kubelet.KeptMessage))
@@ -552,7 +598,11 @@ func (r *clusterRun) upgradeNode(ctx context.Context, n *Node) error {
 	if r.patched {
 		report.AssertPatched(&run)
 	} else {
-		run.Expected = r.expectations(n)
+		pods, err := r.nodePods(ctx, n)
+		if err != nil {
+			return err
+		}
+		run.Expected = r.expectations(n, pods)
 		report.AssertControl(&run)
 	}
 	r.rep.Runs = append(r.rep.Runs, run)
@@ -564,21 +614,26 @@ func (r *clusterRun) upgradeNode(ctx context.Context, n *Node) error {
 }
 
 // expectations are the pods of n that upstream's kubelet restarts on the
-// step: static pods without metadata.uid when the UID derivation changes
-// (1.19, 1.21; kubeadm's own control-plane pods have none), and the
-// corpus's hash-changing pods.
-func (r *clusterRun) expectations(n *Node) []report.Expectation {
+// step (package upstream, which preflight also reads): kubeadm's
+// control-plane static pods (they have no metadata.uid) when the UID
+// derivation changes or their containers' hash does, the corpus's pods,
+// and the API pods of the node when the step crosses the {name, image}
+// hash of 1.31 (every container restarts). API pods restart for no other
+// hash change: the older API server that created them dropped the fields
+// its minor does not know (measured on 1.18 -> 1.21).
+// apiPods are the pods of the snapshot's namespaces (any node).
+func (r *clusterRun) expectations(n *Node, apiPods []v1.Pod) []report.Expectation {
 	from, to := kubelet.Minor(r.step.From), kubelet.Minor(r.step.To)
-	crosses := func(m int) bool { return from < m && to >= m }
 	var out []report.Expectation
 	if n.role == "control-plane" {
+		uid := upstream.StaticPodUID(from, to).Reason()
 		for _, name := range controlPlaneStatics {
 			pod := "kube-system/" + name + "-" + n.name
 			switch {
-			case crosses(19):
-				out = append(out, report.Expectation{Pod: pod, Reason: "static pod without metadata.uid: new UID derivation in 1.19"})
-			case crosses(21):
-				out = append(out, report.Expectation{Pod: pod, Reason: "static pod without metadata.uid: UID includes node name and path in 1.21"})
+			case uid != "":
+				out = append(out, report.Expectation{Pod: pod, Reason: "static pod without metadata.uid: " + uid})
+			case crossesNameImageHash(from, to):
+				out = append(out, report.Expectation{Pod: pod, Reason: nameImageReason})
 			}
 		}
 	}
@@ -587,8 +642,36 @@ func (r *clusterRun) expectations(n *Node) []report.Expectation {
 			out = append(out, report.Expectation{Pod: e.Pod, Reason: e.Reason})
 		}
 	}
+	if crossesNameImageHash(from, to) {
+		for _, p := range apiPods {
+			if _, mirror := p.Annotations[v1.MirrorPodAnnotationKey]; mirror || p.Spec.NodeName != n.name {
+				continue // static: above
+			}
+			out = append(out, report.Expectation{Pod: p.Namespace + "/" + p.Name, Reason: nameImageReason})
+		}
+	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Pod < out[j].Pod })
 	return out
+}
+
+// nodePods lists the pods of the snapshot's namespaces on n.
+func (r *clusterRun) nodePods(ctx context.Context, n *Node) ([]v1.Pod, error) {
+	var out []v1.Pod
+	for _, ns := range snapshotNamespaces {
+		list, err := r.c.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + n.name})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, list.Items...)
+	}
+	return out, nil
+}
+
+// nameImageReason is why every container restarts from 1.31 on.
+var nameImageReason = fmt.Sprintf("container hash is the {name, image} hash from 1.%d: every container restarts", upstream.NameImageHashMinor)
+
+func crossesNameImageHash(from, to int) bool {
+	return from < upstream.NameImageHashMinor && to >= upstream.NameImageHashMinor
 }
 
 // waitNodeSettled waits until the new kubelet has reported the node Ready

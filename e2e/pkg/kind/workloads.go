@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"sigs.k8s.io/yaml"
 )
 
 // Namespace holds the e2e's workloads (the corpus's namespace).
@@ -147,11 +146,7 @@ func StaticPods(node string) *corpus.Corpus {
 // pod directory.
 func WriteStaticPods(ctx context.Context, n *Node, c *corpus.Corpus) error {
 	for _, p := range c.Pods {
-		data, err := yaml.Marshal(p.Spec)
-		if err != nil {
-			return err
-		}
-		if err := n.WriteFile(ctx, path.Join(StaticPodDir, "kc-e2e-"+p.Name+".yaml"), data, 0o644); err != nil {
+		if err := writeManifest(ctx, n, path.Join(StaticPodDir, "kc-e2e-"+p.Name+".yaml"), p.Spec); err != nil {
 			return err
 		}
 	}

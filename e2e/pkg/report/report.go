@@ -355,3 +355,13 @@ func AssertControl(run *Run) {
 		run.Verdict = fmt.Sprintf("pass: restarts as upstream (%d/%d expected pods, %d pods in all)", len(run.Expected), len(run.Expected), len(run.Diff.RestartedPods))
 	}
 }
+
+// LastLine is the last non-empty line of a command's output, for a
+// check's detail.
+func LastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndex(s, "\n"); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}

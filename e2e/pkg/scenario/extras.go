@@ -2,11 +2,8 @@ package scenario
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
-	osexec "os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -15,6 +12,8 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/ctxtime"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/statuscheck"
+	kcexec "github.com/kubelet-compat/kubelet-compat/pkg/exec"
 )
 
 // extras run after the last patched step, while its compat window is open:
@@ -48,69 +47,19 @@ func (s *Scenario) check(c report.Check) {
 	s.Report.Checks = append(s.Report.Checks, c)
 }
 
-func exitCode(err error) int {
-	var ee *osexec.ExitError
-	if errors.As(err, &ee) {
-		return ee.ExitCode()
-	}
-	if err != nil {
-		return -1
-	}
-	return 0
-}
-
-func firstLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.LastIndex(s, "\n"); i >= 0 {
-		return s[i+1:]
-	}
-	return s
-}
-
 // statusAgrees runs `kubelet-compat status` right after the patched kubelet
-// kept every container: its decision (the library's Decider on the file it
-// reads, with the running kubelet's hash) must be keep for every legacy
-// container, as the kubelet's was.
+// kept every container (package statuscheck).
 func (s *Scenario) statusAgrees(ctx context.Context) report.Check {
-	c := report.Check{Name: "status decides as the kubelet did for every legacy container"}
 	out, err := s.cliRun(ctx, "status", "-o", "json")
-	if err != nil {
-		c.Detail = fmt.Sprintf("status: %v: %s", err, firstLine(out))
-		return c
-	}
-	var st struct {
-		Legacy []struct {
-			Pod, Container, Decision string
-			Keep                     *bool
-		} `json:"legacyContainers"`
-	}
-	if err := json.Unmarshal([]byte(out), &st); err != nil {
-		c.Detail = fmt.Sprintf("status -o json: %v", err)
-		return c
-	}
-	var disagree []string
-	for _, l := range st.Legacy {
-		if strings.HasPrefix(l.Decision, "init container") {
-			continue // not hash-checked, by the kubelet either
-		}
-		if l.Keep == nil || !*l.Keep {
-			disagree = append(disagree, fmt.Sprintf("%s/%s: %s", l.Pod, l.Container, l.Decision))
-		}
-	}
-	c.Passed = len(st.Legacy) > 0 && len(disagree) == 0
-	c.Detail = fmt.Sprintf("%d legacy containers, status keeps %d", len(st.Legacy), len(st.Legacy)-len(disagree))
-	if len(disagree) > 0 {
-		c.Detail += "; not kept by status although the kubelet kept them: " + strings.Join(disagree, "; ")
-	}
-	return c
+	return statuscheck.Check("status decides as the kubelet did for every legacy container", []byte(out), err, true)
 }
 
 func (s *Scenario) sweepKeeps(ctx context.Context) report.Check {
 	c := report.Check{Name: "sweep keeps the compat file while legacy containers run"}
 	out, err := s.cliRun(ctx, "sweep", "--grace", "0s")
 	_, statErr := os.Stat(filepath.Join(s.kubeletDir(), "upgrade-compat.json"))
-	c.Passed = exitCode(err) == 2 && statErr == nil
-	c.Detail = fmt.Sprintf("exit %d, file present: %t: %s", exitCode(err), statErr == nil, firstLine(out))
+	c.Passed = kcexec.ExitCode(err) == 2 && statErr == nil
+	c.Detail = fmt.Sprintf("exit %d, file present: %t: %s", kcexec.ExitCode(err), statErr == nil, report.LastLine(out))
 	return c
 }
 
@@ -189,7 +138,7 @@ func (s *Scenario) genuineChange(ctx context.Context) report.Check {
 func (s *Scenario) sweepDeletesWhenLegacyGone(ctx context.Context) report.Check {
 	c := report.Check{Name: "sweep deletes the compat file once the legacy containers are gone"}
 	out, err := s.cliRun(ctx, "sweep", "--grace", "0s")
-	before := exitCode(err)
+	before := kcexec.ExitCode(err)
 	if err := os.RemoveAll(s.manifestDir()); err != nil {
 		c.Detail = err.Error()
 		return c
@@ -215,8 +164,8 @@ func (s *Scenario) sweepDeletesWhenLegacyGone(ctx context.Context) report.Check 
 	}
 	out2, err := s.cliRun(ctx, "sweep", "--grace", "0s")
 	_, statErr := os.Stat(filepath.Join(s.kubeletDir(), "upgrade-compat.json"))
-	c.Passed = before == 2 && exitCode(err) == 0 && os.IsNotExist(statErr)
+	c.Passed = before == 2 && kcexec.ExitCode(err) == 0 && os.IsNotExist(statErr)
 	c.Detail = fmt.Sprintf("with legacy containers: exit %d (%s); after the pods were removed: exit %d, file gone: %t (%s)",
-		before, firstLine(out), exitCode(err), os.IsNotExist(statErr), firstLine(out2))
+		before, report.LastLine(out), kcexec.ExitCode(err), os.IsNotExist(statErr), report.LastLine(out2))
 	return c
 }

@@ -25,16 +25,15 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/local"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/mounts"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/node"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/plan"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/proc"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
 	"github.com/kubelet-compat/kubelet-compat/pkg/hostdeps"
 )
 
-// Step is one in-place upgrade.
-type Step struct{ From, To string }
-
-func (s Step) String() string { return s.From + " -> " + s.To }
+// Step is one in-place upgrade: the plan's (package plan).
+type Step = plan.Step
 
 // Options configure a scenario.
 type Options struct {

@@ -12,6 +12,7 @@ import (
 
 	kubeletcompat "github.com/kubelet-compat/kubelet-compat/kubelet-compat"
 	"github.com/kubelet-compat/kubelet-compat/pkg/matrix"
+	"github.com/kubelet-compat/kubelet-compat/pkg/upstream"
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -135,37 +136,27 @@ func seriesRelease(v kubeletcompat.Version) string {
 // recordedUID is what the patched kubelet does for a static pod.
 const recordedUID = "static pod keeps its recorded UID while the manifest is unchanged"
 
-// uidSteps are the measured minor-to-minor changes of the UID the kubelet
-// derives for a static pod without metadata.uid (true: it changes between
-// 1.<key> and the next minor), from the unpatched controls of the real-node
-// e2e (every static pod without metadata.uid recreated, or none).
-var uidSteps = map[int]bool{
-	18: true, 19: false, 20: true, 21: false, 22: true, 23: true, 24: true, 25: true, 26: true,
-	27: true, 28: false, 29: true, 30: true, 31: true, 32: true, 33: true, 34: true, 35: true, 36: true,
-}
-
 // staticUIDChange says whether a static pod without metadata.uid gets a new
-// UID from from to to: RecreatePod (measured), MayRecreatePod (a step was
-// not measured) or "" (no change), with the reason.
+// UID from from to to: RecreatePod (measured), MayRecreatePod (a minor on
+// the way was not measured) or "" (no change), with the reason; the
+// measurements are package upstream's, which the e2e's controls assert.
 func staticUIDChange(from, to kubeletcompat.Version) (string, string) {
-	if from.Minor == to.Minor {
+	if from.Minor >= to.Minor {
 		return "", ""
 	}
-	var changed, unmeasured []string
-	for m := from.Minor; m < to.Minor; m++ {
-		step := fmt.Sprintf("1.%d and 1.%d", m, m+1)
-		switch c, ok := uidSteps[m]; {
-		case !ok:
-			unmeasured = append(unmeasured, step)
-		case c:
-			changed = append(changed, step)
+	c := upstream.StaticPodUID(from.Minor, to.Minor)
+	between := func(ms []int) string {
+		var out []string
+		for _, m := range ms {
+			out = append(out, fmt.Sprintf("1.%d and 1.%d", m-1, m))
 		}
+		return strings.Join(out, " and between ")
 	}
 	switch {
-	case len(changed) > 0:
-		return RecreatePod, "static pod without metadata.uid: the UID derivation changes between " + strings.Join(changed, " and between ") + " (measured)"
-	case len(unmeasured) > 0:
-		return MayRecreatePod, "static pod without metadata.uid: the UID derivation may change between " + strings.Join(unmeasured, ", ") + " (not measured)"
+	case len(c.Changed) > 0:
+		return RecreatePod, "static pod without metadata.uid: the UID derivation changes between " + between(c.Changed) + " (measured)"
+	case len(c.Unmeasured) > 0:
+		return MayRecreatePod, "static pod without metadata.uid: the UID derivation may change between " + strings.Replace(between(c.Unmeasured), " and between ", ", ", -1) + " (not measured)"
 	}
 	return "", ""
 }

@@ -27,12 +27,12 @@ const (
 
 // basePackages is what a node runs besides Kubernetes: systemd as init,
 // containerd 1.6 (it still serves CRI v1alpha2 for the 1.18-1.22 kubelets),
-// the CNI plugins, what the kubelet and kube-proxy call, and rpm to install
-// our packages.
+// the CNI plugins, what the kubelet and kube-proxy call (dpkg installs our
+// packages: Essential).
 var basePackages = []string{
 	"bash", "ca-certificates", "conntrack", "containerd", "containernetworking-plugins",
 	"coreutils", "dbus", "ebtables", "ethtool", "iproute2", "iptables", "kmod", "mount",
-	"procps", "rpm", "runc", "socat", "systemd", "systemd-sysv", "util-linux",
+	"procps", "runc", "socat", "systemd", "systemd-sysv", "util-linux",
 }
 
 // baseFiles are the embedded files Dockerfile.base copies.
@@ -103,7 +103,7 @@ func (b *builder) buildBase(ctx context.Context) (string, error) {
 	}
 	// The base carries a containerd config for completeness; every node
 	// image replaces it with its version's sandbox image.
-	cfg, err := containerdConfig("k8s.gcr.io/pause:3.2")
+	cfg, err := containerdConfig("k8s.gcr.io/pause:3.2", false)
 	if err != nil {
 		return "", err
 	}

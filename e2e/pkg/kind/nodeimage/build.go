@@ -1,7 +1,7 @@
 // Package nodeimage builds, without a registry, the Docker images a kind
 // cluster of our Kubernetes builds needs: a Debian base with systemd and
 // containerd 1.6, each version's control-plane images under the names
-// kubeadm asks for, and a node image per version with our RPMs installed and
+// kubeadm asks for, and a node image per version with our .debs installed and
 // those images preloaded. See e2e/README.md ("kind node images").
 package nodeimage
 
@@ -20,15 +20,15 @@ import (
 // Options says what to build and where.
 type Options struct {
 	// Versions are the Kubernetes versions (1.20.15) to build node images
-	// for: patched RPMs from <OutputDir>/<ver>/{kubelet,kubeadm,kubectl}.
+	// for: patched .debs from <OutputDir>/<ver>/{kubelet,kubeadm,kubectl}.
 	Versions []string
-	// UnpatchedVersions also get RPMs of their unpatched kubelet
+	// UnpatchedVersions also get .debs of their unpatched kubelet
 	// (<OutputDir>/<ver>-unpatched/kubelet), the control.
 	UnpatchedVersions []string
 	// DockerEnv is added to the environment of every docker command
 	// (DOCKER_HOST=...).
 	DockerEnv []string
-	// RepoRoot is the kubelet-compat checkout (go run ./rpm/cmd/build-rpms,
+	// RepoRoot is the kubelet-compat checkout (go run ./deb/cmd/build-debs,
 	// the pause and the CLI are built from it).
 	RepoRoot string
 	// OutputDir is the harness output (_output); results go to its kind/.
@@ -48,7 +48,7 @@ type builder struct {
 	kindDir string // <OutputDir>/kind
 }
 
-// Build makes the base image, then per version its images tar, its RPMs and
+// Build makes the base image, then per version its images tar, its .debs and
 // its node image kubelet-compat/kind-node:v<ver>. Every step is skipped when
 // its inputs did not change; an image is tagged only once complete.
 func Build(ctx context.Context, opts Options) error {
@@ -75,7 +75,7 @@ func Build(ctx context.Context, opts Options) error {
 		return err
 	}
 	b.logPath = filepath.Join(b.kindDir, "logs", "build.log")
-	// debootstrap, rpmbuild (build-rpms), dpkg-deb, the docker CLI...: the
+	// debootstrap, dpkg-deb (build-debs), the docker CLI...: the
 	// kind path's programs, whoever calls Build.
 	if err := hostdeps.Ensure(ctx, opts.Log, hostdeps.Kind); err != nil {
 		return err
@@ -94,16 +94,16 @@ func Build(ctx context.Context, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("base image: %w", err)
 	}
-	rpms, err := b.buildRPMs(ctx)
+	pkgs, err := b.buildPackages(ctx)
 	if err != nil {
-		return fmt.Errorf("RPMs: %w", err)
+		return fmt.Errorf("packages: %w", err)
 	}
 	for _, v := range opts.Versions {
 		imgs, err := b.buildVersionImages(ctx, v)
 		if err != nil {
 			return fmt.Errorf("images of %s: %w", v, err)
 		}
-		if err := b.buildNode(ctx, v, base, imgs, rpms); err != nil {
+		if err := b.buildNode(ctx, v, base, imgs, pkgs); err != nil {
 			return fmt.Errorf("node image of %s: %w", v, err)
 		}
 	}

@@ -82,6 +82,25 @@ func writeContext(dir string, files map[string][]byte) error {
 
 // containerdConfig is the node's containerd configuration with the
 // sandbox image of its Kubernetes version.
-func containerdConfig(sandboxImage string) ([]byte, error) {
-	return render("containerd-config.toml.tmpl", struct{ SandboxImage string }{sandboxImage})
+func containerdConfig(sandboxImage string, systemdCgroup bool) ([]byte, error) {
+	return render("containerd-config.toml.tmpl", struct {
+		SandboxImage  string
+		SystemdCgroup bool
+	}{sandboxImage, systemdCgroup})
+}
+
+// systemdCgroupFrom is the first minor kind configures with the systemd
+// cgroup driver (kind writes cgroupDriver: systemd into kubeadm's
+// KubeletConfiguration from 1.24, cgroupfs before); containerd must use
+// the same driver. kubeadm carries the cluster's KubeletConfiguration over
+// on upgrade, so a cluster keeps the driver of the version it was created
+// with, and so does its node image's containerd.
+const systemdCgroupFrom = 24
+
+// systemdCgroup says whether node images of version v (1.30.14) use the
+// systemd cgroup driver.
+func systemdCgroup(v string) bool {
+	var major, minor int
+	fmt.Sscanf(v, "%d.%d", &major, &minor)
+	return major > 1 || minor >= systemdCgroupFrom
 }

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/kubelet-compat/kubelet-compat/rpm"
+	"github.com/kubelet-compat/kubelet-compat/pkg/filehash"
 )
 
 // HashLabel is the image label holding the hash of the inputs an image was
@@ -30,8 +30,8 @@ func contentHash(parts map[string][]byte) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// fileSHA256 is the hex sha256 of a file's content (the RPM builder's).
-var fileSHA256 = rpm.FileSHA256
+// fileSHA256 is the hex sha256 of a file's content.
+var fileSHA256 = filehash.SHA256
 
 // shortHash is the prefix used in tags and cache file names.
 func shortHash(h string) string {

@@ -42,9 +42,19 @@ func TestEmbeddedFilesExist(t *testing.T) {
 }
 
 func TestContainerdConfig(t *testing.T) {
-	cfg, err := containerdConfig("k8s.gcr.io/pause:3.4.1")
-	assert.NilError(t, err)
-	for _, want := range []string{`sandbox_image = "k8s.gcr.io/pause:3.4.1"`, "SystemdCgroup = false", "restrict_oom_score_adj = true", `bin_dir = "/usr/lib/cni"`} {
-		assert.Assert(t, strings.Contains(string(cfg), want), want)
+	for _, tc := range []struct {
+		version string
+		driver  string
+	}{
+		{"1.21.14", "SystemdCgroup = false"},
+		{"1.23.17", "SystemdCgroup = false"},
+		{"1.24.17", "SystemdCgroup = true"},
+		{"1.31.14", "SystemdCgroup = true"},
+	} {
+		cfg, err := containerdConfig("k8s.gcr.io/pause:3.4.1", systemdCgroup(tc.version))
+		assert.NilError(t, err)
+		for _, want := range []string{`sandbox_image = "k8s.gcr.io/pause:3.4.1"`, tc.driver, "restrict_oom_score_adj = true", `bin_dir = "/usr/lib/cni"`} {
+			assert.Assert(t, strings.Contains(string(cfg), want), "%s: %s", tc.version, want)
+		}
 	}
 }

@@ -73,3 +73,22 @@ func TestCoreDNSModuleVersion(t *testing.T) {
 		assert.Equal(t, got, tc.want)
 	}
 }
+
+func TestEtcdModuleVersion(t *testing.T) {
+	for _, tc := range []struct{ tag, want, err string }{
+		{"3.5.15-0", "v3.5.15", ""},
+		{"3.4.13-0", "v3.4.13", ""},
+		{"3.6.5-0", "v3.6.5", ""},
+		{"3.7.0", "v3.7.0", ""},
+		{"v3.5.1-0", "", "not a 3.x release"},
+		{"latest", "", "not a 3.x release"},
+	} {
+		got, err := etcdModuleVersion(tc.tag)
+		if tc.err != "" {
+			assert.ErrorContains(t, err, tc.err, tc.tag)
+			continue
+		}
+		assert.NilError(t, err, tc.tag)
+		assert.Equal(t, got, tc.want, tc.tag)
+	}
+}

@@ -82,7 +82,7 @@ func (b *builder) buildVersionImages(ctx context.Context, v string) (versionImag
 		}
 		specs = append(specs, s)
 	}
-	etcd, err := b.etcdBinary(ctx)
+	etcd, err := b.etcdBinary(ctx, list.tag(compEtcd))
 	if err != nil {
 		return versionImages{}, fmt.Errorf("etcd: %w", err)
 	}

@@ -13,27 +13,27 @@ import (
 // nodeRef is the node image of version v.
 func nodeRef(v string) string { return nodeRepo + ":v" + v }
 
-// buildNode makes kubelet-compat/kind-node:v<v>: the base, v's patched RPMs
-// installed and selected, /kind/version, v's images preloaded. It runs a
+// buildNode makes kubelet-compat/kind-node:v<v>: the base, v's patched
+// .debs installed and selected, /kind/version, v's images preloaded. It runs a
 // build container (entrypoint sleep), and commits it with the base's
 // entrypoint only once everything succeeded.
-func (b *builder) buildNode(ctx context.Context, v, base string, imgs versionImages, rpms rpmSet) error {
-	rpmFiles, err := rpms.forVersion(v)
+func (b *builder) buildNode(ctx context.Context, v, base string, imgs versionImages, pkgs packageSet) error {
+	debs, err := pkgs.forVersion(v)
 	if err != nil {
 		return err
 	}
-	cfg, err := containerdConfig(imgs.list[compPause])
+	cfg, err := containerdConfig(imgs.list[compPause], systemdCgroup(v))
 	if err != nil {
 		return err
 	}
 	setup := file("node-setup.sh")
 	parts := map[string][]byte{"base": []byte(base), "images": []byte(imgs.ids), "containerd": cfg, "setup": setup}
-	for _, f := range rpmFiles {
+	for _, f := range debs {
 		sum, err := fileSHA256(f)
 		if err != nil {
 			return err
 		}
-		parts["rpm:"+filepath.Base(f)] = []byte(sum)
+		parts["deb:"+filepath.Base(f)] = []byte(sum)
 	}
 	hash := contentHash(parts)
 	ref := nodeRef(v)
@@ -54,7 +54,7 @@ func (b *builder) buildNode(ctx context.Context, v, base string, imgs versionIma
 	if err := os.Chmod(filepath.Join(stage, "node-setup.sh"), 0o755); err != nil {
 		return err
 	}
-	for _, f := range append(rpmFiles, imgs.tar) {
+	for _, f := range append(debs, imgs.tar) {
 		name := filepath.Base(f)
 		if f == imgs.tar {
 			name = "images.tar"
@@ -78,7 +78,7 @@ func (b *builder) buildNode(ctx context.Context, v, base string, imgs versionIma
 		}
 	}()
 	if err := b.docker.run(ctx, "cp", stage+"/.", name+":/kind/build"); err != nil {
-		return fmt.Errorf("copying the RPMs and images into the build container: %w", err)
+		return fmt.Errorf("copying the packages and images into the build container: %w", err)
 	}
 	if err := b.docker.run(ctx, "exec", name, "/kind/build/node-setup.sh", v); err != nil {
 		return fmt.Errorf("setting up the node (log: %s): %w", b.logPath, err)

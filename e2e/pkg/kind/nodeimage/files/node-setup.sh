@@ -1,18 +1,18 @@
 #!/bin/bash
 # Runs inside the node image's build container (entrypoint sleep, no
-# systemd): installs the version's RPMs, selects it, preloads its images.
+# systemd): installs the version's .debs, selects it, preloads its images.
 # Arguments: the Kubernetes version (1.20.15); files in /kind/build.
 set -euo pipefail
 version=$1
 cd /kind/build
 
-# Debian's rpm knows none of the Debian packages the RPMs require, and
-# scriptlets find no running systemd (they tolerate that).
-rpm -i --nodeps --force-debian ./*.rpm
+# As a Debian operator installs them; the maintainer scripts find no
+# running systemd (they tolerate that) and start nothing.
+dpkg -i ./*.deb
 kubernetes-select all "$version"
 for f in /usr/bin/kubelet /usr/bin/kubeadm /usr/bin/kubectl \
          /usr/lib/systemd/system/kubelet.service /usr/lib/systemd/system/kubelet.service.d/10-kubeadm.conf; do
-  [[ -e $f ]] || { echo "node-setup: $f is missing after the RPM install" >&2; exit 1; }
+  [[ -e $f ]] || { echo "node-setup: $f is missing after the package install" >&2; exit 1; }
 done
 kubelet --version | grep -q "v$version" || { echo "node-setup: /usr/bin/kubelet is not $version" >&2; exit 1; }
 kubeadm version -o short | grep -q "v$version" || { echo "node-setup: /usr/bin/kubeadm is not $version" >&2; exit 1; }

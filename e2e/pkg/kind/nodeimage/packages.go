@@ -12,16 +12,26 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
 )
 
-// rpmSet is where the RPMs are: patched (every version of Options.Versions)
-// and unpatched (the control: Options.UnpatchedVersions' unpatched kubelet).
-type rpmSet struct {
+// packageSet is where the node's Debian packages are: patched (every
+// version of Options.Versions) and unpatched (the control:
+// Options.UnpatchedVersions' unpatched kubelet). Debian nodes install
+// .debs with dpkg, as Debian operators do; the RPMs are tested on their
+// own (make rpm-test-real).
+type packageSet struct {
 	patched, unpatched string
 }
 
-// forVersion returns the patched RPMs a node of version v installs.
-func (r rpmSet) forVersion(v string) ([]string, error) {
+// NodePackages are the .debs of version v a node installs, as globs:
+// the versioned node, kubeadm and client packages.
+func NodePackages(v string) []string {
+	return []string{"kubernetes-" + v + "-node_*.deb", "kubernetes-" + v + "-kubeadm_*.deb", "kubernetes-" + v + "-client_*.deb"}
+}
+
+// forVersion returns the patched packages a node of version v installs:
+// kubernetes-unversioned and NodePackages(v).
+func (r packageSet) forVersion(v string) ([]string, error) {
 	var out []string
-	for _, glob := range []string{"kubernetes-unversioned-*.rpm", "kubernetes-" + v + "-node-*.rpm", "kubernetes-" + v + "-kubeadm-*.rpm", "kubernetes-" + v + "-client-*.rpm"} {
+	for _, glob := range append([]string{"kubernetes-unversioned_*.deb"}, NodePackages(v)...) {
 		m, _ := filepath.Glob(filepath.Join(r.patched, glob))
 		if len(m) != 1 {
 			return nil, fmt.Errorf("want one %s in %s, found %d", glob, r.patched, len(m))
@@ -31,11 +41,15 @@ func (r rpmSet) forVersion(v string) ([]string, error) {
 	return out, nil
 }
 
-// buildRPMs packages the patched binaries into kind/rpms/patched and the
-// unpatched kubelets (with the same kubeadm and kubectl) into
-// kind/rpms/unpatched, each skipped when its inputs did not change.
-func (b *builder) buildRPMs(ctx context.Context) (rpmSet, error) {
-	set := rpmSet{patched: filepath.Join(b.kindDir, "rpms", "patched"), unpatched: filepath.Join(b.kindDir, "rpms", "unpatched")}
+// PackageDir is where the kind images' packages of a variant (patched,
+// unpatched) are, under the repository's _output.
+func PackageDir(output, variant string) string { return filepath.Join(output, "kind", "debs", variant) }
+
+// buildPackages packages the patched binaries into kind/debs/patched and
+// the unpatched kubelets (with the same kubeadm and kubectl) into
+// kind/debs/unpatched, each skipped when its inputs did not change.
+func (b *builder) buildPackages(ctx context.Context) (packageSet, error) {
+	set := packageSet{patched: PackageDir(b.opts.OutputDir, "patched"), unpatched: PackageDir(b.opts.OutputDir, "unpatched")}
 	cli, err := b.buildCLI(ctx)
 	if err != nil {
 		return set, err
@@ -45,7 +59,7 @@ func (b *builder) buildRPMs(ctx context.Context) (rpmSet, error) {
 		dir := filepath.Join(b.opts.OutputDir, v)
 		patchedIn[v] = map[string]string{"kubelet": filepath.Join(dir, "kubelet"), "kubeadm": filepath.Join(dir, "kubeadm"), "kubectl": filepath.Join(dir, "kubectl")}
 	}
-	if err := b.rpmbuild(ctx, "patched", patchedIn, cli, set.patched); err != nil {
+	if err := b.debbuild(ctx, "patched", patchedIn, cli, set.patched); err != nil {
 		return set, err
 	}
 	if len(b.opts.UnpatchedVersions) == 0 {
@@ -60,12 +74,12 @@ func (b *builder) buildRPMs(ctx context.Context) (rpmSet, error) {
 		}
 		unpatchedIn[v] = map[string]string{"kubelet": kubelet, "kubeadm": filepath.Join(dir, "kubeadm"), "kubectl": filepath.Join(dir, "kubectl")}
 	}
-	return set, b.rpmbuild(ctx, "unpatched", unpatchedIn, cli, set.unpatched)
+	return set, b.debbuild(ctx, "unpatched", unpatchedIn, cli, set.unpatched)
 }
 
-// rpmbuild runs rpm/cmd/build-rpms on a staging input dir of links to in
+// debbuild runs deb/cmd/build-debs on a staging input dir of links to in
 // (version -> binary name -> path) and replaces out with the result.
-func (b *builder) rpmbuild(ctx context.Context, what string, in map[string]map[string]string, cli, out string) error {
+func (b *builder) debbuild(ctx context.Context, what string, in map[string]map[string]string, cli, out string) error {
 	epoch := b.sourceDateEpoch(ctx)
 	parts := map[string][]byte{"epoch": []byte(epoch)}
 	if parts["cli"], _ = fileSHA256Bytes(cli); parts["cli"] == nil {
@@ -86,11 +100,11 @@ func (b *builder) rpmbuild(ctx context.Context, what string, in map[string]map[s
 	hash := contentHash(parts)
 	stamp := filepath.Join(out, ".inputs")
 	if old, err := os.ReadFile(stamp); err == nil && string(old) == hash {
-		b.logf("%s RPMs in %s are up to date", what, out)
+		b.logf("%s packages in %s are up to date", what, out)
 		return nil
 	}
-	done := b.step(what + " RPMs of " + strings.Join(versions, " "))
-	stage, err := b.tempDir("rpm-" + what)
+	done := b.step(what + " packages of " + strings.Join(versions, " "))
+	stage, err := b.tempDir("deb-" + what)
 	if err != nil {
 		return err
 	}
@@ -105,12 +119,12 @@ func (b *builder) rpmbuild(ctx context.Context, what string, in map[string]map[s
 			}
 		}
 	}
-	result := filepath.Join(stage, "rpms")
-	cmd := exec.Command("go", "run", "./rpm/cmd/build-rpms", "-input", filepath.Join(stage, "input"), "-output", result,
+	result := filepath.Join(stage, "debs")
+	cmd := exec.Command("go", "run", "./deb/cmd/build-debs", "-input", filepath.Join(stage, "input"), "-output", result,
 		"-versions", strings.Join(versions, " "), "-kubelet-compat", cli, "-source-date-epoch", epoch)
 	cmd.Dir, cmd.Log = b.opts.RepoRoot, b.cmdLog
 	if err := cmd.Run(ctx); err != nil {
-		return fmt.Errorf("build-rpms (%s): %w", what, err)
+		return fmt.Errorf("build-debs (%s): %w", what, err)
 	}
 	if err := os.WriteFile(filepath.Join(result, ".inputs"), []byte(hash), 0o644); err != nil {
 		return err
@@ -128,8 +142,8 @@ func (b *builder) rpmbuild(ctx context.Context, what string, in map[string]map[s
 	return nil
 }
 
-// buildCLI builds the kubelet-compat CLI the node packages ship, as make rpm
-// does (static, reproducible).
+// buildCLI builds the kubelet-compat CLI the node packages ship, as make
+// deb does (static, reproducible).
 func (b *builder) buildCLI(ctx context.Context) (string, error) {
 	out := filepath.Join(b.kindDir, "bin", "kubelet-compat")
 	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w -buildid=", "-o", out, "./cmd/kubelet-compat")
@@ -140,11 +154,13 @@ func (b *builder) buildCLI(ctx context.Context) (string, error) {
 	return out, nil
 }
 
-// sourceDateEpoch is the commit time of the last commit that changed what
-// goes into the RPMs (make rpm uses HEAD's; that would rebuild every node
-// image on every commit).
+// sourceDateEpoch is the commit time of the last commit that changed how
+// the packages are made (make deb uses HEAD's; that would rebuild every
+// node image on every commit). The binaries, the CLI's included, are
+// inputs of their own (their sha256), so the code they are built from is
+// not among these paths.
 func (b *builder) sourceDateEpoch(ctx context.Context) string {
-	cmd := exec.Command("git", "log", "-1", "--format=%ct", "--", "rpm", "cmd/kubelet-compat", "kubelet-compat", "pkg", "go.mod", "go.sum")
+	cmd := exec.Command("git", "log", "-1", "--format=%ct", "--", "deb", "rpm", "pkg/layout")
 	cmd.Dir = b.opts.RepoRoot
 	out, err := cmd.Output(ctx)
 	if s := strings.TrimSpace(string(out)); err == nil {

@@ -1,0 +1,113 @@
+// Command system-upgrade builds what deploy/system-upgrade ships: the
+// system-upgrade-controller from the Go module proxy, its image and the
+// upgrade Job's image as OCI image layouts (tar), and the manifests with the
+// Plans. See deploy/system-upgrade/README.md.
+//
+//	system-upgrade controller                      build (cached), print the binary's path
+//	system-upgrade controller-image -o FILE        the controller's image
+//	system-upgrade upgrade-image -version V -packages DIR -kubectl BIN -o FILE
+//	system-upgrade plans -version V [-concurrency N] [-cordon] [-allow-loss] [-gate-timeout S] [-o FILE]
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	systemupgrade "github.com/kubelet-compat/kubelet-compat/deploy/system-upgrade"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/images"
+	"github.com/kubelet-compat/kubelet-compat/pkg/cachedir"
+	"github.com/kubelet-compat/kubelet-compat/pkg/hostdeps"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintf(os.Stderr, "system-upgrade: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return fmt.Errorf("usage: system-upgrade controller|controller-image|upgrade-image|plans [flags]")
+	}
+	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cache := fs.String("cache", cachedir.Resolve(os.Getenv(cachedir.Env)), "the build cache ($KC_CACHE)")
+	out := fs.String("o", "", "output file (plans: default stdout)")
+	o := systemupgrade.DefaultOptions("")
+	fs.StringVar(&o.Version, "version", "", "the target Kubernetes version, e.g. 1.31.14")
+	fs.Int64Var(&o.Concurrency, "concurrency", o.Concurrency, "workers upgraded at once (the control plane: 1)")
+	fs.BoolVar(&o.Cordon, "cordon", o.Cordon, "cordon each node during its Job (never drain)")
+	fs.BoolVar(&o.AllowLoss, "allow-loss", o.AllowLoss, "go on when preflight says the patched kubelet would still lose a pod")
+	fs.IntVar(&o.GateTimeout, "gate-timeout", o.GateTimeout, "seconds the health gate waits for the node and its pods")
+	fs.Int64Var(&o.JobDeadline, "job-deadline", o.JobDeadline, "seconds each node's Job may run")
+	packages := fs.String("packages", "", "upgrade-image: the directory of the .debs and/or .rpms (make deb / make rpm output)")
+	kubectl := fs.String("kubectl", "", "upgrade-image: the target version's kubectl")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%s: unexpected arguments %q", args[0], fs.Args())
+	}
+	switch args[0] {
+	case "controller":
+		bin, err := systemupgrade.BuildController(ctx, *cache, stderr)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, bin)
+		return nil
+	case "controller-image":
+		bin, err := systemupgrade.BuildController(ctx, *cache, stderr)
+		if err != nil {
+			return err
+		}
+		img, err := systemupgrade.ControllerImage(systemupgrade.ControllerImageRef, bin)
+		if err != nil {
+			return err
+		}
+		return writeLayout(*out, stdout, img)
+	case "upgrade-image":
+		if o.Version == "" || *packages == "" || *kubectl == "" {
+			return fmt.Errorf("upgrade-image needs -version, -packages and -kubectl")
+		}
+		img, err := systemupgrade.UpgradeImage(systemupgrade.UpgradeImageName+":"+o.Version, o.Version, hostdeps.Busybox.Name, *kubectl, *packages)
+		if err != nil {
+			return err
+		}
+		return writeLayout(*out, stdout, img)
+	case "plans":
+		y, err := systemupgrade.Render(o)
+		if err != nil {
+			return err
+		}
+		if *out == "" {
+			_, err := stdout.Write(y)
+			return err
+		}
+		return os.WriteFile(*out, y, 0o644)
+	}
+	return fmt.Errorf("unknown command %q (controller, controller-image, upgrade-image, plans)", args[0])
+}
+
+func writeLayout(path string, stdout io.Writer, img images.Image) error {
+	if path == "" {
+		return fmt.Errorf("give -o FILE for the image layout")
+	}
+	layout, digests, err := images.Layout(img)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, layout, 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s: %s %s (%d bytes)\n", path, img.Ref, digests[img.Ref], len(layout))
+	return nil
+}

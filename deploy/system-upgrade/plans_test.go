@@ -1,0 +1,81 @@
+package systemupgrade
+
+import (
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+	"gotest.tools/v3/golden"
+)
+
+// TestRender pins the manifests: go test ./deploy/system-upgrade -update
+// rewrites testdata/*.golden.
+func TestRender(t *testing.T) {
+	cordon := DefaultOptions("1.31.14")
+	cordon.Concurrency, cordon.Cordon, cordon.AllowLoss, cordon.GateTimeout = 2, true, true, 600
+	for name, o := range map[string]Options{"default-1.31.14": DefaultOptions("1.31.14"), "cordon-concurrency-2": cordon} {
+		t.Run(name, func(t *testing.T) {
+			y, err := Render(o)
+			assert.NilError(t, err)
+			golden.Assert(t, string(y), name+".yaml.golden")
+		})
+	}
+}
+
+func TestPlans(t *testing.T) {
+	o := DefaultOptions("1.31.14")
+	o.Concurrency = 3
+	plans, err := Plans(o)
+	assert.NilError(t, err)
+	assert.Assert(t, is.Len(plans, 2))
+	cp, workers := plans[0].Spec, plans[1].Spec
+	assert.Check(t, is.Equal(cp.Concurrency, int64(1)), "the control plane goes one node at a time")
+	assert.Check(t, is.Equal(workers.Concurrency, int64(3)))
+	assert.Check(t, cp.Prepare == nil)
+	assert.Check(t, is.DeepEqual(workers.Prepare.Args, []string{"wait-plan", ControlPlanePlan}), "the workers wait for the control plane")
+	for _, p := range plans {
+		assert.Check(t, !p.Spec.Cordon, "no cordon by default")
+		assert.Check(t, is.Equal(p.Spec.Version, "1.31.14"))
+		assert.Check(t, is.Equal(p.Spec.Upgrade.Image, UpgradeImageName), "untagged: the controller tags it with the version")
+	}
+	for _, bad := range []Options{{Version: "v1.31.14", Concurrency: 1, GateTimeout: 1}, {Version: "1.31", Concurrency: 1, GateTimeout: 1},
+		{Version: "1.31.14", Concurrency: 0, GateTimeout: 1}, {Version: "1.31.14", Concurrency: 1}} {
+		_, err := Plans(bad)
+		assert.Check(t, err != nil, "%+v", bad)
+	}
+}
+
+func TestUpgradeImage(t *testing.T) {
+	dir := t.TempDir()
+	for _, p := range []string{"kubernetes-1.31.14-node_1.31.14-2_amd64.deb", "kubernetes-1.31.14-kubeadm_1.31.14-2_amd64.deb",
+		"kubernetes-unversioned_1.0.0-4_all.deb", "kubernetes-1.30.14-node_1.30.14-2_amd64.deb", "SHA256SUMS",
+		"kubernetes-1.31.14-node-1.31.14-2.kc.x86_64.rpm", "kubernetes-unversioned-1.0.0-4.kc.noarch.rpm", "kubectl", "busybox"} {
+		assert.NilError(t, os.WriteFile(filepath.Join(dir, p), []byte(p), 0o644))
+	}
+	img, err := UpgradeImage(UpgradeImageName+":1.31.14", "1.31.14", filepath.Join(dir, "busybox"), filepath.Join(dir, "kubectl"), dir)
+	assert.NilError(t, err)
+	files := map[string]string{}
+	var pkgs []string
+	for _, f := range img.Files {
+		files[f.Path] = string(f.Data) + f.Link
+		if strings.HasPrefix(f.Path, "packages/") {
+			pkgs = append(pkgs, strings.TrimPrefix(f.Path, "packages/"))
+		}
+	}
+	sort.Strings(pkgs)
+	assert.Check(t, is.DeepEqual(pkgs, []string{"kubernetes-1.31.14-kubeadm_1.31.14-2_amd64.deb", "kubernetes-1.31.14-node-1.31.14-2.kc.x86_64.rpm",
+		"kubernetes-1.31.14-node_1.31.14-2_amd64.deb", "kubernetes-unversioned-1.0.0-4.kc.noarch.rpm", "kubernetes-unversioned_1.0.0-4_all.deb"}))
+	assert.Check(t, is.Equal(files["upgrade.sh"], string(Script)))
+	assert.Check(t, is.Equal(files["bin/kubectl"], "kubectl"))
+	for _, a := range UpgradeApplets {
+		assert.Check(t, is.Equal(files["bin/"+a], "busybox"), "applet %s", a)
+	}
+	assert.Check(t, is.DeepEqual(img.Entrypoint, []string{"/bin/kubectl"}), "the cordon step's kubectl image")
+
+	_, err = UpgradeImage("x", "1.32.0", filepath.Join(dir, "busybox"), filepath.Join(dir, "kubectl"), dir)
+	assert.Check(t, is.ErrorContains(err, "no package of Kubernetes 1.32.0"))
+}

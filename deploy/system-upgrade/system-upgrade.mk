@@ -1,0 +1,47 @@
+# Targets of the fleet roll-out with Rancher's system-upgrade-controller
+# (owned by deploy/system-upgrade/); see deploy/system-upgrade/README.md.
+#   make suc                       build system-upgrade-controller v0.20.1 from the Go module proxy
+#                                  (static, cached in $(KC_CACHE)/system-upgrade/)
+#   make suc-image                 its image, an OCI image layout tar in $(SUC_OUTPUT)
+#   make suc-plans SUC_VERSION=1.31.14 [SUC_CONCURRENCY=2] [SUC_CORDON=true] [SUC_ALLOW_LOSS=true]
+#                                  the controller's manifest and the Plans in $(SUC_OUTPUT)
+#   make suc-upgrade-image SUC_VERSION=1.31.14 [SUC_PACKAGES=_output/debs]
+#                                  the upgrade Job's image: busybox, the target's kubectl, upgrade.sh
+#                                  and the target's packages (make deb / make rpm first)
+#   make suc-test                  the unit tests (upgrade.sh against fakes, the Plans' goldens)
+
+SUC_OUTPUT ?= _output/system-upgrade
+SUC_VERSION ?=
+SUC_CONCURRENCY ?= 1
+SUC_CORDON ?= false
+SUC_ALLOW_LOSS ?= false
+SUC_GATE_TIMEOUT ?= 300
+SUC_PACKAGES ?= $(DEB_OUTPUT)
+SUC_KUBECTL ?= _output/$(SUC_VERSION)/kubectl
+SUC_CMD = $(GO) run ./deploy/system-upgrade/cmd/system-upgrade
+
+.PHONY: suc suc-image suc-plans suc-upgrade-image suc-test
+
+suc:
+	$(SUC_CMD) controller
+
+suc-image:
+	mkdir -p $(SUC_OUTPUT)
+	$(SUC_CMD) controller-image -o $(SUC_OUTPUT)/system-upgrade-controller.oci.tar
+
+suc-plans:
+	@test -n "$(SUC_VERSION)" || { echo "give SUC_VERSION, e.g. make suc-plans SUC_VERSION=1.31.14" >&2; exit 2; }
+	mkdir -p $(SUC_OUTPUT)
+	$(SUC_CMD) plans -version $(SUC_VERSION) -concurrency $(SUC_CONCURRENCY) -cordon=$(SUC_CORDON) \
+	  -allow-loss=$(SUC_ALLOW_LOSS) -gate-timeout $(SUC_GATE_TIMEOUT) -o $(SUC_OUTPUT)/system-upgrade-$(SUC_VERSION).yaml
+
+# busybox-static (pkg/hostdeps, path system-upgrade).
+suc-upgrade-image:
+	@test -n "$(SUC_VERSION)" || { echo "give SUC_VERSION, e.g. make suc-upgrade-image SUC_VERSION=1.31.14" >&2; exit 2; }
+	$(GO) run ./hack/ensure-host system-upgrade
+	mkdir -p $(SUC_OUTPUT)
+	$(SUC_CMD) upgrade-image -version $(SUC_VERSION) -packages $(SUC_PACKAGES) -kubectl $(SUC_KUBECTL) \
+	  -o $(SUC_OUTPUT)/upgrade-$(SUC_VERSION).oci.tar
+
+suc-test:
+	$(GO) test ./deploy/system-upgrade/...

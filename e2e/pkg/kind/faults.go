@@ -1,0 +1,87 @@
+package kind
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/ctxtime"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/node"
+)
+
+// The faults of the fault run, one per worker: what goes wrong on a real
+// node during a swap must restart nothing either.
+const (
+	// faultContainerdRestart: containerd restarts while no kubelet runs
+	// (a package upgrade or an operator between the two kubelets).
+	faultContainerdRestart = "containerd restarted between the kubelets"
+	// faultKubeletKilled: the new kubelet is SIGKILLed during its first
+	// sync; systemd starts it again (Restart=always).
+	faultKubeletKilled = "the new kubelet SIGKILLed during its first sync"
+)
+
+// faultOf is the fault worker i (1-based) of a fault run meets.
+func faultOf(i int) string {
+	switch i {
+	case 1:
+		return faultContainerdRestart
+	case 2:
+		return faultKubeletKilled
+	}
+	return ""
+}
+
+// swap replaces the node's kubelet by k: as an operator does, or, on a
+// fault run's worker, with that worker's fault.
+func (r *clusterRun) swap(ctx context.Context, n *Node, k node.Kubelet) error {
+	fault := ""
+	if r.faults {
+		for i, w := range r.c.Workers() {
+			if w == n {
+				fault = faultOf(i + 1)
+			}
+		}
+	}
+	switch fault {
+	case faultContainerdRestart:
+		r.logf("%s: fault: %s", n.name, fault)
+		steps := [][]string{
+			{"systemctl", "stop", "kubelet"},
+			{"kubernetes-select", "stage2", k.Version},
+			{"systemctl", "restart", "containerd"},
+			{"systemctl", "start", "kubelet"},
+		}
+		for _, args := range steps {
+			if _, err := r.execLogged(ctx, n, "fault-"+args[0]+"-"+args[1], args...); err != nil {
+				return err
+			}
+		}
+		return nil
+	case faultKubeletKilled:
+		restarts := func() string {
+			out, _ := n.Exec(ctx, nil, "systemctl", "show", "-p", "NRestarts", "--value", "kubelet")
+			return strings.TrimSpace(string(out))
+		}
+		if err := n.SwapKubelet(ctx, k); err != nil {
+			return err
+		}
+		before := restarts()
+		// The first sync is the first few seconds: kill it then, by its
+		// unit (systemd knows its main PID), and let systemd restart it.
+		if err := ctxtime.Sleep(ctx, 2*time.Second); err != nil {
+			return err
+		}
+		r.logf("%s: fault: %s", n.name, fault)
+		if _, err := r.execLogged(ctx, n, "fault-kill-kubelet", "systemctl", "kill", "--signal=SIGKILL", "kubelet"); err != nil {
+			return err
+		}
+		return poll(ctx, 90*time.Second, func() error {
+			if now := restarts(); now == before {
+				return fmt.Errorf("systemd has not restarted the kubelet yet (NRestarts %s)", now)
+			}
+			return n.waitKubeletActive(ctx)
+		})
+	}
+	return n.SwapKubelet(ctx, k)
+}
