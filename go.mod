@@ -10,6 +10,8 @@ require (
 	k8s.io/kubelet v0.25.16
 )
 
+require gopkg.in/evanphx/json-patch.v4 v4.12.0 // indirect
+
 require (
 	github.com/Microsoft/go-winio v0.5.2 // indirect
 	github.com/Microsoft/hcsshim v0.9.8 // indirect

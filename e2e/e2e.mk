@@ -9,7 +9,11 @@
 #                             -controls=false for the patched chain alone
 #   make e2e E2E=steps E2E_STEPS=1.28.15:1.31.14[,from:to...]
 #                             explicit steps (skip-level); with E2E_VERSIONS, after its chain
-#   make e2e E2E=api          CI form in API mode: etcd + kube-apiserver (upgraded first), API pods
+#   make e2e E2E=api          CI form in API mode: etcd + kube-apiserver + kube-controller-manager
+#                             (endpointslice only; upgraded first), API pods, and the readiness
+#                             watchers: every pod's Ready condition and a Service's EndpointSlices
+#                             across each swap, probes of period 10 s and 30 s
+#                             (E2E_ARGS=-readiness=false: without them, no controller manager)
 #   make e2e E2E=api E2E_STEPS=1.32.13:1.33.13 [E2E_ARGS='-resize-gate -resize-pending between-kubelets']
 #                             the in-place-resize checkpoints of 1.33 (e2e/README.md); -resize-gate:
 #                             InPlacePodVerticalScaling on at 1.27 .. 1.32 (kube-apiserver and kubelet);
@@ -46,6 +50,9 @@ E2E_UNPATCHED_bench := $(E2E_UNPATCHED_ci)
 E2E_VERSIONS_api := $(E2E_VERSIONS_ci)
 E2E_UNPATCHED_api := $(E2E_UNPATCHED_ci)
 E2E_BINARIES_api := kubelet,kube-apiserver
+# Built as released for every version of the plan (from and to): the
+# controller manager of the readiness watchers (API mode).
+E2E_RELEASED_api := kube-controller-manager
 E2E_VERSIONS_admission := $(E2E_VERSIONS_ci)
 E2E_UNPATCHED_admission := $(E2E_UNPATCHED_ci)
 E2E_BINARIES_admission := $(E2E_BINARIES_api)
@@ -101,6 +108,9 @@ e2e-binaries-local:
 ifeq ($(E2E_BUILD),true)
 	$(MAKE) build VERSIONS=$(e2e_build_versions) BINARIES=$(or $(E2E_BINARIES_$(E2E)),kubelet)
 	$(MAKE) build VERSIONS=$(e2e_build_unpatched) PATCHED=false BINARIES=kubelet
+ifneq ($(E2E_RELEASED_$(E2E)),)
+	$(MAKE) build VERSIONS=$(e2e_build_versions) PATCHED=false BINARIES=$(E2E_RELEASED_$(E2E))
+endif
 endif
 	$(GO) build -o _output/kubelet-compat ./cmd/kubelet-compat
 e2e-binaries-kind:

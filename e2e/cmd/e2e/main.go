@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -53,6 +54,9 @@ var plans = map[string]struct {
 	"steps": {pods: 10, controls: true},
 }
 
+// releaseVersion is a version as the matrix names it (-control-plane-version).
+var releaseVersion = regexp.MustCompile(`^1\.[0-9]+\.[0-9]+$`)
+
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
@@ -80,6 +84,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	admissionRace := fl.Bool("admission-race", false, "-mode admission: leave the node's pod capacity to the new kubelet's first status update, which races its first admissions (default: set through the API between the kubelets)")
 	resizeGate := fl.Bool("resize-gate", false, "API mode: InPlacePodVerticalScaling=true on kube-apiserver and kubelet 1.27 .. 1.32 (alpha, off by default; on from 1.33), so the old API server keeps the resize pod's resizePolicy")
 	resizePending := fl.String("resize-pending", "", "API mode, a step to 1.33+: raise the resize pod's cpu limit (100m -> 200m) through the new kube-apiserver (pods/resize) before the new kubelet starts: while-old-kubelet (kubelet vN still runs) or between-kubelets (none runs); the patched kubelet must then run that container, not restarted, at 200m (the control's outcome is reported)")
+	readiness := fl.Bool("readiness", true, "API mode (not admission, devices), local provider: run kube-controller-manager (endpointslice only), pods with readiness probes of period 10 s and 30 s behind a Service, and watch every pod's Ready condition and the Service's EndpointSlices across each swap (patched: no Ready->NotReady, no endpoint removed before 1.35; a probe failing from the swap on: NotReady within a period); false: without them")
+	cpVersion := fl.String("control-plane-version", "", "API mode (not admission, devices), local provider: hold kube-apiserver and kube-controller-manager at this version for every step instead of upgrading them to the step's (for a step whose control plane the harness cannot build; a kubelet newer than kube-apiserver is outside upstream's skew policy)")
 	pluginGap := fl.Duration("device-plugin-gap", 0, "-mode devices: stop the device plugin before each swap and start it again this long after the new kubelet started (0: it runs throughout)")
 	if err := fl.Parse(args); err != nil {
 		return 2
@@ -154,6 +160,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "e2e: -resize-pending is %s or %s\n", scenario.ResizeWhileOldKubelet, scenario.ResizeBetweenKubelets)
 		return 2
 	}
+	if *cpVersion != "" && (!pl.api || *provider != "local" || pl.admission || pl.devices || !releaseVersion.MatchString(*cpVersion)) {
+		fmt.Fprintln(stderr, "e2e: -control-plane-version 1.<minor>.<patch> needs API mode (-mode api, or -api) on the local provider, not admission or devices")
+		return 2
+	}
 	if pl.devices && *provider != "local" {
 		fmt.Fprintln(stderr, "e2e: -mode devices runs on the local provider only")
 		return 2
@@ -181,7 +191,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	opts := scenario.Options{Mode: *mode, Steps: pl.steps, Pods: pl.pods, Output: abs(*output), ReportDir: abs(*reportDir),
 		Root: rootPath, RepoRoot: repoRoot, NodeName: *nodeName, SyncFrequency: *syncFreq, Controls: pl.controls,
-		Extras: pl.extras, SkipPatched: !*patchedRuns, API: pl.api, Admission: pl.admission, AdmissionRace: *admissionRace, Devices: pl.devices, DevicePluginGap: *pluginGap, ResizeGate: *resizeGate, ResizePending: *resizePending, Log: stdout}
+		Extras: pl.extras, SkipPatched: !*patchedRuns, API: pl.api, Admission: pl.admission, AdmissionRace: *admissionRace, Devices: pl.devices, DevicePluginGap: *pluginGap, ResizeGate: *resizeGate, ResizePending: *resizePending,
+		Readiness: *readiness && pl.api && !pl.admission && !pl.devices, ControlPlaneVersion: *cpVersion, Log: stdout}
 	var steps []string
 	for _, s := range pl.steps {
 		steps = append(steps, s.String())

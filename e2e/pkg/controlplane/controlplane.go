@@ -22,6 +22,9 @@ const (
 	EtcdClientPort = 23790
 	EtcdPeerPort   = 23800
 	APIServerPort  = 16443
+	// ControllerManagerPort is kube-controller-manager's secure port
+	// (its default 10257 may serve another control plane on the host).
+	ControllerManagerPort = 16457
 	// ServiceCIDR is only an allocation range of the API server: no
 	// traffic is ever routed to it.
 	ServiceCIDR = "10.217.78.0/24"
@@ -38,15 +41,25 @@ type Options struct {
 	// FeatureGates returns the --feature-gates of kube-apiserver 1.minor
 	// (nil function or empty map: none).
 	FeatureGates func(minor int) map[string]bool
+	// ControllerManager returns the kube-controller-manager binary of a
+	// version; nil: none runs. It runs only Controllers.
+	ControllerManager func(version string) string
+	// Controllers is its --controllers (e.g. "endpointslice").
+	Controllers string
 }
 
-// ControlPlane is etcd and one kube-apiserver.
+// ControlPlane is etcd, one kube-apiserver and, when Options name it, one
+// kube-controller-manager.
 type ControlPlane struct {
 	opts      Options
 	PKI       PKI
 	etcd      *proc.Process
 	apiserver *proc.Process
+	kcm       *proc.Process
 	Version   string
+	// KCMVersion is the running kube-controller-manager's version ("":
+	// none runs).
+	KCMVersion string
 }
 
 // Server is the API server's URL.
@@ -80,7 +93,10 @@ func (cp *ControlPlane) Start(ctx context.Context, version string) error {
 	if err := waitHTTP(ctx, client+"/health", nil, 60*time.Second, etcd); err != nil {
 		return fmt.Errorf("etcd: %w", err)
 	}
-	return cp.StartAPIServer(ctx, version)
+	if err := cp.StartAPIServer(ctx, version); err != nil {
+		return err
+	}
+	return cp.StartControllerManager(ctx, version)
 }
 
 // StartAPIServer starts kube-apiserver version on the running etcd.
@@ -134,18 +150,75 @@ func (cp *ControlPlane) apiServerArgs(minor int, gates map[string]bool) []string
 }
 
 // UpgradeAPIServer replaces the running API server by version (etcd and
-// its data stay): the control plane goes first, as upstream requires.
+// its data stay), then the controller manager, if one runs: the control
+// plane goes first, in upstream's order.
 func (cp *ControlPlane) UpgradeAPIServer(ctx context.Context, version string) error {
 	if err := cp.apiserver.Stop(ctx, 20*time.Second); err != nil {
 		return err
 	}
-	return cp.StartAPIServer(ctx, version)
+	if err := cp.StartAPIServer(ctx, version); err != nil {
+		return err
+	}
+	if cp.kcm == nil {
+		return nil
+	}
+	if err := cp.kcm.Stop(ctx, 20*time.Second); err != nil {
+		return err
+	}
+	cp.kcm, cp.KCMVersion = nil, ""
+	return cp.StartControllerManager(ctx, version)
 }
 
-// Stop stops the API server and etcd.
+// StartControllerManager starts kube-controller-manager version with only
+// Options.Controllers (nothing when Options name no binary) and waits for
+// its /healthz.
+func (cp *ControlPlane) StartControllerManager(ctx context.Context, version string) error {
+	if cp.opts.ControllerManager == nil {
+		return nil
+	}
+	binary := cp.opts.ControllerManager(version)
+	help, err := kubelet.AskHelp(ctx, binary)
+	if err != nil {
+		return err
+	}
+	args := cp.controllerManagerArgs(help)
+	logFile := filepath.Join(cp.opts.LogDir, "kube-controller-manager.log")
+	p, err := proc.Start(cp.opts.Recorder, "kube-controller-manager "+version, binary, args, nil, logFile)
+	if err != nil {
+		return err
+	}
+	cp.kcm, cp.KCMVersion = p, version
+	// Its serving certificate is self-signed: only liveness is checked here.
+	tlsCfg := &tls.Config{InsecureSkipVerify: true}
+	if err := waitHTTP(ctx, fmt.Sprintf("https://127.0.0.1:%d/healthz", ControllerManagerPort), tlsCfg, 2*time.Minute, p); err != nil {
+		return fmt.Errorf("kube-controller-manager %s: %w (see %s)", version, err, logFile)
+	}
+	return nil
+}
+
+// controllerManagerArgs are the flags of a kube-controller-manager whose
+// --help is help: the admin kubeconfig, no leader election (one instance),
+// only Options.Controllers, serving on 127.0.0.1 only.
+func (cp *ControlPlane) controllerManagerArgs(help kubelet.Help) []string {
+	kc := cp.PKI.Kubeconfig()
+	args := []string{
+		"--kubeconfig=" + kc, "--authentication-kubeconfig=" + kc, "--authorization-kubeconfig=" + kc,
+		"--leader-elect=false", "--controllers=" + cp.opts.Controllers,
+		"--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", ControllerManagerPort),
+		"--cert-dir=" + filepath.Join(cp.opts.Dir, "kcm-certs"),
+	}
+	if help.Flags["port"] {
+		// The insecure port (10252 on every address) until 1.24 removed
+		// the flag: 0 turns it off.
+		args = append(args, "--port=0")
+	}
+	return args
+}
+
+// Stop stops the controller manager, the API server and etcd.
 func (cp *ControlPlane) Stop(ctx context.Context) error {
 	var errs []string
-	for _, p := range []*proc.Process{cp.apiserver, cp.etcd} {
+	for _, p := range []*proc.Process{cp.kcm, cp.apiserver, cp.etcd} {
 		if p == nil {
 			continue
 		}
@@ -153,7 +226,7 @@ func (cp *ControlPlane) Stop(ctx context.Context) error {
 			errs = append(errs, err.Error())
 		}
 	}
-	cp.apiserver, cp.etcd = nil, nil
+	cp.kcm, cp.apiserver, cp.etcd, cp.KCMVersion = nil, nil, nil, ""
 	if len(errs) > 0 {
 		return fmt.Errorf("stopping the control plane: %s", strings.Join(errs, "; "))
 	}

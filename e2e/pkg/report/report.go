@@ -55,6 +55,55 @@ type Run struct {
 	Passed   bool          `json:"passed"`
 	// Verdict says what was asserted and how it went, in one line.
 	Verdict string `json:"verdict"`
+	// Readiness is what the readiness watchers saw across the swap, per
+	// group of pods (API mode; empty: not watched).
+	Readiness []ReadyGroup `json:"readiness,omitempty"`
+}
+
+// ReadyGroup is what the readiness watchers (pods' Ready conditions and the
+// Service's EndpointSlices, through the API) saw across one kubelet swap
+// for a group of pods.
+type ReadyGroup struct {
+	Group string `json:"group"`
+	// PeriodSeconds is the group's readiness probe period.
+	PeriodSeconds int32 `json:"periodSeconds"`
+	// Failing: the probe starts failing right at the swap (the negative
+	// case).
+	Failing bool `json:"failing,omitempty"`
+	// Endpoints: the pods are behind the Service.
+	Endpoints bool           `json:"endpoints"`
+	Pods      []PodReadiness `json:"pods"`
+}
+
+// PodReadiness is one pod across one swap.
+type PodReadiness struct {
+	Pod string `json:"pod"`
+	// Transitions counts Ready -> NotReady in the API.
+	Transitions int `json:"transitions"`
+	// EndpointRemovals counts a ready endpoint becoming not ready or gone.
+	EndpointRemovals int `json:"endpointRemovals"`
+	// LongestGapSeconds is the longest time NotReady; LongestEndpointGapSeconds
+	// the longest without a ready endpoint.
+	LongestGapSeconds         float64 `json:"longestGapSeconds"`
+	LongestEndpointGapSeconds float64 `json:"longestEndpointGapSeconds"`
+	// FirstNotReadySeconds is when the first Ready -> NotReady was seen,
+	// counted from the new kubelet's start (-1: none).
+	FirstNotReadySeconds float64 `json:"firstNotReadySeconds"`
+	ReadyAtEnd           bool    `json:"readyAtEnd"`
+	EndpointReadyAtEnd   bool    `json:"endpointReadyAtEnd"`
+}
+
+// Sum is the group's total: transitions and removals summed, the longest
+// gaps.
+func (g ReadyGroup) Sum() PodReadiness {
+	var s PodReadiness
+	for _, p := range g.Pods {
+		s.Transitions += p.Transitions
+		s.EndpointRemovals += p.EndpointRemovals
+		s.LongestGapSeconds = max(s.LongestGapSeconds, p.LongestGapSeconds)
+		s.LongestEndpointGapSeconds = max(s.LongestEndpointGapSeconds, p.LongestEndpointGapSeconds)
+	}
+	return s
 }
 
 // Check is one extra assertion (genuine change, sweep, ...).
@@ -129,6 +178,7 @@ func (r *Report) Table(w io.Writer) {
 			fmt.Fprintln(w, l)
 		}
 	}
+	r.readinessTable(w)
 	if len(r.Checks) > 0 {
 		fmt.Fprintln(w)
 		fmt.Fprintf(w, "| check | result | detail |\n| --- | --- | --- |\n")
@@ -148,6 +198,33 @@ func (r *Report) Table(w io.Writer) {
 	fmt.Fprintf(w, "e2e %s on the %s provider: %s in %.0fs\n", r.Mode, r.Provider, status, r.WallSeconds)
 	if r.Error != "" {
 		fmt.Fprintf(w, "error: %s\n", r.Error)
+	}
+}
+
+// readinessTable renders the readiness watchers' figures per run and group
+// (nothing when no run has them).
+func (r *Report) readinessTable(w io.Writer) {
+	head := false
+	for _, run := range r.Runs {
+		for _, g := range run.Readiness {
+			if !head {
+				fmt.Fprintln(w)
+				fmt.Fprintf(w, "| step | variant | pods | readiness probe | Ready->NotReady | endpoints removed | longest NotReady (s) | longest without ready endpoint (s) |\n")
+				fmt.Fprintf(w, "| --- | --- | ---: | --- | ---: | ---: | ---: | ---: |\n")
+				head = true
+			}
+			sum := g.Sum()
+			probe := fmt.Sprintf("period %ds", g.PeriodSeconds)
+			if g.Failing {
+				probe += ", fails from the swap on"
+			}
+			removed, gap := "-", "-"
+			if g.Endpoints {
+				removed, gap = fmt.Sprint(sum.EndpointRemovals), fmt.Sprintf("%.1f", sum.LongestEndpointGapSeconds)
+			}
+			fmt.Fprintf(w, "| %s | %s | %d %s | %s | %d | %s | %.1f | %s |\n", run.Step, run.Variant, len(g.Pods), g.Group, probe,
+				sum.Transitions, removed, sum.LongestGapSeconds, gap)
+		}
 	}
 }
 

@@ -553,19 +553,32 @@ func (s *Scenario) waitAdmitted(ctx context.Context, cs kubernetes.Interface, pa
 // waitRejected waits until every pod of expect is Failed with its reason
 // and has no running container.
 func (s *Scenario) waitRejected(ctx context.Context, cs kubernetes.Interface, expect map[string]string, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
+	err := waitUntil(ctx, timeout, 250*time.Millisecond, func() string {
 		why, err := s.rejectedYet(ctx, cs, expect)
 		if err != nil {
-			why = err.Error()
+			return err.Error()
 		}
-		if why == "" {
+		return why
+	})
+	if err != nil && ctx.Err() == nil {
+		return fmt.Errorf("rejections not seen %w", err)
+	}
+	return err
+}
+
+// waitUntil asks why every interval until it says nothing ("": done),
+// for timeout at most; the error then says why not, after how long.
+func waitUntil(ctx context.Context, timeout, every time.Duration, why func() string) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		w := why()
+		if w == "" {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("rejections not seen after %s: %s", timeout, why)
+			return fmt.Errorf("after %s: %s", timeout, w)
 		}
-		if err := ctxtime.Sleep(ctx, 250*time.Millisecond); err != nil {
+		if err := ctxtime.Sleep(ctx, every); err != nil {
 			return err
 		}
 	}
@@ -877,17 +890,28 @@ func logValue(line, key string) string {
 	return ""
 }
 
-// readySample is the pods' Ready conditions as the API showed them at t.
+// readySample is the pods' Ready conditions as the API showed them at t
+// and, with the readiness watchers, whether each pod behind the Service had
+// a ready endpoint in its EndpointSlices.
 type readySample struct {
-	t     time.Time
-	ready map[string]bool
+	t       time.Time
+	ready   map[string]bool
+	serving map[string]bool
 }
 
-// readyWindow is how long a pod's Ready condition was False across the
-// samples, and whether it was Ready at the last one.
+// readyWindow is how long a pod's Ready condition (or endpoint) was False
+// across the samples, how often it went from True to False, its longest
+// False stretch and whether it was True at the last sample.
 type readyWindow struct {
 	NotReadySeconds float64
 	ReadyAtEnd      bool
+	// Drops counts True -> False (a pod or endpoint gone counts as False).
+	Drops int
+	// LongestSeconds is the longest stretch from a sample showing False
+	// to the next showing True (or the last sample).
+	LongestSeconds float64
+	// FirstDrop is when the first drop was seen (zero: none).
+	FirstDrop time.Time
 }
 
 // readyWindows sums, per pod, the time between consecutive samples that
@@ -895,28 +919,46 @@ type readyWindow struct {
 // while the API server is down (its upgrade) there are no samples, and the
 // gap counts as the state seen before it.
 func readyWindows(samples []readySample) map[string]readyWindow {
+	return windowsOf(samples, func(smp readySample) map[string]bool { return smp.ready })
+}
+
+// windowsOf is readyWindows for one map of each sample (ready, serving):
+// every name some sample has, missing from a sample meaning False.
+func windowsOf(samples []readySample, of func(readySample) map[string]bool) map[string]readyWindow {
 	out := map[string]readyWindow{}
 	for _, smp := range samples {
-		for name := range smp.ready {
+		for name := range of(smp) {
 			out[name] = readyWindow{}
 		}
 	}
-	for i := 0; i+1 < len(samples); i++ {
-		d := samples[i+1].t.Sub(samples[i].t).Seconds()
-		for name := range out {
-			if !samples[i].ready[name] {
-				w := out[name]
-				w.NotReadySeconds += d
-				out[name] = w
+	for name := range out {
+		w := out[name]
+		var falseSince time.Time
+		for i, smp := range samples {
+			v := of(smp)[name]
+			if i > 0 && !v && of(samples[i-1])[name] {
+				w.Drops++
+				if w.FirstDrop.IsZero() {
+					w.FirstDrop = smp.t
+				}
+			}
+			if !v && falseSince.IsZero() {
+				falseSince = smp.t
+			}
+			if (v || i == len(samples)-1) && !falseSince.IsZero() {
+				if d := smp.t.Sub(falseSince).Seconds(); d > w.LongestSeconds {
+					w.LongestSeconds = d
+				}
+				falseSince = time.Time{}
+			}
+			if i+1 < len(samples) && !v {
+				w.NotReadySeconds += samples[i+1].t.Sub(smp.t).Seconds()
 			}
 		}
-	}
-	if len(samples) > 0 {
-		last := samples[len(samples)-1]
-		for name, w := range out {
-			w.ReadyAtEnd = last.ready[name]
-			out[name] = w
+		if len(samples) > 0 {
+			w.ReadyAtEnd = of(samples[len(samples)-1])[name]
 		}
+		out[name] = w
 	}
 	return out
 }

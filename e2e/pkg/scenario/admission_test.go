@@ -154,12 +154,12 @@ func TestReadyWindows(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
 	samples := []readySample{
-		{at(0), map[string]bool{"kept": true, "flap": true, "failed": true}},
-		{at(1), map[string]bool{"kept": true, "flap": false, "failed": false}},
+		{t: at(0), ready: map[string]bool{"kept": true, "flap": true, "failed": true}},
+		{t: at(1), ready: map[string]bool{"kept": true, "flap": false, "failed": false}},
 		// the API server is down from 1 to 4: the gap counts as the
 		// state seen at 1
-		{at(4), map[string]bool{"kept": true, "flap": true, "failed": false}},
-		{at(5), map[string]bool{"kept": true, "flap": true}},
+		{t: at(4), ready: map[string]bool{"kept": true, "flap": true, "failed": false}},
+		{t: at(5), ready: map[string]bool{"kept": true, "flap": true}},
 	}
 	w := readyWindows(samples)
 	check := func(name string, secs float64, end bool) {
@@ -177,7 +177,7 @@ func TestReadyWindows(t *testing.T) {
 }
 
 func TestReadinessSummary(t *testing.T) {
-	w := map[string]readyWindow{"a": {1, true}, "b": {3, true}, "sel": {40, false}}
+	w := map[string]readyWindow{"a": {NotReadySeconds: 1, ReadyAtEnd: true}, "b": {NotReadySeconds: 3, ReadyAtEnd: true}, "sel": {NotReadySeconds: 40}}
 	c := readinessSummary("unpatched", []string{"a", "b", "sel"}, map[string]string{"sel": "NodeAffinity"}, w)
 	want := "2 pods Ready again: longest 3.0s, mean 2.0s; never Ready again: 1 (sel (40.0s, rejection NodeAffinity))"
 	if !c.Passed || c.Detail != want {

@@ -10,9 +10,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// startControlPlane starts a fresh etcd and kube-apiserver version and
-// creates the corpus through the API: the namespace, its default service
-// account (no controller-manager runs), the configMap and the pods.
+// startControlPlane starts a fresh etcd and kube-apiserver version (and
+// kube-controller-manager, Options.Readiness) and creates the corpus
+// through the API: the namespace, its default service account (no
+// serviceaccount controller runs), the configMap and the pods, then the
+// readiness Service and pods.
 func (s *Scenario) startControlPlane(ctx context.Context, version string) error {
 	if err := s.cp.Stop(ctx); err != nil {
 		return err
@@ -21,7 +23,11 @@ func (s *Scenario) startControlPlane(ctx context.Context, version string) error 
 	if err := s.cp.Start(ctx, version); err != nil {
 		return err
 	}
-	s.logf("control plane: etcd and kube-apiserver %s ready after %.1fs", version, time.Since(start).Seconds())
+	what := "etcd and kube-apiserver"
+	if s.cp.KCMVersion != "" {
+		what += " and kube-controller-manager (" + readyControllers + ")"
+	}
+	s.logf("control plane: %s %s ready after %.1fs", what, version, time.Since(start).Seconds())
 	cs, err := s.cp.Client()
 	if err != nil {
 		return err
@@ -41,6 +47,9 @@ func (s *Scenario) startControlPlane(ctx context.Context, version string) error 
 		if _, err := cs.CoreV1().Pods(corpus.Namespace).Create(cctx, p.Spec, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("creating pod %s: %w", p.Name, err)
 		}
+	}
+	if s.opts.Readiness {
+		return s.createReadinessWorkloads(cctx, cs)
 	}
 	return nil
 }

@@ -82,7 +82,18 @@ type Options struct {
 	// ResizeWhileOldKubelet or ResizeBetweenKubelets ("": no resize); needs
 	// API and a step to 1.33 or later.
 	ResizePending string
-	Log           io.Writer
+	// Readiness runs kube-controller-manager (its endpointslice
+	// controller), the readiness pods and their Service, and watches every
+	// pod's Ready condition and the Service's EndpointSlices across each
+	// swap (readiness.go); needs API.
+	Readiness bool
+	// ControlPlaneVersion holds kube-apiserver and kube-controller-manager
+	// at this version for every step instead of the step's ("": the
+	// step's, upgraded before the kubelet): for a step whose control plane
+	// the harness cannot build. A kubelet newer than kube-apiserver is
+	// outside upstream's skew policy; the report says so.
+	ControlPlaneVersion string
+	Log                 io.Writer
 }
 
 // Scenario is one e2e run on one node.
@@ -105,9 +116,11 @@ type Scenario struct {
 	nextKubeletArgs []string
 	// helps caches what each kubelet binary's --help lists.
 	helps map[string]*kubelet.Help
-	// extraPods are pods created after the baseline (admission cases);
-	// waitReady covers them with the corpus.
+	// extraPods are pods created besides the corpus (admission cases,
+	// readiness pods); waitReady covers them with the corpus.
 	extraPods []corpus.Pod
+	// readyPods are the readiness pods (Options.Readiness).
+	readyPods []readyPod
 	// plugin is the e2e's device plugin (mode devices), logging to
 	// pluginLog.
 	plugin    *proc.Process
@@ -158,6 +171,25 @@ func (s *Scenario) ControlBaselineBinary(version string) string {
 	return s.Binary(version, false)
 }
 
+// ControllerManager is the harness's kube-controller-manager of a version:
+// the one built as released (the patches change only the kubelet), else
+// the one built with the kubelet.
+func (s *Scenario) ControllerManager(version string) string {
+	p := filepath.Join(s.opts.Output, version+"-unpatched", "kube-controller-manager")
+	if alt := filepath.Join(s.opts.Output, version, "kube-controller-manager"); !fileExists(p) && fileExists(alt) {
+		return alt
+	}
+	return p
+}
+
+// cpVersion is the control plane's version for a step's kubelet version.
+func (s *Scenario) cpVersion(version string) string {
+	if s.opts.ControlPlaneVersion != "" {
+		return s.opts.ControlPlaneVersion
+	}
+	return version
+}
+
 func fileExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
@@ -181,8 +213,15 @@ func Preflight(o Options) error {
 			need[s.Binary(st.To, false)] = true
 		}
 		if o.API {
-			need[s.APIServer(st.From)] = true
-			need[s.APIServer(st.To)] = true
+			need[s.APIServer(s.cpVersion(st.From))] = true
+			need[s.APIServer(s.cpVersion(st.To))] = true
+		}
+		if o.Readiness {
+			need[s.ControllerManager(s.cpVersion(st.From))] = true
+			need[s.ControllerManager(s.cpVersion(st.To))] = true
+			if m := kubelet.Minor(s.cpVersion(st.To)); m < readinessMinMinor {
+				return fmt.Errorf("step %s: the readiness watchers read discovery.k8s.io/v1 EndpointSlices, which kube-apiserver 1.%d does not serve (1.%d+); -readiness=false runs without them", st, m, readinessMinMinor)
+			}
 		}
 	}
 	var missing []string
@@ -234,16 +273,24 @@ func Run(ctx context.Context, o Options, stack *cleanup.Stack, rep *report.Repor
 		return err
 	})
 	if o.API {
-		cp, err := controlplane.New(controlplane.Options{Dir: filepath.Join(o.Root, "controlplane"), LogDir: s.logDir(), APIServer: s.APIServer, Recorder: ln.Journal,
-			FeatureGates: s.featureGates})
+		cpo := controlplane.Options{Dir: filepath.Join(o.Root, "controlplane"), LogDir: s.logDir(), APIServer: s.APIServer, Recorder: ln.Journal,
+			FeatureGates: s.featureGates}
+		if o.Readiness {
+			cpo.ControllerManager, cpo.Controllers = s.ControllerManager, readyControllers
+		}
+		cp, err := controlplane.New(cpo)
 		if err != nil {
 			return err
 		}
 		s.cp = cp
-		stack.Push("stop kube-apiserver and etcd", func(ctx context.Context) error { return cp.Stop(ctx) })
+		stack.Push("stop the control plane", func(ctx context.Context) error { return cp.Stop(ctx) })
 	}
 	stack.Push("stop the kubelet", func(ctx context.Context) error { return s.stopKubelet(ctx) })
 	s.logf("corpus: %d pods, %d containers; node %s; sync frequency %s", len(s.corpus.Pods), s.corpus.Containers(), o.NodeName, o.SyncFrequency)
+	if o.API && o.ControlPlaneVersion != "" {
+		s.check(report.Check{Name: "control plane held at " + o.ControlPlaneVersion + " (-control-plane-version)", Passed: true,
+			Detail: "kube-apiserver and kube-controller-manager " + o.ControlPlaneVersion + " for every step, not upgraded to the step's: a kubelet newer than kube-apiserver is outside upstream's skew policy"})
+	}
 	if o.ResizeGate {
 		s.logf("-resize-gate: InPlacePodVerticalScaling=true on kube-apiserver and kubelet 1.27 .. 1.32 (on by default from 1.33)")
 	}
@@ -473,7 +520,7 @@ func (s *Scenario) baselineOn(ctx context.Context, version string, patched bool)
 		return fmt.Errorf("reset: %w", err)
 	}
 	if s.cp != nil {
-		if err := s.startControlPlane(ctx, version); err != nil {
+		if err := s.startControlPlane(ctx, s.cpVersion(version)); err != nil {
 			return err
 		}
 	} else if err := s.corpus.Write(s.manifestDir()); err != nil {
@@ -489,7 +536,7 @@ func (s *Scenario) baselineOn(ctx context.Context, version string, patched bool)
 	if _, err := s.waitReady(ctx, 4*time.Minute, false); err != nil {
 		return fmt.Errorf("baseline on %s: %w", version, err)
 	}
-	s.logf("baseline on %s: all %d pods ready and serving after %.1fs; checking it is stable", version, len(s.corpus.Pods), time.Since(start).Seconds())
+	s.logf("baseline on %s: all %d pods ready and serving after %.1fs; checking it is stable", version, len(s.pods()), time.Since(start).Seconds())
 	for attempt := 0; ; attempt++ {
 		a, err := s.rt.Take(ctx, corpus.Namespace)
 		if err != nil {
@@ -503,7 +550,7 @@ func (s *Scenario) baselineOn(ctx context.Context, version string, patched bool)
 			return err
 		}
 		d := snapshot.Compare(a, b)
-		if d.Restarts == 0 && d.RecreatedPods == 0 && d.Pods == len(s.corpus.Pods) {
+		if d.Restarts == 0 && d.RecreatedPods == 0 && d.Pods == len(s.pods()) {
 			return nil
 		}
 		if attempt == 3 {
@@ -534,13 +581,27 @@ func (s *Scenario) swap(ctx context.Context, st Step, patched bool, faults []str
 	if err != nil {
 		return nil, err
 	}
-	if s.cp != nil {
+	if s.cp != nil && s.cpVersion(st.To) != s.cp.Version {
 		// As upstream's upgrade order: the control plane first, while the
 		// old kubelet keeps running against it (a supported skew).
 		s.logf("swap %s: upgrading kube-apiserver first (%s -> %s), kubelet %s still running", st, s.cp.Version, st.To, st.From)
 		if err := s.cp.UpgradeAPIServer(ctx, st.To); err != nil {
 			return nil, err
 		}
+	} else if s.cp != nil {
+		s.logf("swap %s: the control plane stays at %s (-control-plane-version)", st, s.cp.Version)
+	}
+	var watch *readyWatch
+	if s.cp != nil && s.opts.Readiness {
+		if watch, err = s.readinessPrepare(ctx); err != nil {
+			return nil, err
+		}
+		// Whatever ends the swap early stops the informers.
+		defer func() {
+			if watch != nil {
+				watch.end()
+			}
+		}()
 	}
 	var pending *pendingResize
 	if s.cp != nil && s.opts.ResizePending == ResizeWhileOldKubelet {
@@ -554,6 +615,17 @@ func (s *Scenario) swap(ctx context.Context, st Step, patched bool, faults []str
 		s.betweenKubelets = func(ctx context.Context) error {
 			s.logf("fault: restarting containerd between the two kubelets")
 			return s.node.RestartContainerd(ctx)
+		}
+	}
+	if watch != nil {
+		fault := s.betweenKubelets
+		s.betweenKubelets = func(ctx context.Context) error {
+			if fault != nil {
+				if err := fault(ctx); err != nil {
+					return err
+				}
+			}
+			return s.failReadinessProbes()
 		}
 	}
 	if s.cp != nil && s.opts.ResizePending == ResizeBetweenKubelets {
@@ -592,6 +664,10 @@ func (s *Scenario) swap(ctx context.Context, st Step, patched bool, faults []str
 	s.logf("swap %s (%s): all pods synced and serving %.1fs after the kubelet started; waiting %s (three sync periods and PLEG relists)", st, variant, run.WindowSeconds, settle)
 	if err := ctxtime.Sleep(ctx, settle); err != nil {
 		return nil, err
+	}
+	if watch != nil {
+		s.readinessObserve(ctx, watch, run, started)
+		watch = nil
 	}
 	if err := s.kubelet.Alive(); err != nil {
 		return nil, err
