@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -13,8 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/corpus"
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/ctxtime"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/genuine"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kubelet"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
@@ -142,65 +140,20 @@ func (r *clusterRun) record(c report.Check) {
 // genuineChange changes the image of the static pod with metadata.uid on
 // the static-pod worker during the compat window, after the patched
 // chain: the patched kubelet must restart that container, and nothing
-// else on the node.
+// else on the node (package genuine, as on the local node).
 func (r *clusterRun) genuineChange(ctx context.Context) error {
 	n := r.staticNode
-	c := report.Check{Name: fmt.Sprintf("%s %s: a genuine change during the compat window restarts exactly that container (image of a static pod)", r.name, n.name)}
-	var target *corpus.Pod
-	for i := range r.statics.Pods {
-		if r.statics.Pods[i].Kind == corpus.KindPinned {
-			target = &r.statics.Pods[i]
-			break
-		}
-	}
-	if target == nil {
-		return fmt.Errorf("the static pods have none of kind %s", corpus.KindPinned)
-	}
-	before, err := snapshotNode(ctx, n)
+	target, err := genuine.Target(r.statics)
 	if err != nil {
 		return err
 	}
 	manifest := path.Join(StaticPodDir, "kc-e2e-"+target.Name+".yaml")
-	changed := target.Spec.DeepCopy()
-	changed.Spec.Containers[0].Image = corpus.BusyboxVariantImage
-	if err := writeManifest(ctx, n, manifest, changed); err != nil {
-		return err
-	}
-	start := time.Now()
-	container := target.Spec.Spec.Containers[0].Name
-	var seen time.Duration
-	err = poll(ctx, 2*time.Minute, func() error {
-		now, err := snapshotNode(ctx, n)
-		if err != nil {
-			return err
-		}
-		if running, ok := now.Running(target.RuntimeName)[container]; !ok || running.Image != corpus.BusyboxVariantImage {
-			return fmt.Errorf("%s does not run %s yet", target.RuntimeName, corpus.BusyboxVariantImage)
-		}
-		seen = time.Since(start)
-		return nil
-	})
-	if err == nil {
-		// Three more sync periods: nothing else may move.
-		err = ctxtime.Sleep(ctx, 3*r.o.SyncFrequency)
-	}
-	var after *snapshot.Snapshot
-	if err == nil {
-		after, err = snapshotNode(ctx, n)
-	}
-	if err != nil {
-		c.Detail = err.Error()
-	} else {
-		d := snapshot.Compare(before, after)
-		running := after.Running(target.RuntimeName)[container]
-		c.Passed = running.Image == corpus.BusyboxVariantImage && d.Restarts == 1 && d.RecreatedPods == 0 &&
-			len(d.RestartedPods) == 1 && d.RestartedPods[0] == target.RuntimeName
-		c.Detail = fmt.Sprintf("%s runs %s %.0fs after the manifest changed; restarts on the node after three more sync periods: %d (%s), pods recreated: %d",
-			target.RuntimeName, running.Image, seen.Seconds(), d.Restarts, strings.Join(d.RestartedPods, " "), d.RecreatedPods)
-	}
-	r.record(c)
-	// Put the manifest back: the node serves the corpus again.
-	return writeManifest(ctx, n, manifest, target.Spec)
+	r.record(genuine.Check(ctx, fmt.Sprintf("%s %s: a genuine change during the compat window restarts exactly that container (image of a static pod)", r.name, n.name), genuine.Node{
+		Take:          func(ctx context.Context) (*snapshot.Snapshot, error) { return snapshotNode(ctx, n) },
+		WriteManifest: func(ctx context.Context, pod *v1.Pod) error { return writeManifest(ctx, n, manifest, pod) },
+		SyncFrequency: r.o.SyncFrequency,
+	}, target))
+	return nil
 }
 
 func writeManifest(ctx context.Context, n *Node, file string, pod *v1.Pod) error {

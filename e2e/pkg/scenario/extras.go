@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
+
+	v1 "k8s.io/api/core/v1"
 
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/corpus"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/ctxtime"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/genuine"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/statuscheck"
@@ -65,72 +67,18 @@ func (s *Scenario) sweepKeeps(ctx context.Context) report.Check {
 
 // genuineChange changes the image of the pod with an explicit UID during
 // the compat window: the patched kubelet must restart that container, and
-// only that one.
+// only that one (package genuine, as on kind).
 func (s *Scenario) genuineChange(ctx context.Context) report.Check {
-	c := report.Check{Name: "a genuine change during the compat window restarts (image of one static pod)"}
-	var target *corpus.Pod
-	for i := range s.corpus.Pods {
-		if s.corpus.Pods[i].Kind == corpus.KindPinned {
-			target = &s.corpus.Pods[i]
-			break
-		}
-	}
-	if target == nil {
-		c.Detail = "the corpus has no pod of kind pinned (needs at least 8 pods)"
-		return c
-	}
-	before, err := s.rt.Take(ctx, corpus.Namespace)
+	name := "a genuine change during the compat window restarts (image of one static pod)"
+	target, err := genuine.Target(s.corpus)
 	if err != nil {
-		c.Detail = err.Error()
-		return c
+		return report.Check{Name: name, Detail: err.Error()}
 	}
-	changed := target.Spec.DeepCopy()
-	changed.Spec.Containers[0].Image = corpus.BusyboxVariantImage
-	if err := corpus.WritePod(s.manifestDir(), changed); err != nil {
-		c.Detail = err.Error()
-		return c
-	}
-	start := time.Now()
-	var after *snapshot.Snapshot
-	seen := time.Duration(0)
-	for time.Since(start) < 2*time.Minute {
-		if err := ctxtime.Sleep(ctx, time.Second); err != nil {
-			c.Detail = err.Error()
-			return c
-		}
-		after, err = s.rt.Take(ctx, corpus.Namespace)
-		if err != nil {
-			continue
-		}
-		if running, ok := after.Running(target.RuntimeName)["httpd"]; ok && running.Image == corpus.BusyboxVariantImage {
-			seen = time.Since(start)
-			break
-		}
-	}
-	if after == nil {
-		c.Detail = "no snapshot after the change"
-		return c
-	}
-	// Let the kubelet run three more sync periods: nothing else may move.
-	if err := ctxtime.Sleep(ctx, 3*s.opts.SyncFrequency); err != nil {
-		c.Detail = err.Error()
-		return c
-	}
-	after, err = s.rt.Take(ctx, corpus.Namespace)
-	if err != nil {
-		c.Detail = err.Error()
-		return c
-	}
-	d := snapshot.Compare(before, after)
-	running := after.Running(target.RuntimeName)["httpd"]
-	c.Passed = running.Image == corpus.BusyboxVariantImage && d.Restarts == 1 && len(d.RestartedPods) == 1 && d.RestartedPods[0] == target.RuntimeName
-	c.Detail = fmt.Sprintf("%s runs %s %.0fs after the manifest changed; restarts on the node after three more sync periods: %d (%s), pods recreated: %d",
-		target.RuntimeName, running.Image, seen.Seconds(), d.Restarts, strings.Join(d.RestartedPods, " "), d.RecreatedPods)
-	// Put the manifest back so that later runs start from the corpus.
-	if err := corpus.WritePod(s.manifestDir(), target.Spec); err != nil {
-		c.Passed, c.Detail = false, c.Detail+"; restoring the manifest: "+err.Error()
-	}
-	return c
+	return genuine.Check(ctx, name, genuine.Node{
+		Take:          func(ctx context.Context) (*snapshot.Snapshot, error) { return s.rt.Take(ctx, corpus.Namespace) },
+		WriteManifest: func(_ context.Context, pod *v1.Pod) error { return corpus.WritePod(s.manifestDir(), pod) },
+		SyncFrequency: s.opts.SyncFrequency,
+	}, target)
 }
 
 // sweepDeletesWhenLegacyGone removes every pod (the legacy containers go
