@@ -309,7 +309,8 @@ type systemctlFake struct {
 
 // newSystemctlFake writes one. after holds shell code per verb (stop, start,
 // daemon-reload), run after the state changed: "exit 1" fails the call,
-// "pause" marks it (see paused) and sleeps.
+// "pause" marks it (see paused) and waits until the test releases it
+// (paused() + ".release", at most 20 s).
 func newSystemctlFake(t *testing.T, active bool, after map[string]string) *systemctlFake {
 	t.Helper()
 	dir := t.TempDir()
@@ -317,7 +318,7 @@ func newSystemctlFake(t *testing.T, active bool, after map[string]string) *syste
 	f.setActive(t, active)
 	script := fmt.Sprintf(`#!/bin/sh
 LOG=%q STATE=%q MARK=%q
-pause() { : >"$MARK"; sleep 1; }
+pause() { : >"$MARK"; n=0; while [ ! -e "$MARK.release" ] && [ $n -lt 400 ]; do sleep 0.05; n=$((n+1)); done; }
 printf '%%s|' "$*" >>"$LOG"
 case "$1" in
 is-active) [ "$(cat "$STATE")" = active ]; exit ;;
@@ -479,7 +480,7 @@ func TestSelectKubeletAfterSignalsAndErrors(t *testing.T) {
 			systemctl := newSystemctlFake(t, true, tc.systemctl)
 			path := systemctl.dir
 			if tc.slowLn {
-				path += ":" + fakeCommands(t, map[string]string{"ln": fmt.Sprintf("\"$REAL_LN\" \"$@\" || exit\n: >%q\nsleep 1\n", systemctl.paused())})
+				path += ":" + fakeCommands(t, map[string]string{"ln": fmt.Sprintf("\"$REAL_LN\" \"$@\" || exit\n: >%[1]q\nn=0\nwhile [ ! -e %[1]q.release ] && [ $n -lt 400 ]; do sleep 0.05; n=$((n+1)); done\n", systemctl.paused())})
 			}
 			cmd := exec.Command("bash", nodeScript(t, root), "--restart-kubelet", "stage2", "1.19.16")
 			cmd.Env = append(os.Environ(), "PATH="+path+":"+os.Getenv("PATH"))
@@ -495,6 +496,9 @@ func TestSelectKubeletAfterSignalsAndErrors(t *testing.T) {
 					pid = -pid
 				}
 				assert.NilError(t, syscall.Kill(pid, tc.signal))
+				// The paused command goes on only now: the signal is
+				// delivered while it runs, however loaded the machine.
+				assert.NilError(t, os.WriteFile(systemctl.paused()+".release", nil, 0o644))
 			}
 			err := cmd.Wait()
 			code := 0
