@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -435,6 +436,13 @@ func TestSelectRestartsKubelet(t *testing.T) {
 // (^C, hang-up). Either way systemd finishes the job that systemctl asked
 // for, which the fake models by changing its state first.
 func TestSelectKubeletAfterSignalsAndErrors(t *testing.T) {
+	// Started under nohup, this process ignores SIGHUP and its children
+	// would too (bash cannot trap a signal ignored on entry): catch it
+	// here, so that the script starts with the default disposition, as
+	// under an operator's shell.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	t.Cleanup(func() { signal.Stop(hup) }) // after the parallel subtests
 	for _, tc := range []struct {
 		name       string
 		systemctl  map[string]string // shell run after each verb's state change
