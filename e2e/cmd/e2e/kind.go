@@ -49,7 +49,7 @@ func runKind(k kindRun, rep *report.Report, stack *cleanup.Stack, stdout, stderr
 	}
 	versions, unpatched := plan.Versions(steps, k.controls || k.mode == "images")
 	if k.mode == "images" {
-		fmt.Fprintf(stdout, "e2e images: kind images of %s (unpatched RPMs of %s)\n", strings.Join(versions, ", "), strings.Join(unpatched, ", "))
+		fmt.Fprintf(stdout, "e2e images: kind images of %s (unpatched packages of %s)\n", strings.Join(versions, ", "), strings.Join(unpatched, ", "))
 	} else {
 		fmt.Fprintf(stdout, "e2e %s: %s, kind provider (1 control-plane node, 2 workers per cluster), state in %s\n", k.mode, strings.Join(names, ", "), k.root)
 	}
