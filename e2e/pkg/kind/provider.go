@@ -112,7 +112,7 @@ func Up(ctx context.Context, opts Options, stack *cleanup.Stack) (*Provider, err
 		return nil, fmt.Errorf("the kind provider reads the nodes' runtimes through /proc/<pid>/root: run as root")
 	}
 	// Every program the provider and its image builder run (the docker
-	// CLI, debootstrap, rpmbuild for the node RPMs, ...), before anything.
+	// CLI, debootstrap, dpkg-deb for the node packages, ...), before anything.
 	if err := hostdeps.Ensure(ctx, opts.Log, hostdeps.Kind); err != nil {
 		return nil, err
 	}
