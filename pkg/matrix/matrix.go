@@ -201,6 +201,27 @@ func expandSets(f *file, names []string) []string {
 	return out
 }
 
+// Releases expands the set names in names and turns minors ("1.21") into
+// their rows' releases ("1.21.14"); releases are kept as they are.
+func Releases(names []string) ([]string, error) {
+	expanded, err := ExpandSets(names)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, n := range expanded {
+		if strings.Count(strings.TrimPrefix(n, "v"), ".") == 1 {
+			row, err := Lookup(n)
+			if err != nil {
+				return nil, err
+			}
+			n = row.Kubernetes
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
 // Load returns the embedded matrix.
 func Load() ([]Row, error) { return Parse(matrixJSON) }
 

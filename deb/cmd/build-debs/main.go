@@ -47,7 +47,7 @@ func run() error {
 		return fmt.Errorf("unexpected arguments %q", flag.Args())
 	}
 	var err error
-	if cfg.Versions, err = releases(strings.FieldsFunc(versions, func(r rune) bool { return r == ',' || r == ' ' })); err != nil {
+	if cfg.Versions, err = matrix.Releases(strings.FieldsFunc(versions, func(r rune) bool { return r == ',' || r == ' ' })); err != nil {
 		return err
 	}
 	if epoch == "" {
@@ -76,25 +76,4 @@ func run() error {
 	}
 	fmt.Printf("built %d .debs into %s in %s (SOURCE_DATE_EPOCH=%d)\n", len(built), cfg.OutputDir, time.Since(start).Round(time.Millisecond), cfg.SourceDateEpoch)
 	return nil
-}
-
-// releases expands the matrix's set names and minors in names to releases,
-// as build-rpms does.
-func releases(names []string) ([]string, error) {
-	expanded, err := matrix.ExpandSets(names)
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, n := range expanded {
-		if strings.Count(strings.TrimPrefix(n, "v"), ".") == 1 {
-			row, err := matrix.Lookup(n)
-			if err != nil {
-				return nil, err
-			}
-			n = row.Kubernetes
-		}
-		out = append(out, n)
-	}
-	return out, nil
 }

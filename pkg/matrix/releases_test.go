@@ -1,4 +1,4 @@
-package main
+package matrix_test
 
 import (
 	"testing"
@@ -23,7 +23,7 @@ func TestReleases(t *testing.T) {
 		{names: []string{"1.21.99"}, want: []string{"1.21.99"}},
 		{names: []string{"1.99"}, wantErr: `kubernetes "1.99" is not in pkg/matrix/matrix.json`},
 	} {
-		got, err := releases(tc.names)
+		got, err := matrix.Releases(tc.names)
 		if tc.wantErr != "" {
 			assert.Error(t, err, tc.wantErr)
 			continue
@@ -39,7 +39,7 @@ func TestReleases(t *testing.T) {
 			buildRows = append(buildRows, r.Kubernetes)
 		}
 	}
-	all, err := releases([]string{"all"})
+	all, err := matrix.Releases([]string{"all"})
 	assert.NilError(t, err)
 	assert.Check(t, is.DeepEqual(all, buildRows))
 }
