@@ -46,6 +46,9 @@ func (r *clusterRun) swap(ctx context.Context, n *Node, k node.Kubelet) error {
 	}
 	switch fault {
 	case faultContainerdRestart:
+		if err := n.CheckStaged(ctx, k); err != nil {
+			return err
+		}
 		r.logf("%s: fault: %s", n.name, fault)
 		steps := [][]string{
 			{"systemctl", "stop", "kubelet"},

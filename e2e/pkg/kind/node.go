@@ -90,6 +90,18 @@ func (n *Node) containerdSocket(pid int) string {
 // The build must have been staged (rpm installed): the installed binary
 // must be patched or not as k says.
 func (n *Node) SwapKubelet(ctx context.Context, k node.Kubelet) error {
+	if err := n.CheckStaged(ctx, k); err != nil {
+		return err
+	}
+	if _, err := n.Exec(ctx, nil, "kubernetes-select", "--restart-kubelet", "stage2", k.Version); err != nil {
+		return fmt.Errorf("%s: kubernetes-select stage2 %s: %w", n.name, k.Version, err)
+	}
+	return n.waitKubeletActive(ctx)
+}
+
+// CheckStaged checks that k's kubelet is installed on the node and is
+// patched or not as k says.
+func (n *Node) CheckStaged(ctx context.Context, k node.Kubelet) error {
 	bin := "/usr/local/kubernetes/" + k.Version + "/stage2/usr/bin/kubelet"
 	out, err := n.Exec(ctx, nil, bin, "--version")
 	if err != nil {
@@ -99,10 +111,7 @@ func (n *Node) SwapKubelet(ctx context.Context, k node.Kubelet) error {
 	if patched := strings.Contains(got, "+compat."); patched != k.Patched {
 		return fmt.Errorf("%s: %s says %q, want %s", n.name, bin, got, k)
 	}
-	if _, err := n.Exec(ctx, nil, "kubernetes-select", "--restart-kubelet", "stage2", k.Version); err != nil {
-		return fmt.Errorf("%s: kubernetes-select stage2 %s: %w", n.name, k.Version, err)
-	}
-	return n.waitKubeletActive(ctx)
+	return nil
 }
 
 // waitKubeletActive waits until systemd reports the kubelet active.

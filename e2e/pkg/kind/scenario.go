@@ -567,23 +567,15 @@ func (r *clusterRun) upgradeNode(ctx context.Context, n *Node) error {
 	if err != nil {
 		return err
 	}
-	if _, err := r.execLogged(ctx, n, "status-"+r.step.To, "kubelet-compat", "status", "--kubeconfig", "/etc/kubernetes/kubelet.conf"); err != nil {
-		r.logf("%s: kubelet-compat status: %v", n.name, err)
-	}
+	// What the operator reads (with the API pods' specs through the
+	// kubelet's credentials, as on a kubeadm node) must say what the
+	// patched kubelet did: every legacy container kept (on a step that
+	// changes every hash, each container the node ran is one).
+	status, statusErr := n.Exec(ctx, nil, "kubelet-compat", "status", "-o", "json", "--kubeconfig", "/etc/kubernetes/kubelet.conf")
+	r.nodeLog(n, "status-"+r.step.To, status)
 	if r.patched {
-		// What the operator reads must say what the kubelet did: every
-		// legacy container kept (on a step that changes every hash, each
-		// container the node ran is one).
-		// The API pods' specs through the kubelet's credentials, as an
-		// operator of a kubeadm node gives them.
-		out, err := n.Exec(ctx, nil, "kubelet-compat", "status", "-o", "json", "--kubeconfig", "/etc/kubernetes/kubelet.conf")
-		r.nodeLog(n, "status-json-"+r.step.To, out)
 		from, to := kubelet.Minor(r.step.From), kubelet.Minor(r.step.To)
-		check := statuscheck.Check(fmt.Sprintf("%s %s %s: kubelet-compat status keeps what the kubelet kept", r.name, n.name, r.step), out, err, crossesNameImageHash(from, to))
-		r.rep.Checks = append(r.rep.Checks, check)
-		if !check.Passed {
-			r.failures = append(r.failures, check.Name+": "+check.Detail)
-		}
+		r.record(statuscheck.Check(fmt.Sprintf("%s %s %s: kubelet-compat status keeps what the kubelet kept", r.name, n.name, r.step), status, statusErr, crossesNameImageHash(from, to)))
 	}
 	kept := 0
 	if out, err := n.Exec(ctx, nil, "journalctl", "-u", "kubelet", "--since", "@"+fmt.Sprint(start.Unix()), "-o", "cat", "--no-pager"); err == nil {
