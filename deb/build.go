@@ -92,31 +92,8 @@ func (c *Config) setDefaults() {
 }
 
 func (c *Config) validate() error {
-	if c.OutputDir == "" {
-		return errors.New("no output directory")
-	}
-	if c.SourceDateEpoch <= 0 {
-		return errors.New("SOURCE_DATE_EPOCH must be set (seconds since 1970) for reproducible packages")
-	}
-	seen := map[string]bool{}
-	for _, v := range c.Versions {
-		if err := layout.CheckVersion(v); err != nil {
-			return err
-		}
-		if seen[v] {
-			return fmt.Errorf("version %s given twice", v)
-		}
-		seen[v] = true
-	}
-	if len(c.Versions) > 0 {
-		if c.InputDir == "" {
-			return errors.New("no input directory")
-		}
-		if err := layout.CheckExecutable(c.KubeletCompat); err != nil {
-			return fmt.Errorf("kubelet-compat CLI: %w", err)
-		}
-	}
-	return nil
+	return layout.CheckBuild(layout.BuildRequest{What: "packages", OutputDir: c.OutputDir, InputDir: c.InputDir,
+		KubeletCompat: c.KubeletCompat, SourceDateEpoch: c.SourceDateEpoch, Versions: c.Versions})
 }
 
 // Shipped returns a file of files/ as the .debs ship it: the kubelet's

@@ -24,6 +24,49 @@ func CheckVersion(v string) error {
 	return nil
 }
 
+// BuildRequest is what either format's build is asked for, checked by
+// CheckBuild before anything is made.
+type BuildRequest struct {
+	// What names the packages in messages ("RPMs", "packages").
+	What            string
+	OutputDir       string
+	InputDir        string
+	KubeletCompat   string
+	SourceDateEpoch int64
+	Versions        []string
+}
+
+// CheckBuild refuses a request no format can build reproducibly: no output
+// directory, no SOURCE_DATE_EPOCH, an invalid or repeated version, and for
+// versioned packages no input directory or no kubelet-compat CLI.
+func CheckBuild(r BuildRequest) error {
+	if r.OutputDir == "" {
+		return errors.New("no output directory")
+	}
+	if r.SourceDateEpoch <= 0 {
+		return fmt.Errorf("SOURCE_DATE_EPOCH must be set (seconds since 1970) for reproducible %s", r.What)
+	}
+	seen := map[string]bool{}
+	for _, v := range r.Versions {
+		if err := CheckVersion(v); err != nil {
+			return err
+		}
+		if seen[v] {
+			return fmt.Errorf("version %s given twice", v)
+		}
+		seen[v] = true
+	}
+	if len(r.Versions) > 0 {
+		if r.InputDir == "" {
+			return errors.New("no input directory")
+		}
+		if err := CheckExecutable(r.KubeletCompat); err != nil {
+			return fmt.Errorf("kubelet-compat CLI: %w", err)
+		}
+	}
+	return nil
+}
+
 // ReportsVersion tells whether a binary's version output names exactly v
 // ("v1.21.14", not "v1.21.140"), to catch binaries of the wrong version.
 func ReportsVersion(output []byte, v string) bool {
