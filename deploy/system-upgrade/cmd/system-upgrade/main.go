@@ -19,9 +19,9 @@ import (
 	"syscall"
 
 	systemupgrade "github.com/kubelet-compat/kubelet-compat/deploy/system-upgrade"
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/images"
 	"github.com/kubelet-compat/kubelet-compat/pkg/cachedir"
 	"github.com/kubelet-compat/kubelet-compat/pkg/hostdeps"
+	"github.com/kubelet-compat/kubelet-compat/pkg/images"
 )
 
 func main() {
