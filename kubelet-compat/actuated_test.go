@@ -23,7 +23,7 @@ func TestActuatedAsAllocated(t *testing.T) {
 		{name: "unlisted container", previous: "v1.32.13", containerID: "c9"},
 		{name: "empty container ID", previous: "v1.32.13", containerID: ""},
 		{name: "no file", containerID: "c1"},
-		{name: "ignored file", previous: "v1.34.0", containerID: "c1"},
+		{name: "rollback file", previous: "v1.34.0", containerID: "c1", want: true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var f *File

@@ -102,7 +102,7 @@ func TestAdmitDespite(t *testing.T) {
 		{name: "new pod", previous: "v1.20.15", pod: startedPod("u1", ""), reason: "NodeAffinity"},
 		{name: "empty container ID", previous: "v1.20.15", pod: startedPod("u1", ""), rt: runs(""), reason: "NodeAffinity"},
 		{name: "no file", pod: startedPod("u1", ""), rt: runs("c1"), reason: "NodeAffinity"},
-		{name: "ignored file", previous: "v1.22.0", pod: startedPod("u1", ""), rt: runs("c1"), reason: "NodeAffinity"},
+		{name: "rollback file", previous: "v1.22.0", pod: startedPod("u1", ""), rt: runs("c1"), reason: "NodeAffinity", want: true, wantWhy: "lists it"},
 		{name: "nil pod", previous: "v1.20.15", rt: runs("c1"), reason: "NodeAffinity"},
 		{name: "pod without UID", previous: "v1.20.15", pod: startedPod("", ""), rt: runs("c1"), reason: "NodeAffinity"},
 	} {

@@ -323,10 +323,10 @@ func TestStaticPodUID(t *testing.T) {
 		t.Error("StaticPodUID(unrecorded manifest) returned a UID")
 	}
 
-	inactive := newNode(t)
-	inactive.record("v1.22.0", StaticPod{ManifestPath: path, SHA256: sum, UID: "recorded-uid"})
-	if _, ok := inactive.compat("v1.21.14", time.Hour).StaticPodUID(path, manifest); ok {
-		t.Error("an ignored file (previous newer than the kubelet) returned a UID")
+	rollback := newNode(t)
+	rollback.record("v1.22.0", StaticPod{ManifestPath: path, SHA256: sum, UID: "recorded-uid"})
+	if uid, ok := rollback.compat("v1.21.14", time.Hour).StaticPodUID(path, manifest); !ok || uid != "recorded-uid" {
+		t.Errorf("a rollback file (recorded by a newer kubelet): StaticPodUID = %q, %v, want the recorded UID", uid, ok)
 	}
 }
 

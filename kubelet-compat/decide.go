@@ -14,14 +14,14 @@ type FileState int
 const (
 	// FileAbsent: there is no file; the kubelet behaves as upstream.
 	FileAbsent FileState = iota
-	// FileIgnored: the file is bad, or records a kubelet newer than this
-	// one; the kubelet behaves as upstream.
+	// FileIgnored: the file is bad; the kubelet behaves as upstream.
 	FileIgnored
 	// FilePending: the file records this kubelet's own version: record ran
 	// and the swap has not happened yet (or record ran twice). What it lists
 	// from earlier upgrades is still kept.
 	FilePending
-	// FileActive: the file records an older kubelet.
+	// FileActive: the file records an older kubelet (an upgrade), or a
+	// newer one (a rollback: Rollback reports it).
 	FileActive
 )
 
@@ -50,6 +50,7 @@ type Decider struct {
 	state      FileState
 	reason     string
 	containers map[string]Version   // hash version by container ID
+	specs      map[string]string    // recorded spec hash by container ID
 	pods       map[string]StaticPod // by manifest path
 	uids       map[string]bool      // static pod UIDs
 }
@@ -63,18 +64,21 @@ func NewDecider(f *File, own Version, start time.Time) *Decider {
 		return d
 	}
 	prev, _ := ParseVersion(f.PreviousVersion) // validated by Parse
-	switch {
-	case own.LessThan(prev):
-		d.state, d.reason = FileIgnored, fmt.Sprintf("previous version %s is newer than this kubelet %s", prev, own)
-		return d
-	case !prev.LessThan(own):
+	switch prev.Compare(own) {
+	case 0:
 		d.state, d.reason = FilePending, fmt.Sprintf("recorded for this kubelet's own version %s: the swap it was recorded for has not happened yet", own)
+	case 1:
+		d.state, d.reason = FileActive, fmt.Sprintf("rollback: recorded by the newer kubelet %s", prev)
 	default:
 		d.state = FileActive
 	}
 	d.containers = make(map[string]Version, len(f.Containers))
+	d.specs = make(map[string]string, len(f.Containers))
 	for _, c := range f.Containers {
 		d.containers[c.ID], _ = ParseVersion(c.HashVersion) // validated by Parse
+		if c.SpecHash != "" {
+			d.specs[c.ID] = c.SpecHash
+		}
 	}
 	d.pods = make(map[string]StaticPod, len(f.StaticPods))
 	d.uids = make(map[string]bool, len(f.StaticPods))
@@ -95,11 +99,21 @@ func (d *Decider) InForce() bool { return d.state == FileActive || d.state == Fi
 // File is the compat file decided on, nil when there is none.
 func (d *Decider) File() *File { return d.file }
 
-// LegacyHashVersion returns the older kubelet whose hash the file says a
-// container carries: only such a container can be kept through the file.
+// Rollback reports whether the file in force was recorded by a newer kubelet.
+func (d *Decider) Rollback() bool {
+	if !d.InForce() {
+		return false
+	}
+	prev, _ := ParseVersion(d.file.PreviousVersion) // validated by Parse
+	return d.own.LessThan(prev)
+}
+
+// LegacyHashVersion returns the other kubelet (older, or newer after a
+// rollback) whose hash the file says a container carries: only such a
+// container can be kept through the file.
 func (d *Decider) LegacyHashVersion(containerID string) (Version, bool) {
 	v, ok := d.containers[containerID]
-	if !ok || !d.InForce() || !v.LessThan(d.own) {
+	if !ok || !d.InForce() || v.Compare(d.own) == 0 {
 		return Version{}, false
 	}
 	return v, true
@@ -119,9 +133,10 @@ func (d *Decider) Decide(container *v1.Container, running RunningContainer) Deci
 
 // KeepChanged is for a container whose stored hash differs from the running
 // kubelet's own: it is kept only when the compat file is in force, lists the
-// container (it ran when the file was recorded) with an older kubelet's
+// container (it ran when the file was recorded) with another kubelet's
 // hash, the container was created before this kubelet started, and its
-// stored hash is what that older kubelet computes for the current spec. A
+// stored hash is what that kubelet computes for the current spec (for a
+// newer kubelet, see keepNewer). A
 // container created after the file was recorded is never kept this way,
 // whatever the clocks say and however often the kubelet restarts.
 func (d *Decider) KeepChanged(container *v1.Container, running RunningContainer) Decision {
@@ -135,8 +150,11 @@ func (d *Decider) KeepChanged(container *v1.Container, running RunningContainer)
 	if running.CreatedAt.IsZero() || !running.CreatedAt.Before(d.start) {
 		return Decision{Reason: "definition changed (created by this kubelet)"}
 	}
-	if !creator.LessThan(d.own) {
-		return Decision{Reason: fmt.Sprintf("definition changed (it carries the hash of %s, not of an older kubelet)", creator)}
+	switch creator.Compare(d.own) {
+	case 0:
+		return Decision{Reason: fmt.Sprintf("definition changed (it carries the hash of %s, this kubelet's own)", creator)}
+	case 1:
+		return d.keepNewer(container, running, creator)
 	}
 	if EraOf(creator) == EraGoStruct {
 		return keepByAge(container, running, creator)
@@ -150,6 +168,45 @@ func (d *Decider) KeepChanged(container *v1.Container, running RunningContainer)
 		return Decision{Keep: true, viaFile: true, Reason: fmt.Sprintf("kept: stored hash %x is what %s computes for the current spec", legacy, creator)}
 	}
 	return Decision{Reason: fmt.Sprintf("definition changed (stored hash %x is neither this kubelet's nor %s's %x)", running.Hash, creator, legacy)}
+}
+
+// keepNewer is KeepChanged after a rollback: the container carries the hash
+// of the newer kubelet that recorded the file. It is kept when that hash is
+// what the newer kubelet computes for the spec as this kubelet reads it
+// (fields this kubelet does not know are not in its types). A {name, image}
+// hash (1.31 on) covers nothing else, so then the spec must also hash as
+// record found it: a container that sets a field this kubelet does not know,
+// or changed, restarts.
+func (d *Decider) keepNewer(container *v1.Container, running RunningContainer, creator Version) Decision {
+	var stored uint64
+	var err error
+	if EraOf(creator) == EraJSON {
+		stored, err = specHashAs(creator, d.own, container)
+	} else {
+		stored, err = ContainerHash(creator, container)
+	}
+	if err != nil {
+		return Decision{Reason: "definition changed (" + err.Error() + ")",
+			note: &logNote{key: "hash " + err.Error(), msg: "Container hash of a recorded kubelet not reproduced; containers restart as upstream does", kv: []interface{}{"err", err}}}
+	}
+	if stored != running.Hash {
+		return Decision{Reason: fmt.Sprintf("definition changed (stored hash %x is neither this kubelet's nor %s's %x)", running.Hash, creator, stored)}
+	}
+	if EraOf(creator) == EraJSON {
+		return Decision{Keep: true, viaFile: true, Reason: fmt.Sprintf("kept: stored hash %x is what the newer %s computes for the current spec (rollback)", stored, creator)}
+	}
+	recorded, ok := d.specs[running.ID]
+	if !ok {
+		return Decision{Reason: fmt.Sprintf("definition changed (rollback: the compat file records no spec of it, so fields %s knows and this kubelet does not cannot be ruled out)", creator)}
+	}
+	spec, err := specHashAs(creator, d.own, container)
+	if err != nil {
+		return Decision{Reason: "definition changed (" + err.Error() + ")"}
+	}
+	if FormatSpecHash(spec) != recorded {
+		return Decision{Reason: fmt.Sprintf("definition changed (rollback: its spec as this kubelet reads it is not the spec recorded under %s: it changed, or sets fields this kubelet does not know)", creator)}
+	}
+	return Decision{Keep: true, viaFile: true, Reason: fmt.Sprintf("kept: stored hash %x is what the newer %s computes, and the spec is the one recorded (rollback)", stored, creator)}
 }
 
 // keepByAge is the rule for containers of kubelets (<= 1.15) whose hash is

@@ -60,6 +60,14 @@ type Container struct {
 	// PreviousVersion for a container that kubelet created (or accepted as
 	// its own), an older version for one kept through earlier upgrades.
 	HashVersion string `json:"hashVersion"`
+	// SpecHash is the container's spec as record found it: SpecHash of
+	// HashVersion, 16 lowercase hex digits; empty when record found no
+	// spec. Only a rollback reads it: a kubelet older than HashVersion,
+	// whose hash does not cover the spec ({name, image} from 1.31), keeps
+	// the container only when its own reading of the spec hashes the same,
+	// so a container that sets a field the older kubelet does not know
+	// restarts.
+	SpecHash string `json:"specHash,omitempty"`
 }
 
 // StaticPod ties a manifest, as it was when recorded, to the UID its pod ran under.
@@ -155,6 +163,9 @@ func validateContainers(containers []Container, prev Version) error {
 		if prev.LessThan(v) {
 			return fmt.Errorf("containers[%d]: hashVersion %s is newer than previousVersion %s", i, v, prev)
 		}
+		if c.SpecHash != "" && !isHex(c.SpecHash, 16) {
+			return fmt.Errorf("containers[%d]: specHash %q is not 16 lowercase hex digits", i, truncate(c.SpecHash))
+		}
 	}
 	return nil
 }
@@ -209,8 +220,11 @@ func truncate(s string) string {
 	return s
 }
 
-func isSHA256Hex(s string) bool {
-	if len(s) != 64 {
+func isSHA256Hex(s string) bool { return isHex(s, 64) }
+
+// isHex reports whether s is n lowercase hex digits.
+func isHex(s string, n int) bool {
+	if len(s) != n {
 		return false
 	}
 	for _, r := range s {

@@ -115,6 +115,44 @@ func (h *containerHashes) of(v Version) (uint64, error) {
 	return 0, fmt.Errorf("no container hash known for %s (newest known minor is 1.%d)", v, lastKnownMinor)
 }
 
+// SpecHash returns the hash of the container's JSON in the v1.Container
+// layout of kubelet v (1.16 .. 1.37), as JSON-era kubelets hash it: the
+// container hash itself up to 1.30, and from 1.31 the whole spec that the
+// {name, image} hash leaves out. record writes it into the compat file
+// (FormatSpecHash) so that an older kubelet can tell a container it reads
+// the same spec of from one that changed or sets fields it does not know.
+func SpecHash(v Version, container *v1.Container) (uint64, error) {
+	return specHashAs(v, v, container)
+}
+
+// FormatSpecHash is how the compat file writes a SpecHash.
+func FormatSpecHash(h uint64) string { return fmt.Sprintf("%016x", h) }
+
+// specHashAs is SpecHash of v for the container as a kubelet reader decodes
+// it: the fields reader's v1.Container lacks are dropped first. In a kubelet
+// reader that is what its own types did already; the CLI predicts with it.
+func specHashAs(v, reader Version, container *v1.Container) (uint64, error) {
+	for _, m := range []Version{v, reader} {
+		if m.Major != 1 || m.Minor < firstJSONMinor || m.Minor > lastKnownMinor {
+			return 0, fmt.Errorf("no v1.Container layout known for %s", m)
+		}
+	}
+	data, err := json.Marshal(container)
+	if err != nil {
+		return 0, err
+	}
+	for _, minor := range []int{reader.Minor, v.Minor} {
+		s, err := schemaFor(minor)
+		if err != nil {
+			return 0, err
+		}
+		if data, err = s.prune(data); err != nil {
+			return 0, fmt.Errorf("reproducing the JSON of 1.%d: %v", minor, err)
+		}
+	}
+	return hashJSON(data), nil
+}
+
 type schemaField struct {
 	name   string
 	always bool   // written by encoding/json even when empty

@@ -1,7 +1,6 @@
 package app
 
 import (
-	"context"
 	"fmt"
 	"sort"
 
@@ -124,22 +123,15 @@ func recordedContainers(containers []cri.Container, hist *compatHistory, running
 	return out, inferred
 }
 
-// hashVersionInference loads the pod specs of the node (only needed when
-// the replaced file lists no containers) and returns the inference for one
-// container, with the kubelets the replaced file names as candidates.
-func (o *nodeOptions) hashVersionInference(ctx context.Context, node string, st *nodeState, hist *compatHistory, running kubeletcompat.Version) (func(cri.Container) inference, error) {
-	idx, err := o.loadSpecs(ctx, node)
-	if err != nil {
-		return nil, err
-	}
+// hashVersionInference returns the inference for one container from the
+// node's pod specs, with the kubelets the replaced file names as
+// candidates.
+func (o *nodeOptions) hashVersionInference(idx *specIndex, st *nodeState, hist *compatHistory, running kubeletcompat.Version) func(cri.Container) inference {
 	var named []kubeletcompat.Version
 	if hist != nil {
 		named = hist.versions
 	}
-	noSpec := "API pods need --kubeconfig"
-	if o.kubeconfig != "" {
-		noSpec = "neither in " + o.manifestDir + " nor on the API server"
-	}
+	noSpec := o.noSpecWhere()
 	return func(c cri.Container) inference {
 		var spec *v1.Container
 		var source string
@@ -148,7 +140,48 @@ func (o *nodeOptions) hashVersionInference(ctx context.Context, node string, st 
 			source = ps.source
 		}
 		return inferHashVersion(c, spec, source, noSpec, running, named)
-	}, nil
+	}
+}
+
+// noSpecWhere says where record looked for pod specs.
+func (o *nodeOptions) noSpecWhere() string {
+	if o.kubeconfig != "" {
+		return "neither in " + o.manifestDir + " nor on the API server"
+	}
+	return "API pods need --kubeconfig"
+}
+
+// recordSpecHashes sets the specHash of every container that carries a
+// {name, image} hash (1.31 on), whose hash says nothing else about its
+// spec: an older kubelet keeps it after a rollback only when it reads the
+// same spec (kubeletcompat.Decider). It returns how many had no pod spec.
+func recordSpecHashes(containers []kubeletcompat.Container, st *nodeState, idx *specIndex) int {
+	byID := make(map[string]cri.Container, len(st.containers))
+	for _, c := range st.containers {
+		byID[c.ID] = c
+	}
+	missing := 0
+	for i := range containers {
+		v, err := kubeletcompat.ParseVersion(containers[i].HashVersion)
+		if err != nil || kubeletcompat.EraOf(v) != kubeletcompat.EraNameImage {
+			continue
+		}
+		c := byID[containers[i].ID]
+		var spec *v1.Container
+		if ps, ok := idx.lookup(st.byID[c.SandboxID], c); ok {
+			spec, _ = container(ps.pod, c.Name)
+		}
+		if spec == nil {
+			missing++
+			continue
+		}
+		if h, err := kubeletcompat.SpecHash(v, spec); err == nil {
+			containers[i].SpecHash = kubeletcompat.FormatSpecHash(h)
+		} else {
+			missing++
+		}
+	}
+	return missing
 }
 
 // inferenceSummary counts what the stored hashes said.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -133,9 +134,11 @@ func TestRecordInfersAPIPodsWithKubeconfig(t *testing.T) {
 		kubeconfig bool
 		want       string
 		wantWarn   string
+		wantNoSpec bool // the rollback warning: no spec recorded
 	}{
 		{name: "with --kubeconfig", kubeconfig: true, want: "v1.30.0"},
-		{name: "without", want: "v1.31.14", wantWarn: "container default/web/nginx (c-web): no pod spec found (API pods need --kubeconfig): its stored hash " + strconv.FormatUint(h, 16) + " is not checked; recorded as v1.31.14's"},
+		{name: "without", want: "v1.31.14", wantWarn: "container default/web/nginx (c-web): no pod spec found (API pods need --kubeconfig): its stored hash " + strconv.FormatUint(h, 16) + " is not checked; recorded as v1.31.14's",
+			wantNoSpec: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, cri.APIv1)
@@ -154,11 +157,81 @@ func TestRecordInfersAPIPodsWithKubeconfig(t *testing.T) {
 			} else {
 				lines := strings.Split(strings.TrimSpace(f.stderr.String()), "\n")
 				sort.Strings(lines)
-				assert.Check(t, is.DeepEqual(lines, []string{"kubelet-compat: warning: " + tc.wantWarn}))
+				want := []string{"kubelet-compat: warning: " + tc.wantWarn}
+				if tc.wantNoSpec {
+					want = append([]string{"kubelet-compat: warning: 1 container(s) of 1.31 or newer have no pod spec (API pods need --kubeconfig): their specs are not recorded, so a rollback to a kubelet of 1.30 or older restarts them"}, want...)
+				}
+				assert.Check(t, is.DeepEqual(lines, want))
 			}
 			got, _, err := kubeletcompat.ReadFile(f.compatPath(), os.Getuid())
 			assert.NilError(t, err)
 			assert.DeepEqual(t, hashVersions(got), map[string]string{"c-web": tc.want})
+		})
+	}
+}
+
+// TestRecordForRollback: record on a 1.31 kubelet writes the spec of each
+// container carrying a {name, image} hash, from the manifests and, with
+// --kubeconfig, the API server; the patched 1.30 swapped back in keeps them
+// (status decides as that kubelet does), except a container whose spec
+// changed after record and one record found no spec of.
+func TestRecordForRollback(t *testing.T) {
+	api := v1.Pod{}
+	api.Name, api.Namespace, api.UID = "web", "default", "web-uid"
+	api.Spec.NodeName = testNode
+	api.Spec.Containers = []v1.Container{{Name: "nginx", Image: "nginx:1.25"}}
+	manifest.SetDefaults(&api)
+	v131 := kubeletcompat.Version{Major: 1, Minor: 31, Patch: 14}
+	h, err := kubeletcompat.ContainerHash(v131, &api.Spec.Containers[0])
+	assert.NilError(t, err)
+	for _, tc := range []struct {
+		name       string
+		kubeconfig bool
+		editEtcd   bool
+		want       map[string]bool // kept by the 1.30 kubelet, by container ID
+	}{
+		{name: "every spec found", kubeconfig: true, want: map[string]bool{"c-etcd-uid-etcd": true, "c-web": true}},
+		{name: "API pod without --kubeconfig", want: map[string]bool{"c-etcd-uid-etcd": true, "c-web": false}},
+		{name: "manifest changed after record", kubeconfig: true, editEtcd: true, want: map[string]bool{"c-etcd-uid-etcd": false, "c-web": true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, cri.APIv1)
+			f.addStaticPods("v1.31.14", pod{file: "etcd.yaml", yaml: etcdYAML, uid: "etcd-uid", created: beforeStart, ready: true})
+			sbs, cs := f.srv.Sandboxes(), f.srv.Containers()
+			sbs = append(sbs, cri.Sandbox{ID: "sb-web", Name: "web", Namespace: "default", UID: "web-uid", Ready: true, CreatedAt: beforeStart})
+			cs = append(cs, cri.Container{ID: "c-web", SandboxID: "sb-web", Name: "nginx", Image: "nginx:1.25", State: cri.ContainerRunning, CreatedAt: beforeStart,
+				Labels:      map[string]string{cri.PodNameLabel: "web", cri.PodNamespaceLabel: "default", cri.PodUIDLabel: "web-uid", cri.ContainerNameLabel: "nginx"},
+				Annotations: map[string]string{cri.ContainerHashAnnotation: strconv.FormatUint(h, 16)}})
+			f.srv.Set(sbs, cs)
+			args := []string{"record", "--kubelet-binary", f.kubeletBinary("v1.31.14")}
+			var kubeconfig string
+			if tc.kubeconfig {
+				kubeconfig = apiServer(t, f.dir, api)
+				args = append(args, "--kubeconfig", kubeconfig)
+			}
+			assert.Equal(t, f.run(args...), ExitOK, "stderr %s", f.stderr.String())
+			got, _, err := kubeletcompat.ReadFile(f.compatPath(), os.Getuid())
+			assert.NilError(t, err)
+			for _, c := range got.Containers {
+				assert.Check(t, c.HashVersion == "v1.31.14", "%s: hash version %s", c.ID, c.HashVersion)
+				assert.Check(t, (c.SpecHash != "") == (c.ID != "c-web" || tc.kubeconfig), "%s: spec hash %q", c.ID, c.SpecHash)
+			}
+			if tc.editEtcd {
+				f.write(filepath.Join(f.manifestDir, "etcd.yaml"), strings.Replace(etcdYAML, "    image: registry.k8s.io/etcd:3.4.13-0\n", "    image: registry.k8s.io/etcd:3.4.13-0\n    command: [etcd]\n", 1))
+			}
+			f.runKubelet("v1.30.14")
+			status := []string{"status", "-o", "json"}
+			if tc.kubeconfig {
+				status = append(status, "--kubeconfig", kubeconfig)
+			}
+			assert.Equal(t, f.run(status...), ExitOK, "stderr %s", f.stderr.String())
+			var r statusReport
+			assert.NilError(t, json.Unmarshal(f.stdout.Bytes(), &r))
+			kept := map[string]bool{}
+			for _, l := range r.Legacy {
+				kept[l.ID] = l.Keep != nil && *l.Keep
+			}
+			assert.DeepEqual(t, kept, tc.want)
 		})
 	}
 }

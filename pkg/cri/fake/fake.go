@@ -101,6 +101,13 @@ func (r *Runtime) Sandboxes() []cri.Sandbox {
 	return append([]cri.Sandbox(nil), r.sandboxes...)
 }
 
+// Containers returns the containers the runtime has now.
+func (r *Runtime) Containers() []cri.Container {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]cri.Container(nil), r.containers...)
+}
+
 // Fail makes a method ("Version", "ListPodSandbox", "PodSandboxStatus",
 // "StopPodSandbox", "RemovePodSandbox", "ListContainers",
 // "ContainerStatus") return err; nil restores it.
