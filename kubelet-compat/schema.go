@@ -237,7 +237,7 @@ func (s schema) prune(containerJSON []byte) ([]byte, error) {
 // v1.Container of version v does not have: a kubelet of that version never
 // sees them, and they are why its hash differs from a newer kubelet's.
 func UnknownFields(v Version, container *v1.Container) ([]string, error) {
-	if v.Major != 1 || v.Minor < firstJSONMinor || v.Minor > lastJSONMinor {
+	if v.Major != 1 || v.Minor < firstJSONMinor || v.Minor > lastKnownMinor {
 		return nil, fmt.Errorf("no v1.Container schema for %s", v)
 	}
 	s, err := schemaFor(v.Minor)

@@ -245,7 +245,13 @@ func (o *preflightOptions) nodePods(ctx context.Context, env Env) ([]preflight.P
 }
 
 func writePreflightTable(w io.Writer, r *preflight.Report) error {
-	fmt.Fprintf(w, "Upgrade %s -> %s (container hash: %s)\n\n", r.From, r.To, r.Eras)
+	step := "Upgrade"
+	if from, err := kubeletcompat.ParseVersion(r.From); err == nil {
+		if to, err := kubeletcompat.ParseVersion(r.To); err == nil && to.LessThan(from) {
+			step = "Rollback"
+		}
+	}
+	fmt.Fprintf(w, "%s %s -> %s (container hash: %s)\n\n", step, r.From, r.To, r.Eras)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "POD\tCONTAINER\tUNPATCHED\tPATCHED\tWHY (UNPATCHED)\tPATCHED KUBELET")
 	for _, row := range r.Rows {

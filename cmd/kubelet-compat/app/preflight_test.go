@@ -11,13 +11,17 @@ import (
 // The corpus in testdata/corpus covers static pods with and without
 // metadata.uid, seccompProfile (new in 1.19), a probe's
 // terminationGracePeriodSeconds (new in 1.21), several containers, an init
-// container and a non-Pod document. Regenerate with: go test ./cmd/... -update
+// container, resources.claims[].request (new in 1.31) and a non-Pod document. Regenerate with: go test ./cmd/... -update
 func TestPreflightGolden(t *testing.T) {
 	for _, tc := range []struct{ from, to, golden string }{
 		{"v1.18.19", "v1.19.16", "preflight-1.18-1.19"},
 		{"v1.20.15", "v1.21.14", "preflight-1.20-1.21"},
 		{"v1.30.14", "v1.31.14", "preflight-1.30-1.31"},
 		{"v1.15.12", "v1.16.15", "preflight-1.15-1.16"},
+		// Rollbacks: the patched older kubelet keeps what it reads the
+		// same spec of; what sets a field it does not know restarts.
+		{"v1.31.14", "v1.30.14", "preflight-rollback-1.31-1.30"},
+		{"v1.21.14", "v1.20.15", "preflight-rollback-1.21-1.20"},
 	} {
 		for _, format := range []string{"table", "json"} {
 			t.Run(tc.golden+"."+format, func(t *testing.T) {
@@ -38,7 +42,7 @@ func TestPreflightErrors(t *testing.T) {
 	}{
 		{[]string{"--from", "v1.18.19", "--to", "v1.38.0", "-f", "testdata/corpus"}, "unsupported --to v1.38.0"},
 		{[]string{"--from", "v1.38.0", "--to", "v1.39.0", "-f", "testdata/corpus"}, "unknown version v1.38.0"},
-		{[]string{"--from", "v1.21.0", "--to", "v1.19.16", "-f", "testdata/corpus"}, "--from v1.21.0 must be older than --to v1.19.16"},
+		{[]string{"--from", "v1.21.0", "--to", "v1.21.0", "-f", "testdata/corpus"}, "--from v1.21.0 and --to v1.21.0 are the same version"},
 		{[]string{"--from", "1.18", "--to", "v1.19.16", "-f", "testdata/corpus"}, "--from: invalid version"},
 		{[]string{"--from", "v1.18.19", "--to", "v1.19.16"}, "give either -f FILE|DIR or --node"},
 		{[]string{"--to", "v1.19.16", "-f", "x"}, `required flag(s) "from" not set`},

@@ -7,6 +7,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/kubelet-compat/kubelet-compat/cmd/kubelet-compat/internal/manifest"
 	kubeletcompat "github.com/kubelet-compat/kubelet-compat/kubelet-compat"
@@ -26,7 +27,9 @@ the running kubelet process), the time, and for every static pod manifest in
 
 Run it on the node BEFORE the kubelet binary is replaced. The file is written
 atomically (root-owned, mode 0644): it is either complete or not there. record
-refuses when the file already records a newer kubelet version. It holds
+refuses when the file already records a newer kubelet version, unless the
+kubelet that runs now is the recorded version and started after that file
+was written (the node was rolled back to it). It holds
 the lock sweep takes (<dir>/.<file>.lock) for its whole run.
 
 Every container that runs is listed with the kubelet whose hash it carries.
@@ -117,7 +120,7 @@ func runRecord(ctx context.Context, env Env, o *nodeOptions) error {
 		names = append(names, fmt.Sprintf("  %s  uid %s  %s", podName, uid, s.Path))
 	}
 	path := o.compatPath()
-	hist, err := existingHistory(env, path, version)
+	hist, err := existingHistory(env, path, version, o.rolledBackTo(ctx, env, version))
 	if err != nil {
 		return err
 	}
@@ -171,6 +174,20 @@ func runRecord(ctx context.Context, env Env, o *nodeOptions) error {
 		fmt.Fprintln(env.Stdout, n)
 	}
 	return nil
+}
+
+// rolledBackTo says whether the node was rolled back to kubelet version
+// after a newer kubelet recorded the compat file at recordedAt: the kubelet
+// that runs now is that version and started after the record.
+func (o *nodeOptions) rolledBackTo(ctx context.Context, env Env, version kubeletcompat.Version) func(kubeletcompat.Version, time.Time) bool {
+	return func(newer kubeletcompat.Version, recordedAt time.Time) bool {
+		k, err := o.findKubelet(ctx, env)
+		if err != nil || k.version.Compare(version) != 0 || !k.start.After(recordedAt) {
+			return false
+		}
+		fmt.Fprintf(env.Stdout, "the kubelet %s started after %s recorded the file it replaces: a rollback; the containers %s created are recorded as %s's\n", version, newer, newer, version)
+		return true
+	}
 }
 
 // staticPodUID finds the UID of the running sandbox of a static pod: the

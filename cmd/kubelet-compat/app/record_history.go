@@ -48,6 +48,8 @@ type compatHistory struct {
 	// versions are the kubelets whose hashes running containers may carry
 	// by this file, newest first, previous included.
 	versions []kubeletcompat.Version
+	// recordedAt is when the file was written.
+	recordedAt time.Time
 }
 
 // parseAnyFormat reads a compat file of any format this project wrote.
@@ -76,7 +78,7 @@ func readV1alpha2(data []byte) (*compatHistory, error) {
 		return nil, err
 	}
 	prev, _ := kubeletcompat.ParseVersion(f.PreviousVersion) // validated by Parse
-	h := &compatHistory{apiVersion: f.APIVersion, previous: prev, containers: make(map[string]kubeletcompat.Version, len(f.Containers))}
+	h := &compatHistory{apiVersion: f.APIVersion, previous: prev, recordedAt: f.RecordedAt, containers: make(map[string]kubeletcompat.Version, len(f.Containers))}
 	versions := []kubeletcompat.Version{prev}
 	for _, c := range f.Containers {
 		v, _ := kubeletcompat.ParseVersion(c.HashVersion) // validated by Parse
@@ -127,7 +129,7 @@ func readV1alpha1(data []byte) (*compatHistory, error) {
 	if len(f.OlderVersions) > maxOlderVersions {
 		return nil, fmt.Errorf("olderVersions lists %d versions, at most %d", len(f.OlderVersions), maxOlderVersions)
 	}
-	h := &compatHistory{apiVersion: f.APIVersion, previous: prev, versions: []kubeletcompat.Version{prev}}
+	h := &compatHistory{apiVersion: f.APIVersion, previous: prev, recordedAt: f.RecordedAt, versions: []kubeletcompat.Version{prev}}
 	for i, s := range f.OlderVersions {
 		v, err := fileVersion(s)
 		if err != nil {
@@ -206,11 +208,13 @@ func readCompatBytes(path string, ownerUID int) ([]byte, error) {
 }
 
 // existingHistory reads the compat file record replaces, in any format, and
-// refuses to replace one that records a newer kubelet. It returns nil when
+// refuses to replace one that records a newer kubelet, unless the running
+// kubelet, older, started after that record: the node was rolled back to it
+// (a newer kubelet recorded the file for the swap back). It returns nil when
 // there is no history to carry: no file, a file the kubelet ignores (it
 // protects nothing), or a file that is not a compat file (which --force
 // replaces; refuseForeignFile said so).
-func existingHistory(env Env, path string, running kubeletcompat.Version) (*compatHistory, error) {
+func existingHistory(env Env, path string, running kubeletcompat.Version, rolledBack func(newer kubeletcompat.Version, recordedAt time.Time) bool) (*compatHistory, error) {
 	data, err := readCompatBytes(path, env.OwnerUID)
 	var ignored *ignoredFile
 	switch {
@@ -225,6 +229,9 @@ func existingHistory(env Env, path string, running kubeletcompat.Version) (*comp
 	h, err := parseAnyFormat(data)
 	if err != nil {
 		return nil, nil
+	}
+	if running.LessThan(h.previous) && rolledBack != nil && rolledBack(h.previous, h.recordedAt) {
+		return h, nil
 	}
 	if running.LessThan(h.previous) {
 		return nil, fmt.Errorf("%s already records kubelet %s, newer than %s: refusing to overwrite it (delete it if that record is stale)", path, h.previous, running)

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kubelet-compat/kubelet-compat/cmd/kubelet-compat/internal/manifest"
 	kubeletcompat "github.com/kubelet-compat/kubelet-compat/kubelet-compat"
@@ -353,6 +354,43 @@ func TestInferHashVersion(t *testing.T) {
 				assert.Equal(t, got.warning, tc.warning)
 			}
 			assert.Equal(t, got.warning == "", tc.wantKind == inferOwn || tc.wantKind == inferOlder, "warning %q", got.warning)
+		})
+	}
+}
+
+// TestRecordAfterRollback: record on the older kubelet replaces the file a
+// newer kubelet recorded for the swap back once that older kubelet runs
+// (it started after the record); while the older kubelet that runs started
+// before it, the file is not stale and record refuses.
+func TestRecordAfterRollback(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		recordedAt time.Time // when 1.31 recorded the file
+		wantCode   int
+		wantErr    string
+	}{
+		{name: "rolled back", recordedAt: kubeletStart.Add(-10 * time.Minute), wantCode: ExitOK},
+		{name: "the older kubelet ran before the record", recordedAt: kubeletStart.Add(10 * time.Minute), wantCode: ExitError, wantErr: "newer than v1.30.14: refusing to overwrite it"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, cri.APIv1)
+			f.addStaticPods("v1.31.14", pod{file: "etcd.yaml", yaml: etcdYAML, uid: "etcd-uid", created: beforeStart, ready: true})
+			f.now = tc.recordedAt
+			assert.Equal(t, f.run("record", "--kubelet-binary", f.kubeletBinary("v1.31.14")), ExitOK, "stderr %s", f.stderr.String())
+			f.runKubelet("v1.30.14")
+			f.now = kubeletStart.Add(time.Hour)
+			code := f.run("record")
+			assert.Equal(t, code, tc.wantCode, "stderr %s", f.stderr.String())
+			got, _, err := kubeletcompat.ReadFile(f.compatPath(), os.Getuid())
+			assert.NilError(t, err)
+			if tc.wantErr != "" {
+				assert.Check(t, is.Contains(f.stderr.String(), tc.wantErr))
+				assert.Equal(t, got.PreviousVersion, "v1.31.14")
+				return
+			}
+			assert.Equal(t, got.PreviousVersion, "v1.30.14")
+			assert.DeepEqual(t, hashVersions(got), map[string]string{"c-etcd-uid-etcd": "v1.30.14"})
+			assert.Check(t, is.Contains(f.stdout.String(), "a rollback"))
 		})
 	}
 }

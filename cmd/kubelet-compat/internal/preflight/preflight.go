@@ -96,17 +96,21 @@ type Summary struct {
 	Unknown            int `json:"unknown"`
 }
 
-// CheckVersions validates an upgrade from -> to that this tool can predict.
+// CheckVersions validates an upgrade from -> to (or, to older than from, a
+// rollback) that this tool can predict.
 func CheckVersions(from, to kubeletcompat.Version) error {
 	if from.Major != 1 || to.Major != 1 {
 		return fmt.Errorf("only Kubernetes 1.x is known (got %s -> %s)", from, to)
 	}
-	if !from.LessThan(to) {
-		return fmt.Errorf("--from %s must be older than --to %s", from, to)
+	if from.Compare(to) == 0 {
+		return fmt.Errorf("--from %s and --to %s are the same version", from, to)
 	}
 	newest := newestKnownVersion()
 	if kubeletcompat.EraOf(from) == kubeletcompat.EraUnknown {
 		return fmt.Errorf("unknown version %s: the newest known minor is %d.%d", from, newest.Major, newest.Minor)
+	}
+	if era := kubeletcompat.EraOf(from); to.LessThan(from) && era != kubeletcompat.EraJSON && era != kubeletcompat.EraNameImage {
+		return fmt.Errorf("unsupported rollback from %s: kubelets 1.16 to %d.%d can be predicted", from, newest.Major, newest.Minor)
 	}
 	if era := kubeletcompat.EraOf(to); era != kubeletcompat.EraJSON && era != kubeletcompat.EraNameImage {
 		return fmt.Errorf("unsupported --to %s: kubelets 1.16 to %d.%d can be predicted", to, newest.Major, newest.Minor)
@@ -141,10 +145,16 @@ const recordedUID = "static pod keeps its recorded UID while the manifest is unc
 // the way was not measured) or "" (no change), with the reason; the
 // measurements are package upstream's, which the e2e's controls assert.
 func staticUIDChange(from, to kubeletcompat.Version) (string, string) {
-	if from.Minor >= to.Minor {
+	if from.Minor == to.Minor {
 		return "", ""
 	}
-	c := upstream.StaticPodUID(from.Minor, to.Minor)
+	// A rollback derives UIDs as the older minor does: the changes between
+	// them count in either direction.
+	older, newer := from.Minor, to.Minor
+	if newer < older {
+		older, newer = newer, older
+	}
+	c := upstream.StaticPodUID(older, newer)
 	between := func(ms []int) string {
 		var out []string
 		for _, m := range ms {
@@ -208,7 +218,7 @@ func Run(from, to kubeletcompat.Version, pods []Pod, now time.Time) (*Report, er
 
 // patchedKubelet is the decision core exactly as a patched kubelet vTo runs
 // it, on a compat file that records vFrom and lists every container of pods
-// as created by vFrom.
+// as created by vFrom, with the spec record writes (as vFrom reads it).
 func patchedKubelet(from, to kubeletcompat.Version, now time.Time, pods []Pod) (*kubeletcompat.Decider, error) {
 	f := &kubeletcompat.File{APIVersion: kubeletcompat.APIVersion, Kind: kubeletcompat.Kind, PreviousVersion: from.String(), RecordedAt: now}
 	listed := map[string]bool{}
@@ -219,7 +229,16 @@ func patchedKubelet(from, to kubeletcompat.Version, now time.Time, pods []Pod) (
 		for _, c := range p.Object.Spec.Containers {
 			if id := containerID(p, c.Name); !listed[id] {
 				listed[id] = true
-				f.Containers = append(f.Containers, kubeletcompat.Container{ID: id, HashVersion: from.String()})
+				entry := kubeletcompat.Container{ID: id, HashVersion: from.String()}
+				if kubeletcompat.EraOf(from) == kubeletcompat.EraNameImage {
+					c := c
+					if seen, err := asSeenBy(from, &c); err == nil {
+						if h, err := kubeletcompat.SpecHash(from, seen); err == nil {
+							entry.SpecHash = kubeletcompat.FormatSpecHash(h)
+						}
+					}
+				}
+				f.Containers = append(f.Containers, entry)
 			}
 		}
 	}
@@ -335,6 +354,9 @@ func checkContainer(from, to kubeletcompat.Version, p Pod, podName string, c *v1
 	}
 	d := patched.Decide(seen, kubeletcompat.RunningContainer{ID: containerID(p, c.Name), Hash: stored, CreatedAt: now.Add(-time.Hour), Image: image})
 	row.Patched, row.PatchedReason = Restart, d.Reason
+	if unknown := newFields(to, from, c); to.LessThan(from) && !d.Keep && len(unknown) > 0 {
+		row.PatchedReason = fmt.Sprintf("rollback: sets fields %s does not know: %s", to, strings.Join(unknown, ", "))
+	}
 	if d.Keep {
 		row.Patched = Keep
 		if d.Reason == "hash matches" {
@@ -355,8 +377,12 @@ func hashChangeReason(from, to kubeletcompat.Version, c *v1.Container, stored ui
 			return fmt.Sprintf("definition changed since the container was created (stored hash %x, %s computes %x for the current spec)", stored, from, legacy)
 		}
 	}
-	if unknown := newFields(from, to, c); len(unknown) > 0 {
-		return fmt.Sprintf("fields unknown to %s: %s", from, strings.Join(unknown, ", "))
+	older, newer := from, to
+	if to.LessThan(from) {
+		older, newer = to, from
+	}
+	if unknown := newFields(older, newer, c); len(unknown) > 0 {
+		return fmt.Sprintf("fields unknown to %s: %s", older, strings.Join(unknown, ", "))
 	}
 	return fmt.Sprintf("hash changed (%x -> %x)", stored, mustHash(to, c))
 }
@@ -366,14 +392,14 @@ func mustHash(v kubeletcompat.Version, c *v1.Container) uint64 {
 	return h
 }
 
-// newFields lists the set fields vTo knows and vFrom does not.
-func newFields(from, to kubeletcompat.Version, c *v1.Container) []string {
-	unknownFrom, err := kubeletcompat.UnknownFields(from, c)
+// newFields lists the set fields newer knows and older does not.
+func newFields(older, newer kubeletcompat.Version, c *v1.Container) []string {
+	unknownFrom, err := kubeletcompat.UnknownFields(older, c)
 	if err != nil {
 		return nil
 	}
 	unknownTo := map[string]bool{}
-	if toList, err := kubeletcompat.UnknownFields(to, c); err == nil {
+	if toList, err := kubeletcompat.UnknownFields(newer, c); err == nil {
 		for _, f := range toList {
 			unknownTo[f] = true
 		}
