@@ -9,6 +9,11 @@
 #                             -controls=false for the patched chain alone
 #   make e2e E2E=steps E2E_STEPS=1.28.15:1.31.14[,from:to...]
 #                             explicit steps (skip-level); with E2E_VERSIONS, after its chain
+#   make e2e E2E=steps E2E_STEPS=1.31.14:1.30.14
+#                             a ROLLBACK step (to older than from; also a chain that goes down):
+#                             baseline on the newer kubelet patched, record, then the older kubelet
+#                             patched (0 restarts) or as released (the control: what upstream restarts
+#                             going down); static pods on the local provider only
 #   make e2e E2E=api          CI form in API mode: etcd + kube-apiserver + kube-controller-manager
 #                             (endpointslice only; upgraded first), API pods, and the readiness
 #                             watchers: every pod's Ready condition and a Service's EndpointSlices
@@ -63,7 +68,9 @@ E2E_VERSIONS_full := 1.18.19,1.19.16,1.20.15,1.21.14
 E2E_UNPATCHED_full := 1.19.16,1.20.15,1.21.14
 # E2E=steps: the chain E2E_VERSIONS (a,b,c: a -> b, b -> c) and the steps
 # E2E_STEPS (from:to,...). Also accepted by the other modes (they replace
-# the mode's steps).
+# the mode's steps). A step may go down (a rollback): the lists below hold
+# for it as they are, every version patched and each step's target (the
+# older kubelet of a rollback) unpatched.
 E2E_VERSIONS ?=
 E2E_STEPS ?=
 e2e_comma := ,

@@ -57,17 +57,29 @@ var staticPodUIDChanges = map[int]string{
 // UIDChange is what a kubelet 1.to does to a static pod without
 // metadata.uid that kubelet 1.from started.
 type UIDChange struct {
-	// Changed are the minors in (from, to] that derive another UID.
+	// Changed are the minors in (from, to] that derive another UID; for
+	// a rollback (to < from), the minors in (to, from]: the older kubelet
+	// derives the UID as its own minor does, without the changes those
+	// minors made.
 	Changed []int
-	// Unmeasured are the minors in (from, to] no control measured.
+	// Unmeasured are the minors of that range no control measured.
 	Unmeasured []int
+	// Rollback: to is older than from.
+	Rollback bool
 }
 
-// StaticPodUID says which minors in (from, to] change the UID of a static
-// pod without metadata.uid, and which were never measured.
+// StaticPodUID says which minors between kubelets 1.from and 1.to change
+// the UID of a static pod without metadata.uid, and which were never
+// measured: those in (from, to] on an upgrade, in (to, from] on a
+// rollback (to < from), where an unpatched 1.to derives the UID as 1.to
+// always did.
 func StaticPodUID(from, to int) UIDChange {
 	var c UIDChange
-	for m := from + 1; m <= to; m++ {
+	lo, hi := from, to
+	if to < from {
+		lo, hi, c.Rollback = to, from, true
+	}
+	for m := lo + 1; m <= hi; m++ {
 		switch _, ok := staticPodUIDChanges[m]; {
 		case m <= First || m > Last:
 			c.Unmeasured = append(c.Unmeasured, m)
@@ -78,20 +90,30 @@ func StaticPodUID(from, to int) UIDChange {
 	return c
 }
 
-// Reason is the first change's reason, "" when the UID stays.
+// Reason is the first change's reason, "" when the UID stays; on a
+// rollback, the first change above the older kubelet's minor.
 func (c UIDChange) Reason() string {
 	if len(c.Changed) == 0 {
 		return ""
 	}
-	return staticPodUIDChanges[c.Changed[0]]
+	m := c.Changed[0]
+	if c.Rollback {
+		// The first change above the older kubelet's minor: it lacks
+		// that one and every later one.
+		return fmt.Sprintf("rollback below 1.%d, whose UID derivation the older kubelet lacks: %s", m, staticPodUIDChanges[m])
+	}
+	return staticPodUIDChanges[m]
 }
 
 // ContainerHashChange says why a container's hash differs between
 // kubelets 1.from and 1.to (an unpatched 1.to restarts it), or "". It
-// compares kubeletcompat.ContainerHash of both minors: fields a minor's
-// v1.Container lacks (seccompProfile before 1.19, the probe's
+// compares kubeletcompat.ContainerHash of both minors: fields the older
+// minor's v1.Container lacks (seccompProfile before 1.19, the probe's
 // terminationGracePeriodSeconds before 1.21) and the {name, image} hash
-// from 1.31.
+// from 1.31. Either way: on a rollback (to < from) the older kubelet
+// hashes what it knows of the container, and the stored hash is the
+// newer one's; from 1.31 or newer down to 1.30 or older, every container
+// restarts.
 func ContainerHashChange(c *v1.Container, from, to int) string {
 	if from >= NameImageHashMinor && to >= NameImageHashMinor {
 		// Both hash {name, image} (the library may know fewer minors
@@ -101,6 +123,9 @@ func ContainerHashChange(c *v1.Container, from, to int) string {
 	if from < NameImageHashMinor && to >= NameImageHashMinor {
 		return fmt.Sprintf("container %s: the hash is {name, image} from 1.%d: every container restarts", c.Name, NameImageHashMinor)
 	}
+	if from >= NameImageHashMinor && to < NameImageHashMinor {
+		return fmt.Sprintf("container %s: rollback below 1.%d: the hash is the container's JSON again, not {name, image}: every container restarts", c.Name, NameImageHashMinor)
+	}
 	vf := kubeletcompat.Version{Major: 1, Minor: from}
 	vt := kubeletcompat.Version{Major: 1, Minor: to}
 	hf, errF := kubeletcompat.ContainerHash(vf, c)
@@ -108,8 +133,12 @@ func ContainerHashChange(c *v1.Container, from, to int) string {
 	if errF != nil || errT != nil || hf == ht {
 		return ""
 	}
-	unknown, _ := kubeletcompat.UnknownFields(vf, c)
-	return fmt.Sprintf("container %s: hash differs between 1.%d and 1.%d (fields 1.%d does not know: %s)", c.Name, from, to, from, strings.Join(unknown, ", "))
+	older, what := vf, ""
+	if to < from {
+		older, what = vt, "rollback: "
+	}
+	unknown, _ := kubeletcompat.UnknownFields(older, c)
+	return fmt.Sprintf("container %s: %shash differs between 1.%d and 1.%d (fields 1.%d does not know: %s)", c.Name, what, from, to, older.Minor, strings.Join(unknown, ", "))
 }
 
 // PodHashChange is ContainerHashChange of the first of containers that

@@ -72,8 +72,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	reportDir := fl.String("report-dir", "_output/e2e", "where report.json, report.txt and logs/ go")
 	root := fl.String("root", "/var/lib/kubelet-compat-e2e", "private state directory of the node (removed afterwards)")
 	nodeName := fl.String("node-name", "kc-e2e-node", "the kubelet's --hostname-override")
-	stepsFlag := fl.String("steps", "", "override the mode's steps: from:to,from:to (e.g. 1.18.19:1.21.14)")
-	versionsFlag := fl.String("versions", "", "override the mode's steps with a chain: v1,v2,v3 means v1 -> v2 and v2 -> v3 (e.g. 1.21.14,1.22.17,1.23.17)")
+	stepsFlag := fl.String("steps", "", "override the mode's steps: from:to,from:to (e.g. 1.18.19:1.21.14); a step that goes down is a rollback (e.g. 1.31.14:1.30.14: the newer kubelet swapped back to the older one; static pods, local provider)")
+	versionsFlag := fl.String("versions", "", "override the mode's steps with a chain: v1,v2,v3 means v1 -> v2 and v2 -> v3 (e.g. 1.21.14,1.22.17,1.23.17; a pair that goes down is a rollback step)")
 	faults := fl.Bool("faults", false, "kind provider: also run the first step patched on a cluster of its own with faults (containerd restarted between the kubelets on worker 1, the new kubelet SIGKILLed during its first sync on worker 2); always in the modes with extras (ci, full)")
 	patchedRuns := fl.Bool("patched", true, "run the patched chain (false: only the unpatched controls)")
 	controlRuns := fl.Bool("controls", true, "run the mode's unpatched controls (false: only the patched chain, e.g. while a target's unpatched build is missing)")
@@ -170,6 +170,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if *provider != "local" && *provider != "kind" {
 		fmt.Fprintf(stderr, "e2e: unknown provider %q\n", *provider)
+		return 2
+	}
+	if plan.HasRollback(pl.steps) && (*provider != "local" || pl.api) {
+		// Upstream downgrades the kubelet before the control plane;
+		// kubeadm (kind) and the API mode upgrade the control plane first
+		// and do not roll it back.
+		fmt.Fprintln(stderr, "e2e: rollback steps (to older than from) run with static pods on the local provider only (-mode steps, ci, full, bench), not with -provider kind nor in API mode")
 		return 2
 	}
 	repoRoot, err := os.Getwd()

@@ -161,3 +161,31 @@ func TestResizeGateNeedsAPIMode(t *testing.T) {
 		assert.Assert(t, strings.Contains(stderr.String(), "-resize-gate needs API mode"), stderr.String())
 	}
 }
+
+// TestRollbackStepsRefusedWhereTheyCannotRun: rollback steps are accepted on the local
+// provider with static pods, and refused, before anything is made, by the
+// kind provider and in API mode; equal versions are refused everywhere.
+func TestRollbackStepsRefusedWhereTheyCannotRun(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "e2e-root")
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{name: "kind", args: []string{"-mode", "steps", "-steps", "1.31.14:1.30.14", "-provider", "kind"}, wantErr: "not with -provider kind nor in API mode"},
+		{name: "API mode", args: []string{"-mode", "api", "-steps", "1.31.14:1.30.14"}, wantErr: "not with -provider kind nor in API mode"},
+		{name: "-api", args: []string{"-mode", "steps", "-api", "-versions", "1.30.14,1.31.14,1.30.14"}, wantErr: "not with -provider kind nor in API mode"},
+		{name: "admission", args: []string{"-mode", "admission", "-steps", "1.21.14:1.20.15"}, wantErr: "not with -provider kind nor in API mode"},
+		{name: "equal versions", args: []string{"-mode", "steps", "-steps", "1.30.14:1.30.14"}, wantErr: "same version"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(append(tt.args, "-root", root), &stdout, &stderr)
+			assert.Equal(t, code, 2, "stdout: %s\nstderr: %s", stdout.String(), stderr.String())
+			assert.Assert(t, strings.Contains(stderr.String(), tt.wantErr), stderr.String())
+			_, err := os.Stat(root)
+			assert.Assert(t, os.IsNotExist(err), "the refused run made its root")
+		})
+	}
+}

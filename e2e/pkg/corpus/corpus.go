@@ -308,7 +308,10 @@ type Expectation struct {
 // containers whose hash differs between the two minors
 // (kubeletcompat.ContainerHash: fields a minor's v1.Container lacks, e.g.
 // seccompProfile before 1.19 and the probe's terminationGracePeriodSeconds
-// before 1.21; the {name, image} hash from 1.31).
+// before 1.21; the {name, image} hash from 1.31). A rollback (to < from)
+// is the same comparison the other way: the minors in (to, from], the
+// fields the older kubelet lacks, every container from 1.31+ down to
+// 1.30 or older.
 //
 // API pods restart nothing of that: they have API server assigned UIDs, and
 // an older API server drops the fields it does not know (seccompProfile

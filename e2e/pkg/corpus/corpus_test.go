@@ -45,6 +45,18 @@ func TestUpstreamRestarts(t *testing.T) {
 		{28, 31, 8},
 		{31, 32, 5}, // uids; both hash {name, image}
 		{34, 35, 5},
+		// Rollbacks: the older kubelet derives the UIDs and hashes as its
+		// own minor does.
+		{31, 30, 8}, // every pod: the JSON hash again, not {name, image}
+		{21, 20, 6}, // 5 without uid + probe grace
+		{19, 18, 6}, // 5 without uid + seccomp
+		{20, 19, 0},
+		{22, 21, 0},
+		{29, 28, 0},
+		{23, 21, 5},
+		{32, 31, 5}, // uids; both hash {name, image}
+		{37, 31, 5},
+		{31, 28, 8},
 	}
 	for _, tt := range tests {
 		assert.Equal(t, count(tt.from, tt.to), tt.want, "1.%d -> 1.%d", tt.from, tt.to)
@@ -71,6 +83,29 @@ func TestUpstreamRestartReasons(t *testing.T) {
 			assert.Assert(t, strings.Contains(e.Reason, "terminationGracePeriodSeconds"), e.Reason)
 		}
 	}
+}
+
+// TestUpstreamRestartReasonsOfRollbacks: a rollback names itself in the
+// reasons, and a minor's fields are those the older kubelet lacks.
+func TestUpstreamRestartReasonsOfRollbacks(t *testing.T) {
+	c := New(Options{Pods: 8, NodeName: "n", FirstHostPort: 19000})
+	reasons := func(from, to int) map[string]string {
+		out := map[string]string{}
+		for _, e := range c.UpstreamRestarts(from, to) {
+			out[e.Pod] = e.Reason
+		}
+		return out
+	}
+	r := reasons(31, 30)
+	assert.Assert(t, strings.Contains(r["kc-e2e/web-000-n"], "without metadata.uid: rollback below 1.31"), r["kc-e2e/web-000-n"])
+	assert.Assert(t, strings.Contains(r["kc-e2e/pinned-007-n"], "rollback below 1.31: the hash is the container's JSON again"), r["kc-e2e/pinned-007-n"])
+	r = reasons(21, 20)
+	assert.Assert(t, strings.Contains(r["kc-e2e/web-000-n"], "rollback below 1.21"), r["kc-e2e/web-000-n"])
+	assert.Assert(t, strings.Contains(r["kc-e2e/probegrace-006-n"], "fields 1.20 does not know: livenessProbe.terminationGracePeriodSeconds"), r["kc-e2e/probegrace-006-n"])
+	_, pinned := r["kc-e2e/pinned-007-n"]
+	assert.Assert(t, !pinned, "1.21 -> 1.20 restarts the pinned pod: %q", r["kc-e2e/pinned-007-n"])
+	r = reasons(19, 18)
+	assert.Assert(t, strings.Contains(r["kc-e2e/seccomp-005-n"], "fields 1.18 does not know: securityContext.seccompProfile"), r["kc-e2e/seccomp-005-n"])
 }
 
 func TestWriteRoundTrips(t *testing.T) {

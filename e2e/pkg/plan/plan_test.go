@@ -17,9 +17,21 @@ func TestParseSteps(t *testing.T) {
 		{versions: "1.21.14,1.22.17", steps: "1.18.19:1.21.14", want: []string{"1.21.14 -> 1.22.17", "1.18.19 -> 1.21.14"}},
 		{versions: "1.21.14", err: "at least two versions"},
 		{steps: "1.22.17", err: "want from:to"},
-		{versions: "1.22.17,1.21.14", err: "does not go up"},
-		{steps: "1.21.14:1.21.14", err: "does not go up"},
+		// Rollback steps: a newer kubelet swapped back to an older one.
+		{steps: "1.31.14:1.30.14", want: []string{"1.31.14 -> 1.30.14 (rollback)"}},
+		{steps: "1.21.14:1.20.15", want: []string{"1.21.14 -> 1.20.15 (rollback)"}},
+		{versions: "1.22.17,1.21.14", want: []string{"1.22.17 -> 1.21.14 (rollback)"}},
+		{versions: "1.30.14,1.31.14,1.30.14", want: []string{"1.30.14 -> 1.31.14", "1.31.14 -> 1.30.14 (rollback)"}},
+		{steps: "1.31.14:1.28.15", want: []string{"1.31.14 -> 1.28.15 (rollback)"}}, // skip-level
+		{steps: "1.30.14:1.30.10", want: []string{"1.30.14 -> 1.30.10 (rollback)"}}, // patch release
+		{steps: "1.30.9:1.30.10", want: []string{"1.30.9 -> 1.30.10"}},              // numbers, not strings
+		{steps: "1.30.10:1.30.9", want: []string{"1.30.10 -> 1.30.9 (rollback)"}},
+		// Equal versions stay refused.
+		{steps: "1.21.14:1.21.14", err: "same version"},
+		{versions: "1.31.14,1.31.14", err: "same version"},
+		{steps: "1.30.14:1.31.14,1.31.14:1.31.14", err: "same version"},
 		{versions: "1.21,1.22", err: "1.<minor>.<patch>"},
+		{steps: "1.31.14:1.30", err: "1.<minor>.<patch>"},
 	}
 	for _, tt := range tests {
 		got, err := ParseSteps(tt.versions, tt.steps)
@@ -43,4 +55,49 @@ func TestVersions(t *testing.T) {
 	assert.DeepEqual(t, unpatched, []string{"1.31.14", "1.32.13"})
 	_, unpatched = Versions(steps, false)
 	assert.Assert(t, unpatched == nil)
+}
+
+// TestVersionsOfRollbackSteps: a rollback step needs both kubelets patched
+// (the baseline on the newer, the swap to the older) and the older, its
+// target, as released for the control.
+func TestVersionsOfRollbackSteps(t *testing.T) {
+	tests := []struct {
+		name               string
+		steps              []Step
+		controls           bool
+		patched, unpatched []string
+	}{
+		{name: "1.31 -> 1.30", steps: []Step{{"1.31.14", "1.30.14"}}, controls: true,
+			patched: []string{"1.31.14", "1.30.14"}, unpatched: []string{"1.30.14"}},
+		{name: "1.21 -> 1.20", steps: []Step{{"1.21.14", "1.20.15"}}, controls: true,
+			patched: []string{"1.21.14", "1.20.15"}, unpatched: []string{"1.20.15"}},
+		{name: "up then back down", steps: []Step{{"1.30.14", "1.31.14"}, {"1.31.14", "1.30.14"}}, controls: true,
+			patched: []string{"1.30.14", "1.31.14"}, unpatched: []string{"1.31.14", "1.30.14"}},
+		{name: "patched alone", steps: []Step{{"1.31.14", "1.30.14"}},
+			patched: []string{"1.31.14", "1.30.14"}},
+	}
+	for _, tt := range tests {
+		patched, unpatched := Versions(tt.steps, tt.controls)
+		assert.DeepEqual(t, patched, tt.patched)
+		assert.DeepEqual(t, unpatched, tt.unpatched)
+	}
+}
+
+func TestRollback(t *testing.T) {
+	tests := []struct {
+		step Step
+		want bool
+	}{
+		{Step{"1.31.14", "1.30.14"}, true},
+		{Step{"1.30.14", "1.31.14"}, false},
+		{Step{"1.30.10", "1.30.9"}, true},
+		{Step{"2.0.0", "1.99.99"}, true},
+		{Step{"1.30.14", "1.30.14"}, false},
+		{Step{"1.31", "1.30.14"}, false}, // unparsable: ParseSteps refuses it
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.step.Rollback(), tt.want, "%+v", tt.step)
+	}
+	assert.Assert(t, HasRollback([]Step{{"1.30.14", "1.31.14"}, {"1.31.14", "1.30.14"}}))
+	assert.Assert(t, !HasRollback([]Step{{"1.30.14", "1.31.14"}}))
 }

@@ -16,7 +16,11 @@ func TestAssertPatched(t *testing.T) {
 		verdict string
 	}{
 		{name: "nothing moved", run: Run{Pods: 3}, want: true, verdict: "pass"},
-		{name: "a restart", run: Run{Pods: 3, Restarts: 1, Diff: snapshot.Diff{RestartedPods: []string{"ns/a"}}}, verdict: "FAIL: 1 restarts, 0 pods recreated, 0 init reruns: ns/a"},
+		{name: "a restart", run: Run{Pods: 3, Restarts: 1, Diff: snapshot.Diff{RestartedPods: []string{"ns/a"}}}, verdict: "FAIL: 1 restarts, 0 pods recreated, 0 pod UIDs changed, 0 init reruns: ns/a"},
+		{name: "a static pod under another UID", run: Run{Pods: 3, Restarts: 1, RecreatedPods: 1, Diff: snapshot.Diff{UIDChanges: 1, RestartedPods: []string{"ns/a"}}},
+			verdict: "FAIL: 1 restarts, 1 pods recreated, 1 pod UIDs changed, 0 init reruns: ns/a"},
+		{name: "a UID changed, nothing else counted", run: Run{Pods: 3, Diff: snapshot.Diff{UIDChanges: 1}}, verdict: "FAIL: 0 restarts, 0 pods recreated, 1 pod UIDs changed"},
+		{name: "rollback: nothing moved", run: Run{Pods: 3, Rollback: true, Step: "1.31.14 -> 1.30.14 (rollback)"}, want: true, verdict: "pass"},
 		{name: "an init container ran again", run: Run{Pods: 3, Diff: snapshot.Diff{Changes: []snapshot.Change{{Kind: snapshot.InitRerun}}}}, verdict: "FAIL"},
 		{name: "no pods at all", run: Run{}, verdict: "FAIL"},
 	}

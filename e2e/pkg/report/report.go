@@ -28,10 +28,13 @@ type Expectation struct {
 
 // Run is one kubelet swap: a step done by one variant of the new kubelet.
 type Run struct {
-	Step    string `json:"step"` // "1.20.15 -> 1.21.14"
-	From    string `json:"from"`
-	To      string `json:"to"`
-	Variant string `json:"variant"`
+	Step string `json:"step"` // "1.20.15 -> 1.21.14"
+	From string `json:"from"`
+	To   string `json:"to"`
+	// Rollback: the step goes down (To is older than From), a newer
+	// kubelet swapped back to an older one; Step says "(rollback)" too.
+	Rollback bool   `json:"rollback,omitempty"`
+	Variant  string `json:"variant"`
 	// Faults injected during the swap, if any.
 	Faults []string `json:"faults,omitempty"`
 	Pods   int      `json:"pods"`
@@ -310,7 +313,9 @@ func (r *Report) Write(dir string) error {
 	return os.WriteFile(filepath.Join(dir, "report.txt"), []byte(sb.String()), 0o644)
 }
 
-// AssertPatched: the patched kubelet restarts nothing.
+// AssertPatched: the patched kubelet restarts nothing, recreates no pod,
+// keeps every pod's UID (static pods: the recorded one) and runs no init
+// container again; upgrade and rollback steps alike.
 func AssertPatched(run *Run) {
 	rerun := 0
 	for _, c := range run.Diff.Changes {
@@ -318,12 +323,13 @@ func AssertPatched(run *Run) {
 			rerun++
 		}
 	}
-	run.Passed = run.Restarts == 0 && run.RecreatedPods == 0 && rerun == 0 && run.Pods > 0
+	uids := run.Diff.UIDChanges
+	run.Passed = run.Restarts == 0 && run.RecreatedPods == 0 && uids == 0 && rerun == 0 && run.Pods > 0
 	if run.Passed {
 		run.Verdict = "pass: 0 restarts"
 		return
 	}
-	run.Verdict = fmt.Sprintf("FAIL: %d restarts, %d pods recreated, %d init reruns: %s", run.Restarts, run.RecreatedPods, rerun, strings.Join(run.Diff.RestartedPods, " "))
+	run.Verdict = fmt.Sprintf("FAIL: %d restarts, %d pods recreated, %d pod UIDs changed, %d init reruns: %s", run.Restarts, run.RecreatedPods, uids, rerun, strings.Join(run.Diff.RestartedPods, " "))
 }
 
 // AssertControl: the unpatched kubelet restarts at least what upstream is

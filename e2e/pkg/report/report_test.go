@@ -84,3 +84,23 @@ func TestTablePerNodeGolden(t *testing.T) {
 	r.Table(&sb)
 	golden.Assert(t, sb.String(), "table-per-node.golden")
 }
+
+// A rollback step says so in every table (its Step carries "(rollback)",
+// from plan.Step.String), and a patched run that recreated static pods
+// under other UIDs says how many.
+func TestTableRollbackGolden(t *testing.T) {
+	start := time.Date(2026, 12, 1, 21, 0, 0, 0, time.UTC)
+	step := "1.31.14 -> 1.30.14 (rollback)"
+	control := Run{Step: step, From: "1.31.14", To: "1.30.14", Rollback: true, Variant: Unpatched, Pods: 10, Containers: 11, Restarts: 11, RecreatedPods: 7, WindowSeconds: 20.5,
+		Expected: []Expectation{{Pod: "kc-e2e/web-000-node", Reason: "static pod without metadata.uid: rollback below 1.31"}},
+		Diff:     snapshot.Diff{Pods: 10, Containers: 11, Restarts: 11, RecreatedPods: 7, UIDChanges: 7, RestartedPods: []string{"kc-e2e/web-000-node"}}}
+	AssertControl(&control)
+	patched := Run{Step: step, From: "1.31.14", To: "1.30.14", Rollback: true, Variant: Patched, Pods: 10, Containers: 11, Restarts: 11, RecreatedPods: 7, WindowSeconds: 19.0,
+		Diff: snapshot.Diff{Pods: 10, Containers: 11, Restarts: 11, RecreatedPods: 7, UIDChanges: 7, RestartedPods: []string{"kc-e2e/web-000-node"}}}
+	AssertPatched(&patched)
+	r := &Report{Mode: "steps", Provider: "local", StartedAt: start, Runs: []Run{control, patched}}
+	r.Finish(start.Add(200*time.Second), nil)
+	var sb strings.Builder
+	r.Table(&sb)
+	golden.Assert(t, sb.String(), "table-rollback.golden")
+}

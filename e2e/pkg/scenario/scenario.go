@@ -363,7 +363,9 @@ func NodeOnly(ctx context.Context, o Options, stack *cleanup.Stack) error {
 }
 
 // controlRun is the negative control of one step: a fresh baseline on the
-// old kubelet, then the UNPATCHED new one.
+// old kubelet, then the UNPATCHED new one. On a rollback step the baseline
+// runs on the newer kubelet (st.From) and the control is the older one as
+// released, held to what upstream does going down (corpus.UpstreamRestarts).
 func (s *Scenario) controlRun(ctx context.Context, st Step) error {
 	patchedFrom := s.ControlBaselineBinary(st.From) == s.Binary(st.From, true)
 	if !patchedFrom {
@@ -573,7 +575,9 @@ func (s *Scenario) swap(ctx context.Context, st Step, patched bool, faults []str
 	if patched {
 		variant = report.Patched
 	}
-	run := &report.Run{Step: st.String(), From: st.From, To: st.To, Variant: variant, Faults: faults}
+	// A rollback step (st.To older than st.From) runs the same way: the
+	// running (newer) kubelet records, the older one takes over.
+	run := &report.Run{Step: st.String(), From: st.From, To: st.To, Rollback: st.Rollback(), Variant: variant, Faults: faults}
 	if err := s.record(ctx); err != nil {
 		return nil, err
 	}
@@ -692,7 +696,7 @@ func (s *Scenario) swap(ctx context.Context, st Step, patched bool, faults []str
 	}
 	run.Diff = snapshot.Compare(before, after)
 	run.Pods, run.Containers, run.Restarts, run.RecreatedPods = run.Diff.Pods, run.Diff.Containers, run.Diff.Restarts, run.Diff.RecreatedPods
-	s.logf("swap %s (%s): %d pods, %d containers, %d restarts, %d pods recreated, %d containers kept by the compat path", st, variant, run.Pods, run.Containers, run.Restarts, run.RecreatedPods, run.KeptLogLines)
+	s.logf("swap %s (%s): %d pods, %d containers, %d restarts, %d pods recreated, %d pod UIDs changed, %d containers kept by the compat path", st, variant, run.Pods, run.Containers, run.Restarts, run.RecreatedPods, run.Diff.UIDChanges, run.KeptLogLines)
 	return run, nil
 }
 

@@ -63,3 +63,35 @@ func TestControlBaselineBinary(t *testing.T) {
 	// Neither built: the patched path, which Preflight reports missing.
 	assert.Equal(t, s.ControlBaselineBinary("1.23.17"), s.Binary("1.23.17", true))
 }
+
+// TestPreflightRollback: a rollback step needs the newer kubelet patched
+// (baselines of the control and the patched run), the older one patched
+// (the patched swap) and as released (the control).
+func TestPreflightRollback(t *testing.T) {
+	steps := []Step{{From: "1.31.14", To: "1.30.14"}}
+	tests := []struct {
+		name    string
+		dirs    []string
+		opts    Options
+		missing string
+	}{
+		{name: "everything", dirs: []string{"1.31.14", "1.30.14", "1.30.14-unpatched"}, opts: Options{Controls: true}},
+		{name: "the older kubelet as released", dirs: []string{"1.31.14", "1.30.14"}, opts: Options{Controls: true}, missing: "1.30.14-unpatched/kubelet"},
+		{name: "the older kubelet patched", dirs: []string{"1.31.14", "1.30.14-unpatched"}, opts: Options{Controls: true}, missing: "1.30.14/kubelet"},
+		{name: "the control alone needs no patched older kubelet", dirs: []string{"1.31.14", "1.30.14-unpatched"}, opts: Options{Controls: true, SkipPatched: true}},
+		{name: "the patched run alone needs no release build", dirs: []string{"1.31.14", "1.30.14"}, opts: Options{}},
+		{name: "the newer kubelet", dirs: []string{"1.30.14", "1.30.14-unpatched"}, opts: Options{}, missing: "1.31.14/kubelet"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := tt.opts
+			o.Steps, o.Output = steps, output(t, tt.dirs...)
+			err := Preflight(o)
+			if tt.missing == "" {
+				assert.NilError(t, err)
+				return
+			}
+			assert.ErrorContains(t, err, tt.missing)
+		})
+	}
+}

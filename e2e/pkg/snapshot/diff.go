@@ -35,8 +35,12 @@ type Diff struct {
 	// container, same attempt, after: the number the e2e asserts on.
 	Restarts int `json:"restarts"`
 	// RecreatedPods counts pods whose sandbox changed.
-	RecreatedPods int      `json:"recreatedPods"`
-	Changes       []Change `json:"changes,omitempty"`
+	RecreatedPods int `json:"recreatedPods"`
+	// UIDChanges counts pods whose sandbox runs under another pod UID
+	// after (static pods: the new kubelet derived another UID; always
+	// one of RecreatedPods).
+	UIDChanges int      `json:"uidChanges"`
+	Changes    []Change `json:"changes,omitempty"`
 	// RestartedPods lists the pods with at least one restart.
 	RestartedPods []string `json:"restartedPods,omitempty"`
 }
@@ -58,6 +62,9 @@ func Compare(before, after *Snapshot) Diff {
 				restartedPods[pod] = true
 			}
 			continue
+		}
+		if asb.UID != bsb.UID {
+			d.UIDChanges++
 		}
 		if asb.ID != bsb.ID {
 			d.RecreatedPods++

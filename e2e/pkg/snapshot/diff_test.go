@@ -12,13 +12,19 @@ var t0 = time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 // node builds a snapshot: one ready sandbox per pod with running containers.
 type podSpec struct {
 	pod, sandbox string
-	containers   []Container
+	// uid is the sandbox's pod UID ("": uid-<sandbox>).
+	uid        string
+	containers []Container
 }
 
 func snap(pods ...podSpec) *Snapshot {
 	s := &Snapshot{Taken: t0}
 	for _, p := range pods {
-		s.Sandboxes = append(s.Sandboxes, Sandbox{Pod: p.pod, ID: p.sandbox, UID: "uid-" + p.sandbox, Ready: true, CreatedAt: t0})
+		uid := p.uid
+		if uid == "" {
+			uid = "uid-" + p.sandbox
+		}
+		s.Sandboxes = append(s.Sandboxes, Sandbox{Pod: p.pod, ID: p.sandbox, UID: uid, Ready: true, CreatedAt: t0})
 		for _, c := range p.containers {
 			c.Pod, c.SandboxID = p.pod, p.sandbox
 			if c.State == "" {
@@ -47,6 +53,7 @@ func TestCompare(t *testing.T) {
 		after         *Snapshot
 		wantRestarts  int
 		wantRecreated int
+		wantUIDs      int
 		wantKinds     []string
 		wantPods      []string
 	}{
@@ -60,6 +67,12 @@ func TestCompare(t *testing.T) {
 		{
 			name: "pod recreated",
 			after: snap(db, podSpec{pod: "ns/web", sandbox: "sb-web2", containers: []Container{
+				{Name: "init", ID: "n-init", State: "EXITED"}, {Name: "httpd", ID: "n-httpd"}, {Name: "side", ID: "n-side"}}}),
+			wantRestarts: 2, wantRecreated: 1, wantUIDs: 1, wantKinds: []string{SandboxChanged, ContainerReplaced, ContainerReplaced}, wantPods: []string{"ns/web"},
+		},
+		{
+			name: "pod recreated under the same UID (a new sandbox, not a new UID)",
+			after: snap(db, podSpec{pod: "ns/web", sandbox: "sb-web2", uid: "uid-sb-web", containers: []Container{
 				{Name: "init", ID: "n-init", State: "EXITED"}, {Name: "httpd", ID: "n-httpd"}, {Name: "side", ID: "n-side"}}}),
 			wantRestarts: 2, wantRecreated: 1, wantKinds: []string{SandboxChanged, ContainerReplaced, ContainerReplaced}, wantPods: []string{"ns/web"},
 		},
@@ -91,6 +104,7 @@ func TestCompare(t *testing.T) {
 			assert.Equal(t, d.Containers, 3)
 			assert.Equal(t, d.Restarts, tt.wantRestarts)
 			assert.Equal(t, d.RecreatedPods, tt.wantRecreated)
+			assert.Equal(t, d.UIDChanges, tt.wantUIDs)
 			var kinds []string
 			for _, c := range d.Changes {
 				kinds = append(kinds, c.Kind)
