@@ -148,13 +148,7 @@ func staticUIDChange(from, to kubeletcompat.Version) (string, string) {
 	if from.Minor == to.Minor {
 		return "", ""
 	}
-	// A rollback derives UIDs as the older minor does: the changes between
-	// them count in either direction.
-	older, newer := from.Minor, to.Minor
-	if newer < older {
-		older, newer = newer, older
-	}
-	c := upstream.StaticPodUID(older, newer)
+	c := upstream.StaticPodUID(from.Minor, to.Minor)
 	between := func(ms []int) string {
 		var out []string
 		for _, m := range ms {
