@@ -262,6 +262,10 @@ upgrade() {
 	if ! gate; then
 		log "rolling back: kubernetes-select --restart-kubelet stage2 $PREVIOUS"
 		date -u +%Y-%m-%dT%H:%M:%SZ >"$HOST$failed"
+		# record on the newer kubelet: the older patched kubelet then keeps
+		# what it created and the UIDs its static pods run under.
+		on_host kubelet-compat record --kubeconfig "$NODE_KUBECONFIG" ||
+			log "warning: kubelet-compat record before the rollback failed: the way back restarts what upstream restarts"
 		on_host kubernetes-select --restart-kubelet stage2 "$PREVIOUS" || die "the rollback to $PREVIOUS failed too"
 		die "the health gate failed: stage2 is back on $PREVIOUS; the Job fails, which stops the Plan"
 	fi

@@ -91,7 +91,7 @@ func TestUpgradeScript(t *testing.T) {
 		"kubelet-compat status -o json --kubeconfig /etc/kubernetes/kubelet.conf",
 	}
 	const configmapCall = "kubectl get configmap kubeadm-config -n kube-system -o jsonpath={.data.ClusterConfiguration}"
-	rollback := "kubernetes-select --restart-kubelet stage2 1.30.14"
+	rollback := []string{"kubelet-compat record --kubeconfig /etc/kubernetes/kubelet.conf", "kubernetes-select --restart-kubelet stage2 1.30.14"}
 	cat := func(parts ...[]string) []string {
 		var all []string
 		for _, p := range parts {
@@ -127,18 +127,18 @@ func TestUpgradeScript(t *testing.T) {
 				return strings.Replace(s, "          \"c-pinned-uid-app\"\n", "          \"c-pinned-uid-app-2\"\n", 1)
 			},
 			wantErr: "the health gate failed: stage2 is back on 1.30.14", failedMark: true, stage2: prev,
-			wantCalls: cat(upgradeNode, gateOK, []string{rollback}),
+			wantCalls: cat(upgradeNode, gateOK, rollback),
 			wantOut:   []string{"pod default/seccomp-node-1: runs container c-pinned-uid-app-2, created after the record (restarted)"}},
 		{name: "gate: a static pod recreated under another UID, rolled back", preflight: "preflight-1.30-1.31.table.golden",
 			after: func(s string) string { // the admission section, after staticPodsOnRecordedUID
 				i := strings.LastIndex(s, `"uid": "etcd-uid"`)
 				return s[:i] + `"uid": "etcd-uid-2"` + s[i+len(`"uid": "etcd-uid"`):]
 			},
-			wantErr: "the health gate failed", failedMark: true, stage2: prev, wantCalls: cat(upgradeNode, gateOK, []string{rollback}),
+			wantErr: "the health gate failed", failedMark: true, stage2: prev, wantCalls: cat(upgradeNode, gateOK, rollback),
 			wantOut: []string{"pod kube-system/etcd-node-1: runs under uid etcd-uid-2, was etcd-uid (recreated)"}},
 		{name: "gate: the kubelet's decision restarts a legacy container, rolled back", preflight: "preflight-1.30-1.31.table.golden",
 			after:   func(s string) string { return strings.Replace(s, "\"keep\": true", "\"keep\": false", 1) },
-			wantErr: "the health gate failed", failedMark: true, stage2: prev, wantCalls: cat(upgradeNode, gateOK, []string{rollback}),
+			wantErr: "the health gate failed", failedMark: true, stage2: prev, wantCalls: cat(upgradeNode, gateOK, rollback),
 			wantOut: []string{"container default/seccomp-node-1/app (c-pinned-uid-app): the kubelet restarts it"}},
 		{name: "gate: a pod not Ready within the timeout, rolled back", preflight: "preflight-1.30-1.31.table.golden",
 			podsAfter: "default/web-0 Running False\n", wantErr: "the health gate failed", failedMark: true, stage2: prev,
