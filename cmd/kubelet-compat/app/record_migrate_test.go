@@ -118,15 +118,21 @@ func hashVersions(f *kubeletcompat.File) map[string]string {
 	return out
 }
 
+// webPod is an API pod of the node, defaulted as the API server returns it.
+func webPod() v1.Pod {
+	pod := v1.Pod{}
+	pod.Name, pod.Namespace, pod.UID = "web", "default", "web-uid"
+	pod.Spec.NodeName = testNode
+	pod.Spec.Containers = []v1.Container{{Name: "nginx", Image: "nginx:1.25"}}
+	manifest.SetDefaults(&pod)
+	return pod
+}
+
 // TestRecordInfersAPIPodsWithKubeconfig: an API pod's spec comes from the
 // API server; without --kubeconfig record cannot check its stored hash and
 // says so, one line per container.
 func TestRecordInfersAPIPodsWithKubeconfig(t *testing.T) {
-	spec := v1.Pod{}
-	spec.Name, spec.Namespace, spec.UID = "web", "default", "web-uid"
-	spec.Spec.NodeName = testNode
-	spec.Spec.Containers = []v1.Container{{Name: "nginx", Image: "nginx:1.25"}}
-	manifest.SetDefaults(&spec)
+	spec := webPod()
 	// Created by 1.30 and kept by the patched 1.31 (whose hash is {name, image}).
 	h, err := kubeletcompat.ContainerHash(kubeletcompat.Version{Major: 1, Minor: 30, Patch: 14}, &spec.Spec.Containers[0])
 	assert.NilError(t, err)
@@ -177,11 +183,7 @@ func TestRecordInfersAPIPodsWithKubeconfig(t *testing.T) {
 // (status decides as that kubelet does), except a container whose spec
 // changed after record and one record found no spec of.
 func TestRecordForRollback(t *testing.T) {
-	api := v1.Pod{}
-	api.Name, api.Namespace, api.UID = "web", "default", "web-uid"
-	api.Spec.NodeName = testNode
-	api.Spec.Containers = []v1.Container{{Name: "nginx", Image: "nginx:1.25"}}
-	manifest.SetDefaults(&api)
+	api := webPod()
 	v131 := kubeletcompat.Version{Major: 1, Minor: 31, Patch: 14}
 	h, err := kubeletcompat.ContainerHash(v131, &api.Spec.Containers[0])
 	assert.NilError(t, err)

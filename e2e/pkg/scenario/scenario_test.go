@@ -22,11 +22,15 @@ func output(t *testing.T, dirs ...string) string {
 
 // TestPreflightPerVariant: what each kind of run needs built. A control's
 // baseline falls back to the release build of its from-version while the
-// patched one is missing.
+// patched one is missing. A rollback step needs the newer kubelet patched
+// (the baselines), the older one patched (the patched swap) and as released
+// (the control).
 func TestPreflightPerVariant(t *testing.T) {
-	steps := []Step{{From: "1.21.14", To: "1.22.17"}, {From: "1.22.17", To: "1.23.17"}}
+	chain := []Step{{From: "1.21.14", To: "1.22.17"}, {From: "1.22.17", To: "1.23.17"}}
+	rollback := []Step{{From: "1.31.14", To: "1.30.14"}}
 	tests := []struct {
 		name    string
+		steps   []Step // chain when nil
 		dirs    []string
 		opts    Options
 		missing string // "" when nothing is missing
@@ -41,11 +45,20 @@ func TestPreflightPerVariant(t *testing.T) {
 			dirs: []string{"1.21.14", "1.22.17", "1.23.17"}, opts: Options{}},
 		{name: "everything",
 			dirs: []string{"1.21.14", "1.22.17", "1.23.17", "1.22.17-unpatched", "1.23.17-unpatched"}, opts: Options{Controls: true}},
+		{name: "rollback: everything", steps: rollback, dirs: []string{"1.31.14", "1.30.14", "1.30.14-unpatched"}, opts: Options{Controls: true}},
+		{name: "rollback: the older kubelet as released", steps: rollback, dirs: []string{"1.31.14", "1.30.14"}, opts: Options{Controls: true}, missing: "1.30.14-unpatched/kubelet"},
+		{name: "rollback: the older kubelet patched", steps: rollback, dirs: []string{"1.31.14", "1.30.14-unpatched"}, opts: Options{Controls: true}, missing: "1.30.14/kubelet"},
+		{name: "rollback: the control alone needs no patched older kubelet", steps: rollback, dirs: []string{"1.31.14", "1.30.14-unpatched"}, opts: Options{Controls: true, SkipPatched: true}},
+		{name: "rollback: the patched run alone needs no release build", steps: rollback, dirs: []string{"1.31.14", "1.30.14"}, opts: Options{}},
+		{name: "rollback: the newer kubelet", steps: rollback, dirs: []string{"1.30.14", "1.30.14-unpatched"}, opts: Options{}, missing: "1.31.14/kubelet"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			o := tt.opts
-			o.Steps, o.Output = steps, output(t, tt.dirs...)
+			o.Steps, o.Output = tt.steps, output(t, tt.dirs...)
+			if o.Steps == nil {
+				o.Steps = chain
+			}
 			err := Preflight(o)
 			if tt.missing == "" {
 				assert.NilError(t, err)
@@ -64,34 +77,3 @@ func TestControlBaselineBinary(t *testing.T) {
 	assert.Equal(t, s.ControlBaselineBinary("1.23.17"), s.Binary("1.23.17", true))
 }
 
-// TestPreflightRollback: a rollback step needs the newer kubelet patched
-// (baselines of the control and the patched run), the older one patched
-// (the patched swap) and as released (the control).
-func TestPreflightRollback(t *testing.T) {
-	steps := []Step{{From: "1.31.14", To: "1.30.14"}}
-	tests := []struct {
-		name    string
-		dirs    []string
-		opts    Options
-		missing string
-	}{
-		{name: "everything", dirs: []string{"1.31.14", "1.30.14", "1.30.14-unpatched"}, opts: Options{Controls: true}},
-		{name: "the older kubelet as released", dirs: []string{"1.31.14", "1.30.14"}, opts: Options{Controls: true}, missing: "1.30.14-unpatched/kubelet"},
-		{name: "the older kubelet patched", dirs: []string{"1.31.14", "1.30.14-unpatched"}, opts: Options{Controls: true}, missing: "1.30.14/kubelet"},
-		{name: "the control alone needs no patched older kubelet", dirs: []string{"1.31.14", "1.30.14-unpatched"}, opts: Options{Controls: true, SkipPatched: true}},
-		{name: "the patched run alone needs no release build", dirs: []string{"1.31.14", "1.30.14"}, opts: Options{}},
-		{name: "the newer kubelet", dirs: []string{"1.30.14", "1.30.14-unpatched"}, opts: Options{}, missing: "1.31.14/kubelet"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			o := tt.opts
-			o.Steps, o.Output = steps, output(t, tt.dirs...)
-			err := Preflight(o)
-			if tt.missing == "" {
-				assert.NilError(t, err)
-				return
-			}
-			assert.ErrorContains(t, err, tt.missing)
-		})
-	}
-}
