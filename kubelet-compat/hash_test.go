@@ -176,6 +176,34 @@ func TestUnknownFields(t *testing.T) {
 	}
 }
 
+// TestNewFields: what a rollback from newer to older hides from the older
+// kubelet.
+func TestNewFields(t *testing.T) {
+	c := seccompContainer()
+	c.Resources.Claims = []v1.ResourceClaim{{Name: "gpu", Request: "one"}}
+	tests := []struct {
+		older, newer, want string
+	}{
+		{"v1.20.15", "v1.21.14", "livenessProbe.terminationGracePeriodSeconds"},
+		{"v1.18.19", "v1.21.14", "livenessProbe.terminationGracePeriodSeconds securityContext.seccompProfile"},
+		{"v1.30.14", "v1.31.14", "resources.claims[0].request"},
+		// resources.claims is new in 1.26: 1.25 does not see the claim at all.
+		{"v1.25.16", "v1.31.14", "resources.claims"},
+		{"v1.31.14", "v1.37.2", ""},
+	}
+	for _, tt := range tests {
+		older, _ := ParseVersion(tt.older)
+		newer, _ := ParseVersion(tt.newer)
+		got, err := NewFields(older, newer, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Join(got, " ") != tt.want {
+			t.Errorf("NewFields(%s, %s) = %q, want %q", tt.older, tt.newer, got, tt.want)
+		}
+	}
+}
+
 // TestLegacyHashCache: a cached hash is the computed one, per minor and spec.
 func TestLegacyHashCache(t *testing.T) {
 	legacyHashes.mu.Lock()

@@ -255,6 +255,32 @@ func UnknownFields(v Version, container *v1.Container) ([]string, error) {
 	return p.dropped, nil
 }
 
+// NewFields lists the JSON paths of container's set fields that the
+// v1.Container of newer has and that of older lacks: after a rollback from
+// newer to older, the older kubelet does not see them, and the patched one
+// restarts the container (Decider.KeepChanged).
+func NewFields(older, newer Version, container *v1.Container) ([]string, error) {
+	unknownOlder, err := UnknownFields(older, container)
+	if err != nil {
+		return nil, err
+	}
+	unknownNewer, err := UnknownFields(newer, container)
+	if err != nil {
+		return nil, err
+	}
+	skip := make(map[string]bool, len(unknownNewer))
+	for _, f := range unknownNewer {
+		skip[f] = true
+	}
+	var out []string
+	for _, f := range unknownOlder {
+		if !skip[f] {
+			out = append(out, f)
+		}
+	}
+	return out, nil
+}
+
 // pruner rewrites JSON to a schema's shape; dropped, when non-nil, collects
 // the paths it leaves out.
 type pruner struct {

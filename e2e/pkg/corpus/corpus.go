@@ -12,7 +12,9 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
+	kubeletcompat "github.com/kubelet-compat/kubelet-compat/kubelet-compat"
 	"github.com/kubelet-compat/kubelet-compat/pkg/upstream"
 
 	v1 "k8s.io/api/core/v1"
@@ -345,6 +347,31 @@ func (c *Corpus) UpstreamRestarts(from, to int) []Expectation {
 		}
 		if r := upstream.PodHashChange(p.Spec.Spec.Containers, from, to); r != "" {
 			out = append(out, Expectation{p.RuntimeName, r})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Pod < out[j].Pod })
+	return out
+}
+
+// PatchedRollbackRestarts lists the pods the patched kubelet 1.<to>
+// restarts a container of when it replaces kubelet 1.<from> on a rollback
+// (to < from): those whose containers set a field 1.<from> knows and
+// 1.<to> does not (kubeletcompat.NewFields), which the older kubelet
+// cannot represent. Nothing on an upgrade, and nothing for API pods (the
+// API server of the older control plane never stored such fields).
+func (c *Corpus) PatchedRollbackRestarts(from, to int) []Expectation {
+	if to >= from || c.API {
+		return nil
+	}
+	older, newer := kubeletcompat.Version{Major: 1, Minor: to}, kubeletcompat.Version{Major: 1, Minor: from}
+	var out []Expectation
+	for _, p := range c.Pods {
+		for i := range p.Spec.Spec.Containers {
+			fields, err := kubeletcompat.NewFields(older, newer, &p.Spec.Spec.Containers[i])
+			if err == nil && len(fields) > 0 {
+				out = append(out, Expectation{p.RuntimeName, fmt.Sprintf("container %s sets fields 1.%d does not know: %s", p.Spec.Spec.Containers[i].Name, to, strings.Join(fields, ", "))})
+				break
+			}
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Pod < out[j].Pod })

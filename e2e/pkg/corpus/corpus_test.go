@@ -63,6 +63,31 @@ func TestUpstreamRestarts(t *testing.T) {
 	}
 }
 
+// TestPatchedRollbackRestarts: the patched older kubelet restarts only the
+// pods setting a field it does not know, and only on a rollback.
+func TestPatchedRollbackRestarts(t *testing.T) {
+	c := New(Options{Pods: 8, NodeName: "n", FirstHostPort: 19000})
+	pods := func(from, to int) string {
+		var out []string
+		for _, e := range c.PatchedRollbackRestarts(from, to) {
+			out = append(out, e.Pod)
+		}
+		return strings.Join(out, " ")
+	}
+	for _, tt := range []struct {
+		from, to int
+		want     string
+	}{
+		{21, 20, "kc-e2e/probegrace-006-n"},
+		{19, 18, "kc-e2e/seccomp-005-n"},
+		{21, 18, "kc-e2e/probegrace-006-n kc-e2e/seccomp-005-n"},
+		{31, 30, ""}, // the corpus sets nothing 1.30 lacks
+		{20, 21, ""}, // an upgrade
+	} {
+		assert.Equal(t, pods(tt.from, tt.to), tt.want, "1.%d -> 1.%d", tt.from, tt.to)
+	}
+}
+
 // TestUpstreamRestartReasons: the static pods without metadata.uid are
 // recreated for their UID, the others for their containers' hashes.
 func TestUpstreamRestartReasons(t *testing.T) {

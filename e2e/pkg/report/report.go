@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -48,6 +49,10 @@ type Run struct {
 	KeptLogLines int `json:"keptLogLines"`
 	// Expected lists what upstream restarts on this step (controls only).
 	Expected []Expectation `json:"expected,omitempty"`
+	// Unrepresentable lists, on a patched rollback, the pods a container of
+	// which sets a field the older kubelet does not know: it restarts them,
+	// and only them.
+	Unrepresentable []Expectation `json:"unrepresentable,omitempty"`
 	Diff     snapshot.Diff `json:"diff"`
 	// Node names the node of a multi-node provider (kind).
 	Node string `json:"node,omitempty"`
@@ -315,7 +320,8 @@ func (r *Report) Write(dir string) error {
 
 // AssertPatched: the patched kubelet restarts nothing, recreates no pod,
 // keeps every pod's UID (static pods: the recorded one) and runs no init
-// container again; upgrade and rollback steps alike.
+// container again; upgrade and rollback steps alike. On a rollback the
+// pods of run.Unrepresentable restart a container, exactly those.
 func AssertPatched(run *Run) {
 	rerun := 0
 	for _, c := range run.Diff.Changes {
@@ -324,9 +330,27 @@ func AssertPatched(run *Run) {
 		}
 	}
 	uids := run.Diff.UIDChanges
-	run.Passed = run.Restarts == 0 && run.RecreatedPods == 0 && uids == 0 && rerun == 0 && run.Pods > 0
-	if run.Passed {
+	expected := make([]string, 0, len(run.Unrepresentable))
+	for _, e := range run.Unrepresentable {
+		expected = append(expected, e.Pod)
+	}
+	restarted := append([]string(nil), run.Diff.RestartedPods...)
+	sort.Strings(expected)
+	sort.Strings(restarted)
+	onlyExpected := run.Restarts == 0
+	if len(expected) > 0 {
+		onlyExpected = strings.Join(restarted, " ") == strings.Join(expected, " ")
+	}
+	run.Passed = onlyExpected && run.RecreatedPods == 0 && uids == 0 && rerun == 0 && run.Pods > 0
+	switch {
+	case run.Passed && len(expected) == 0:
 		run.Verdict = "pass: 0 restarts"
+		return
+	case run.Passed:
+		run.Verdict = fmt.Sprintf("pass: restarts only %s (fields the older kubelet does not know)", strings.Join(expected, " "))
+		return
+	case len(expected) > 0:
+		run.Verdict = fmt.Sprintf("FAIL: %d restarts, %d pods recreated, %d pod UIDs changed, %d init reruns: restarted %s, expected only %s", run.Restarts, run.RecreatedPods, uids, rerun, strings.Join(restarted, " "), strings.Join(expected, " "))
 		return
 	}
 	run.Verdict = fmt.Sprintf("FAIL: %d restarts, %d pods recreated, %d pod UIDs changed, %d init reruns: %s", run.Restarts, run.RecreatedPods, uids, rerun, strings.Join(run.Diff.RestartedPods, " "))

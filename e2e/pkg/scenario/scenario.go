@@ -327,6 +327,9 @@ func Run(ctx context.Context, o Options, stack *cleanup.Stack, rep *report.Repor
 		if err != nil {
 			return err
 		}
+		for _, e := range s.corpus.PatchedRollbackRestarts(kubelet.Minor(st.From), kubelet.Minor(st.To)) {
+			run.Unrepresentable = append(run.Unrepresentable, report.Expectation{Pod: e.Pod, Reason: e.Reason})
+		}
 		report.AssertPatched(run)
 		s.Report.Runs = append(s.Report.Runs, *run)
 		if !run.Passed {

@@ -76,4 +76,3 @@ func TestControlBaselineBinary(t *testing.T) {
 	// Neither built: the patched path, which Preflight reports missing.
 	assert.Equal(t, s.ControlBaselineBinary("1.23.17"), s.Binary("1.23.17", true))
 }
-

@@ -388,21 +388,6 @@ func mustHash(v kubeletcompat.Version, c *v1.Container) uint64 {
 
 // newFields lists the set fields newer knows and older does not.
 func newFields(older, newer kubeletcompat.Version, c *v1.Container) []string {
-	unknownFrom, err := kubeletcompat.UnknownFields(older, c)
-	if err != nil {
-		return nil
-	}
-	unknownTo := map[string]bool{}
-	if toList, err := kubeletcompat.UnknownFields(newer, c); err == nil {
-		for _, f := range toList {
-			unknownTo[f] = true
-		}
-	}
-	var out []string
-	for _, f := range unknownFrom {
-		if !unknownTo[f] {
-			out = append(out, f)
-		}
-	}
-	return out
+	fields, _ := kubeletcompat.NewFields(older, newer, c)
+	return fields
 }
