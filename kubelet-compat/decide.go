@@ -21,7 +21,7 @@ const (
 	// from earlier upgrades is still kept.
 	FilePending
 	// FileActive: the file records an older kubelet (an upgrade), or a
-	// newer one (a rollback: Rollback reports it).
+	// newer one (a rollback: State's reason says so).
 	FileActive
 )
 
@@ -98,15 +98,6 @@ func (d *Decider) InForce() bool { return d.state == FileActive || d.state == Fi
 
 // File is the compat file decided on, nil when there is none.
 func (d *Decider) File() *File { return d.file }
-
-// Rollback reports whether the file in force was recorded by a newer kubelet.
-func (d *Decider) Rollback() bool {
-	if !d.InForce() {
-		return false
-	}
-	prev, _ := ParseVersion(d.file.PreviousVersion) // validated by Parse
-	return d.own.LessThan(prev)
-}
 
 // LegacyHashVersion returns the other kubelet (older, or newer after a
 // rollback) whose hash the file says a container carries: only such a
