@@ -98,6 +98,18 @@ const (
 	failCgroupV1Default = 35
 )
 
+// cgroupV1PreflightArgs are the kubeadm upgrade flags a cgroup v1 node needs
+// for version: from 1.35 kubeadm's SystemVerification check fails on cgroup
+// v1 ("To explicitly enable cgroups v1 support for kubelet v1.35 or newer,
+// you must set ... 'FailCgroupV1' to 'false'. You must also explicitly skip
+// this validation"), even with failCgroupV1: false set (allowCgroupV1).
+func cgroupV1PreflightArgs(version string) []string {
+	if kubelet.Minor(version) < failCgroupV1Default {
+		return nil
+	}
+	return []string{"--ignore-preflight-errors=SystemVerification"}
+}
+
 // allowCgroupV1 sets failCgroupV1: false in kubeadm's kubelet-config
 // ConfigMap unless it is set, as an operator of a cgroup v1 node must before
 // the first kubelet of 1.35 or later: kubeadm upgrade writes it into each

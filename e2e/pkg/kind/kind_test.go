@@ -17,6 +17,21 @@ func TestClusterConfig(t *testing.T) {
 	golden.Assert(t, ClusterConfig("1.31.14", 2, 10*time.Second), "cluster-1.31.golden")
 }
 
+// TestCgroupV1PreflightArgs: kubeadm from 1.35 fails its SystemVerification
+// check on cgroup v1 unless told to skip it.
+func TestCgroupV1PreflightArgs(t *testing.T) {
+	for _, tt := range []struct {
+		version string
+		want    []string
+	}{
+		{"1.34.12", nil},
+		{"1.35.8", []string{"--ignore-preflight-errors=SystemVerification"}},
+		{"1.37.2", []string{"--ignore-preflight-errors=SystemVerification"}},
+	} {
+		assert.DeepEqual(t, cgroupV1PreflightArgs(tt.version), tt.want)
+	}
+}
+
 func TestCNIConfList(t *testing.T) {
 	conf, err := CNIConfList("10.244.1.0/24")
 	assert.NilError(t, err)

@@ -447,7 +447,8 @@ func (r *clusterRun) upgradeControlPlane(ctx context.Context) error {
 	if _, err := r.execLogged(ctx, cp, "select-stage1-"+r.step.To, "kubernetes-select", "stage1", r.step.To); err != nil {
 		return err
 	}
-	if _, err := r.execLogged(ctx, cp, "kubeadm-upgrade-apply-"+r.step.To, "kubeadm", "upgrade", "apply", "v"+r.step.To, "--yes", "--v=1"); err != nil {
+	apply := append([]string{"kubeadm", "upgrade", "apply", "v" + r.step.To, "--yes", "--v=1"}, cgroupV1PreflightArgs(r.step.To)...)
+	if _, err := r.execLogged(ctx, cp, "kubeadm-upgrade-apply-"+r.step.To, apply...); err != nil {
 		return err
 	}
 	after, err := r.readManifests(ctx)
@@ -539,7 +540,8 @@ func (r *clusterRun) upgradeNode(ctx context.Context, n *Node) error {
 		if _, err := r.execLogged(ctx, n, "select-stage1-"+r.step.To, "kubernetes-select", "stage1", r.step.To); err != nil {
 			return err
 		}
-		if _, err := r.execLogged(ctx, n, "kubeadm-upgrade-node-"+r.step.To, "kubeadm", "upgrade", "node", "--v=1"); err != nil {
+		node := append([]string{"kubeadm", "upgrade", "node", "--v=1"}, cgroupV1PreflightArgs(r.step.To)...)
+		if _, err := r.execLogged(ctx, n, "kubeadm-upgrade-node-"+r.step.To, node...); err != nil {
 			return err
 		}
 	}
