@@ -130,6 +130,9 @@ func Remove(ctx context.Context, h Host, r Recorded, since uint64) error {
 		}
 		tops = append(tops, c)
 	}
+	if err := Thaw(h, Recorded{Mode: r.Mode, Name: r.Name, Created: tops}); err != nil {
+		errs = append(errs, err)
+	}
 	for {
 		var last []error
 		for _, top := range tops {
@@ -151,6 +154,36 @@ func Remove(ctx context.Context, h Host, r Recorded, since uint64) error {
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
+}
+
+// Thaw thaws every frozen cgroup under those r.Created lists: a process in
+// a frozen cgroup does not die of SIGKILL until it is thawed. A run leaves
+// frozen ones when it is killed while runc (systemd driver, cgroup v1)
+// freezes a container's cgroup to update it; its runc init then waits in
+// uninterruptible sleep and the container outlives every SIGKILL.
+func Thaw(h Host, r Recorded) error {
+	var errs []error
+	for _, c := range r.Created {
+		if err := check(h.Root, r, c); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		file, frozen, thawed := "freezer.state", "FROZEN", "THAWED"
+		if r.Mode == V2 {
+			file, frozen, thawed = "cgroup.freeze", "1", "0"
+		}
+		for _, dir := range subtree(c) {
+			p := filepath.Join(dir, file)
+			b, err := os.ReadFile(p)
+			if err != nil || (strings.TrimSpace(string(b)) != frozen && strings.TrimSpace(string(b)) != "FREEZING") {
+				continue
+			}
+			if err := os.WriteFile(p, []byte(thawed), 0); err != nil {
+				errs = append(errs, fmt.Errorf("thawing %s: %w", dir, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // check refuses a recorded path that is not where Record puts them.

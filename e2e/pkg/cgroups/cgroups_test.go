@@ -183,3 +183,37 @@ func TestDetectAndOurs(t *testing.T) {
 	}
 	assert.Assert(t, !Recorded{Mode: V1, Name: "kubepods"}.Ours("/kubepods"), "nothing created: nothing is ours")
 }
+
+// TestThaw: the frozen cgroups under the run's are thawed (v1 freezer.state,
+// v2 cgroup.freeze); a frozen cgroup that is not the run's is left frozen.
+func TestThaw(t *testing.T) {
+	for _, tt := range []struct {
+		name                string
+		v2                  bool
+		file, frozen, thawn string
+		ours, theirs        string // relative to the root
+	}{
+		{name: "v1", file: "freezer.state", frozen: "FROZEN\n", thawn: "THAWED",
+			ours: "freezer/kc-e2e-docker/node/kubelet.slice/scope", theirs: "freezer/system.slice/other"},
+		{name: "v2", v2: true, file: "cgroup.freeze", frozen: "1\n", thawn: "0",
+			ours: "kc-e2e-docker/node/scope", theirs: "system.slice/other"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			root := layout(t, tt.v2)
+			if !tt.v2 {
+				assert.NilError(t, os.MkdirAll(filepath.Join(root, "freezer"), 0o755))
+			}
+			rec, err := Record(Host{Root: root}, "kc-e2e-docker")
+			assert.NilError(t, err)
+			for _, dir := range []string{tt.ours, tt.theirs} {
+				mkCgroup(t, filepath.Join(root, dir))
+				assert.NilError(t, os.WriteFile(filepath.Join(root, dir, tt.file), []byte(tt.frozen), 0o644))
+			}
+			assert.NilError(t, Thaw(Host{Root: root}, rec))
+			ours, _ := os.ReadFile(filepath.Join(root, tt.ours, tt.file))
+			theirs, _ := os.ReadFile(filepath.Join(root, tt.theirs, tt.file))
+			assert.Equal(t, string(ours), tt.thawn)
+			assert.Equal(t, string(theirs), tt.frozen)
+		})
+	}
+}

@@ -268,6 +268,11 @@ func Undo(ctx context.Context, st journal.State, h Host) error {
 	boot, _ := h.Proc.BootID()
 	sameBoot := st.BootID != "" && st.BootID == boot
 	if sameBoot {
+		if st.Cgroups != nil && len(st.Cgroups.Created) > 0 {
+			// A process in a frozen cgroup does not die of SIGKILL, so
+			// neither docker rm -f nor the kills below would end it.
+			step("thaw the run's frozen cgroups", func() error { return cgroups.Thaw(h.Cgroups, *st.Cgroups) })
+		}
 		if st.Docker != nil && h.Docker != nil {
 			step("remove the run's kind clusters and docker network", func() error { return removeDocker(ctx, st, h) })
 		}
