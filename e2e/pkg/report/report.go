@@ -53,7 +53,7 @@ type Run struct {
 	// which sets a field the older kubelet does not know: it restarts them,
 	// and only them.
 	Unrepresentable []Expectation `json:"unrepresentable,omitempty"`
-	Diff     snapshot.Diff `json:"diff"`
+	Diff            snapshot.Diff `json:"diff"`
 	// Node names the node of a multi-node provider (kind).
 	Node string `json:"node,omitempty"`
 	// ByDesign lists the pods that restarted for a reason outside the
