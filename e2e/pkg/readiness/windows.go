@@ -8,8 +8,9 @@
 // from 1.35, KEP-4781) keeps a container that was Ready and still runs
 // Ready until a probe fails.
 //
-// The local provider's API mode (package scenario) uses it, and decides
-// which pods count and what it asserts.
+// The local provider's API mode (package scenario) and the kind provider
+// (package kind) both use it; each decides which pods count for which
+// swap and what it asserts.
 package readiness
 
 import (
