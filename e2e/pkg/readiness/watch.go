@@ -96,9 +96,14 @@ func Start(ctx context.Context, cs kubernetes.Interface, o Options) (*Watch, err
 			return nil, err
 		}
 		w.SliceVersion = v
-		sliceInf := f.Discovery().V1().EndpointSlices().Informer()
+		// Only the informer of that version: the factory starts every
+		// informer asked for, and one of a version the API server does
+		// not serve would list it (404) again and again.
+		var sliceInf cache.SharedIndexInformer
 		if v == SliceV1beta1 {
 			sliceInf = f.Discovery().V1beta1().EndpointSlices().Informer()
+		} else {
+			sliceInf = f.Discovery().V1().EndpointSlices().Informer()
 		}
 		if _, err := sliceInf.AddEventHandler(w.handler(w.slice)); err != nil {
 			return nil, err

@@ -3,6 +3,8 @@ package readiness
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -12,7 +14,9 @@ import (
 	discoveryv1beta1 "k8s.io/api/discovery/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
 )
 
@@ -224,4 +228,47 @@ func TestWaitStateSaysWhyNot(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	assert.ErrorIs(t, w.WaitState(ctx, time.Minute, func(Sample) string { return "never" }), context.Canceled)
+}
+
+// TestSliceVersionOverHTTP: the real discovery client against an API
+// server answering as kube-apiserver 1.20 does (no discovery.k8s.io/v1:
+// 404, whether its body is a Status or plain text) and as 1.21 does.
+func TestSliceVersionOverHTTP(t *testing.T) {
+	list := func(gv string) string {
+		return `{"kind":"APIResourceList","apiVersion":"v1","groupVersion":"` + gv + `","resources":[{"name":"endpointslices","singularName":"","namespaced":true,"kind":"EndpointSlice","verbs":["get","list","watch"]}]}`
+	}
+	status404 := `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"the server could not find the requested resource","reason":"NotFound","details":{},"code":404}`
+	for _, tc := range []struct {
+		name   string
+		served map[string]string // path -> body; others 404
+		plain  bool              // a 404's body is plain text
+		want   string
+	}{
+		{name: "1.20: v1beta1 only, 404 as a Status", served: map[string]string{"/apis/discovery.k8s.io/v1beta1": list(SliceV1beta1)}, want: SliceV1beta1},
+		{name: "1.20: v1beta1 only, 404 in plain text", served: map[string]string{"/apis/discovery.k8s.io/v1beta1": list(SliceV1beta1)}, plain: true, want: SliceV1beta1},
+		{name: "1.21: both", served: map[string]string{"/apis/discovery.k8s.io/v1": list(SliceV1), "/apis/discovery.k8s.io/v1beta1": list(SliceV1beta1)}, want: SliceV1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				body, ok := tc.served[r.URL.Path]
+				switch {
+				case ok:
+					w.Header().Set("Content-Type", "application/json")
+					w.Write([]byte(body))
+				case tc.plain:
+					http.NotFound(w, r)
+				default:
+					w.Header().Set("Content-Type", "application/json")
+					w.WriteHeader(http.StatusNotFound)
+					w.Write([]byte(status404))
+				}
+			}))
+			defer srv.Close()
+			cs, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL})
+			assert.NilError(t, err)
+			got, err := SliceVersion(cs.Discovery())
+			assert.NilError(t, err)
+			assert.Equal(t, got, tc.want)
+		})
+	}
 }
