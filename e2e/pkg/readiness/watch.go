@@ -2,6 +2,7 @@ package readiness
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -26,6 +27,9 @@ var (
 	SliceV1beta1 = discoveryv1beta1.SchemeGroupVersion.String()
 )
 
+// errNoSlices: the API server answered, and serves no EndpointSlices.
+var errNoSlices = fmt.Errorf("the API server serves no EndpointSlices (%s from kube-apiserver 1.21, %s from 1.17 to 1.24)", SliceV1, SliceV1beta1)
+
 // SliceVersion is the EndpointSlice version the API server serves:
 // SliceV1 when it does, else SliceV1beta1.
 func SliceVersion(d discovery.DiscoveryInterface) (string, error) {
@@ -43,7 +47,22 @@ func SliceVersion(d discovery.DiscoveryInterface) (string, error) {
 			}
 		}
 	}
-	return "", fmt.Errorf("the API server serves no EndpointSlices (%s from kube-apiserver 1.21, %s from 1.17 to 1.24)", SliceV1, SliceV1beta1)
+	return "", errNoSlices
+}
+
+// sliceVersionWait is SliceVersion, asked again every second while
+// discovery fails (an API server that just started may answer 503) until
+// ctx ends; an API server that serves no EndpointSlices is an answer.
+func sliceVersionWait(ctx context.Context, d discovery.DiscoveryInterface) (string, error) {
+	for {
+		v, err := SliceVersion(d)
+		if err == nil || errors.Is(err, errNoSlices) {
+			return v, err
+		}
+		if serr := ctxtime.Sleep(ctx, time.Second); serr != nil {
+			return "", fmt.Errorf("%w (%v)", err, serr)
+		}
+	}
 }
 
 // Options say what a Watch follows.
@@ -77,7 +96,7 @@ type Watch struct {
 
 // Start lists and watches the namespace's pods and, with o.Services, its
 // EndpointSlices in the version the API server serves; it returns once
-// both are listed (within a minute).
+// both are listed (discovery and lists within a minute).
 func Start(ctx context.Context, cs kubernetes.Interface, o Options) (*Watch, error) {
 	w := &Watch{stop: make(chan struct{}), services: map[string]bool{}, ready: map[string]bool{}, seen: map[string]*v1.Pod{},
 		slices: map[string]map[string]bool{}}
@@ -90,8 +109,10 @@ func Start(ctx context.Context, cs kubernetes.Interface, o Options) (*Watch, err
 		return nil, err
 	}
 	synced := []cache.InformerSynced{podInf.HasSynced}
+	sctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
 	if len(o.Services) > 0 {
-		v, err := SliceVersion(cs.Discovery())
+		v, err := sliceVersionWait(sctx, cs.Discovery())
 		if err != nil {
 			return nil, err
 		}
@@ -111,8 +132,6 @@ func Start(ctx context.Context, cs kubernetes.Interface, o Options) (*Watch, err
 		synced = append(synced, sliceInf.HasSynced)
 	}
 	f.Start(w.stop)
-	sctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
 	if !cache.WaitForCacheSync(sctx.Done(), synced...) {
 		w.End()
 		return nil, fmt.Errorf("readiness watchers: pods and EndpointSlices not listed within a minute")

@@ -272,3 +272,42 @@ func TestSliceVersionOverHTTP(t *testing.T) {
 		})
 	}
 }
+
+// TestStartRetriesDiscovery: discovery that fails (a kube-apiserver just
+// restarted) is asked again until it answers, within Start's minute or
+// the caller's context.
+func TestStartRetriesDiscovery(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		failures int // the first discovery calls that fail
+		timeout  time.Duration
+		err      string
+	}{
+		{name: "answers at the third call", failures: 2, timeout: time.Minute},
+		{name: "never answers", failures: 1 << 30, timeout: 1500 * time.Millisecond, err: "discovery of discovery.k8s.io/v1: 503"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cs := fake.NewSimpleClientset()
+			cs.Resources = served(SliceV1)
+			calls := 0
+			cs.PrependReactor("get", "resource", func(k8stesting.Action) (bool, runtime.Object, error) {
+				calls++
+				if calls <= tc.failures {
+					return true, nil, errors.New("503")
+				}
+				return false, nil, nil
+			})
+			ctx, cancel := context.WithTimeout(context.Background(), tc.timeout)
+			defer cancel()
+			w, err := Start(ctx, cs, Options{Namespace: ns, Services: []string{"svc"}})
+			if tc.err != "" {
+				assert.ErrorContains(t, err, tc.err)
+				return
+			}
+			assert.NilError(t, err)
+			defer w.End()
+			assert.Equal(t, w.SliceVersion, SliceV1)
+			assert.Equal(t, calls, 3)
+		})
+	}
+}
