@@ -35,7 +35,8 @@
 #                             down across each swap, back 15 s after the new kubelet started
 #   make e2e E2E=bench        1.20.15 -> 1.21.14 with 100 pods: the upgrade window
 #   make e2e E2E_PROVIDER=kind    kubeadm clusters on kind (1.20.15 -> 1.21.14; E2E=full: 1.18 -> 1.21);
-#                                 the Docker engine that answers, else a private dockerd from Debian
+#                                 the Docker engine that answers, else a private dockerd from Debian;
+#                                 readiness watchers across each node's swap (E2E_ARGS=-readiness=false: without)
 #   make e2e E2E_ARGS='-pods 20'  anything else for e2e/cmd/e2e
 #   make e2e E2E_BUILD=false      use the binaries already in _output
 #   make e2e-cleanup          undo what a killed run's journal lists (.ci/run runs it first)

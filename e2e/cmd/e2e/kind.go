@@ -28,6 +28,8 @@ type kindRun struct {
 	root, repoRoot        string
 	output, reportDir     string
 	syncFreq              time.Duration
+	// readiness: the readiness watchers across each node's swap.
+	readiness bool
 	// images: build or use; save: -mode images writes the node images
 	// there.
 	images, save string
@@ -82,7 +84,7 @@ func runKind(k kindRun, rep *report.Report, stack *cleanup.Stack, stdout, stderr
 			return os.Rename(tmp, k.save)
 		}
 		return kind.Run(ctx, p, kind.ScenarioOptions{Steps: steps, Controls: k.controls, SkipPatched: k.skipPatched, Faults: k.faults,
-			Output: k.output, LogDir: logDir, Workers: 2, SyncFrequency: k.syncFreq, Log: stdout}, stack, rep)
+			Output: k.output, LogDir: logDir, Workers: 2, SyncFrequency: k.syncFreq, Readiness: k.readiness, Log: stdout}, stack, rep)
 	})
 	if runErr != nil {
 		fmt.Fprintf(stderr, "e2e: %v\n", runErr)

@@ -84,7 +84,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	admissionRace := fl.Bool("admission-race", false, "-mode admission: leave the node's pod capacity to the new kubelet's first status update, which races its first admissions (default: set through the API between the kubelets)")
 	resizeGate := fl.Bool("resize-gate", false, "API mode: InPlacePodVerticalScaling=true on kube-apiserver and kubelet 1.27 .. 1.32 (alpha, off by default; on from 1.33), so the old API server keeps the resize pod's resizePolicy")
 	resizePending := fl.String("resize-pending", "", "API mode, a step to 1.33+: raise the resize pod's cpu limit (100m -> 200m) through the new kube-apiserver (pods/resize) before the new kubelet starts: while-old-kubelet (kubelet vN still runs) or between-kubelets (none runs); the patched kubelet must then run that container, not restarted, at 200m (the control's outcome is reported)")
-	readiness := fl.Bool("readiness", true, "API mode (not admission, devices), local provider: run kube-controller-manager (endpointslice only), pods with readiness probes of period 10 s and 30 s behind a Service, and watch every pod's Ready condition and the Service's EndpointSlices across each swap (patched: no Ready->NotReady, no endpoint removed before 1.35; a probe failing from the swap on: NotReady within a period); false: without them")
+	readiness := fl.Bool("readiness", true, "API mode (not admission, devices), local provider: run kube-controller-manager (endpointslice only), pods with readiness probes of period 10 s and 30 s behind a Service, and watch every pod's Ready condition and the Service's EndpointSlices across each swap (patched: no Ready->NotReady, no endpoint removed before 1.35; a probe failing from the swap on: NotReady within a period); kind provider: watch the Ready condition of the workloads' pods and the EndpointSlices of their Services across each node's swap, counting each pod for its own node's swap (patched: no Ready->NotReady, no endpoint removed for API pods before 1.35; the control and static pods reported); false: without them")
 	cpVersion := fl.String("control-plane-version", "", "API mode (not admission, devices), local provider: hold kube-apiserver and kube-controller-manager at this version for every step instead of upgrading them to the step's (for a step whose control plane the harness cannot build; a kubelet newer than kube-apiserver is outside upstream's skew policy)")
 	pluginGap := fl.Duration("device-plugin-gap", 0, "-mode devices: stop the device plugin before each swap and start it again this long after the new kubelet started (0: it runs throughout)")
 	if err := fl.Parse(args); err != nil {
@@ -194,7 +194,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	stack := cleanup.New(stdout)
 	if *provider == "kind" {
 		return runKind(kindRun{mode: *mode, steps: pl.steps, controls: pl.controls, skipPatched: !*patchedRuns, faults: *patchedRuns && (pl.extras || *faults), images: *kindImages, save: *save,
-			root: rootPath, repoRoot: repoRoot, output: abs(*output), reportDir: abs(*reportDir), syncFreq: *syncFreq}, rep, stack, stdout, stderr)
+			root: rootPath, repoRoot: repoRoot, output: abs(*output), reportDir: abs(*reportDir), syncFreq: *syncFreq, readiness: *readiness}, rep, stack, stdout, stderr)
 	}
 	opts := scenario.Options{Mode: *mode, Steps: pl.steps, Pods: pl.pods, Output: abs(*output), ReportDir: abs(*reportDir),
 		Root: rootPath, RepoRoot: repoRoot, NodeName: *nodeName, SyncFrequency: *syncFreq, Controls: pl.controls,

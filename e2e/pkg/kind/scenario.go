@@ -22,6 +22,7 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kubelet"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/node"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/plan"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/readiness"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/statuscheck"
@@ -53,7 +54,11 @@ type ScenarioOptions struct {
 	// SyncFrequency is the kubelets' syncFrequency (kubeadm's
 	// KubeletConfiguration, carried over by kubeadm upgrade).
 	SyncFrequency time.Duration
-	Log           io.Writer
+	// Readiness watches, across each node's kubelet swap, the Ready
+	// condition of the workloads' pods and the EndpointSlices of their
+	// Services (readiness.go); asserted on the patched clusters.
+	Readiness bool
+	Log       io.Writer
 }
 
 // NodeImage is the node image of a version (package nodeimage).
@@ -534,7 +539,9 @@ func (r *clusterRun) waitRollouts(ctx context.Context, timeout time.Duration) er
 
 // upgradeNode is what an operator does on each node: kubeadm upgrade node
 // (workers; the control-plane node had upgrade apply), kubelet-compat
-// record, the kubelet swapped by kubernetes-select, kubelet-compat status.
+// record, the kubelet swapped by kubernetes-select, kubelet-compat status;
+// with o.Readiness the readiness watchers run from before record until
+// after status, and the node's pods are reported (readiness.go).
 func (r *clusterRun) upgradeNode(ctx context.Context, n *Node) error {
 	if n.role != "control-plane" {
 		if _, err := r.execLogged(ctx, n, "select-stage1-"+r.step.To, "kubernetes-select", "stage1", r.step.To); err != nil {
@@ -544,6 +551,21 @@ func (r *clusterRun) upgradeNode(ctx context.Context, n *Node) error {
 		if _, err := r.execLogged(ctx, n, "kubeadm-upgrade-node-"+r.step.To, node...); err != nil {
 			return err
 		}
+	}
+	// The readiness watchers cover the whole swap: from before record
+	// until after the checks below.
+	var watch *readiness.Watch
+	if r.o.Readiness {
+		var err error
+		if watch, err = r.watchReadiness(ctx, n); err != nil {
+			return err
+		}
+		// Whatever ends the swap early stops the informers.
+		defer func() {
+			if watch != nil {
+				watch.End()
+			}
+		}()
 	}
 	if _, err := r.execLogged(ctx, n, "record-"+r.step.To, "kubelet-compat", "record", "--kubeconfig", "/etc/kubernetes/kubelet.conf"); err != nil {
 		return err
@@ -584,10 +606,15 @@ func (r *clusterRun) upgradeNode(ctx context.Context, n *Node) error {
 		kept = bytes.Count(out, []byte(kubelet.KeptMessage))
 		r.nodeLog(n, "kubelet-"+r.step.To, out)
 	}
+	var ready []report.ReadyGroup
+	if watch != nil {
+		ready = r.endReadiness(ctx, watch, n, start)
+		watch = nil
+	}
 	diff := snapshot.Compare(before, after)
 	run := report.Run{Step: r.step.String(), From: r.step.From, To: r.step.To, Variant: r.variant(), Node: n.name,
 		Pods: diff.Pods, Containers: diff.Containers, Restarts: diff.Restarts, RecreatedPods: diff.RecreatedPods,
-		WindowSeconds: window.Seconds(), KeptLogLines: kept, Diff: diff}
+		WindowSeconds: window.Seconds(), KeptLogLines: kept, Diff: diff, Readiness: ready}
 	if n.role == "control-plane" {
 		run.ByDesign = r.byDesign
 	}
@@ -605,6 +632,14 @@ func (r *clusterRun) upgradeNode(ctx context.Context, n *Node) error {
 	r.logf("%s: %s -> %s %s: %d restarts, %d recreated pods, window %.1fs: %s", n.name, r.step.From, r.step.To, r.variant(), run.Restarts, run.RecreatedPods, run.WindowSeconds, run.Verdict)
 	if !run.Passed {
 		r.failures = append(r.failures, fmt.Sprintf("%s %s %s: %s", n.name, r.step, r.variant(), run.Verdict))
+	}
+	for _, c := range nodeReadinessChecks(fmt.Sprintf("%s %s %s", r.name, n.name, r.step), r.variant(), kubelet.Minor(r.step.To), run.Readiness) {
+		status := "pass"
+		if !c.Passed {
+			status = "FAIL"
+		}
+		r.logf("check %q: %s: %s", c.Name, status, c.Detail)
+		r.record(c)
 	}
 	return nil
 }

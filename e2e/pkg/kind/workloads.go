@@ -25,6 +25,9 @@ const (
 	DaemonSetName   = "agent"
 	ProbePodName    = "probes"
 	storageClass    = "kc-e2e-hostpath"
+	// WebService is the Service in front of the Deployment (port 80 ->
+	// 8080), whose EndpointSlices the readiness watchers follow.
+	WebService = DeploymentName
 )
 
 // StaticPodDir is where kubeadm's kubelet reads static pods.
@@ -62,10 +65,10 @@ func int32p(v int32) *int32 { return &v }
 func boolp(v bool) *bool    { return &v }
 
 // CreateWorkloads creates the API workloads: a Deployment of two
-// replicas, a StatefulSet with a volume (a hostPath PersistentVolume bound
-// statically: no provisioner runs), a DaemonSet on every node (control
-// plane included) and a pod with startup, readiness and liveness probes
-// on probeNode.
+// replicas behind the Service WebService, a StatefulSet with a volume (a
+// hostPath PersistentVolume bound statically: no provisioner runs) behind
+// its headless Service, a DaemonSet on every node (control plane included)
+// and a pod with startup, readiness and liveness probes on probeNode.
 func (c *Cluster) CreateWorkloads(ctx context.Context, probeNode string) error {
 	cs := c.Client
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}, metav1.CreateOptions{}); err != nil {
@@ -94,6 +97,11 @@ func (c *Cluster) CreateWorkloads(ctx context.Context, probeNode string) error {
 		Spec: v1.ServiceSpec{ClusterIP: v1.ClusterIPNone, Selector: appLabel(StatefulSetName), Ports: []v1.ServicePort{{Port: 8080}}}}
 	if _, err := cs.CoreV1().Services(Namespace).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("service: %w", err)
+	}
+	web := &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: WebService, Namespace: Namespace},
+		Spec: v1.ServiceSpec{Selector: appLabel(DeploymentName), Ports: []v1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt(8080)}}}}
+	if _, err := cs.CoreV1().Services(Namespace).Create(ctx, web, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("service %s: %w", WebService, err)
 	}
 	deploy := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: DeploymentName, Namespace: Namespace},
 		Spec: appsv1.DeploymentSpec{Replicas: int32p(2), Selector: &metav1.LabelSelector{MatchLabels: appLabel(DeploymentName)},

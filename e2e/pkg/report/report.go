@@ -53,7 +53,7 @@ type Run struct {
 	// which sets a field the older kubelet does not know: it restarts them,
 	// and only them.
 	Unrepresentable []Expectation `json:"unrepresentable,omitempty"`
-	Diff     snapshot.Diff `json:"diff"`
+	Diff            snapshot.Diff `json:"diff"`
 	// Node names the node of a multi-node provider (kind).
 	Node string `json:"node,omitempty"`
 	// ByDesign lists the pods that restarted for a reason outside the
@@ -210,15 +210,28 @@ func (r *Report) Table(w io.Writer) {
 }
 
 // readinessTable renders the readiness watchers' figures per run and group
-// (nothing when no run has them).
+// (nothing when no run has them), with the run's node for a multi-node
+// provider.
 func (r *Report) readinessTable(w io.Writer) {
 	head := false
+	perNode := false
 	for _, run := range r.Runs {
+		perNode = perNode || (run.Node != "" && len(run.Readiness) > 0)
+	}
+	nodeHead, nodeSep := "", ""
+	if perNode {
+		nodeHead, nodeSep = " node |", " --- |"
+	}
+	for _, run := range r.Runs {
+		node := ""
+		if perNode {
+			node = " " + run.Node + " |"
+		}
 		for _, g := range run.Readiness {
 			if !head {
 				fmt.Fprintln(w)
-				fmt.Fprintf(w, "| step | variant | pods | readiness probe | Ready->NotReady | endpoints removed | longest NotReady (s) | longest without ready endpoint (s) |\n")
-				fmt.Fprintf(w, "| --- | --- | ---: | --- | ---: | ---: | ---: | ---: |\n")
+				fmt.Fprintf(w, "| step | variant |%s pods | readiness probe | Ready->NotReady | endpoints removed | longest NotReady (s) | longest without ready endpoint (s) |\n", nodeHead)
+				fmt.Fprintf(w, "| --- | --- |%s ---: | --- | ---: | ---: | ---: | ---: |\n", nodeSep)
 				head = true
 			}
 			sum := g.Sum()
@@ -230,7 +243,7 @@ func (r *Report) readinessTable(w io.Writer) {
 			if g.Endpoints {
 				removed, gap = fmt.Sprint(sum.EndpointRemovals), fmt.Sprintf("%.1f", sum.LongestEndpointGapSeconds)
 			}
-			fmt.Fprintf(w, "| %s | %s | %d %s | %s | %d | %s | %.1f | %s |\n", run.Step, run.Variant, len(g.Pods), g.Group, probe,
+			fmt.Fprintf(w, "| %s | %s |%s %d %s | %s | %d | %s | %.1f | %s |\n", run.Step, run.Variant, node, len(g.Pods), g.Group, probe,
 				sum.Transitions, removed, sum.LongestGapSeconds, gap)
 		}
 	}

@@ -34,6 +34,21 @@ func TestTableGolden(t *testing.T) {
 	golden.Assert(t, sb.String(), "table.golden")
 }
 
+// The local provider's readiness table (API mode): no node column.
+func TestReadinessTableGolden(t *testing.T) {
+	r := &Report{Runs: []Run{{Step: "1.20.15 -> 1.21.14", Variant: Unpatched, Readiness: []ReadyGroup{
+		{Group: "corpus", PeriodSeconds: 5, Pods: []PodReadiness{{Pod: "web-000", Transitions: 1, LongestGapSeconds: 8.4}}},
+		{Group: "ready-p10", PeriodSeconds: 10, Endpoints: true, Pods: []PodReadiness{
+			{Pod: "ready-p10-0", Transitions: 1, EndpointRemovals: 1, LongestGapSeconds: 6, LongestEndpointGapSeconds: 6.1},
+			{Pod: "ready-p10-1", Transitions: 1, EndpointRemovals: 1, LongestGapSeconds: 5.2, LongestEndpointGapSeconds: 5.3}}},
+		{Group: "probefail-p10", PeriodSeconds: 10, Failing: true, Endpoints: true, Pods: []PodReadiness{
+			{Pod: "probefail-p10", Transitions: 1, EndpointRemovals: 1, LongestGapSeconds: 20, LongestEndpointGapSeconds: 20}}},
+	}}}}
+	var sb strings.Builder
+	r.readinessTable(&sb)
+	golden.Assert(t, sb.String(), "table-readiness.golden")
+}
+
 func TestFinish(t *testing.T) {
 	r := sample()
 	assert.Assert(t, r.Passed)
@@ -75,9 +90,20 @@ func TestTablePerNodeGolden(t *testing.T) {
 	}
 	cp := run(Patched, "kc-control-plane", 6, 6, 0, 13.3)
 	cp.ByDesign = []Expectation{{Pod: "kube-system/kube-proxy-x", Reason: "kubeadm upgrade apply updated the DaemonSet"}}
+	// The readiness watchers' groups of each node's swap: the table names
+	// the node.
+	web := func(transitions int, gap float64) ReadyGroup {
+		return ReadyGroup{Group: "deployment/web", PeriodSeconds: 2, Endpoints: true, Pods: []PodReadiness{
+			{Pod: "web-1", Transitions: transitions, EndpointRemovals: transitions, LongestGapSeconds: gap, LongestEndpointGapSeconds: gap, ReadyAtEnd: true, EndpointReadyAtEnd: true}}}
+	}
+	agent := ReadyGroup{Group: "daemonset/agent", PeriodSeconds: 2, Pods: []PodReadiness{{Pod: "agent-x", ReadyAtEnd: true}}}
+	uw2 := run(Unpatched, "kc-worker2", 6, 6, 0, 19.7)
+	uw2.Readiness = []ReadyGroup{web(1, 1.8), agent}
+	pw2 := run(Patched, "kc-worker2", 6, 6, 0, 13.5)
+	pw2.Readiness = []ReadyGroup{web(0, 0), agent}
 	r := &Report{Mode: "ci", Provider: "kind", StartedAt: start, Runs: []Run{
-		run(Unpatched, "kc-control-plane", 6, 6, 4, 36.2), run(Unpatched, "kc-worker", 12, 13, 7, 13.3), run(Unpatched, "kc-worker2", 6, 6, 0, 19.7),
-		cp, run(Patched, "kc-worker", 12, 13, 0, 13.2), run(Patched, "kc-worker2", 6, 6, 0, 13.5),
+		run(Unpatched, "kc-control-plane", 6, 6, 4, 36.2), run(Unpatched, "kc-worker", 12, 13, 7, 13.3), uw2,
+		cp, run(Patched, "kc-worker", 12, 13, 0, 13.2), pw2,
 	}}
 	r.Finish(start.Add(999*time.Second), nil)
 	var sb strings.Builder

@@ -12,6 +12,7 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/corpus"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/ctxtime"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/node"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/readiness"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
 	kubeletcompat "github.com/kubelet-compat/kubelet-compat/kubelet-compat"
@@ -490,7 +491,7 @@ func (s *Scenario) forgeStatuses(ctx context.Context, cs kubernetes.Interface, p
 		if !statusNames(stored.Status, f.ContainerID) || stored.Spec.NodeName != s.opts.NodeName {
 			return nil, fmt.Errorf("forged status of %s: the API server stored node %q, phase %s, not naming %s", p.Name, stored.Spec.NodeName, stored.Status.Phase, f.ContainerID)
 		}
-		s.logf("admission: %s %s; its API status (phase %s, Ready %t) names container %s of %s, which record listed", p.Name, f.How, stored.Status.Phase, podReady(stored), shortID(f.ContainerID), f.Owner)
+		s.logf("admission: %s %s; its API status (phase %s, Ready %t) names container %s of %s, which record listed", p.Name, f.How, stored.Status.Phase, readiness.PodReady(stored), shortID(f.ContainerID), f.Owner)
 		out = append(out, f)
 	}
 	return out, nil
@@ -613,7 +614,7 @@ func (s *Scenario) rejectedYet(ctx context.Context, cs kubernetes.Interface, exp
 // admissionCheck is one pod's outcome: unpatched, an expected rejection
 // must be Failed with its reason and its containers gone; patched, every
 // pod runs its containers of before, with 0 restarts.
-func admissionCheck(variant, name, reason string, pod *v1.Pod, before, after *snapshot.Snapshot, w readyWindow, logged string) report.Check {
+func admissionCheck(variant, name, reason string, pod *v1.Pod, before, after *snapshot.Snapshot, w readiness.Window, logged string) report.Check {
 	c := report.Check{Name: fmt.Sprintf("admission %s: %s (%s)", variant, name, caseOf(reason))}
 	rt := corpus.Namespace + "/" + name
 	same := sameContainers(rt, before, after)
@@ -753,7 +754,7 @@ func forgedRejected(run *report.Run) int {
 // the kubelet ran on were not Ready across the swap (longest and mean), and
 // how many were never Ready again. Reported, not asserted (it passes when
 // every pod was sampled).
-func readinessSummary(variant string, order []string, expect map[string]string, windows map[string]readyWindow) report.Check {
+func readinessSummary(variant string, order []string, expect map[string]string, windows map[string]readiness.Window) report.Check {
 	c := report.Check{Name: "admission " + variant + ": Ready False across the swap (API polled every 250 ms)", Passed: true}
 	var kept, longest, sum float64
 	var notBack, missing []string
@@ -890,79 +891,6 @@ func logValue(line, key string) string {
 	return ""
 }
 
-// readySample is the pods' Ready conditions as the API showed them at t
-// and, with the readiness watchers, whether each pod behind the Service had
-// a ready endpoint in its EndpointSlices.
-type readySample struct {
-	t       time.Time
-	ready   map[string]bool
-	serving map[string]bool
-}
-
-// readyWindow is how long a pod's Ready condition (or endpoint) was False
-// across the samples, how often it went from True to False, its longest
-// False stretch and whether it was True at the last sample.
-type readyWindow struct {
-	NotReadySeconds float64
-	ReadyAtEnd      bool
-	// Drops counts True -> False (a pod or endpoint gone counts as False).
-	Drops int
-	// LongestSeconds is the longest stretch from a sample showing False
-	// to the next showing True (or the last sample).
-	LongestSeconds float64
-	// FirstDrop is when the first drop was seen (zero: none).
-	FirstDrop time.Time
-}
-
-// readyWindows sums, per pod, the time between consecutive samples that
-// begin with the pod not Ready (a pod missing from a sample is not Ready);
-// while the API server is down (its upgrade) there are no samples, and the
-// gap counts as the state seen before it.
-func readyWindows(samples []readySample) map[string]readyWindow {
-	return windowsOf(samples, func(smp readySample) map[string]bool { return smp.ready })
-}
-
-// windowsOf is readyWindows for one map of each sample (ready, serving):
-// every name some sample has, missing from a sample meaning False.
-func windowsOf(samples []readySample, of func(readySample) map[string]bool) map[string]readyWindow {
-	out := map[string]readyWindow{}
-	for _, smp := range samples {
-		for name := range of(smp) {
-			out[name] = readyWindow{}
-		}
-	}
-	for name := range out {
-		w := out[name]
-		var falseSince time.Time
-		for i, smp := range samples {
-			v := of(smp)[name]
-			if i > 0 && !v && of(samples[i-1])[name] {
-				w.Drops++
-				if w.FirstDrop.IsZero() {
-					w.FirstDrop = smp.t
-				}
-			}
-			if !v && falseSince.IsZero() {
-				falseSince = smp.t
-			}
-			if (v || i == len(samples)-1) && !falseSince.IsZero() {
-				if d := smp.t.Sub(falseSince).Seconds(); d > w.LongestSeconds {
-					w.LongestSeconds = d
-				}
-				falseSince = time.Time{}
-			}
-			if i+1 < len(samples) && !v {
-				w.NotReadySeconds += samples[i+1].t.Sub(smp.t).Seconds()
-			}
-		}
-		if len(samples) > 0 {
-			w.ReadyAtEnd = of(samples[len(samples)-1])[name]
-		}
-		out[name] = w
-	}
-	return out
-}
-
 // waitAPIReady waits until n pods are Ready in the API.
 func waitAPIReady(ctx context.Context, cs kubernetes.Interface, n int, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
@@ -970,7 +898,7 @@ func waitAPIReady(ctx context.Context, cs kubernetes.Interface, n int, timeout t
 		pods, err := podsByName(ctx, cs)
 		ready := 0
 		for _, p := range pods {
-			if podReady(p) {
+			if readiness.PodReady(p) {
 				ready++
 			}
 		}
@@ -986,22 +914,13 @@ func waitAPIReady(ctx context.Context, cs kubernetes.Interface, n int, timeout t
 	}
 }
 
-func podReady(p *v1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == v1.PodReady {
-			return c.Status == v1.ConditionTrue
-		}
-	}
-	return false
-}
-
 // readyPoller samples the pods' Ready conditions through the API until
 // stopped.
 type readyPoller struct {
 	cancel  context.CancelFunc
 	done    chan struct{}
 	mu      sync.Mutex
-	samples []readySample
+	samples []readiness.Sample
 }
 
 func startReadyPoller(ctx context.Context, cs kubernetes.Interface, every time.Duration) *readyPoller {
@@ -1011,9 +930,9 @@ func startReadyPoller(ctx context.Context, cs kubernetes.Interface, every time.D
 		defer close(p.done)
 		for ctx.Err() == nil {
 			if pods, err := podsByName(ctx, cs); err == nil {
-				smp := readySample{t: time.Now(), ready: map[string]bool{}}
+				smp := readiness.Sample{T: time.Now(), Ready: map[string]bool{}}
 				for name, pod := range pods {
-					smp.ready[name] = podReady(pod)
+					smp.Ready[name] = readiness.PodReady(pod)
 				}
 				p.mu.Lock()
 				p.samples = append(p.samples, smp)
@@ -1026,7 +945,7 @@ func startReadyPoller(ctx context.Context, cs kubernetes.Interface, every time.D
 }
 
 // stop ends the polling and returns the samples.
-func (p *readyPoller) stop() []readySample {
+func (p *readyPoller) stop() []readiness.Sample {
 	p.cancel()
 	<-p.done
 	p.mu.Lock()

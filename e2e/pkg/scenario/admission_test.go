@@ -1,13 +1,12 @@
 package scenario
 
 import (
-	"math"
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/corpus"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/readiness"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -150,34 +149,8 @@ func TestCaseOf(t *testing.T) {
 	}
 }
 
-func TestReadyWindows(t *testing.T) {
-	t0 := time.Unix(1000, 0)
-	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
-	samples := []readySample{
-		{t: at(0), ready: map[string]bool{"kept": true, "flap": true, "failed": true}},
-		{t: at(1), ready: map[string]bool{"kept": true, "flap": false, "failed": false}},
-		// the API server is down from 1 to 4: the gap counts as the
-		// state seen at 1
-		{t: at(4), ready: map[string]bool{"kept": true, "flap": true, "failed": false}},
-		{t: at(5), ready: map[string]bool{"kept": true, "flap": true}},
-	}
-	w := readyWindows(samples)
-	check := func(name string, secs float64, end bool) {
-		t.Helper()
-		if math.Abs(w[name].NotReadySeconds-secs) > 1e-9 || w[name].ReadyAtEnd != end {
-			t.Errorf("%s: got %+v, want %.1fs not ready, ready at end %t", name, w[name], secs, end)
-		}
-	}
-	check("kept", 0, true)
-	check("flap", 3, true)
-	check("failed", 4, false)
-	if len(readyWindows(nil)) != 0 {
-		t.Error("no samples, no windows")
-	}
-}
-
 func TestReadinessSummary(t *testing.T) {
-	w := map[string]readyWindow{"a": {NotReadySeconds: 1, ReadyAtEnd: true}, "b": {NotReadySeconds: 3, ReadyAtEnd: true}, "sel": {NotReadySeconds: 40}}
+	w := map[string]readiness.Window{"a": {NotReadySeconds: 1, ReadyAtEnd: true}, "b": {NotReadySeconds: 3, ReadyAtEnd: true}, "sel": {NotReadySeconds: 40}}
 	c := readinessSummary("unpatched", []string{"a", "b", "sel"}, map[string]string{"sel": "NodeAffinity"}, w)
 	want := "2 pods Ready again: longest 3.0s, mean 2.0s; never Ready again: 1 (sel (40.0s, rejection NodeAffinity))"
 	if !c.Passed || c.Detail != want {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/corpus"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/ctxtime"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/readiness"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
 	v1 "k8s.io/api/core/v1"
@@ -33,7 +34,7 @@ type afterSwap struct {
 
 // swapObservation is what observeAfterSwap saw after the settle wait.
 type swapObservation struct {
-	windows  map[string]readyWindow
+	windows  map[string]readiness.Window
 	after    *snapshot.Snapshot
 	pods     map[string]*v1.Pod
 	lines    []string          // the kubelet's AdmitMessage lines
@@ -71,7 +72,7 @@ func (s *Scenario) observeAfterSwap(ctx context.Context, cs kubernetes.Interface
 		poller.stop()
 		return nil, err
 	}
-	obs := &swapObservation{windows: readyWindows(poller.stop())}
+	obs := &swapObservation{windows: readiness.Windows(poller.stop())}
 	if err := s.kubelet.Alive(); err != nil {
 		return nil, err
 	}

@@ -14,20 +14,17 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/corpus"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/ctxtime"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kubelet"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/readiness"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
 	v1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
 )
 
 const (
@@ -45,12 +42,14 @@ const (
 	// corpusGroup names the corpus pods (period 5 s, not behind the
 	// Service) in the readiness report.
 	corpusGroup = "corpus"
-	// readinessMinMinor: the watchers read discovery.k8s.io/v1
-	// EndpointSlices, served from kube-apiserver 1.21.
+	// readinessMinMinor: the local provider's readiness runs start at
+	// kube-apiserver 1.21, where they were measured. Below it the shared
+	// watchers read discovery.k8s.io/v1beta1 EndpointSlices (package
+	// readiness: 1.20 serves no v1), as the kind provider does from its
+	// 1.18 -> 1.19 step on; this provider has not run them there (its
+	// kube-controller-manager 1.18 .. 1.20 with --controllers=endpointslice
+	// untried), so it still refuses them.
 	readinessMinMinor = 21
-	// upstreamKeepsReadyMinor: from 1.35 upstream keeps Ready across a
-	// kubelet restart (KEP-4781): reported, not asserted.
-	upstreamKeepsReadyMinor = 35
 	// readyStatusSlack is the time allowed, past one probe period after
 	// the new kubelet has synced every pod, for a failed probe to reach
 	// the API (status manager, API write, watch).
@@ -149,162 +148,24 @@ func (s *Scenario) failReadinessProbes() error {
 	return nil
 }
 
-// readyWatch follows the pods' Ready conditions and the Service's
-// EndpointSlices with informers (list, then watch: every change the API
-// server stores is an event, resumed from the last resourceVersion when a
-// watch ends) and, once begun, keeps a sample of both at every change.
-type readyWatch struct {
-	stop      chan struct{}
-	mu        sync.Mutex
-	pods      map[string]bool
-	slices    map[string]map[string]bool // slice -> pod -> endpoint ready
-	recording bool
-	samples   []readySample
-}
-
-func startReadyWatch(ctx context.Context, cs kubernetes.Interface) (*readyWatch, error) {
-	w := &readyWatch{stop: make(chan struct{}), pods: map[string]bool{}, slices: map[string]map[string]bool{}}
-	f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(corpus.Namespace))
-	podInf := f.Core().V1().Pods().Informer()
-	podInf.AddEventHandler(w.handler(w.pod))
-	sliceInf := f.Discovery().V1().EndpointSlices().Informer()
-	sliceInf.AddEventHandler(w.handler(w.slice))
-	f.Start(w.stop)
-	sctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	if !cache.WaitForCacheSync(sctx.Done(), podInf.HasSynced, sliceInf.HasSynced) {
-		close(w.stop)
-		return nil, fmt.Errorf("readiness watchers: pods and EndpointSlices not listed within a minute")
-	}
-	return w, nil
-}
-
-// handler applies every event to the state with apply (under the lock; a
-// deletion whose last state was missed counts as a deletion) and samples.
-func (w *readyWatch) handler(apply func(obj interface{}, deleted bool)) cache.ResourceEventHandlerFuncs {
-	on := func(obj interface{}, deleted bool) {
-		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj, deleted = t.Obj, true
-		}
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		apply(obj, deleted)
-		w.sampleLocked()
-	}
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj interface{}) { on(obj, false) },
-		UpdateFunc: func(_, obj interface{}) { on(obj, false) },
-		DeleteFunc: func(obj interface{}) { on(obj, true) },
-	}
-}
-
-func (w *readyWatch) pod(obj interface{}, deleted bool) {
-	p, ok := obj.(*v1.Pod)
-	switch {
-	case !ok:
-	case deleted:
-		delete(w.pods, p.Name)
-	default:
-		w.pods[p.Name] = podReady(p)
-	}
-}
-
-func (w *readyWatch) slice(obj interface{}, deleted bool) {
-	es, ok := obj.(*discoveryv1.EndpointSlice)
-	switch {
-	case !ok || es.Labels[discoveryv1.LabelServiceName] != ReadyService:
-	case deleted:
-		delete(w.slices, es.Name)
-	default:
-		w.slices[es.Name] = sliceEndpoints(es)
-	}
-}
-
-// sliceEndpoints: pod name -> its endpoint is ready. A nil ready
-// condition means ready (the API's definition).
-func sliceEndpoints(es *discoveryv1.EndpointSlice) map[string]bool {
-	out := map[string]bool{}
-	for _, ep := range es.Endpoints {
-		if ep.TargetRef == nil || ep.TargetRef.Kind != "Pod" {
-			continue
-		}
-		out[ep.TargetRef.Name] = out[ep.TargetRef.Name] || ep.Conditions.Ready == nil || *ep.Conditions.Ready
-	}
-	return out
-}
-
-// stateLocked is the current sample: a pod is serving when any slice has
-// a ready endpoint for it.
-func (w *readyWatch) stateLocked() readySample {
-	smp := readySample{t: time.Now(), ready: map[string]bool{}, serving: map[string]bool{}}
-	for name, r := range w.pods {
-		smp.ready[name] = r
-	}
-	for _, eps := range w.slices {
-		for name, r := range eps {
-			smp.serving[name] = smp.serving[name] || r
-		}
-	}
-	return smp
-}
-
-func (w *readyWatch) sampleLocked() {
-	if w.recording {
-		w.samples = append(w.samples, w.stateLocked())
-	}
-}
-
-// current is the state now.
-func (w *readyWatch) current() readySample {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.stateLocked()
-}
-
-// begin starts the samples from the state now.
-func (w *readyWatch) begin() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.recording = true
-	w.samples = []readySample{w.stateLocked()}
-}
-
-// end stops the informers and returns the samples, closed by the state
-// at the end.
-func (w *readyWatch) end() []readySample {
-	close(w.stop)
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.recording {
-		w.samples = append(w.samples, w.stateLocked())
-	}
-	w.recording = false
-	return w.samples
-}
-
-// waitState waits until want (given the current state) holds.
-func (w *readyWatch) waitState(ctx context.Context, timeout time.Duration, want func(readySample) string) error {
-	return waitUntil(ctx, timeout, 100*time.Millisecond, func() string { return want(w.current()) })
-}
-
 // settledState: every pod of the corpus and every passing readiness pod
 // Ready, with a ready endpoint when it is behind the Service; with
 // failed, the failing pods neither ("" when that holds, else why not).
-func (s *Scenario) settledState(failed bool) func(readySample) string {
-	return func(smp readySample) string {
+func (s *Scenario) settledState(failed bool) func(readiness.Sample) string {
+	return func(smp readiness.Sample) string {
 		var why []string
 		for _, p := range s.corpus.Pods {
-			if !smp.ready[p.Name] {
+			if !smp.Ready[p.Name] {
 				why = append(why, p.Name+" not Ready")
 			}
 		}
 		for _, p := range s.readyPods {
 			want := !(failed && p.Failing)
-			if smp.ready[p.Name] != want {
-				why = append(why, fmt.Sprintf("%s Ready %t", p.Name, smp.ready[p.Name]))
+			if smp.Ready[p.Name] != want {
+				why = append(why, fmt.Sprintf("%s Ready %t", p.Name, smp.Ready[p.Name]))
 			}
-			if smp.serving[p.Name] != want {
-				why = append(why, fmt.Sprintf("%s endpoint ready %t", p.Name, smp.serving[p.Name]))
+			if smp.Serving[p.Name] != want {
+				why = append(why, fmt.Sprintf("%s endpoint ready %t", p.Name, smp.Serving[p.Name]))
 			}
 		}
 		sort.Strings(why)
@@ -315,18 +176,8 @@ func (s *Scenario) settledState(failed bool) func(readySample) string {
 // readinessGroups turns the samples into the report's groups: the corpus,
 // then the readiness pods by period and failing probe. started is the new
 // kubelet's start.
-func readinessGroups(samples []readySample, c []corpus.Pod, rp []readyPod, started time.Time) []report.ReadyGroup {
-	ready := readyWindows(samples)
-	serving := windowsOf(samples, func(smp readySample) map[string]bool { return smp.serving })
-	pod := func(name string) report.PodReadiness {
-		r, e := ready[name], serving[name]
-		pr := report.PodReadiness{Pod: name, Transitions: r.Drops, EndpointRemovals: e.Drops, LongestGapSeconds: r.LongestSeconds,
-			LongestEndpointGapSeconds: e.LongestSeconds, FirstNotReadySeconds: -1, ReadyAtEnd: r.ReadyAtEnd, EndpointReadyAtEnd: e.ReadyAtEnd}
-		if !r.FirstDrop.IsZero() {
-			pr.FirstNotReadySeconds = r.FirstDrop.Sub(started).Seconds()
-		}
-		return pr
-	}
+func readinessGroups(samples []readiness.Sample, c []corpus.Pod, rp []readyPod, started time.Time) []report.ReadyGroup {
+	pod := readiness.NewFigures(samples, started).Pod
 	cg := report.ReadyGroup{Group: corpusGroup, PeriodSeconds: 5}
 	for _, p := range c {
 		cg.Pods = append(cg.Pods, pod(p.Name))
@@ -371,18 +222,14 @@ func readinessChecks(variant string, toMinor int, groups []report.ReadyGroup, sy
 				if p.ReadyAtEnd || p.EndpointReadyAtEnd {
 					bad = append(bad, p.Pod+" Ready (or its endpoint ready) at the end although its probe fails")
 				}
-				if toMinor < upstreamKeepsReadyMinor && variant == report.Patched && (p.FirstNotReadySeconds < 0 || p.FirstNotReadySeconds > bound) {
+				if toMinor < readiness.UpstreamKeepsReadyMinor && variant == report.Patched && (p.FirstNotReadySeconds < 0 || p.FirstNotReadySeconds > bound) {
 					bad = append(bad, fmt.Sprintf("%s not NotReady within %.1fs (every pod synced at %.1fs + one period + %s)", p.Pod, bound, synced, readyStatusSlack))
 				}
 			}
-		case toMinor >= upstreamKeepsReadyMinor:
+		case toMinor >= readiness.UpstreamKeepsReadyMinor:
 			c.Detail += "; reported, not asserted (upstream keeps Ready across a kubelet restart from 1.35)"
 		case variant == report.Patched:
-			for _, p := range g.Pods {
-				if p.Transitions > 0 || p.EndpointRemovals > 0 || !p.ReadyAtEnd {
-					bad = append(bad, fmt.Sprintf("%s: %d Ready->NotReady, %d endpoint removals", p.Pod, p.Transitions, p.EndpointRemovals))
-				}
-			}
+			bad = append(bad, readiness.NotKept(g.Pods)...)
 		case g.Group != corpusGroup:
 			// The control must show upstream's gap, or this e2e could not
 			// tell the patch from upstream.
@@ -410,22 +257,22 @@ func secondsOrNever(s float64) string {
 // kubelet stops: it waits until every pod is Ready with its endpoint,
 // starts the watchers and makes the failing pods' probes fail between the
 // two kubelets.
-func (s *Scenario) readinessPrepare(ctx context.Context) (*readyWatch, error) {
+func (s *Scenario) readinessPrepare(ctx context.Context) (*readiness.Watch, error) {
 	cs, err := s.cp.Client()
 	if err != nil {
 		return nil, err
 	}
-	w, err := startReadyWatch(ctx, cs)
+	w, err := readiness.Start(ctx, cs, readiness.Options{Namespace: corpus.Namespace, Services: []string{ReadyService}})
 	if err != nil {
 		return nil, err
 	}
 	// The 30 s probes pass within a period of the baseline kubelet's
 	// start; the controller manager was just restarted.
-	if err := w.waitState(ctx, 2*time.Minute, s.settledState(false)); err != nil {
-		w.end()
+	if err := w.WaitState(ctx, 2*time.Minute, s.settledState(false)); err != nil {
+		w.End()
 		return nil, fmt.Errorf("readiness: before the swap: %w", err)
 	}
-	w.begin()
+	w.Begin()
 	s.logf("readiness: watching %d pods and the EndpointSlices of service %s (every pod Ready, every endpoint ready)", len(s.pods()), ReadyService)
 	return w, nil
 }
@@ -434,7 +281,7 @@ func (s *Scenario) readinessPrepare(ctx context.Context) (*readyWatch, error) {
 // pods are as they should end (passing pods Ready again, failing ones
 // NotReady; the control's 30 s probes may need a period more), ends the
 // watch and records the groups and checks on run.
-func (s *Scenario) readinessObserve(ctx context.Context, w *readyWatch, run *report.Run, started time.Time) {
+func (s *Scenario) readinessObserve(ctx context.Context, w *readiness.Watch, run *report.Run, started time.Time) {
 	longest := time.Duration(readyProbePeriods[len(readyProbePeriods)-1]) * time.Second
 	// Every pod's first probe by the new kubelet falls inside what is
 	// watched: one longest period (and the slack) after every pod synced.
@@ -442,10 +289,10 @@ func (s *Scenario) readinessObserve(ctx context.Context, w *readyWatch, run *rep
 	if err := ctxtime.Sleep(ctx, time.Until(started.Add(synced+longest+readyStatusSlack))); err != nil {
 		s.logf("readiness: %v", err)
 	}
-	if err := w.waitState(ctx, 2*longest+30*time.Second, s.settledState(true)); err != nil {
+	if err := w.WaitState(ctx, 2*longest+30*time.Second, s.settledState(true)); err != nil {
 		s.logf("readiness: not settled: %v", err)
 	}
-	run.Readiness = readinessGroups(w.end(), s.corpus.Pods, s.readyPods, started)
+	run.Readiness = readinessGroups(w.End(), s.corpus.Pods, s.readyPods, started)
 	for _, c := range readinessChecks(run.Variant, kubelet.Minor(run.To), run.Readiness, run.WindowSeconds) {
 		c.Name = run.Step + " " + c.Name
 		s.check(c)

@@ -1,19 +1,15 @@
 package scenario
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/corpus"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/readiness"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
-	v1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes/fake"
 )
 
 // TestReadinessPods: per period two passing pods and one failing, behind
@@ -37,36 +33,6 @@ func TestReadinessPods(t *testing.T) {
 	assert.DeepEqual(t, names, []string{"ready-p10-0", "ready-p10-1", "probefail-p10", "ready-p30-0", "ready-p30-1", "probefail-p30"})
 }
 
-func TestSliceEndpoints(t *testing.T) {
-	yes, no := true, false
-	ep := func(pod string, ready *bool) discoveryv1.Endpoint {
-		return discoveryv1.Endpoint{TargetRef: &v1.ObjectReference{Kind: "Pod", Name: pod}, Conditions: discoveryv1.EndpointConditions{Ready: ready}}
-	}
-	es := &discoveryv1.EndpointSlice{Endpoints: []discoveryv1.Endpoint{ep("a", &yes), ep("b", &no), ep("c", nil),
-		{Conditions: discoveryv1.EndpointConditions{Ready: &yes}}}}
-	// nil means ready (the API's definition); an endpoint without a pod is
-	// not one of ours.
-	assert.DeepEqual(t, sliceEndpoints(es), map[string]bool{"a": true, "b": false, "c": true})
-}
-
-func TestWindowsDropsAndLongest(t *testing.T) {
-	t0 := time.Unix(1000, 0)
-	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
-	samples := []readySample{
-		{t: at(0), serving: map[string]bool{"kept": true, "flap": true, "gone": true}},
-		{t: at(1), serving: map[string]bool{"kept": true, "flap": false, "gone": true}},
-		{t: at(2), serving: map[string]bool{"kept": true, "flap": true}},
-		{t: at(3), serving: map[string]bool{"kept": true, "flap": false}},
-		{t: at(7), serving: map[string]bool{"kept": true, "flap": true}},
-		{t: at(9), serving: map[string]bool{"kept": true, "flap": true}},
-	}
-	w := windowsOf(samples, func(s readySample) map[string]bool { return s.serving })
-	assert.DeepEqual(t, w["kept"], readyWindow{ReadyAtEnd: true})
-	assert.DeepEqual(t, w["flap"], readyWindow{NotReadySeconds: 5, ReadyAtEnd: true, Drops: 2, LongestSeconds: 4, FirstDrop: at(1)})
-	// gone from the slice at 2 and never back: one removal, until the end
-	assert.DeepEqual(t, w["gone"], readyWindow{NotReadySeconds: 7, Drops: 1, LongestSeconds: 7, FirstDrop: at(2)})
-}
-
 func TestReadinessGroups(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
@@ -80,15 +46,15 @@ func TestReadinessGroups(t *testing.T) {
 	}
 	end := all(true)
 	end["probefail-p10"], end["probefail-p30"] = false, false
-	samples := []readySample{
-		{t: at(0), ready: map[string]bool{"web-000": true}, serving: all(true)},
-		{t: at(12), ready: map[string]bool{"web-000": true}, serving: end},
+	samples := []readiness.Sample{
+		{T: at(0), Ready: map[string]bool{"web-000": true}, Serving: all(true)},
+		{T: at(12), Ready: map[string]bool{"web-000": true}, Serving: end},
 	}
 	ready := all(true)
 	ready["web-000"] = true
-	samples[0].ready, samples[1].ready = ready, map[string]bool{"web-000": true}
+	samples[0].Ready, samples[1].Ready = ready, map[string]bool{"web-000": true}
 	for k, v := range end {
-		samples[1].ready[k] = v
+		samples[1].Ready[k] = v
 	}
 	groups := readinessGroups(samples, []corpus.Pod{{Name: "web-000"}}, rp, at(2))
 	var got []string
@@ -148,57 +114,4 @@ func TestReadinessChecks(t *testing.T) {
 			assert.Assert(t, is.Contains(checks[0].Detail, tc.detail))
 		})
 	}
-}
-
-// TestReadyWatch: the informers' events become samples once begun: a pod
-// going NotReady and back, its endpoint going not ready, a slice of
-// another Service ignored.
-func TestReadyWatch(t *testing.T) {
-	ctx := context.Background()
-	yes, no := true, false
-	pod := func(name string, ready bool) *v1.Pod {
-		st := v1.ConditionFalse
-		if ready {
-			st = v1.ConditionTrue
-		}
-		return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: corpus.Namespace},
-			Status: v1.PodStatus{Conditions: []v1.PodCondition{{Type: v1.PodReady, Status: st}}}}
-	}
-	slice := func(name, svc string, ready *bool) *discoveryv1.EndpointSlice {
-		return &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: corpus.Namespace,
-			Labels: map[string]string{discoveryv1.LabelServiceName: svc}},
-			Endpoints: []discoveryv1.Endpoint{{TargetRef: &v1.ObjectReference{Kind: "Pod", Name: "a"}, Conditions: discoveryv1.EndpointConditions{Ready: ready}}}}
-	}
-	cs := fake.NewSimpleClientset(pod("a", true), slice("s1", ReadyService, &yes), slice("other", "other", &no))
-	w, err := startReadyWatch(ctx, cs)
-	assert.NilError(t, err)
-	assert.NilError(t, w.waitState(ctx, 10*time.Second, func(s readySample) string {
-		if !s.ready["a"] || !s.serving["a"] {
-			return "not listed yet"
-		}
-		return ""
-	}))
-	w.begin()
-	pods, slices := cs.CoreV1().Pods(corpus.Namespace), cs.DiscoveryV1().EndpointSlices(corpus.Namespace)
-	_, err = pods.Update(ctx, pod("a", false), metav1.UpdateOptions{})
-	assert.NilError(t, err)
-	_, err = slices.Update(ctx, slice("s1", ReadyService, &no), metav1.UpdateOptions{})
-	assert.NilError(t, err)
-	_, err = pods.Update(ctx, pod("a", true), metav1.UpdateOptions{})
-	assert.NilError(t, err)
-	assert.NilError(t, w.waitState(ctx, 10*time.Second, func(s readySample) string {
-		if !s.ready["a"] || s.serving["a"] {
-			return "updates not seen yet"
-		}
-		return ""
-	}))
-	samples := w.end()
-	r := readyWindows(samples)["a"]
-	e := windowsOf(samples, func(s readySample) map[string]bool { return s.serving })["a"]
-	assert.Equal(t, r.Drops, 1)
-	assert.Equal(t, r.ReadyAtEnd, true)
-	assert.Equal(t, e.Drops, 1)
-	assert.Equal(t, e.ReadyAtEnd, false)
-	// 2 pod updates, 1 slice update, the first and the last state
-	assert.Equal(t, len(samples), 5)
 }

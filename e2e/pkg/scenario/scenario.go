@@ -27,6 +27,7 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/node"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/plan"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/proc"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/readiness"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
 	"github.com/kubelet-compat/kubelet-compat/pkg/hostdeps"
@@ -220,7 +221,7 @@ func Preflight(o Options) error {
 			need[s.ControllerManager(s.cpVersion(st.From))] = true
 			need[s.ControllerManager(s.cpVersion(st.To))] = true
 			if m := kubelet.Minor(s.cpVersion(st.To)); m < readinessMinMinor {
-				return fmt.Errorf("step %s: the readiness watchers read discovery.k8s.io/v1 EndpointSlices, which kube-apiserver 1.%d does not serve (1.%d+); -readiness=false runs without them", st, m, readinessMinMinor)
+				return fmt.Errorf("step %s: the local provider runs the readiness watchers from kube-apiserver 1.%d on, not against 1.%d (kube-apiserver 1.20 and older serve EndpointSlices as discovery.k8s.io/v1beta1 only: the watchers read them, but not measured on this provider); -readiness=false runs without them", st, readinessMinMinor, m)
 			}
 		}
 	}
@@ -598,7 +599,7 @@ func (s *Scenario) swap(ctx context.Context, st Step, patched bool, faults []str
 	} else if s.cp != nil {
 		s.logf("swap %s: the control plane stays at %s (-control-plane-version)", st, s.cp.Version)
 	}
-	var watch *readyWatch
+	var watch *readiness.Watch
 	if s.cp != nil && s.opts.Readiness {
 		if watch, err = s.readinessPrepare(ctx); err != nil {
 			return nil, err
@@ -606,7 +607,7 @@ func (s *Scenario) swap(ctx context.Context, st Step, patched bool, faults []str
 		// Whatever ends the swap early stops the informers.
 		defer func() {
 			if watch != nil {
-				watch.end()
+				watch.End()
 			}
 		}()
 	}
