@@ -194,25 +194,28 @@ func (w *Watch) slice(obj interface{}, deleted bool) {
 // SliceEndpoints: pod name -> its endpoint is ready. A nil ready
 // condition means ready (the API's definition).
 func SliceEndpoints(es *discoveryv1.EndpointSlice) map[string]bool {
-	out := map[string]bool{}
-	for _, ep := range es.Endpoints {
-		if ep.TargetRef == nil || ep.TargetRef.Kind != "Pod" {
-			continue
-		}
-		out[ep.TargetRef.Name] = out[ep.TargetRef.Name] || ep.Conditions.Ready == nil || *ep.Conditions.Ready
-	}
-	return out
+	return podEndpoints(len(es.Endpoints), func(i int) (*v1.ObjectReference, *bool) {
+		return es.Endpoints[i].TargetRef, es.Endpoints[i].Conditions.Ready
+	})
 }
 
 // SliceEndpointsV1beta1 is SliceEndpoints of a v1beta1 slice (the same
 // fields: targetRef, conditions.ready, nil meaning ready).
 func SliceEndpointsV1beta1(es *discoveryv1beta1.EndpointSlice) map[string]bool {
+	return podEndpoints(len(es.Endpoints), func(i int) (*v1.ObjectReference, *bool) {
+		return es.Endpoints[i].TargetRef, es.Endpoints[i].Conditions.Ready
+	})
+}
+
+// podEndpoints reads n endpoints of either API version.
+func podEndpoints(n int, endpoint func(i int) (*v1.ObjectReference, *bool)) map[string]bool {
 	out := map[string]bool{}
-	for _, ep := range es.Endpoints {
-		if ep.TargetRef == nil || ep.TargetRef.Kind != "Pod" {
+	for i := 0; i < n; i++ {
+		ref, ready := endpoint(i)
+		if ref == nil || ref.Kind != "Pod" {
 			continue
 		}
-		out[ep.TargetRef.Name] = out[ep.TargetRef.Name] || ep.Conditions.Ready == nil || *ep.Conditions.Ready
+		out[ref.Name] = out[ref.Name] || ready == nil || *ready
 	}
 	return out
 }
