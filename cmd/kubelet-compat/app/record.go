@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kubelet-compat/kubelet-compat/cmd/kubelet-compat/internal/manifest"
+	"github.com/kubelet-compat/kubelet-compat/cmd/kubelet-compat/internal/preflight"
 	kubeletcompat "github.com/kubelet-compat/kubelet-compat/kubelet-compat"
 	"github.com/kubelet-compat/kubelet-compat/pkg/cri"
 	"github.com/spf13/cobra"
@@ -142,8 +143,12 @@ func runRecord(ctx context.Context, env Env, o *nodeOptions) error {
 	}
 	var inferred []inference
 	f.Containers, inferred = recordedContainers(st.containers, hist, version, infer)
-	if n := recordSpecHashes(f.Containers, st, idx); n > 0 {
-		warnf(env, "%d container(s) of 1.31 or newer have no pod spec (%s): their specs are not recorded, so a rollback to a kubelet of 1.30 or older restarts them", n, o.noSpecWhere())
+	missing, tooNew := recordSpecHashes(f.Containers, st, idx)
+	if missing > 0 {
+		warnf(env, "%d container(s) of 1.31 or newer have no pod spec (%s): their specs are not recorded, so a rollback to a kubelet of 1.30 or older restarts them", missing, o.noSpecWhere())
+	}
+	if tooNew > 0 {
+		warnf(env, "%d container(s) carry the hash of a kubelet newer than 1.%d, whose newest fields this kubelet-compat's types (k8s.io/api v0.%d) do not know: their specs are not recorded, so a rollback to a kubelet of 1.30 or older restarts them", tooNew, preflight.TypesMinor, preflight.TypesMinor)
 	}
 	for _, in := range inferred {
 		if in.warning != "" {

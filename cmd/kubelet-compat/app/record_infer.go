@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/kubelet-compat/kubelet-compat/cmd/kubelet-compat/internal/preflight"
 	kubeletcompat "github.com/kubelet-compat/kubelet-compat/kubelet-compat"
 	"github.com/kubelet-compat/kubelet-compat/pkg/cri"
 	v1 "k8s.io/api/core/v1"
@@ -154,16 +155,23 @@ func (o *nodeOptions) noSpecWhere() string {
 // recordSpecHashes sets the specHash of every container that carries a
 // {name, image} hash (1.31 on), whose hash says nothing else about its
 // spec: an older kubelet keeps it after a rollback only when it reads the
-// same spec (kubeletcompat.Decider). It returns how many had no pod spec.
-func recordSpecHashes(containers []kubeletcompat.Container, st *nodeState, idx *specIndex) int {
+// same spec (kubeletcompat.Decider). It returns how many had no pod spec,
+// and how many carry the hash of a kubelet newer than preflight.TypesMinor:
+// this binary decodes specs with older types, which drop the fields such a
+// kubelet knows, so a spec hash would hide them; those are not recorded
+// (the older kubelet then restarts them, as upstream does).
+func recordSpecHashes(containers []kubeletcompat.Container, st *nodeState, idx *specIndex) (missing, tooNew int) {
 	byID := make(map[string]cri.Container, len(st.containers))
 	for _, c := range st.containers {
 		byID[c.ID] = c
 	}
-	missing := 0
 	for i := range containers {
 		v, err := kubeletcompat.ParseVersion(containers[i].HashVersion)
 		if err != nil || kubeletcompat.EraOf(v) != kubeletcompat.EraNameImage {
+			continue
+		}
+		if v.Minor > preflight.TypesMinor {
+			tooNew++
 			continue
 		}
 		c := byID[containers[i].ID]
@@ -181,7 +189,7 @@ func recordSpecHashes(containers []kubeletcompat.Container, st *nodeState, idx *
 			missing++
 		}
 	}
-	return missing
+	return missing, tooNew
 }
 
 // inferenceSummary counts what the stored hashes said.

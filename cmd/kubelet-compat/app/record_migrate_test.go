@@ -360,6 +360,21 @@ func TestInferHashVersion(t *testing.T) {
 	}
 }
 
+// TestRecordNoSpecOfKubeletsNewerThanTheTypes: record decodes specs with
+// k8s.io/api v0.<TypesMinor>, which drops the fields newer kubelets know: a
+// spec hash of a 1.33 container would hide them, so none is recorded and
+// record says so.
+func TestRecordNoSpecOfKubeletsNewerThanTheTypes(t *testing.T) {
+	f := newFixture(t, cri.APIv1)
+	f.addStaticPods("v1.33.13", pod{file: "etcd.yaml", yaml: etcdYAML, uid: "etcd-uid", created: beforeStart, ready: true})
+	assert.Equal(t, f.run("record", "--kubelet-binary", f.kubeletBinary("v1.33.13")), ExitOK, "stderr %s", f.stderr.String())
+	got, _, err := kubeletcompat.ReadFile(f.compatPath(), os.Getuid())
+	assert.NilError(t, err)
+	assert.Equal(t, len(got.Containers), 1)
+	assert.Equal(t, got.Containers[0].SpecHash, "")
+	assert.Check(t, is.Contains(f.stderr.String(), "1 container(s) carry the hash of a kubelet newer than 1.31"))
+}
+
 // TestRecordAfterRollback: record on the older kubelet replaces the file a
 // newer kubelet recorded for the swap back once that older kubelet runs
 // (it started after the record); while the older kubelet that runs started

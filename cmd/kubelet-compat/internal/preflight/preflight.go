@@ -16,6 +16,10 @@ import (
 	v1 "k8s.io/api/core/v1"
 )
 
+// TypesMinor is the minor of the k8s.io/api this binary decodes pod specs
+// with (go.mod; TestTypesMinor): it does not see fields of newer minors.
+const TypesMinor = 31
+
 // Outcomes of an upgrade for one container.
 const (
 	Keep           = "keep"
@@ -224,7 +228,8 @@ func patchedKubelet(from, to kubeletcompat.Version, now time.Time, pods []Pod) (
 			if id := containerID(p, c.Name); !listed[id] {
 				listed[id] = true
 				entry := kubeletcompat.Container{ID: id, HashVersion: from.String()}
-				if kubeletcompat.EraOf(from) == kubeletcompat.EraNameImage {
+				// As record: no spec of a kubelet whose fields the types miss.
+				if kubeletcompat.EraOf(from) == kubeletcompat.EraNameImage && from.Minor <= TypesMinor {
 					c := c
 					if seen, err := asSeenBy(from, &c); err == nil {
 						if h, err := kubeletcompat.SpecHash(from, seen); err == nil {

@@ -1,6 +1,9 @@
 package preflight
 
 import (
+	"os"
+	"regexp"
+	"strconv"
 	"testing"
 	"time"
 
@@ -100,5 +103,20 @@ func TestRunWithoutSeries(t *testing.T) {
 		if hasNote := len(r.Notes) > 0; hasNote != (tc.wantPatched == NoSeries) {
 			t.Errorf("%s -> %s: notes %q", tc.from, tc.to, r.Notes)
 		}
+	}
+}
+
+// TestTypesMinor: TypesMinor is the minor of the k8s.io/api go.mod requires.
+func TestTypesMinor(t *testing.T) {
+	data, err := os.ReadFile("../../../../go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^\s*k8s\.io/api v0\.(\d+)\.`).FindSubmatch(data)
+	if m == nil {
+		t.Fatal("go.mod requires no k8s.io/api")
+	}
+	if got := string(m[1]); got != strconv.Itoa(TypesMinor) {
+		t.Errorf("go.mod requires k8s.io/api v0.%s, TypesMinor is %d", got, TypesMinor)
 	}
 }
