@@ -685,15 +685,24 @@ func (r *clusterRun) expectations(n *Node, apiPods []v1.Pod) []report.Expectatio
 	return out
 }
 
-// nodePods lists the pods of the snapshot's namespaces on n.
+// nodePods lists the pods of the snapshot's namespaces on n, retrying for
+// two minutes: on the control-plane node an unpatched kubelet recreates
+// kube-apiserver, which may still be restarting (a list then ends in EOF).
 func (r *clusterRun) nodePods(ctx context.Context, n *Node) ([]v1.Pod, error) {
 	var out []v1.Pod
-	for _, ns := range snapshotNamespaces {
-		list, err := r.c.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + n.name})
-		if err != nil {
-			return nil, err
+	err := poll(ctx, 2*time.Minute, func() error {
+		out = nil
+		for _, ns := range snapshotNamespaces {
+			list, err := r.c.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + n.name})
+			if err != nil {
+				return err
+			}
+			out = append(out, list.Items...)
 		}
-		out = append(out, list.Items...)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: listing its pods: %w", n.name, err)
 	}
 	return out, nil
 }
