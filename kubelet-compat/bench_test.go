@@ -78,3 +78,40 @@ func BenchmarkDecide(b *testing.B) {
 		run(b, func() Decision { return c.Decide(spec, r) }, true)
 	})
 }
+
+// BenchmarkKeepChangedRollback: what a 1.30 kubelet pays per decision for a
+// container a 1.31 kubelet created, after a rollback (the {name, image}
+// hash and the recorded spec hash), with and without the hash cache.
+func BenchmarkKeepChangedRollback(b *testing.B) {
+	spec := seccompContainer()
+	v131, v130 := Version{Major: 1, Minor: 31, Patch: 14}, Version{Major: 1, Minor: 30, Patch: 14}
+	stored, _ := ContainerHash(v131, spec)
+	specHash, err := SpecHash(v131, spec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	f := testFile()
+	f.PreviousVersion = v131.String()
+	f.Containers = []Container{{ID: "c1", HashVersion: v131.String(), SpecHash: FormatSpecHash(specHash)}}
+	d := NewDecider(f, v130, kubeletStart)
+	r := RunningContainer{ID: "c1", Hash: stored, CreatedAt: beforeStart}
+	for _, cached := range []bool{true, false} {
+		name := "cached"
+		if !cached {
+			name = "uncached"
+		}
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				if !cached {
+					legacyHashes.mu.Lock()
+					legacyHashes.entries = map[legacyHashKey]uint64{}
+					legacyHashes.mu.Unlock()
+				}
+				if got := d.KeepChanged(spec, r); !got.Keep {
+					b.Fatalf("not kept: %s", got.Reason)
+				}
+			}
+		})
+	}
+}

@@ -232,6 +232,17 @@ func TestLegacyHashCache(t *testing.T) {
 	if h, _ := ContainerHash(v18, changed); h == first18 {
 		t.Error("a changed spec got the cached hash")
 	}
+	// specHashAs shares the cache, keyed by the reader's minor too: 1.18
+	// reading the spec drops the seccompProfile 1.19 hashes.
+	seen18, _ := specHashAs(v19, v18, c)
+	for i := 0; i < 3; i++ {
+		if h, _ := specHashAs(v19, v19, c); h != first19 {
+			t.Errorf("specHashAs(1.19, 1.19) = %x, want the 1.19 hash %x", h, first19)
+		}
+		if h, _ := specHashAs(v19, v18, c); h != seen18 || h == first19 {
+			t.Errorf("specHashAs(1.19, 1.18) = %x, want %x (not the 1.19 hash of the whole spec %x)", h, seen18, first19)
+		}
+	}
 	for i := 0; i < maxLegacyHashes+10; i++ {
 		changed.Args = []string{fmt.Sprint(i)}
 		ContainerHash(v18, changed)

@@ -141,6 +141,11 @@ func specHashAs(v, reader Version, container *v1.Container) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
+	// After a rollback the kubelet asks on every sync of each kept pod.
+	key := legacyHashKey{minor: v.Minor, reader: reader.Minor, containerJSON: string(data)}
+	if hash, ok := legacyHashes.get(key); ok {
+		return hash, nil
+	}
 	for _, minor := range []int{reader.Minor, v.Minor} {
 		s, err := schemaFor(minor)
 		if err != nil {
@@ -150,7 +155,9 @@ func specHashAs(v, reader Version, container *v1.Container) (uint64, error) {
 			return 0, fmt.Errorf("reproducing the JSON of 1.%d: %v", minor, err)
 		}
 	}
-	return hashJSON(data), nil
+	hash := hashJSON(data)
+	legacyHashes.put(key, hash)
+	return hash, nil
 }
 
 type schemaField struct {
@@ -391,7 +398,10 @@ var legacyHashes = &hashCache{entries: map[legacyHashKey]uint64{}}
 const maxLegacyHashes = 512
 
 type legacyHashKey struct {
-	minor         int
+	minor int
+	// reader is the minor whose layout the JSON was pruned to first
+	// (specHashAs); 0 for ContainerHash.
+	reader        int
 	containerJSON string
 }
 
