@@ -125,24 +125,26 @@ func runRecord(ctx context.Context, env Env, o *nodeOptions) error {
 	if err != nil {
 		return err
 	}
-	// The pod specs: to infer hash versions, and to record the spec of
-	// each container for a rollback (specHash).
-	needSpecs := hist == nil || hist.containers == nil
-	idx, err := o.loadSpecs(ctx, node)
-	if err != nil {
-		if needSpecs {
+	// The pod specs: to infer hash versions (no per-container history),
+	// and to record the spec of a {name, image} container for a rollback
+	// (specHash); read once, and only when needed.
+	var idx *specIndex
+	var infer func(cri.Container) inference
+	if hist == nil || hist.containers == nil {
+		if idx, err = o.loadSpecs(ctx, node); err != nil {
 			return err
 		}
-		warnf(env, "%v: recording no container specs (a rollback to a kubelet of 1.30 or older restarts the containers of 1.31 or newer)", err)
-		idx = &specIndex{}
-	}
-	var infer func(cri.Container) inference
-	if needSpecs {
 		// No per-container history: the stored hashes say who created what.
 		infer = o.hashVersionInference(idx, st, hist, version)
 	}
 	var inferred []inference
 	f.Containers, inferred = recordedContainers(st.containers, hist, version, infer)
+	if idx == nil && needSpecHashes(f.Containers) {
+		if idx, err = o.loadSpecs(ctx, node); err != nil {
+			warnf(env, "%v: recording no container specs (a rollback to a kubelet of 1.30 or older restarts the containers of 1.31 or newer)", err)
+			idx = &specIndex{}
+		}
+	}
 	missing, tooNew := recordSpecHashes(f.Containers, st, idx)
 	if missing > 0 {
 		warnf(env, "%d container(s) of 1.31 or newer have no pod spec (%s): their specs are not recorded, so a rollback to a kubelet of 1.30 or older restarts them", missing, o.noSpecWhere())

@@ -152,6 +152,30 @@ func (o *nodeOptions) noSpecWhere() string {
 	return "API pods need --kubeconfig"
 }
 
+// specHashWanted says whether record writes c's specHash: it carries a
+// {name, image} hash (1.31 on) of a kubelet whose fields this binary's types
+// know; newer is such a hash of a kubelet newer than preflight.TypesMinor.
+func specHashWanted(c kubeletcompat.Container) (want, newer bool) {
+	v, err := kubeletcompat.ParseVersion(c.HashVersion)
+	if err != nil || kubeletcompat.EraOf(v) != kubeletcompat.EraNameImage {
+		return false, false
+	}
+	if v.Minor > preflight.TypesMinor {
+		return false, true
+	}
+	return true, false
+}
+
+// needSpecHashes says whether any container needs its pod spec read.
+func needSpecHashes(containers []kubeletcompat.Container) bool {
+	for _, c := range containers {
+		if want, _ := specHashWanted(c); want {
+			return true
+		}
+	}
+	return false
+}
+
 // recordSpecHashes sets the specHash of every container that carries a
 // {name, image} hash (1.31 on), whose hash says nothing else about its
 // spec: an older kubelet keeps it after a rollback only when it reads the
@@ -166,14 +190,14 @@ func recordSpecHashes(containers []kubeletcompat.Container, st *nodeState, idx *
 		byID[c.ID] = c
 	}
 	for i := range containers {
-		v, err := kubeletcompat.ParseVersion(containers[i].HashVersion)
-		if err != nil || kubeletcompat.EraOf(v) != kubeletcompat.EraNameImage {
-			continue
-		}
-		if v.Minor > preflight.TypesMinor {
+		want, newer := specHashWanted(containers[i])
+		if newer {
 			tooNew++
+		}
+		if !want {
 			continue
 		}
+		v, _ := kubeletcompat.ParseVersion(containers[i].HashVersion) // specHashWanted parsed it
 		c := byID[containers[i].ID]
 		var spec *v1.Container
 		if ps, ok := idx.lookup(st.byID[c.SandboxID], c); ok {
