@@ -37,6 +37,15 @@
 #   make e2e E2E_PROVIDER=kind    kubeadm clusters on kind (1.20.15 -> 1.21.14; E2E=full: 1.18 -> 1.21);
 #                                 the Docker engine that answers, else a private dockerd from Debian;
 #                                 readiness watchers across each node's swap (E2E_ARGS=-readiness=false: without)
+#   make e2e E2E_PROVIDER=kind E2E=steps E2E_STEPS=1.31.14:1.34.12
+#                                 any step or chain on kind; a step up more than one minor is the skip-level
+#                                 flow: the control plane one minor at a time, each worker's kubelet swapped once
+#   make e2e E2E_PROVIDER=kind E2E=fleet
+#                                 the fleet roll-out (issue 22 section 4): 1 control-plane node and 4 workers,
+#                                 1.30.14 -> 1.31.14 by system-upgrade-controller's Plans at concurrency 1 and 2,
+#                                 the drain-based roll as the anchor, a roll whose health gate fails on worker 3;
+#                                 per node and in total: restarts, evictions, pod UIDs, the single replica's
+#                                 unavailable seconds, endpoint removals, seconds (E2E_ARGS='-fleet-runs drain,fault')
 #   make e2e E2E_ARGS='-pods 20'  anything else for e2e/cmd/e2e
 #   make e2e E2E_BUILD=false      use the binaries already in _output
 #   make e2e-cleanup          undo what a killed run's journal lists (.ci/run runs it first)
@@ -62,6 +71,9 @@ E2E_RELEASED_api := kube-controller-manager
 E2E_VERSIONS_admission := $(E2E_VERSIONS_ci)
 E2E_UNPATCHED_admission := $(E2E_UNPATCHED_ci)
 E2E_BINARIES_admission := $(E2E_BINARIES_api)
+# E2E=fleet (kind only): the drain roll swaps in the target as released.
+E2E_VERSIONS_fleet := 1.30.14,1.31.14
+E2E_UNPATCHED_fleet := 1.31.14
 E2E_VERSIONS_devices := 1.18.19,1.19.16,1.20.15,1.21.14
 E2E_UNPATCHED_devices := 1.19.16,1.20.15,1.21.14
 E2E_BINARIES_devices := $(E2E_BINARIES_api)
@@ -121,10 +133,14 @@ ifneq ($(E2E_RELEASED_$(E2E)),)
 endif
 endif
 	$(GO) build -o _output/kubelet-compat ./cmd/kubelet-compat
+# Its versions are the plan's (-mode versions): those of its steps and the
+# minors a skip-level step's control plane goes through.
 e2e-binaries-kind:
 ifeq ($(E2E_BUILD),true)
-	$(MAKE) build VERSIONS=$(e2e_build_versions) BINARIES=kubelet,kubeadm,kubectl
-	$(MAKE) build VERSIONS=$(e2e_build_versions) PATCHED=false BINARIES=kubelet,kube-apiserver,kube-controller-manager,kube-scheduler,kube-proxy
+	$(GO) build -o _output/e2e/e2e ./e2e/cmd/e2e
+	v=$$(./_output/e2e/e2e -mode versions -provider kind -images-of $(E2E) $(e2e_step_args)) && \
+	$(MAKE) build VERSIONS=$$v BINARIES=kubelet,kubeadm,kubectl && \
+	$(MAKE) build VERSIONS=$$v PATCHED=false BINARIES=kubelet,kube-apiserver,kube-controller-manager,kube-scheduler,kube-proxy
 endif
 	$(GO) build -o _output/kubelet-compat ./cmd/kubelet-compat
 

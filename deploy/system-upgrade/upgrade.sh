@@ -16,12 +16,15 @@
 #   KC_ROLE           control-plane or worker
 #   KC_ALLOW_LOSS     true: go on when preflight says the patched kubelet still loses a pod
 #   KC_GATE_TIMEOUT   seconds the health gate waits for the node and its pods (300)
+#   KC_GATE_SETTLE    seconds the gate lets the new kubelet work once it reports the node
+#                     Ready, before it looks at the pods and the runtime (30)
 #   KC_POLL           seconds between two looks (5)
 #   KC_HOST           the node's root (/host)
 #   KC_PACKAGES       the directory of the image holding the packages (/packages)
 #   KC_KUBECONFIG     the node's kubeconfig, as the node sees it (/etc/kubernetes/kubelet.conf)
 #   KC_NAMESPACE      the Plans' namespace (system-upgrade)
 #   KC_KUBEADM_ARGS   more arguments for kubeadm upgrade (none)
+#   KC_HOST_PATH      PATH of the commands run on the node (root's on Debian and RPM hosts)
 #
 # Exit status: 0 upgraded and healthy; 1 refused, failed, or the health gate
 # failed (then stage2 is back on the previous version); 2 usage.
@@ -33,6 +36,11 @@ PACKAGES=${KC_PACKAGES:-/packages}
 NODE_KUBECONFIG=${KC_KUBECONFIG:-/etc/kubernetes/kubelet.conf}
 NAMESPACE=${KC_NAMESPACE:-system-upgrade}
 GATE_TIMEOUT=${KC_GATE_TIMEOUT:-300}
+GATE_SETTLE=${KC_GATE_SETTLE:-30}
+# The image's PATH is /bin: on the node, dpkg refuses to run without
+# ldconfig and start-stop-daemon on PATH (/usr/sbin, /sbin), and the
+# maintainer scripts and kubeadm expect root's PATH.
+HOST_PATH=${KC_HOST_PATH:-/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin}
 POLL=${KC_POLL:-5}
 # Where the Job keeps its state on the node, as the node sees it.
 STATE=/var/lib/kubelet-compat/upgrade
@@ -44,7 +52,11 @@ die() {
 }
 # KC_CHROOT is for the unit test only: busybox's shell runs its own chroot
 # applet whatever PATH says, so the test names its fake by path.
-on_host() { ${KC_CHROOT:-chroot} "$HOST" "$@"; }
+# SYSTEMD_IGNORE_CHROOT: systemctl (kubernetes-select --restart-kubelet,
+# the packages' scripts) ignores start and stop when it believes it runs
+# in a chroot; this one is the node's own root (the Job runs with the
+# node's PID namespace and its / at /host), so it must talk to PID 1.
+on_host() { PATH=$HOST_PATH SYSTEMD_IGNORE_CHROOT=1 ${KC_CHROOT:-chroot} "$HOST" "$@"; }
 
 # version_of prints the version kubernetes-select status says STAGE serves.
 version_of() {
@@ -124,9 +136,14 @@ compare_pods() {
 		}' phase=1 "$1" phase=2 "$2"
 }
 
-# node_ready says whether the API server has this node Ready.
+# node_ready says whether the API server has this node Ready from the
+# target's kubelet: the Ready condition alone is still the old kubelet's
+# right after the swap.
 node_ready() {
-	[ "$(kubectl get node "$NODE" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]
+	set -- $(kubectl get node "$NODE" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status} {.status.nodeInfo.kubeletVersion}')
+	[ "${1:-}" = True ] || return 1
+	case ${2:-} in "v$TARGET" | "v$TARGET+"*) return 0 ;; esac
+	return 1
 }
 
 # pods_of_node prints "NAMESPACE/NAME PHASE READY" for every pod bound to
@@ -145,18 +162,23 @@ pods_not_ready() {
 		$2 != "Succeeded" && $3 != "True" && !($1 in skip) { print $1 " (" $2 ")" }'
 }
 
-# gate is the health gate: the node Ready and every pod of it Ready within
-# GATE_TIMEOUT seconds, then kubelet-compat status shows no container of the
-# node restarted. It prints why it failed and returns non-zero.
+# gate is the health gate: the node Ready from the target's kubelet, then
+# GATE_SETTLE seconds for that kubelet's first syncs and probes (what it
+# restarts or finds not Ready, it has by then), every pod of the node Ready
+# within GATE_TIMEOUT seconds of the swap, and kubelet-compat status shows
+# no container of the node restarted. It prints why it failed and returns
+# non-zero.
 gate() {
 	deadline=$(($(date +%s) + GATE_TIMEOUT))
 	while ! node_ready; do
 		if [ "$(date +%s)" -ge "$deadline" ]; then
-			log "gate: node $NODE not Ready after ${GATE_TIMEOUT}s"
+			log "gate: node $NODE not Ready with kubelet v$TARGET after ${GATE_TIMEOUT}s"
 			return 1
 		fi
 		sleep "$POLL"
 	done
+	log "gate: node $NODE Ready with kubelet v$TARGET; letting it settle ${GATE_SETTLE}s"
+	sleep "$GATE_SETTLE"
 	while :; do
 		pods_not_ready "$WORK/unready-before" >"$WORK/unready"
 		[ -s "$WORK/unready" ] || break

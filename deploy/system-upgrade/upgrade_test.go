@@ -21,7 +21,12 @@ const cliTestdata = "../../cmd/kubelet-compat/app/testdata/"
 // runs (status-before.json before the swap, status-after.json after it).
 var fakes = map[string]string{
 	// chroot ROOT CMD...: runs CMD here (the fakes stand for the node's programs).
-	"chroot": `[ "$1" = "$FAKE/host" ] || { echo "chroot into $1" >&2; exit 9; }; shift; exec "$@"`,
+	// The node's programs run with the node's PATH (KC_HOST_PATH, which
+	// the test ends with a marker) and systemctl told to talk to PID 1.
+	"chroot": `[ "$1" = "$FAKE/host" ] || { echo "chroot into $1" >&2; exit 9; }
+case $PATH in *:/node-path-marker) ;; *) echo "chroot with PATH $PATH, not the node's" >&2; exit 9 ;; esac
+[ "${SYSTEMD_IGNORE_CHROOT:-}" = 1 ] || { echo "chroot without SYSTEMD_IGNORE_CHROOT=1" >&2; exit 9; }
+shift; exec "$@"`,
 	"kubernetes-select": `case "$*" in
 status) echo "stage1: $(cat "$FAKE/stage1") (symlink)"; echo "stage2: $(cat "$FAKE/stage2") (symlink)" ;;
 "stage1 "*) echo "$2" >"$FAKE/stage1" ;;
@@ -37,7 +42,7 @@ preflight) cat "$FAKE/preflight" ;;
 status) if [ "$(cat "$FAKE/stage2")" = "$PREV" ]; then cat "$FAKE/status-before.json"; else cat "$FAKE/status-after.json"; fi ;;
 esac`,
 	"kubectl": `case "$*" in
-"get node "*) cat "$FAKE/node-ready" ;;
+"get node "*) echo "$(cat "$FAKE/node-ready") v${KUBELET_REPORTS:-$(cat "$FAKE/stage2")}+compat.1" ;;
 "get pods "*) if [ "$(cat "$FAKE/stage2")" = "$PREV" ]; then cat "$FAKE/pods-before"; else cat "$FAKE/pods-after"; fi ;;
 "get configmap kubeadm-config "*) printf 'apiServer: {}\nkubernetesVersion: v%s\n' "$CLUSTER" ;;
 "get plans.upgrade.cattle.io "*) cat "$FAKE/plan" ;;
@@ -50,18 +55,21 @@ const podsCall = `kubectl get pods --all-namespaces --field-selector spec.nodeNa
 const readyPods = "default/web-0 Running True\nkube-system/etcd-node-1 Running True\ndefault/done Succeeded False\n"
 
 type scriptCase struct {
-	name       string
-	args       []string
-	env        []string
-	format     string // deb or rpm
-	cluster    string // kubeadm-config's kubernetesVersion
-	preflight  string // a golden of the CLI
-	after      func(string) string
-	nodeReady  string
-	podsBefore string
-	podsAfter  string
-	failedMark bool
-	plan       string
+	name      string
+	args      []string
+	env       []string
+	format    string // deb or rpm
+	cluster   string // kubeadm-config's kubernetesVersion
+	preflight string // a golden of the CLI
+	after     func(string) string
+	nodeReady string
+	// staleKubelet: the API keeps reporting the previous kubelet (the new
+	// one never posts its status).
+	staleKubelet bool
+	podsBefore   string
+	podsAfter    string
+	failedMark   bool
+	plan         string
 
 	wantErr   string
 	wantCalls []string
@@ -86,7 +94,7 @@ func TestUpgradeScript(t *testing.T) {
 		"kubernetes-select --restart-kubelet stage2 1.31.14",
 	}
 	gateOK := []string{
-		"kubectl get node node-1 -o jsonpath={.status.conditions[?(@.type==\"Ready\")].status}",
+		"kubectl get node node-1 -o jsonpath={.status.conditions[?(@.type==\"Ready\")].status} {.status.nodeInfo.kubeletVersion}",
 		podsCall,
 		"kubelet-compat status -o json --kubeconfig /etc/kubernetes/kubelet.conf",
 	}
@@ -148,7 +156,10 @@ func TestUpgradeScript(t *testing.T) {
 			wantCalls: cat(upgradeNode, gateOK), stage2: target},
 		{name: "gate: the node not Ready within the timeout, rolled back", preflight: "preflight-1.30-1.31.table.golden",
 			nodeReady: "False", wantErr: "the health gate failed", failedMark: true, stage2: prev,
-			wantOut: []string{"gate: node node-1 not Ready after 1s"}},
+			wantOut: []string{"gate: node node-1 not Ready with kubelet v1.31.14 after 1s"}},
+		{name: "gate: the node still Ready from the old kubelet only, rolled back", preflight: "preflight-1.30-1.31.table.golden",
+			nodeReady: "True", staleKubelet: true, wantErr: "the health gate failed", failedMark: true, stage2: prev,
+			wantOut: []string{"gate: node node-1 not Ready with kubelet v1.31.14 after 1s"}},
 		{name: "a node whose gate failed before is not tried again", failedMark: true, stage2: prev,
 			wantErr: "the health gate failed on this node before (/var/lib/kubelet-compat/upgrade/1.31.14.gate-failed)"},
 		{name: "prepare: waits for the control-plane Plan", args: []string{"wait-plan", ControlPlanePlan}, plan: "1.31.14 True", stage2: prev,
@@ -220,6 +231,10 @@ func runScriptCase(t *testing.T, tc scriptCase, applets string, statusBefore []b
 			write("stage1", prev)
 			write("stage2", prev)
 			write("node-ready", or(tc.nodeReady, "True"))
+			if tc.staleKubelet {
+				// The fake reports the version of stage2: make it the old one.
+				tc.env = append(tc.env, "KUBELET_REPORTS="+prev)
+			}
 			write("pods-before", or(tc.podsBefore, readyPods))
 			write("pods-after", or(tc.podsAfter, readyPods))
 			write("plan", tc.plan)
@@ -239,7 +254,9 @@ func runScriptCase(t *testing.T, tc scriptCase, applets string, statusBefore []b
 			cmd.Env = append([]string{"PATH=" + path, "FAKE=" + fake, "PREV=" + prev,
 				"FORMAT=" + or(tc.format, "deb"), "CLUSTER=" + or(tc.cluster, prev),
 				"SYSTEM_UPGRADE_NODE_NAME=node-1", "SYSTEM_UPGRADE_PLAN_LATEST_VERSION=" + target,
-				"KC_HOST=" + host, "KC_PACKAGES=" + pkgs, "KC_GATE_TIMEOUT=1", "KC_POLL=0.1"}, tc.env...)
+				"KC_HOST=" + host, "KC_PACKAGES=" + pkgs, "KC_GATE_TIMEOUT=1", "KC_GATE_SETTLE=0", "KC_POLL=0.1",
+				// The fakes stand for the node's programs: its PATH is the test's.
+				"KC_HOST_PATH=" + path + ":/node-path-marker"}, tc.env...)
 			out, err := cmd.CombinedOutput()
 			if tc.wantErr != "" {
 				assert.Check(t, err != nil, "want a failure, got success:\n%s", out)

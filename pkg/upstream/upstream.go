@@ -151,3 +151,26 @@ func PodHashChange(containers []v1.Container, from, to int) string {
 	}
 	return ""
 }
+
+// KubeletSkew is how many minors a kubelet may be older than an API server
+// of minor apiMinor under upstream's version skew policy: three from 1.28
+// on (KEP-3935), two before.
+func KubeletSkew(apiMinor int) int {
+	if apiMinor >= 28 {
+		return 3
+	}
+	return 2
+}
+
+// KubeadmKubeletSkew is how many minors kubeadm upgrade apply of minor m
+// lets a node's kubelet lag behind the new control plane before it refuses
+// (a skippable error: --force): MaximumAllowedMinorVersionKubeletSkew in
+// cmd/kubeadm/app/phases/upgrade/policy.go, 1 until 1.28, 3 from 1.29. So a
+// skip-level flow inside upstream's policy (KubeletSkew) needs --force
+// where the two differ, e.g. kubeadm 1.20 with 1.18 kubelets.
+func KubeadmKubeletSkew(m int) int {
+	if m >= 29 {
+		return 3
+	}
+	return 1
+}

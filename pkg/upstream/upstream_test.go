@@ -132,3 +132,15 @@ func TestContainerHashChangeRollbackMirrorsUpgrade(t *testing.T) {
 		}
 	}
 }
+
+// TestSkew: upstream's kubelet skew policy and kubeadm's own limit (read
+// from policy.go of every matrix tree): kubeadm 1.20 .. 1.28 refuses, without
+// --force, a skip-level flow the policy allows.
+func TestSkew(t *testing.T) {
+	for _, tc := range []struct{ minor, policy, kubeadm int }{
+		{18, 2, 1}, {20, 2, 1}, {27, 2, 1}, {28, 3, 1}, {29, 3, 3}, {31, 3, 3}, {37, 3, 3},
+	} {
+		assert.Equal(t, KubeletSkew(tc.minor), tc.policy, "1.%d", tc.minor)
+		assert.Equal(t, KubeadmKubeletSkew(tc.minor), tc.kubeadm, "1.%d", tc.minor)
+	}
+}

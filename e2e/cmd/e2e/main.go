@@ -21,12 +21,14 @@ import (
 
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/cleanup"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/journal"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/leftovers"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/plan"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/procfs"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/rootdir"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/scenario"
+	"github.com/kubelet-compat/kubelet-compat/pkg/cachedir"
 )
 
 // plans are the modes of `make e2e E2E=<mode>`.
@@ -38,6 +40,9 @@ var plans = map[string]struct {
 	api       bool
 	admission bool
 	devices   bool
+	// fleet: the kind fleet roll-out (its controls are the drain roll's
+	// kubelet as released).
+	fleet bool
 }{
 	"ci":   {steps: []scenario.Step{{From: "1.20.15", To: "1.21.14"}}, pods: 10, extras: true, controls: true},
 	"full": {steps: []scenario.Step{{From: "1.18.19", To: "1.19.16"}, {From: "1.19.16", To: "1.20.15"}, {From: "1.20.15", To: "1.21.14"}}, pods: 30, extras: true, controls: true},
@@ -52,6 +57,11 @@ var plans = map[string]struct {
 	// Any chain of matrix versions: -versions a,b,c (every a -> b, b -> c)
 	// or -steps from:to,...; controls per step, then the patched chain.
 	"steps": {pods: 10, controls: true},
+	// The fleet roll-out on kind (issue 22 section 4): 1 control-plane node
+	// and 4 workers rolled 1.30.14 -> 1.31.14 by system-upgrade-controller's
+	// Plans at concurrency 1 and 2, the drain-based roll as the anchor (the
+	// target's kubelet as released), and a roll whose gate fails on worker 3.
+	"fleet": {steps: []scenario.Step{{From: "1.30.14", To: "1.31.14"}}, controls: true, fleet: true},
 }
 
 // releaseVersion is a version as the matrix names it (-control-plane-version).
@@ -64,7 +74,7 @@ func main() {
 func run(args []string, stdout, stderr io.Writer) int {
 	fl := flag.NewFlagSet("e2e", flag.ContinueOnError)
 	fl.SetOutput(stderr)
-	mode := fl.String("mode", "ci", "ci (1.20 -> 1.21, 10 pods), steps (the chain of -versions or the -steps, 10 pods), full (1.18 -> 1.19 -> 1.20 -> 1.21, 30 pods), api (ci against etcd and kube-apiserver), admission (API pods upstream rejects at re-admission: node label removed, cpu reserved, --max-pods lowered), devices (API pods using the e2e's device plugin's extended resource, 1.18 -> 1.19 -> 1.20 -> 1.21), bench (1.20 -> 1.21, 100 pods), node (the node up and down), or cleanup (undo what a killed run's journal under -root lists)")
+	mode := fl.String("mode", "ci", "ci (1.20 -> 1.21, 10 pods), steps (the chain of -versions or the -steps, 10 pods), full (1.18 -> 1.19 -> 1.20 -> 1.21, 30 pods), api (ci against etcd and kube-apiserver), admission (API pods upstream rejects at re-admission: node label removed, cpu reserved, --max-pods lowered), devices (API pods using the e2e's device plugin's extended resource, 1.18 -> 1.19 -> 1.20 -> 1.21), bench (1.20 -> 1.21, 100 pods), node (the node up and down), cleanup (undo what a killed run's journal under -root lists), or with -provider kind: images (build the kind images of -images-of's plan or of -steps/-versions) and versions (print, comma-separated, every version that plan needs built)")
 	api := fl.Bool("api", false, "API mode for any mode: etcd and kube-apiserver, pods through the API")
 	pods := fl.Int("pods", 0, "pods in the corpus (default: the mode's)")
 	provider := fl.String("provider", "local", "local (the host is the node), or kind (kubeadm clusters of kind nodes: the Docker engine that answers, else a private dockerd from Debian)")
@@ -86,6 +96,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	resizePending := fl.String("resize-pending", "", "API mode, a step to 1.33+: raise the resize pod's cpu limit (100m -> 200m) through the new kube-apiserver (pods/resize) before the new kubelet starts: while-old-kubelet (kubelet vN still runs) or between-kubelets (none runs); the patched kubelet must then run that container, not restarted, at 200m (the control's outcome is reported)")
 	readiness := fl.Bool("readiness", true, "API mode (not admission, devices), local provider: run kube-controller-manager (endpointslice only), pods with readiness probes of period 10 s and 30 s behind a Service, and watch every pod's Ready condition and the Service's EndpointSlices across each swap (patched: no Ready->NotReady, no endpoint removed before 1.35; a probe failing from the swap on: NotReady within a period); kind provider: watch the Ready condition of the workloads' pods and the EndpointSlices of their Services across each node's swap, counting each pod for its own node's swap (patched: no Ready->NotReady, no endpoint removed for API pods before 1.35; the control and static pods reported); false: without them")
 	cpVersion := fl.String("control-plane-version", "", "API mode (not admission, devices), local provider: hold kube-apiserver and kube-controller-manager at this version for every step instead of upgrading them to the step's (for a step whose control plane the harness cannot build; a kubelet newer than kube-apiserver is outside upstream's skew policy)")
+	fleetRuns := fl.String("fleet-runs", strings.Join(kind.FleetRuns, ","), "-mode fleet: the rolls to run, each on a cluster of its own (concurrency-1, concurrency-2: our roll by system-upgrade-controller's Plans; drain: the anchor; fault: the gate fails on worker 3)")
 	pluginGap := fl.Duration("device-plugin-gap", 0, "-mode devices: stop the device plugin before each swap and start it again this long after the new kubelet started (0: it runs throughout)")
 	if err := fl.Parse(args); err != nil {
 		return 2
@@ -103,20 +114,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 
 	pl, ok := plans[*mode]
-	if *mode == "images" {
-		// The kind images only (make kind-images): the versions of
-		// -images-of's plan, or of -steps.
+	if *mode == "images" || *mode == "versions" {
+		// The kind images only (make kind-images), or the versions they
+		// need built: those of -images-of's plan, or of -steps.
 		pl, ok = plans[*imagesOf]
 		ok = ok && *provider == "kind"
 	}
 	if *mode == "node" {
 		// Brings the local node up and down again: a quick check of the
 		// provider and its cleanup, without kubelets.
-		ok = true
+		ok = *provider == "local"
 		pl.steps = []scenario.Step{{}}
 	}
 	if !ok {
-		fmt.Fprintf(stderr, "e2e: unknown mode %q (ci, steps, full, api, admission, devices, bench, node, cleanup; images with -provider kind)\n", *mode)
+		fmt.Fprintf(stderr, "e2e: unknown mode %q (ci, steps, full, api, admission, devices, bench, fleet, node, cleanup; node with -provider local; fleet, images and versions with -provider kind)\n", *mode)
 		return 2
 	}
 	if *pods > 0 {
@@ -164,19 +175,23 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "e2e: -control-plane-version 1.<minor>.<patch> needs API mode (-mode api, or -api) on the local provider, not admission or devices")
 		return 2
 	}
+	if pl.fleet && *provider != "kind" && *mode == "fleet" {
+		fmt.Fprintln(stderr, "e2e: -mode fleet runs on the kind provider only (-provider kind)")
+		return 2
+	}
+	var rolls []string
+	if pl.fleet && *mode == "fleet" {
+		if rolls, err = kind.ParseFleetRuns(*fleetRuns); err != nil {
+			fmt.Fprintf(stderr, "e2e: %v\n", err)
+			return 2
+		}
+	}
 	if pl.devices && *provider != "local" {
 		fmt.Fprintln(stderr, "e2e: -mode devices runs on the local provider only")
 		return 2
 	}
 	if *provider != "local" && *provider != "kind" {
 		fmt.Fprintf(stderr, "e2e: unknown provider %q\n", *provider)
-		return 2
-	}
-	if plan.HasRollback(pl.steps) && (*provider != "local" || pl.api) {
-		// Upstream downgrades the kubelet before the control plane;
-		// kubeadm (kind) and the API mode upgrade the control plane first
-		// and do not roll it back.
-		fmt.Fprintln(stderr, "e2e: rollback steps (to older than from) run with static pods on the local provider only (-mode steps, ci, full, bench), not with -provider kind nor in API mode")
 		return 2
 	}
 	repoRoot, err := os.Getwd()
@@ -190,53 +205,71 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return filepath.Join(repoRoot, p)
 	}
-	rep := &report.Report{Mode: *mode, Provider: *provider, StartedAt: time.Now()}
-	stack := cleanup.New(stdout)
-	if *provider == "kind" {
-		return runKind(kindRun{mode: *mode, steps: pl.steps, controls: pl.controls, skipPatched: !*patchedRuns, faults: *patchedRuns && (pl.extras || *faults), images: *kindImages, save: *save,
-			root: rootPath, repoRoot: repoRoot, output: abs(*output), reportDir: abs(*reportDir), syncFreq: *syncFreq, readiness: *readiness}, rep, stack, stdout, stderr)
+	// One plan, carried out by the provider asked for.
+	p := plan.Plan{Mode: *mode, Steps: pl.steps, Controls: pl.controls || *mode == "images", SkipPatched: !*patchedRuns, Extras: pl.extras,
+		SyncFrequency: *syncFreq, Output: abs(*output), ReportDir: abs(*reportDir), Log: stdout}
+	var prov plan.Provider
+	switch *provider {
+	case "kind":
+		if *kindImages != "build" && *kindImages != "use" {
+			fmt.Fprintf(stderr, "e2e: -kind-images must be build or use, not %q\n", *kindImages)
+			return 2
+		}
+		p.Readiness = *readiness
+		k := &kind.Runner{Root: rootPath, CacheDir: cachedir.Resolve(os.Getenv(cachedir.Env)), RepoRoot: repoRoot,
+			BuildImages: *kindImages == "build", Faults: *patchedRuns && (pl.extras || *faults), Workers: 2, FleetRuns: rolls}
+		if len(rolls) > 0 {
+			k.Workers = kind.FleetWorkers
+		}
+		prov = k
+	default:
+		p.Readiness = *readiness && pl.api && !pl.admission && !pl.devices
+		prov = &scenario.Local{Options: scenario.Options{Pods: pl.pods, Root: rootPath, RepoRoot: repoRoot, NodeName: *nodeName,
+			API: pl.api, Admission: pl.admission, AdmissionRace: *admissionRace, Devices: pl.devices, DevicePluginGap: *pluginGap,
+			ResizeGate: *resizeGate, ResizePending: *resizePending, ControlPlaneVersion: *cpVersion}}
 	}
-	opts := scenario.Options{Mode: *mode, Steps: pl.steps, Pods: pl.pods, Output: abs(*output), ReportDir: abs(*reportDir),
-		Root: rootPath, RepoRoot: repoRoot, NodeName: *nodeName, SyncFrequency: *syncFreq, Controls: pl.controls,
-		Extras: pl.extras, SkipPatched: !*patchedRuns, API: pl.api, Admission: pl.admission, AdmissionRace: *admissionRace, Devices: pl.devices, DevicePluginGap: *pluginGap, ResizeGate: *resizeGate, ResizePending: *resizePending,
-		Readiness: *readiness && pl.api && !pl.admission && !pl.devices, ControlPlaneVersion: *cpVersion, Log: stdout}
+	if err := prov.Check(p); err != nil {
+		fmt.Fprintf(stderr, "e2e: %v\n", err)
+		return 2
+	}
+	if *mode == "versions" {
+		// make e2e-binaries-kind: every version the plan needs built.
+		patched, unpatched, err := prov.Versions(p)
+		if err != nil {
+			fmt.Fprintf(stderr, "e2e: %v\n", err)
+			return 2
+		}
+		fmt.Fprintln(stdout, strings.Join(plan.Union(patched, unpatched), ","))
+		return 0
+	}
+	stack := cleanup.New(stdout)
+	if *mode == "images" {
+		return imagesMode(prov.(*kind.Runner), p, *save, stack, stdout, stderr)
+	}
+	if *mode == "node" {
+		return nodeMode(prov.(*scenario.Local), p, stack, stdout, stderr)
+	}
 	var steps []string
-	for _, s := range pl.steps {
+	for _, s := range p.Steps {
 		steps = append(steps, s.String())
 	}
-	kind := "static pods"
-	if pl.api {
-		kind = "API pods (etcd, kube-apiserver)"
-	}
-	fmt.Fprintf(stdout, "e2e %s: %s, %d %s, local provider, state in %s\n", *mode, strings.Join(steps, ", "), pl.pods, kind, rootPath)
-
-	runErr, cleanErr := cleanup.Guard(stack, func(ctx context.Context) error {
-		if *mode == "node" {
-			return scenario.NodeOnly(ctx, opts, stack)
-		}
-		return scenario.Run(ctx, opts, stack, rep)
-	})
+	fmt.Fprintf(stdout, "e2e %s: %s, %s\n", *mode, strings.Join(steps, ", "), prov.Describe(p))
+	rep := &report.Report{Mode: *mode, Provider: prov.Name(), StartedAt: time.Now()}
+	runErr, cleanErr := cleanup.Guard(stack, func(ctx context.Context) error { return prov.Run(ctx, p, stack, rep) })
 	if runErr != nil {
 		fmt.Fprintf(stderr, "e2e: %v\n", runErr)
 	}
 	if cleanErr != nil {
 		fmt.Fprintf(stderr, "e2e: cleanup: %v\n", cleanErr)
 	}
-	if *mode == "node" {
-		if runErr != nil || cleanErr != nil {
-			return 1
-		}
-		fmt.Fprintln(stdout, "e2e node: up and down again: ok")
-		return 0
-	}
 	rep.Finish(time.Now(), errors.Join(runErr, cleanErr))
-	if err := rep.Write(opts.ReportDir); err != nil {
+	if err := rep.Write(p.ReportDir); err != nil {
 		fmt.Fprintf(stderr, "e2e: writing the report: %v\n", err)
 		return 1
 	}
 	fmt.Fprintln(stdout)
 	rep.Table(stdout)
-	fmt.Fprintf(stdout, "report: %s\n", filepath.Join(opts.ReportDir, "report.json"))
+	fmt.Fprintf(stdout, "report: %s\n", filepath.Join(p.ReportDir, "report.json"))
 	if !rep.Passed {
 		return 1
 	}

@@ -189,3 +189,60 @@ func TestRollbackStepsRefusedWhereTheyCannotRun(t *testing.T) {
 		})
 	}
 }
+
+// TestKindVersions: -mode versions prints what make e2e-binaries-kind
+// builds, the skip-level control plane's minors too; a skip beyond
+// upstream's skew policy is refused before anything is made.
+func TestKindVersions(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "e2e-root")
+	tests := []struct {
+		args           []string
+		code           int
+		stdout, stderr string
+	}{
+		{args: []string{"-images-of", "ci"}, stdout: "1.20.15,1.21.14\n"},
+		{args: []string{"-images-of", "fleet"}, stdout: "1.30.14,1.31.14\n"},
+		{args: []string{"-images-of", "steps", "-steps", "1.31.14:1.34.12"}, stdout: "1.31.14,1.34.12,1.32.13,1.33.13\n"},
+		{args: []string{"-images-of", "steps", "-steps", "1.18.19:1.20.15", "-controls=false"}, stdout: "1.18.19,1.20.15,1.19.16\n"},
+		{args: []string{"-images-of", "steps", "-steps", "1.18.19:1.21.14"}, code: 2, stderr: "outside upstream's version skew policy"},
+	}
+	for _, tt := range tests {
+		var stdout, stderr bytes.Buffer
+		code := run(append([]string{"-mode", "versions", "-provider", "kind", "-root", root}, tt.args...), &stdout, &stderr)
+		assert.Equal(t, code, tt.code, stderr.String())
+		assert.Equal(t, stdout.String(), tt.stdout)
+		assert.Assert(t, strings.Contains(stderr.String(), tt.stderr), stderr.String())
+		_, err := os.Stat(root)
+		assert.Assert(t, os.IsNotExist(err), "made its root")
+	}
+}
+
+// TestFleetModeRefusesBadInput: -mode fleet runs on kind only, rolls the
+// known rolls, one step of one minor; anything else is refused in one line
+// before anything is made.
+func TestFleetModeRefusesBadInput(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "e2e-root")
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{name: "local provider", args: []string{"-provider", "local"}, wantErr: "-mode fleet runs on the kind provider only"},
+		{name: "unknown roll", args: []string{"-fleet-runs", "concurrency-3"}, wantErr: `unknown roll "concurrency-3"`},
+		{name: "a roll twice", args: []string{"-fleet-runs", "drain,drain"}, wantErr: "drain given twice"},
+		{name: "two steps", args: []string{"-versions", "1.30.14,1.31.14,1.32.13"}, wantErr: "the fleet rolls one step, not 2"},
+		{name: "skip-level", args: []string{"-steps", "1.30.14:1.32.13"}, wantErr: "the fleet rolls one minor up"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			args := append([]string{"-mode", "fleet", "-provider", "kind", "-root", root}, tt.args...)
+			code := run(args, &stdout, &stderr)
+			assert.Equal(t, code, 2, "stdout: %s\nstderr: %s", stdout.String(), stderr.String())
+			assert.Assert(t, strings.Contains(stderr.String(), tt.wantErr), stderr.String())
+			assert.Equal(t, strings.Count(strings.TrimSpace(stderr.String()), "\n"), 0, "one line: %s", stderr.String())
+			_, err := os.Stat(root)
+			assert.Assert(t, os.IsNotExist(err), "the refused run made its root")
+		})
+	}
+}

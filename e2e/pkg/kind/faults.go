@@ -52,7 +52,7 @@ func (r *clusterRun) swap(ctx context.Context, n *Node, k node.Kubelet) error {
 		r.logf("%s: fault: %s", n.name, fault)
 		steps := [][]string{
 			{"systemctl", "stop", "kubelet"},
-			{"kubernetes-select", "stage2", k.Version},
+			selectArgs(k.SkipLevel, "stage2", k.Version),
 			{"systemctl", "restart", "containerd"},
 			{"systemctl", "start", "kubelet"},
 		}

@@ -93,10 +93,21 @@ func (n *Node) SwapKubelet(ctx context.Context, k node.Kubelet) error {
 	if err := n.CheckStaged(ctx, k); err != nil {
 		return err
 	}
-	if _, err := n.Exec(ctx, nil, "kubernetes-select", "--restart-kubelet", "stage2", k.Version); err != nil {
+	if _, err := n.Exec(ctx, nil, selectArgs(k.SkipLevel, "--restart-kubelet", "stage2", k.Version)...); err != nil {
 		return fmt.Errorf("%s: kubernetes-select stage2 %s: %w", n.name, k.Version, err)
 	}
 	return n.waitKubeletActive(ctx)
+}
+
+// selectArgs is a kubernetes-select command line; skipLevel adds --force,
+// which kubernetes-select asks for to move a stage up more than one minor:
+// a worker's kubeadm and kubelet in the skip-level flow.
+func selectArgs(skipLevel bool, args ...string) []string {
+	cmd := []string{"kubernetes-select"}
+	if skipLevel {
+		cmd = append(cmd, "--force")
+	}
+	return append(cmd, args...)
 }
 
 // CheckStaged checks that k's kubelet is installed on the node and is

@@ -64,6 +64,23 @@ func int64p(v int64) *int64 { return &v }
 func int32p(v int32) *int32 { return &v }
 func boolp(v bool) *bool    { return &v }
 
+// createNamespace creates the workloads' namespace and waits for its
+// default service account: pods are refused until the service account
+// controller made it.
+func (c *Cluster) createNamespace(ctx context.Context) error {
+	cs := c.Client
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("namespace %s: %w", Namespace, err)
+	}
+	if err := poll(ctx, time.Minute, func() error {
+		_, err := cs.CoreV1().ServiceAccounts(Namespace).Get(ctx, "default", metav1.GetOptions{})
+		return err
+	}); err != nil {
+		return fmt.Errorf("default service account of %s: %w", Namespace, err)
+	}
+	return nil
+}
+
 // CreateWorkloads creates the API workloads: a Deployment of two
 // replicas behind the Service WebService, a StatefulSet with a volume (a
 // hostPath PersistentVolume bound statically: no provisioner runs) behind
@@ -71,16 +88,8 @@ func boolp(v bool) *bool    { return &v }
 // and a pod with startup, readiness and liveness probes on probeNode.
 func (c *Cluster) CreateWorkloads(ctx context.Context, probeNode string) error {
 	cs := c.Client
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("namespace %s: %w", Namespace, err)
-	}
-	// Pods are refused until the service account controller made the
-	// namespace's default service account.
-	if err := poll(ctx, time.Minute, func() error {
-		_, err := cs.CoreV1().ServiceAccounts(Namespace).Get(ctx, "default", metav1.GetOptions{})
+	if err := c.createNamespace(ctx); err != nil {
 		return err
-	}); err != nil {
-		return fmt.Errorf("default service account of %s: %w", Namespace, err)
 	}
 	pv := &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "kc-e2e-db-0"},
 		Spec: v1.PersistentVolumeSpec{

@@ -15,6 +15,9 @@ import (
 type Kubelet struct {
 	Version string
 	Patched bool
+	// SkipLevel: the swap goes up more than one minor (the skip-level
+	// flow); kubernetes-select refuses that without --force.
+	SkipLevel bool
 }
 
 func (k Kubelet) String() string {

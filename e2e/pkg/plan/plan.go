@@ -5,10 +5,67 @@
 package plan
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/cleanup"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
+	"github.com/kubelet-compat/kubelet-compat/pkg/matrix"
 )
+
+// Plan is one e2e run: its steps and which variants run them. The
+// workloads and what they are held to are the provider's (the corpus of
+// static pods everywhere; API workloads on kind), the upstream behaviour
+// the controls are held to is package upstream's.
+type Plan struct {
+	// Mode names the plan (ci, steps, full, ...) in the report.
+	Mode  string
+	Steps []Step
+	// Controls runs every step once more with the unpatched kubelet of
+	// its target, on a baseline of its own: the negative control.
+	Controls bool
+	// SkipPatched runs only the controls.
+	SkipPatched bool
+	// Extras runs, after the patched chain, a genuine change in the
+	// compat window, the faults and `kubelet-compat sweep`.
+	Extras bool
+	// Readiness watches the pods' Ready condition and their Services'
+	// EndpointSlices across each swap.
+	Readiness     bool
+	SyncFrequency time.Duration
+	// Output is the repository's _output: the binaries, the CLI, the
+	// packages and images.
+	Output string
+	// ReportDir receives report.{json,txt} and logs/.
+	ReportDir string
+	Log       io.Writer
+}
+
+// RollbackLocalOnly is why a provider refuses rollback steps.
+const RollbackLocalOnly = "rollback steps (to older than from) run with static pods on the local provider only (-mode steps, ci, full, bench), not with -provider kind nor in API mode"
+
+// Provider carries a plan out on its nodes: the local host as the node
+// (package scenario) or kubeadm clusters of kind nodes (package kind).
+type Provider interface {
+	// Name is the provider's -provider name.
+	Name() string
+	// Describe is the run's header after its steps: its nodes, its pods,
+	// where its state lives.
+	Describe(p Plan) string
+	// Check refuses, before anything is made, a plan the provider cannot
+	// carry out.
+	Check(p Plan) error
+	// Versions are what the plan needs built on this provider: patched,
+	// and unpatched for the controls.
+	Versions(p Plan) (patched, unpatched []string, err error)
+	// Run carries the plan out, recording into rep; everything it makes
+	// is undone through stack.
+	Run(ctx context.Context, p Plan, stack *cleanup.Stack, rep *report.Report) error
+}
 
 // Step is one in-place swap of the kubelet binary (and, on kind, of the
 // control plane before it): an upgrade, or a rollback when To is older
@@ -124,13 +181,75 @@ func Versions(steps []Step, controls bool) (patched, unpatched []string) {
 
 func appendNew(list []string, vs ...string) []string {
 	for _, v := range vs {
-		found := false
-		for _, x := range list {
-			found = found || x == v
-		}
-		if !found {
+		if !contains(list, v) {
 			list = append(list, v)
 		}
 	}
 	return list
+}
+
+// SkipLevel says whether the step goes up more than one minor: on a kubeadm
+// cluster the control plane cannot (kubeadm upgrade apply moves one minor
+// at a time), so it goes through ControlPlanePath while the other nodes'
+// kubelets stay at From, and then swap From -> To once: the skip-level
+// kubelet flow (a kubelet may be 3 minors older than the API server from
+// 1.28 on, 2 before).
+func (s Step) SkipLevel() bool {
+	f, t := versionKey(s.From), versionKey(s.To)
+	return f != nil && t != nil && f[0] == t[0] && t[1] > f[1]+1
+}
+
+// ControlPlanePath is the versions the control plane is upgraded to, in
+// order, on a step: To alone, or on a skip-level step the matrix release
+// of every minor after From's, then To.
+func ControlPlanePath(s Step) ([]string, error) {
+	if !s.SkipLevel() {
+		return []string{s.To}, nil
+	}
+	f, t := versionKey(s.From), versionKey(s.To)
+	var path []string
+	for m := f[1] + 1; m < t[1]; m++ {
+		rel, err := matrix.Releases([]string{fmt.Sprintf("%d.%d", f[0], m)})
+		if err != nil {
+			return nil, fmt.Errorf("step %s: %w", s, err)
+		}
+		path = append(path, rel[0])
+	}
+	return append(path, s.To), nil
+}
+
+// ControlPlaneVersions are the versions the control planes of steps pass
+// through that no step names (the minors a skip-level step skips on its
+// kubelets): a kubeadm provider needs them built too.
+func ControlPlaneVersions(steps []Step) ([]string, error) {
+	var named, out []string
+	for _, s := range steps {
+		named = appendNew(named, s.From, s.To)
+	}
+	for _, s := range steps {
+		path, err := ControlPlanePath(s)
+		if err != nil {
+			return nil, err
+		}
+		for _, v := range path {
+			if !contains(named, v) {
+				out = appendNew(out, v)
+			}
+		}
+	}
+	return out, nil
+}
+
+func contains(list []string, v string) bool {
+	for _, x := range list {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// Union is a's versions, then b's that a lacks, in order.
+func Union(a, b []string) []string {
+	return appendNew(append([]string(nil), a...), b...)
 }

@@ -101,3 +101,37 @@ func TestRollback(t *testing.T) {
 	assert.Assert(t, HasRollback([]Step{{"1.30.14", "1.31.14"}, {"1.31.14", "1.30.14"}}))
 	assert.Assert(t, !HasRollback([]Step{{"1.30.14", "1.31.14"}}))
 }
+
+func TestControlPlanePath(t *testing.T) {
+	tests := []struct {
+		step      Step
+		skipLevel bool
+		want      []string
+	}{
+		{Step{"1.30.14", "1.31.14"}, false, []string{"1.31.14"}},
+		{Step{"1.28.15", "1.31.14"}, true, []string{"1.29.15", "1.30.14", "1.31.14"}},
+		{Step{"1.31.14", "1.34.12"}, true, []string{"1.32.13", "1.33.13", "1.34.12"}},
+		{Step{"1.18.19", "1.20.15"}, true, []string{"1.19.16", "1.20.15"}},
+		{Step{"1.30.9", "1.30.14"}, false, []string{"1.30.14"}},
+		// A rollback is no skip-level step: the kubelet goes down alone.
+		{Step{"1.31.14", "1.28.15"}, false, []string{"1.28.15"}},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.step.SkipLevel(), tt.skipLevel, tt.step.String())
+		got, err := ControlPlanePath(tt.step)
+		assert.NilError(t, err)
+		assert.DeepEqual(t, got, tt.want)
+	}
+	_, err := ControlPlanePath(Step{"1.10.1", "1.12.1"})
+	assert.ErrorContains(t, err, "not in pkg/matrix")
+}
+
+func TestControlPlaneVersions(t *testing.T) {
+	got, err := ControlPlaneVersions([]Step{{"1.28.15", "1.31.14"}, {"1.31.14", "1.34.12"}, {"1.30.14", "1.31.14"}})
+	assert.NilError(t, err)
+	// 1.30.14 is named by a step (built anyway).
+	assert.DeepEqual(t, got, []string{"1.29.15", "1.32.13", "1.33.13"})
+	got, err = ControlPlaneVersions([]Step{{"1.30.14", "1.31.14"}})
+	assert.NilError(t, err)
+	assert.Assert(t, got == nil)
+}

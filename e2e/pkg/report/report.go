@@ -131,12 +131,14 @@ type Report struct {
 	Error       string    `json:"error,omitempty"`
 	Runs        []Run     `json:"runs"`
 	Checks      []Check   `json:"checks,omitempty"`
+	// Fleet holds the rolls of whole clusters (make e2e E2E=fleet).
+	Fleet []FleetRoll `json:"fleet,omitempty"`
 }
 
 // Finish computes Passed from the runs and checks.
 func (r *Report) Finish(end time.Time, err error) {
 	r.WallSeconds = end.Sub(r.StartedAt).Seconds()
-	r.Passed = err == nil && len(r.Runs) > 0
+	r.Passed = err == nil && (len(r.Runs) > 0 || len(r.Fleet) > 0)
 	if err != nil {
 		r.Error = err.Error()
 	}
@@ -151,6 +153,36 @@ func (r *Report) Finish(end time.Time, err error) {
 // Table renders a summary per step (patched against unpatched, without
 // faults), every run, then the checks, as markdown tables.
 func (r *Report) Table(w io.Writer) {
+	// A fleet's report has rolls, not swaps.
+	if len(r.Runs) > 0 || len(r.Fleet) == 0 {
+		r.runsTable(w)
+	}
+	r.readinessTable(w)
+	r.fleetTable(w)
+	if len(r.Checks) > 0 {
+		fmt.Fprintln(w)
+		fmt.Fprintf(w, "| check | result | detail |\n| --- | --- | --- |\n")
+		for _, c := range r.Checks {
+			res := "pass"
+			if !c.Passed {
+				res = "FAIL"
+			}
+			fmt.Fprintf(w, "| %s | %s | %s |\n", c.Name, res, c.Detail)
+		}
+	}
+	fmt.Fprintln(w)
+	status := "PASSED"
+	if !r.Passed {
+		status = "FAILED"
+	}
+	fmt.Fprintf(w, "e2e %s on the %s provider: %s in %.0fs\n", r.Mode, r.Provider, status, r.WallSeconds)
+	if r.Error != "" {
+		fmt.Fprintf(w, "error: %s\n", r.Error)
+	}
+}
+
+// runsTable renders the summary per step and every run.
+func (r *Report) runsTable(w io.Writer) {
 	r.summary(w)
 	fmt.Fprintln(w)
 	perNode := false
@@ -185,27 +217,6 @@ func (r *Report) Table(w io.Writer) {
 		for _, l := range byDesign {
 			fmt.Fprintln(w, l)
 		}
-	}
-	r.readinessTable(w)
-	if len(r.Checks) > 0 {
-		fmt.Fprintln(w)
-		fmt.Fprintf(w, "| check | result | detail |\n| --- | --- | --- |\n")
-		for _, c := range r.Checks {
-			res := "pass"
-			if !c.Passed {
-				res = "FAIL"
-			}
-			fmt.Fprintf(w, "| %s | %s | %s |\n", c.Name, res, c.Detail)
-		}
-	}
-	fmt.Fprintln(w)
-	status := "PASSED"
-	if !r.Passed {
-		status = "FAILED"
-	}
-	fmt.Fprintf(w, "e2e %s on the %s provider: %s in %.0fs\n", r.Mode, r.Provider, status, r.WallSeconds)
-	if r.Error != "" {
-		fmt.Fprintf(w, "error: %s\n", r.Error)
 	}
 }
 

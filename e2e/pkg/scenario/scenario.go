@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -36,30 +35,17 @@ import (
 // Step is one in-place upgrade: the plan's (package plan).
 type Step = plan.Step
 
-// Options configure a scenario.
+// Options configure a scenario: the plan (package plan; Readiness needs
+// API here) and what the local node adds to it.
 type Options struct {
-	Mode  string
-	Steps []Step
-	Pods  int
-	// Output is the repository's _output (binaries in <ver>/ and
-	// <ver>-unpatched/, the CLI at kubelet-compat).
-	Output string
-	// ReportDir receives report.{json,txt} and logs/.
-	ReportDir     string
-	Root          string
-	RepoRoot      string
-	NodeName      string
-	SyncFrequency time.Duration
-	// Controls runs the unpatched negative control per step.
-	Controls bool
+	plan.Plan
+	Pods     int
+	Root     string
+	RepoRoot string
+	NodeName string
 	// API runs the kubelets against etcd and the harness's kube-apiserver
 	// (upgraded before the kubelet) with API pods instead of static pods.
 	API bool
-	// SkipPatched runs only the controls.
-	SkipPatched bool
-	// Extras runs the genuine change, the faults and sweep after the last
-	// patched step.
-	Extras bool
 	// Admission runs the admission cases (admission.go) on each step
 	// instead of the restart comparison; needs API.
 	Admission bool
@@ -83,18 +69,12 @@ type Options struct {
 	// ResizeWhileOldKubelet or ResizeBetweenKubelets ("": no resize); needs
 	// API and a step to 1.33 or later.
 	ResizePending string
-	// Readiness runs kube-controller-manager (its endpointslice
-	// controller), the readiness pods and their Service, and watches every
-	// pod's Ready condition and the Service's EndpointSlices across each
-	// swap (readiness.go); needs API.
-	Readiness bool
 	// ControlPlaneVersion holds kube-apiserver and kube-controller-manager
 	// at this version for every step instead of the step's ("": the
 	// step's, upgraded before the kubelet): for a step whose control plane
 	// the harness cannot build. A kubelet newer than kube-apiserver is
 	// outside upstream's skew policy; the report says so.
 	ControlPlaneVersion string
-	Log                 io.Writer
 }
 
 // Scenario is one e2e run on one node.

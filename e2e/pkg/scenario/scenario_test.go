@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"gotest.tools/v3/assert"
+
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/plan"
 )
 
 // output makes an _output with the given binaries (dir/kubelet) and the CLI.
@@ -36,19 +38,19 @@ func TestPreflightPerVariant(t *testing.T) {
 		missing string // "" when nothing is missing
 	}{
 		{name: "controls alone, patched 1.22 not built yet: its release build is the baseline",
-			dirs: []string{"1.21.14", "1.22.17-unpatched", "1.23.17-unpatched"}, opts: Options{Controls: true, SkipPatched: true}},
+			dirs: []string{"1.21.14", "1.22.17-unpatched", "1.23.17-unpatched"}, opts: Options{Plan: plan.Plan{Controls: true, SkipPatched: true}}},
 		{name: "controls alone without any 1.22 build",
-			dirs: []string{"1.21.14", "1.23.17-unpatched"}, opts: Options{Controls: true, SkipPatched: true}, missing: "1.22.17-unpatched/kubelet"},
+			dirs: []string{"1.21.14", "1.23.17-unpatched"}, opts: Options{Plan: plan.Plan{Controls: true, SkipPatched: true}}, missing: "1.22.17-unpatched/kubelet"},
 		{name: "controls and the patched chain need every patched build",
-			dirs: []string{"1.21.14", "1.22.17-unpatched", "1.23.17-unpatched"}, opts: Options{Controls: true}, missing: "1.22.17/kubelet"},
+			dirs: []string{"1.21.14", "1.22.17-unpatched", "1.23.17-unpatched"}, opts: Options{Plan: plan.Plan{Controls: true}}, missing: "1.22.17/kubelet"},
 		{name: "patched chain alone needs no release build",
 			dirs: []string{"1.21.14", "1.22.17", "1.23.17"}, opts: Options{}},
 		{name: "everything",
-			dirs: []string{"1.21.14", "1.22.17", "1.23.17", "1.22.17-unpatched", "1.23.17-unpatched"}, opts: Options{Controls: true}},
-		{name: "rollback: everything", steps: rollback, dirs: []string{"1.31.14", "1.30.14", "1.30.14-unpatched"}, opts: Options{Controls: true}},
-		{name: "rollback: the older kubelet as released", steps: rollback, dirs: []string{"1.31.14", "1.30.14"}, opts: Options{Controls: true}, missing: "1.30.14-unpatched/kubelet"},
-		{name: "rollback: the older kubelet patched", steps: rollback, dirs: []string{"1.31.14", "1.30.14-unpatched"}, opts: Options{Controls: true}, missing: "1.30.14/kubelet"},
-		{name: "rollback: the control alone needs no patched older kubelet", steps: rollback, dirs: []string{"1.31.14", "1.30.14-unpatched"}, opts: Options{Controls: true, SkipPatched: true}},
+			dirs: []string{"1.21.14", "1.22.17", "1.23.17", "1.22.17-unpatched", "1.23.17-unpatched"}, opts: Options{Plan: plan.Plan{Controls: true}}},
+		{name: "rollback: everything", steps: rollback, dirs: []string{"1.31.14", "1.30.14", "1.30.14-unpatched"}, opts: Options{Plan: plan.Plan{Controls: true}}},
+		{name: "rollback: the older kubelet as released", steps: rollback, dirs: []string{"1.31.14", "1.30.14"}, opts: Options{Plan: plan.Plan{Controls: true}}, missing: "1.30.14-unpatched/kubelet"},
+		{name: "rollback: the older kubelet patched", steps: rollback, dirs: []string{"1.31.14", "1.30.14-unpatched"}, opts: Options{Plan: plan.Plan{Controls: true}}, missing: "1.30.14/kubelet"},
+		{name: "rollback: the control alone needs no patched older kubelet", steps: rollback, dirs: []string{"1.31.14", "1.30.14-unpatched"}, opts: Options{Plan: plan.Plan{Controls: true, SkipPatched: true}}},
 		{name: "rollback: the patched run alone needs no release build", steps: rollback, dirs: []string{"1.31.14", "1.30.14"}, opts: Options{}},
 		{name: "rollback: the newer kubelet", steps: rollback, dirs: []string{"1.30.14", "1.30.14-unpatched"}, opts: Options{}, missing: "1.31.14/kubelet"},
 	}
@@ -70,7 +72,7 @@ func TestPreflightPerVariant(t *testing.T) {
 }
 
 func TestControlBaselineBinary(t *testing.T) {
-	s := &Scenario{opts: Options{Output: output(t, "1.21.14", "1.21.14-unpatched", "1.22.17-unpatched")}}
+	s := &Scenario{opts: Options{Plan: plan.Plan{Output: output(t, "1.21.14", "1.21.14-unpatched", "1.22.17-unpatched")}}}
 	assert.Equal(t, s.ControlBaselineBinary("1.21.14"), s.Binary("1.21.14", true))
 	assert.Equal(t, s.ControlBaselineBinary("1.22.17"), s.Binary("1.22.17", false))
 	// Neither built: the patched path, which Preflight reports missing.

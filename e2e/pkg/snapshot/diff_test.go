@@ -124,3 +124,20 @@ func TestRunningPicksReadySandbox(t *testing.T) {
 	assert.Equal(t, s.Running("ns/a")["c"].ID, "c2")
 	assert.Equal(t, s.RunningCount(), 1)
 }
+
+// TestInNamespace: a namespace's sandboxes and containers, not those of a
+// namespace whose name it prefixes.
+func TestInNamespace(t *testing.T) {
+	s := snap(
+		podSpec{pod: "kc-e2e/web", sandbox: "s1", containers: []Container{{Name: "c", ID: "c1"}}},
+		podSpec{pod: "kube-system/etcd", sandbox: "s2", containers: []Container{{Name: "etcd", ID: "c2"}}},
+		podSpec{pod: "kc-e2e-other/x", sandbox: "s3", containers: []Container{{Name: "x", ID: "c3"}}},
+	)
+	got := s.InNamespace("kc-e2e")
+	assert.Equal(t, len(got.Sandboxes), 1)
+	assert.Equal(t, got.Sandboxes[0].ID, "s1")
+	assert.Equal(t, len(got.Containers), 1)
+	assert.Equal(t, got.Containers[0].ID, "c1")
+	assert.Equal(t, got.Taken, s.Taken)
+	assert.Equal(t, len(s.InNamespace("kube-system").Containers), 1)
+}

@@ -5,6 +5,7 @@ package snapshot
 
 import (
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -115,4 +116,21 @@ func (s *Snapshot) RunningCount() int {
 		n += len(s.Running(p))
 	}
 	return n
+}
+
+// InNamespace is the part of s in namespace: its pods' sandboxes and
+// containers.
+func (s *Snapshot) InNamespace(namespace string) *Snapshot {
+	out := &Snapshot{Taken: s.Taken}
+	for _, sb := range s.Sandboxes {
+		if strings.HasPrefix(sb.Pod, namespace+"/") {
+			out.Sandboxes = append(out.Sandboxes, sb)
+		}
+	}
+	for _, c := range s.Containers {
+		if strings.HasPrefix(c.Pod, namespace+"/") {
+			out.Containers = append(out.Containers, c)
+		}
+	}
+	return out
 }

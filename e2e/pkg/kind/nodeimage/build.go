@@ -22,6 +22,10 @@ type Options struct {
 	// Versions are the Kubernetes versions (1.20.15) to build node images
 	// for: patched .debs from <OutputDir>/<ver>/{kubelet,kubeadm,kubectl}.
 	Versions []string
+	// NodeVersions, when set, are the versions that get a node image (the
+	// versions clusters are created on); the others get their images tar
+	// and .debs only, which the e2e stages on running nodes.
+	NodeVersions []string
 	// UnpatchedVersions also get .debs of their unpatched kubelet
 	// (<OutputDir>/<ver>-unpatched/kubelet), the control.
 	UnpatchedVersions []string
@@ -103,11 +107,27 @@ func Build(ctx context.Context, opts Options) error {
 		if err != nil {
 			return fmt.Errorf("images of %s: %w", v, err)
 		}
+		if !b.wantsNode(v) {
+			continue
+		}
 		if err := b.buildNode(ctx, v, base, imgs, pkgs); err != nil {
 			return fmt.Errorf("node image of %s: %w", v, err)
 		}
 	}
 	return nil
+}
+
+// wantsNode says whether v gets a node image.
+func (b *builder) wantsNode(v string) bool {
+	if b.opts.NodeVersions == nil {
+		return true
+	}
+	for _, n := range b.opts.NodeVersions {
+		if n == v {
+			return true
+		}
+	}
+	return false
 }
 
 func (b *builder) logf(format string, args ...any) {

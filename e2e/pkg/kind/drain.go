@@ -1,0 +1,86 @@
+package kind
+
+// The anchor: the drain-based roll operators use today, as kubeadm's
+// upgrade guide gives it, node by node, control plane first: install the
+// target's packages, kubeadm (upgrade apply on the control-plane node,
+// upgrade node on the others), cordon and `kubectl drain` (the eviction
+// API: the PodDisruptionBudget holds), the kubelet as released swapped in,
+// wait for the node, uncordon, and the workloads Ready again before the
+// next node.
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/node"
+)
+
+// drainArgs is kubectl drain as operators run it: DaemonSets stay
+// (their controller would put them back at once), emptyDir data may go,
+// and the PDBs are honoured (evictions, retried while refused).
+func drainArgs(n string) []string {
+	return []string{"kubectl", "--kubeconfig", adminConf, "drain", n, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=15m"}
+}
+
+func (f *fleetRun) drainRoll(ctx context.Context) error {
+	st := f.steps[0]
+	f.step = st
+	f.data.rollStart = time.Now()
+	defer func() { f.data.rollEnd = time.Now() }()
+	for i, n := range f.c.Nodes {
+		start := time.Now()
+		if err := f.stageDebs(ctx, n, st.To); err != nil {
+			return err
+		}
+		if i == 0 {
+			// kubernetes-select stage1, kubeadm upgrade apply, the rollouts
+			// of kube-proxy and CoreDNS (the scenario's, with its check).
+			if err := f.upgradeControlPlane(ctx, st.To); err != nil {
+				return err
+			}
+		} else if err := f.kubeadmUpgradeNode(ctx, n, st.To); err != nil {
+			return err
+		}
+		if _, err := f.execLogged(ctx, f.c.ControlPlane(), "drain-"+n.name, drainArgs(n.name)...); err != nil {
+			return err
+		}
+		swapped := time.Now()
+		if err := n.SwapKubelet(ctx, node.Kubelet{Version: st.To, Patched: false}); err != nil {
+			return err
+		}
+		if err := f.waitKubelet(ctx, n, st.To, false, swapped, 4*time.Minute); err != nil {
+			return err
+		}
+		if _, err := f.execLogged(ctx, f.c.ControlPlane(), "uncordon-"+n.name, "kubectl", "--kubeconfig", adminConf, "uncordon", n.name); err != nil {
+			return err
+		}
+		end := time.Now()
+		f.data.windows = append(f.data.windows, nodeWindow{Node: n.name, Start: start, End: end, Outcome: outcomeUpgraded})
+		f.order = append(f.order, n.name)
+		f.logf("%s: drained, swapped and uncordoned in %.0fs", n.name, end.Sub(start).Seconds())
+		// As operators do: the workloads whole again before the next node.
+		if _, err := f.c.WaitPodsReady(ctx, 10*time.Minute, fleetPods(len(f.c.Nodes), len(f.statics.Pods), false), Namespace); err != nil {
+			return fmt.Errorf("after %s: %w", n.name, err)
+		}
+	}
+	return nil
+}
+
+// kubeadmUpgradeNode is a worker's kubeadm step: stage1, kubeadm upgrade
+// node.
+func (f *fleetRun) kubeadmUpgradeNode(ctx context.Context, n *Node, version string) error {
+	if _, err := f.execLogged(ctx, n, "select-stage1-"+version, "kubernetes-select", "stage1", version); err != nil {
+		return err
+	}
+	args := append([]string{"kubeadm", "upgrade", "node", "--v=1"}, cgroupV1PreflightArgs(version)...)
+	_, err := f.execLogged(ctx, n, "kubeadm-upgrade-node-"+version, args...)
+	return err
+}
+
+// stageDebs installs version's packages as released (unpatched) next to
+// the running version with dpkg, as an operator does before the node's
+// turn (the images were imported before the roll).
+func (f *fleetRun) stageDebs(ctx context.Context, n *Node, version string) error {
+	return f.installDebs(ctx, n, "unpatched", version)
+}

@@ -1,0 +1,257 @@
+package kind
+
+// The fleet roll-out on kind (make e2e E2E=fleet, issue 22 section 4):
+// clusters of one control-plane node and FleetWorkers workers with the
+// fleet's workloads, rolled From -> To by system-upgrade-controller's Plans
+// running upgrade.sh (deploy/system-upgrade) at concurrency 1 and 2, the
+// drain-based roll operators use today as the anchor, and a roll whose
+// health gate fails on worker 3. Each roll is a list of small actions on a
+// cluster of its own, measured per node and in total (fleet_figures.go).
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	systemupgrade "github.com/kubelet-compat/kubelet-compat/deploy/system-upgrade"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/cleanup"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind/nodeimage"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/plan"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/readiness"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
+)
+
+// The fleet's rolls (-fleet-runs), in the order they run.
+const (
+	FleetConcurrency1 = "concurrency-1"
+	FleetConcurrency2 = "concurrency-2"
+	FleetDrain        = "drain"
+	FleetFault        = "fault"
+)
+
+// FleetRuns are every roll, the default.
+var FleetRuns = []string{FleetConcurrency1, FleetConcurrency2, FleetDrain, FleetFault}
+
+// FleetWorkers is the fleet clusters' worker count.
+const FleetWorkers = 4
+
+// FleetFaultWorker is the worker (1-based) whose health gate fails.
+const FleetFaultWorker = 3
+
+// FleetGateTimeout is the Plans' gate timeout in the e2e (seconds): the
+// faulty worker waits that long before its rollback.
+const FleetGateTimeout = 120
+
+// ParseFleetRuns reads -fleet-runs: a comma-separated subset of FleetRuns,
+// run in FleetRuns' order.
+func ParseFleetRuns(s string) ([]string, error) {
+	want := map[string]bool{}
+	for _, r := range strings.Split(s, ",") {
+		r = strings.TrimSpace(r)
+		if !contains(FleetRuns, r) {
+			return nil, fmt.Errorf("-fleet-runs: unknown roll %q (%s)", r, strings.Join(FleetRuns, ", "))
+		}
+		if want[r] {
+			return nil, fmt.Errorf("-fleet-runs: %s given twice", r)
+		}
+		want[r] = true
+	}
+	var out []string
+	for _, r := range FleetRuns {
+		if want[r] {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// CheckFleet refuses a plan the fleet cannot roll: one upgrade step of one
+// minor (the control plane and every kubelet go From -> To once).
+func CheckFleet(steps []Step) error {
+	if len(steps) != 1 {
+		return fmt.Errorf("the fleet rolls one step, not %d", len(steps))
+	}
+	st := steps[0]
+	if st.Rollback() || st.SkipLevel() {
+		return fmt.Errorf("the fleet rolls one minor up, not %s", st)
+	}
+	return checkSkew(st)
+}
+
+// fleetCluster names each roll's cluster.
+func fleetCluster(roll string) string {
+	switch roll {
+	case FleetConcurrency1:
+		return "kc-e2e-fleet-c1"
+	case FleetConcurrency2:
+		return "kc-e2e-fleet-c2"
+	case FleetDrain:
+		return "kc-e2e-drain"
+	}
+	return "kc-e2e-fleet-fault"
+}
+
+// FleetOptions configure the fleet.
+type FleetOptions struct {
+	ScenarioOptions
+	Runs []string
+	// ControllerBinary is system-upgrade-controller, built
+	// (systemupgrade.BuildController).
+	ControllerBinary string
+}
+
+// fleetRun is one roll on its cluster; it reuses the scenario's cluster
+// pieces (create, network, images, snapshots, logs).
+type fleetRun struct {
+	*clusterRun
+	roll        string
+	concurrency int64
+	drain       bool
+	fault       bool
+	sucImages   []byte // the OCI layout of the controller's and the upgrade Job's images
+
+	snapBefore map[string]*snapshot.Snapshot
+	apiBefore  map[string]apiPod
+	ledger     *podLedger
+	watch      *readiness.Watch
+	data       rollData
+	order      []string
+	// jobs are the upgrade Jobs seen, per node (SUC rolls).
+	jobs map[string]*jobRecord
+}
+
+// RunFleet runs o.Runs, each on a cluster of its own, one after the other.
+func RunFleet(ctx context.Context, p *Provider, o FleetOptions, stack *cleanup.Stack, rep *report.Report) error {
+	if err := CheckFleet(o.Steps); err != nil {
+		return err
+	}
+	st := o.Steps[0]
+	suc, drain := false, false
+	for _, r := range o.Runs {
+		suc = suc || r != FleetDrain
+		drain = drain || r == FleetDrain
+	}
+	if err := fleetPreflight(ctx, p, o, suc, drain); err != nil {
+		return err
+	}
+	var layout []byte
+	if suc {
+		var err error
+		if layout, err = sucImages(o.ControllerBinary, st.To, o.Output); err != nil {
+			return err
+		}
+	}
+	var runs []clusterRunner
+	for _, roll := range o.Runs {
+		so := o.ScenarioOptions
+		so.Workers = FleetWorkers
+		f := &fleetRun{clusterRun: &clusterRun{p: p, o: so, rep: rep, name: fleetCluster(roll), steps: []Step{st}, patched: roll != FleetDrain},
+			roll: roll, concurrency: 1, drain: roll == FleetDrain, fault: roll == FleetFault, sucImages: layout}
+		if roll == FleetConcurrency2 {
+			f.concurrency = 2
+		}
+		runs = append(runs, f)
+	}
+	return runClusters(ctx, p, stack, runs)
+}
+
+// fleetPreflight checks that what the rolls need was built before any
+// cluster is made: the node image, the target's images, its patched
+// packages and kubectl (the upgrade Job's image) and its unpatched
+// packages (the drain roll swaps in the kubelet as released).
+func fleetPreflight(ctx context.Context, p *Provider, o FleetOptions, suc, drain bool) error {
+	st := o.Steps[0]
+	var m missingBuilds
+	need, exists := m.need, built
+	need(p.Engine.ImageExists(ctx, NodeImage(st.From)), "node image "+NodeImage(st.From))
+	need(exists(filepath.Join(o.Output, "kind", "images", st.To+".tar")), "images of "+st.To)
+	if suc {
+		need(exists(filepath.Join(nodeimage.PackageDir(o.Output, "patched"), nodeimage.NodePackages(st.To)[0])), "patched packages of "+st.To)
+		need(exists(filepath.Join(o.Output, st.To, "kubectl")), "kubectl of "+st.To)
+	}
+	if drain {
+		need(exists(filepath.Join(nodeimage.PackageDir(o.Output, "unpatched"), nodeimage.NodePackages(st.To)[0])), "unpatched packages of "+st.To)
+	}
+	return m.err("make kind-images E2E=fleet")
+}
+
+// do adapts a fleetRun method to an Action.
+func (f *fleetRun) do(fn func(ctx context.Context) error) func(*clusterRun, context.Context) error {
+	return func(_ *clusterRun, ctx context.Context) error { return fn(ctx) }
+}
+
+func (f *fleetRun) actions() []Action {
+	st := f.steps[0]
+	out := []Action{
+		{"create the cluster on " + NodeImage(st.From), (*clusterRun).create},
+		{"install the pod network", func(r *clusterRun, ctx context.Context) error { return r.c.InstallCNI(ctx) }},
+		{"import the workload images into every node", (*clusterRun).importImages},
+		{"import the images of " + st.To + " into every node (no registry: pre-loaded, as air-gapped fleets do)", f.do(f.importTargetImages)},
+	}
+	if !f.drain {
+		out = append(out, Action{"import system-upgrade-controller's and the upgrade Job's images into every node", f.do(f.importSUCImages)})
+	}
+	out = append(out,
+		Action{"create the fleet's workloads and the static pods", f.do(f.createWorkloads)},
+		Action{"wait until every pod is ready", f.do(f.waitReady)},
+		Action{"baseline: snapshots, the API's pods, the pod ledger and the readiness watchers", f.do(f.baseline)})
+	if f.drain {
+		out = append(out, Action{"the drain roll " + st.String() + ": node by node, cordon, kubectl drain, swap (the kubelet as released), uncordon", f.do(f.drainRoll)})
+	} else {
+		out = append(out,
+			Action{"apply system-upgrade-controller", f.do(f.applyController)},
+			Action{fmt.Sprintf("apply the Plans (%s, concurrency %d) and follow the roll", st.To, f.concurrency), f.do(f.sucRoll)})
+	}
+	out = append(out,
+		Action{"after the roll: every pod ready, snapshots, the API's pods", f.do(f.afterRoll)},
+		Action{"the Job that ran across the roll completes", f.do(f.completeBatch)},
+		Action{"the figures, per node and in total", f.do(f.reportRoll)})
+	if f.fault {
+		out = append(out, Action{fmt.Sprintf("the fault: the gate failed on worker %d, which rolled back; the roll stopped there", FleetFaultWorker), f.do(f.checkFault)})
+	}
+	return out
+}
+
+func (f *fleetRun) run(ctx context.Context, stack *cleanup.Stack) error {
+	return f.runThenDelete(ctx, stack, f.actions(), f.stopWatchers)
+}
+
+// stopWatchers ends the ledger and the readiness watchers, whatever ended
+// the run.
+func (f *fleetRun) stopWatchers() {
+	if f.ledger != nil {
+		f.ledger.end()
+	}
+	if f.watch != nil {
+		f.watch.End()
+	}
+}
+
+// runFleet brings the engine and the images up, builds the controller
+// when a roll needs it (cached), and runs the fleet.
+func (k *Runner) runFleet(ctx context.Context, p plan.Plan, stack *cleanup.Stack, rep *report.Report) error {
+	prov, err := k.up(ctx, p, stack)
+	if err != nil {
+		return err
+	}
+	bin := ""
+	if len(k.FleetRuns) > 1 || k.FleetRuns[0] != FleetDrain {
+		if bin, err = systemupgrade.BuildController(ctx, k.CacheDir, p.Log); err != nil {
+			return err
+		}
+	}
+	o := FleetOptions{ScenarioOptions: ScenarioOptions{Plan: p, LogDir: filepath.Join(p.ReportDir, "logs"), Workers: FleetWorkers},
+		Runs: k.FleetRuns, ControllerBinary: bin}
+	return RunFleet(ctx, prov, o, stack, rep)
+}

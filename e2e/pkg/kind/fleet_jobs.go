@@ -1,0 +1,244 @@
+package kind
+
+// Following SUC's Jobs: each node's Job, when upgrade.sh ran in it, its
+// pod's output kept in the report's logs, and the nodes' windows and order
+// the figures are cut by.
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	systemupgrade "github.com/kubelet-compat/kubelet-compat/deploy/system-upgrade"
+	batchv1 "k8s.io/api/batch/v1"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// jobRecord is one node's upgrade Job as the roll saw it.
+type jobRecord struct {
+	Name, Node, Plan string
+	// Start and End: the upgrade container's run (upgrade.sh), else the
+	// Job's; Failed: the Job failed.
+	Start, End time.Time
+	Done       bool
+	Failed     bool
+	logged     bool
+}
+
+// followJobs reads the plans' Jobs, records their progress and keeps the
+// logs of each that ended.
+func (f *fleetRun) followJobs(ctx context.Context) error {
+	list, err := f.c.Client.BatchV1().Jobs(systemupgrade.Namespace).List(ctx, metav1.ListOptions{
+		LabelSelector: fmt.Sprintf("%s in (%s,%s)", sucLabelPlan, systemupgrade.ControlPlanePlan, systemupgrade.WorkersPlan)})
+	if err != nil {
+		return err
+	}
+	for i := range list.Items {
+		j := &list.Items[i]
+		node := j.Labels[sucLabelNode]
+		rec, ok := f.jobs[node]
+		if !ok || rec.Name != j.Name {
+			rec = &jobRecord{Name: j.Name, Node: node, Plan: j.Labels[sucLabelPlan]}
+			f.jobs[node] = rec
+			f.logf("%s: Job %s created (%s)", node, j.Name, rec.Plan)
+		}
+		complete, failed := jobFinished(j)
+		if rec.Done || !(complete || failed) {
+			continue
+		}
+		rec.Done, rec.Failed = true, failed
+		rec.Start, rec.End = f.upgradeRun(ctx, j)
+		f.saveJobLog(ctx, rec)
+		f.logf("%s: Job %s %s after %.0fs of upgrade.sh (logs: %s)", node, j.Name, map[bool]string{true: "FAILED", false: "complete"}[failed], rec.End.Sub(rec.Start).Seconds(), f.jobLogPath(rec))
+	}
+	return nil
+}
+
+// jobFinished reads a Job's Complete and Failed conditions.
+func jobFinished(j *batchv1.Job) (complete, failed bool) {
+	for _, c := range j.Status.Conditions {
+		if c.Status != v1.ConditionTrue {
+			continue
+		}
+		switch c.Type {
+		case batchv1.JobComplete:
+			complete = true
+		case batchv1.JobFailed:
+			failed = true
+		}
+	}
+	return complete, failed
+}
+
+// upgradeRun is when upgrade.sh ran: its container's start and finish in
+// the Job's pod (a worker's Job begins by waiting for the control plane in
+// its prepare step, which is not the node's upgrade); the Job's own times
+// when the pod is gone.
+func (f *fleetRun) upgradeRun(ctx context.Context, j *batchv1.Job) (time.Time, time.Time) {
+	start, end := time.Time{}, time.Now()
+	if j.Status.StartTime != nil {
+		start = j.Status.StartTime.Time
+	}
+	if j.Status.CompletionTime != nil {
+		end = j.Status.CompletionTime.Time
+	}
+	pods, err := f.c.Client.CoreV1().Pods(systemupgrade.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "job-name=" + j.Name})
+	if err != nil {
+		return start, end
+	}
+	for _, p := range pods.Items {
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.Name == "upgrade" && cs.State.Terminated != nil {
+				return cs.State.Terminated.StartedAt.Time, cs.State.Terminated.FinishedAt.Time
+			}
+		}
+	}
+	return start, end
+}
+
+func (f *fleetRun) jobLogPath(j *jobRecord) string {
+	return filepath.Join(f.o.LogDir, f.name, "job-"+j.Node+".log")
+}
+
+// saveJobLog writes the Job's pod's containers' output (prepare, upgrade)
+// into the report's logs.
+func (f *fleetRun) saveJobLog(ctx context.Context, j *jobRecord) {
+	var b bytes.Buffer
+	pods, err := f.c.Client.CoreV1().Pods(systemupgrade.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "job-name=" + j.Name})
+	if err != nil {
+		fmt.Fprintf(&b, "listing the Job's pods: %v\n", err)
+	}
+	if pods != nil {
+		for _, p := range pods.Items {
+			var names []string
+			for _, c := range p.Spec.InitContainers {
+				names = append(names, c.Name)
+			}
+			for _, c := range p.Spec.Containers {
+				names = append(names, c.Name)
+			}
+			for _, c := range names {
+				fmt.Fprintf(&b, "==> pod %s, container %s (%s)\n", p.Name, c, p.Status.Phase)
+				out, err := f.c.Client.CoreV1().Pods(systemupgrade.Namespace).GetLogs(p.Name, &v1.PodLogOptions{Container: c}).DoRaw(ctx)
+				if err != nil {
+					fmt.Fprintf(&b, "(logs: %v)\n", err)
+				}
+				b.Write(out)
+			}
+		}
+	}
+	os.MkdirAll(filepath.Dir(f.jobLogPath(j)), 0o755)
+	os.WriteFile(f.jobLogPath(j), b.Bytes(), 0o644)
+	j.logged = true
+}
+
+// saveControllerLog keeps the controller's output, and the Jobs not
+// logged yet (a roll that timed out), in the report's logs. SUC labels its
+// Jobs' pods with the controller's label too: those have a plan label.
+func (f *fleetRun) saveControllerLog(ctx context.Context) {
+	for _, j := range f.jobs {
+		if !j.logged {
+			f.saveJobLog(ctx, j)
+		}
+	}
+	pods, err := f.c.Client.CoreV1().Pods(systemupgrade.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "upgrade.cattle.io/controller=system-upgrade-controller,!" + sucLabelPlan})
+	if err != nil {
+		f.logf("system-upgrade-controller's logs: %v", err)
+		return
+	}
+	var b bytes.Buffer
+	for _, p := range pods.Items {
+		out, err := f.c.Client.CoreV1().Pods(systemupgrade.Namespace).GetLogs(p.Name, &v1.PodLogOptions{}).DoRaw(ctx)
+		fmt.Fprintf(&b, "==> pod %s (err: %v)\n", p.Name, err)
+		b.Write(out)
+	}
+	f.nodeLog(f.c.ControlPlane(), "system-upgrade-controller", b.Bytes())
+}
+
+// setWindows turns the Jobs into node windows and the roll's order: a node
+// without a Job was untouched.
+func (f *fleetRun) setWindows() {
+	f.data.windows, f.order = jobWindows(f.c.Nodes, f.jobs)
+	// The fleet's time ends with the last upgrade.sh, not with the
+	// minute the fault roll watches that nothing else starts.
+	if end := lastEnd(f.data.windows); !end.IsZero() {
+		f.data.rollEnd = end
+	}
+}
+
+// lastEnd is the latest end of windows (zero: none ended).
+func lastEnd(windows []nodeWindow) time.Time {
+	var end time.Time
+	for _, w := range windows {
+		if w.End.After(end) {
+			end = w.End
+		}
+	}
+	return end
+}
+
+// jobWindows are the nodes' windows (in the cluster's node order) and the
+// order the roll took them (by the start of upgrade.sh).
+func jobWindows(nodes []*Node, jobs map[string]*jobRecord) ([]nodeWindow, []string) {
+	var windows []nodeWindow
+	var started []*jobRecord
+	for _, n := range nodes {
+		j, ok := jobs[n.name]
+		switch {
+		case !ok:
+			windows = append(windows, nodeWindow{Node: n.name, Outcome: outcomeUntouched})
+		case !j.Done:
+			windows = append(windows, nodeWindow{Node: n.name, Outcome: outcomeFailed})
+		case j.Failed:
+			windows = append(windows, nodeWindow{Node: n.name, Start: j.Start, End: j.End, Outcome: outcomeRolledBack})
+			started = append(started, j)
+		default:
+			windows = append(windows, nodeWindow{Node: n.name, Start: j.Start, End: j.End, Outcome: outcomeUpgraded})
+			started = append(started, j)
+		}
+	}
+	sort.SliceStable(started, func(a, b int) bool { return started[a].Start.Before(started[b].Start) })
+	var order []string
+	for _, j := range started {
+		order = append(order, j.Node)
+	}
+	return windows, order
+}
+
+// maxOverlap is the most windows running at one moment.
+func maxOverlap(windows []nodeWindow) int {
+	best := 0
+	for _, w := range windows {
+		if w.Start.IsZero() {
+			continue
+		}
+		n := 0
+		for _, o := range windows {
+			if !o.Start.IsZero() && !o.Start.After(w.Start) && o.End.After(w.Start) {
+				n++
+			}
+		}
+		best = max(best, n)
+	}
+	return best
+}
+
+// checkConcurrency: the workers' upgrade.sh ran at most Concurrency at
+// once, and that many at some moment (4 workers, a minute or more each).
+func (f *fleetRun) checkConcurrency() {
+	var workers []nodeWindow
+	for _, w := range f.data.windows {
+		if w.Node != f.c.ControlPlane().name {
+			workers = append(workers, w)
+		}
+	}
+	got := maxOverlap(workers)
+	f.record(reportCheck(fmt.Sprintf("%s %s: the workers' Plan ran %d nodes at once", f.name, f.roll, f.concurrency),
+		got == int(f.concurrency), fmt.Sprintf("at most %d workers' upgrade.sh at one moment; order %s", got, strings.Join(f.order, " "))))
+}

@@ -1,0 +1,141 @@
+package kind
+
+// A fleet roll's report (its figures and checks) and what it reads of the
+// nodes: their kubelets in the API, kubernetes-select's stage2.
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// adminConf is kubeadm's admin kubeconfig on the control-plane node.
+const adminConf = "/etc/kubernetes/admin.conf"
+
+// kubeletVersions are the nodes' kubelet versions, by node.
+func (f *fleetRun) kubeletVersions(ctx context.Context) (map[string]string, error) {
+	list, err := f.c.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, n := range list.Items {
+		out[n.Name] = n.Status.NodeInfo.KubeletVersion
+	}
+	return out, nil
+}
+
+// isKubelet says whether a reported kubelet version is version's, patched
+// (+compat.N) or not as patched says.
+func isKubelet(reported, version string, patched bool) bool {
+	base, _, _ := strings.Cut(reported, "+")
+	return base == "v"+version && strings.Contains(reported, "+compat.") == patched
+}
+
+// reportRoll adds the roll's figures to the report, and its checks: our
+// rolls restart nothing, evict nothing and keep every pod UID; the
+// anchor's are reported.
+func (f *fleetRun) reportRoll(ctx context.Context) error {
+	nodes, total := f.data.figures()
+	roll := report.FleetRoll{Name: f.rollName(), Cluster: f.name, Step: f.steps[0].String(), Variant: f.variant(), Order: f.order, Nodes: nodes, Total: total}
+	f.rep.Fleet = append(f.rep.Fleet, roll)
+	for _, n := range nodes {
+		f.logf("%s: %s: %s", n.Node, n.Outcome, describe(n))
+	}
+	f.logf("total: %s", describe(total))
+
+	versions, err := f.kubeletVersions(ctx)
+	if err != nil {
+		return err
+	}
+	var wrong []string
+	for _, w := range f.data.windows {
+		want, patched := f.steps[0].To, !f.drain
+		if w.Outcome != outcomeUpgraded {
+			want, patched = f.steps[0].From, true
+		}
+		if !isKubelet(versions[w.Node], want, patched) {
+			wrong = append(wrong, fmt.Sprintf("%s %s (%s: want v%s)", w.Node, versions[w.Node], w.Outcome, want))
+		}
+	}
+	sort.Strings(wrong)
+	f.record(report.Check{Name: fmt.Sprintf("%s %s: every node's kubelet as the roll left it", f.name, f.roll), Passed: len(wrong) == 0,
+		Detail: fmt.Sprintf("order %s; wrong: %s", strings.Join(f.order, " "), list(wrong))})
+
+	figures := describe(total)
+	if f.drain {
+		f.record(report.Check{Name: fmt.Sprintf("%s %s: the anchor's cost (reported)", f.name, f.roll), Passed: true, Detail: figures})
+		return nil
+	}
+	var restarted []string
+	for _, n := range nodes {
+		if n.Detail != "" {
+			restarted = append(restarted, n.Node+": "+n.Detail)
+		}
+	}
+	f.record(report.Check{Name: fmt.Sprintf("%s %s: 0 containers restarted, 0 pods recreated (CRI, every node)", f.name, f.roll),
+		Passed: total.Restarts == 0 && total.Recreated == 0, Detail: figures + "; " + list(restarted)})
+	changed := uidsChanged(f.data.apiBefore, f.data.apiAfter, "")
+	f.record(report.Check{Name: fmt.Sprintf("%s %s: 0 pods evicted or created, 0 pod UIDs changed (API)", f.name, f.roll),
+		Passed: total.Evicted == 0 && total.Rescheduled == 0 && len(changed) == 0,
+		Detail: fmt.Sprintf("%d deleted, %d created, UIDs changed: %s", total.Evicted, total.Rescheduled, list(changed))})
+	f.record(report.Check{Name: fmt.Sprintf("%s %s: readiness across the roll (reported)", f.name, f.roll), Passed: true,
+		Detail: fmt.Sprintf("single replica without a ready endpoint %.1fs, %d endpoint removals (Services %s)", total.SoloUnavailableSeconds, total.EndpointRemovals, strings.Join(fleetServices, " "))})
+	return nil
+}
+
+func (f *fleetRun) rollName() string {
+	switch {
+	case f.drain:
+		return "drain (cordon, kubectl drain, swap, uncordon)"
+	case f.fault:
+		return fmt.Sprintf("SUC, concurrency %d, gate fails on worker %d", f.concurrency, FleetFaultWorker)
+	}
+	return fmt.Sprintf("SUC, concurrency %d", f.concurrency)
+}
+
+// waitKubelet waits until the API has n Ready from a kubelet of version
+// (patched or not) that posted its status after since.
+func (f *fleetRun) waitKubelet(ctx context.Context, n *Node, version string, patched bool, since time.Time, timeout time.Duration) error {
+	return poll(ctx, timeout, func() error {
+		nd, err := f.c.Client.CoreV1().Nodes().Get(ctx, n.name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if !isKubelet(nd.Status.NodeInfo.KubeletVersion, version, patched) {
+			return fmt.Errorf("%s reports kubelet %s", n.name, nd.Status.NodeInfo.KubeletVersion)
+		}
+		for _, c := range nd.Status.Conditions {
+			if c.Type == v1.NodeReady && c.Status == v1.ConditionTrue && c.LastHeartbeatTime.Time.After(since.Add(-time.Second)) {
+				return nil
+			}
+		}
+		return fmt.Errorf("%s not Ready since %s", n.name, since.Format("15:04:05"))
+	})
+}
+
+// stage2 is the version kubernetes-select serves as stage2 on n.
+func stage2(ctx context.Context, n *Node) (string, error) {
+	out, err := n.Exec(ctx, nil, "kubernetes-select", "status")
+	if err != nil {
+		return "", fmt.Errorf("%s: kubernetes-select status: %w", n.name, err)
+	}
+	return stageVersion(string(out), "stage2"), nil
+}
+
+// stageVersion reads kubernetes-select status ("stage2: 1.30.14 (symlink)").
+func stageVersion(status, stage string) string {
+	for _, line := range strings.Split(status, "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 2 && f[0] == stage+":" {
+			return f[1]
+		}
+	}
+	return ""
+}

@@ -1,0 +1,195 @@
+package kind
+
+// What a fleet roll sets up and reads before and after the roll: the
+// target's images, the workloads, the runtimes' and the API's state, the
+// pod ledger and the readiness watchers, and the Job ended once the roll
+// is over.
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/ctxtime"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/readiness"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// importTargetImages loads the target's Kubernetes images into every node.
+func (f *fleetRun) importTargetImages(ctx context.Context) error {
+	tar := filepath.Join(f.o.Output, "kind", "images", f.steps[0].To+".tar")
+	for _, n := range f.c.Nodes {
+		file, err := os.Open(tar)
+		if err != nil {
+			return err
+		}
+		_, err = n.Exec(ctx, file, "ctr", "-n", "k8s.io", "images", "import", "-")
+		file.Close()
+		if err != nil {
+			return fmt.Errorf("%s: importing %s: %w", n.name, tar, err)
+		}
+	}
+	return nil
+}
+
+func (f *fleetRun) createWorkloads(ctx context.Context) error {
+	var workers []string
+	for _, w := range f.c.Workers() {
+		workers = append(workers, w.name)
+	}
+	canary := ""
+	if f.fault {
+		canary = workers[FleetFaultWorker-1]
+		// The canary reads which kubelet kubernetes-select serves through
+		// its links: a node in bind mode would never fail its gate.
+		if _, err := f.c.Workers()[FleetFaultWorker-1].Exec(ctx, nil, "test", "-L", kubeRoot+"/current/stage2"); err != nil {
+			return fmt.Errorf("%s: %s/current/stage2 is not a symbolic link (kubernetes-select in bind mode?): the canary cannot tell the kubelet: %w", canary, kubeRoot, err)
+		}
+	}
+	objs, err := fleetObjects(workers, canary, f.steps[0].To)
+	if err != nil {
+		return err
+	}
+	if err := f.c.createFleetObjects(ctx, objs); err != nil {
+		return err
+	}
+	f.statics = StaticPods(f.staticNode.name)
+	return WriteStaticPods(ctx, f.staticNode, f.statics)
+}
+
+// waitReady waits until every pod of the workloads and of kube-system is
+// Ready: the control plane's four, kube-proxy per node, two CoreDNS.
+func (f *fleetRun) waitReady(ctx context.Context) error {
+	nodes := len(f.c.Nodes)
+	if _, err := f.c.WaitPodsReady(ctx, 5*time.Minute, fleetPods(nodes, len(f.statics.Pods), f.fault), Namespace); err != nil {
+		return err
+	}
+	_, err := f.c.WaitPodsReady(ctx, 5*time.Minute, 4+nodes+2, "kube-system")
+	return err
+}
+
+// snapshotNodes is every node's runtime view, by node.
+func (f *fleetRun) snapshotNodes(ctx context.Context) (map[string]*snapshot.Snapshot, error) {
+	out := map[string]*snapshot.Snapshot{}
+	for _, n := range f.c.Nodes {
+		s, err := snapshotNode(ctx, n)
+		if err != nil {
+			return nil, err
+		}
+		out[n.name] = s
+	}
+	return out, nil
+}
+
+// listAPIPods is the namespace's pods in the API, by name.
+func (f *fleetRun) listAPIPods(ctx context.Context) (map[string]apiPod, error) {
+	list, err := f.c.Client.CoreV1().Pods(Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]apiPod{}
+	for _, p := range list.Items {
+		out[p.Name] = apiPod{UID: string(p.UID), Node: p.Spec.NodeName}
+	}
+	return out, nil
+}
+
+// baseline is the state before the roll: after one quiet sync period, the
+// runtimes and the API; then the ledger and the readiness watchers start.
+func (f *fleetRun) baseline(ctx context.Context) error {
+	if err := ctxtime.Sleep(ctx, f.o.SyncFrequency); err != nil {
+		return err
+	}
+	var err error
+	if f.snapBefore, err = f.snapshotNodes(ctx); err != nil {
+		return err
+	}
+	if f.apiBefore, err = f.listAPIPods(ctx); err != nil {
+		return err
+	}
+	cs, err := f.c.watchClient()
+	if err != nil {
+		return err
+	}
+	if f.ledger, err = startLedger(ctx, cs, Namespace); err != nil {
+		return err
+	}
+	if f.watch, err = readiness.Start(ctx, cs, readiness.Options{Namespace: Namespace, Services: fleetServices}); err != nil {
+		return fmt.Errorf("readiness watchers: %w", err)
+	}
+	f.watch.Begin()
+	return nil
+}
+
+// afterRoll waits until the workloads are Ready again (the canary too,
+// back on the previous kubelet), two quiet sync periods, then takes the
+// runtimes and the API and ends the watchers.
+func (f *fleetRun) afterRoll(ctx context.Context) error {
+	if _, err := f.c.WaitPodsReady(ctx, 5*time.Minute, fleetPods(len(f.c.Nodes), len(f.statics.Pods), f.fault), Namespace); err != nil {
+		return err
+	}
+	if err := ctxtime.Sleep(ctx, 2*f.o.SyncFrequency); err != nil {
+		return err
+	}
+	after, err := f.snapshotNodes(ctx)
+	if err != nil {
+		return err
+	}
+	apiAfter, err := f.listAPIPods(ctx)
+	if err != nil {
+		return err
+	}
+	samples := f.watch.End()
+	app := map[string]string{}
+	for name, p := range f.watch.Pods() {
+		app[name] = p.Labels["app"]
+	}
+	f.data.before, f.data.after = f.snapBefore, after
+	f.data.apiBefore, f.data.apiAfter = f.apiBefore, apiAfter
+	f.data.records = f.ledger.end()
+	f.data.samples, f.data.app = samples, app
+	return nil
+}
+
+// completeBatch ends the Job's pod (it waits for batchDoneFile) through
+// kubectl exec on the control-plane node and waits for the Job to
+// complete. Ours must complete with its first and only pod.
+func (f *fleetRun) completeBatch(ctx context.Context) error {
+	pod, err := f.c.batchPod(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := f.execLogged(ctx, f.c.ControlPlane(), "batch-done", "kubectl", "--kubeconfig", adminConf, "-n", Namespace,
+		"exec", pod, "--", "sh", "-c", ": >"+batchDoneFile); err != nil {
+		return err
+	}
+	var succeeded, failed int32
+	if err := poll(ctx, 2*time.Minute, func() error {
+		j, err := f.c.Client.BatchV1().Jobs(Namespace).Get(ctx, BatchName, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		succeeded, failed = j.Status.Succeeded, j.Status.Failed
+		if succeeded < 1 {
+			return fmt.Errorf("job %s: %d succeeded, %d failed", BatchName, succeeded, failed)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	pods := podsOfApp(f.data.records, BatchName)
+	c := report.Check{Name: fmt.Sprintf("%s %s: the Job ran across the roll and completed", f.name, f.roll),
+		Detail: fmt.Sprintf("%d succeeded, %d failed, %d pods over the roll (last: %s)", succeeded, failed, pods, pod)}
+	if f.drain {
+		c.Passed = true
+		c.Detail = "reported (the anchor): " + c.Detail
+	} else {
+		c.Passed = failed == 0 && pods == 1
+	}
+	f.record(c)
+	return nil
+}

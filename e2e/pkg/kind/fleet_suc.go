@@ -1,0 +1,214 @@
+package kind
+
+// Our roll: system-upgrade-controller (deploy/system-upgrade) and its two
+// Plans, upgrade.sh in each node's Job, nothing but the API and the nodes'
+// containerd (the images are imported, never pulled). Every Job's output
+// goes into the report's logs as soon as the Job ends, and the
+// controller's at the end, so that a first run says where it broke.
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	systemupgrade "github.com/kubelet-compat/kubelet-compat/deploy/system-upgrade"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind/nodeimage"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
+	"github.com/kubelet-compat/kubelet-compat/pkg/hostdeps"
+	"github.com/kubelet-compat/kubelet-compat/pkg/images"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// SUC's labels on the Jobs it makes (pkg/apis/upgrade.cattle.io at
+// systemupgrade.SUCVersion).
+const (
+	sucLabelNode = "upgrade.cattle.io/node"
+	sucLabelPlan = "upgrade.cattle.io/plan"
+)
+
+// sucImages is the OCI layout of the controller's image and the upgrade
+// Job's image for target (its patched packages and kubectl from output).
+func sucImages(controller, target, output string) ([]byte, error) {
+	ctl, err := systemupgrade.ControllerImage(systemupgrade.ControllerImageRef, controller)
+	if err != nil {
+		return nil, err
+	}
+	up, err := systemupgrade.UpgradeImage(systemupgrade.UpgradeImageName+":"+target, target, hostdeps.Busybox.Name,
+		filepath.Join(output, target, "kubectl"), nodeimage.PackageDir(output, "patched"))
+	if err != nil {
+		return nil, err
+	}
+	layout, _, err := images.Layout(ctl, up)
+	return layout, err
+}
+
+// importSUCImages loads both images into every node's containerd: the
+// controller runs on the control-plane node, a Job on every node.
+func (f *fleetRun) importSUCImages(ctx context.Context) error {
+	for _, n := range f.c.Nodes {
+		pid, err := n.PID(ctx)
+		if err != nil {
+			return err
+		}
+		if _, err := images.Import(ctx, fmt.Sprintf("/proc/%d/root/run/containerd/containerd.sock", pid), f.sucImages, "overlayfs"); err != nil {
+			return fmt.Errorf("%s: %w", n.name, err)
+		}
+	}
+	return nil
+}
+
+// planOptions are the Plans of this roll: the target, the concurrency,
+// the e2e's gate timeout; no cordon, no drain.
+func (f *fleetRun) planOptions() systemupgrade.Options {
+	o := systemupgrade.DefaultOptions(f.steps[0].To)
+	o.Concurrency = f.concurrency
+	o.GateTimeout = FleetGateTimeout
+	return o
+}
+
+// kubectlApply applies a YAML stream with the control-plane node's kubectl
+// and kubeadm's admin credentials, keeping the output in the logs.
+func (f *fleetRun) kubectlApply(ctx context.Context, what string, stream []byte) error {
+	cp := f.c.ControlPlane()
+	f.nodeLog(cp, what+".yaml", stream)
+	out, err := cp.Exec(ctx, bytes.NewReader(stream), "sh", "-c", `exec kubectl --kubeconfig "$1" apply -f - 2>&1`, "sh", adminConf)
+	f.nodeLog(cp, what, out)
+	if err != nil {
+		return fmt.Errorf("kubectl apply (%s): %w: %s", what, err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// applyController applies the controller's manifest and waits for it to
+// run.
+func (f *fleetRun) applyController(ctx context.Context) error {
+	objs, err := systemupgrade.Controller(f.planOptions())
+	if err != nil {
+		return err
+	}
+	stream, err := systemupgrade.YAMLStream(objs)
+	if err != nil {
+		return err
+	}
+	if err := f.kubectlApply(ctx, "suc-controller", stream); err != nil {
+		return err
+	}
+	return poll(ctx, 3*time.Minute, func() error {
+		d, err := f.c.Client.AppsV1().Deployments(systemupgrade.Namespace).Get(ctx, "system-upgrade-controller", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if d.Status.AvailableReplicas < 1 {
+			return fmt.Errorf("system-upgrade-controller: %d available", d.Status.AvailableReplicas)
+		}
+		return nil
+	})
+}
+
+// sucRoll applies the Plans (retried until the controller has made its
+// CRD) and follows the Jobs until every node's Job completed or, on the
+// fault roll, the faulty worker's Job failed.
+func (f *fleetRun) sucRoll(ctx context.Context) error {
+	plans, err := systemupgrade.Plans(f.planOptions())
+	if err != nil {
+		return err
+	}
+	var objs []interface{}
+	for _, p := range plans {
+		objs = append(objs, p)
+	}
+	stream, err := systemupgrade.YAMLStream(objs)
+	if err != nil {
+		return err
+	}
+	defer f.saveControllerLog(ctx)
+	if err := poll(ctx, 3*time.Minute, func() error { return f.kubectlApply(ctx, "suc-plans", stream) }); err != nil {
+		return err
+	}
+	f.data.rollStart = time.Now()
+	f.jobs = map[string]*jobRecord{}
+	faulty := ""
+	if f.fault {
+		faulty = f.c.Workers()[FleetFaultWorker-1].name
+	}
+	var stopAt time.Time
+	lastLog := time.Now()
+	err = pollStop(ctx, 45*time.Minute, func() error {
+		if err := f.followJobs(ctx); err != nil {
+			return err
+		}
+		for _, j := range f.jobs {
+			if j.Failed && j.Node != faulty {
+				return stopPolling{fmt.Errorf("the upgrade Job on %s failed (see %s)", j.Node, f.jobLogPath(j))}
+			}
+		}
+		if faulty != "" {
+			j, ok := f.jobs[faulty]
+			switch {
+			case !ok || !j.Done:
+				return fmt.Errorf("waiting for the Job on %s", faulty)
+			case !j.Failed:
+				return stopPolling{fmt.Errorf("the Job on %s, whose gate must fail, succeeded (see %s)", faulty, f.jobLogPath(j))}
+			case stopAt.IsZero():
+				// A minute for the controller to (not) start the next node.
+				stopAt = time.Now().Add(time.Minute)
+				f.logf("the Job on %s failed: watching for a minute that no other node starts", faulty)
+			}
+			if time.Now().Before(stopAt) {
+				return fmt.Errorf("watching the roll stay stopped")
+			}
+			return nil
+		}
+		var waiting []string
+		for _, n := range f.c.Nodes {
+			if j, ok := f.jobs[n.name]; !ok || !j.Done {
+				waiting = append(waiting, n.name)
+			}
+		}
+		if len(waiting) > 0 {
+			// A line a minute, so that a stuck roll shows where.
+			if time.Since(lastLog) > time.Minute {
+				lastLog = time.Now()
+				f.logf("roll: nodes not done: %s", strings.Join(waiting, " "))
+			}
+			return fmt.Errorf("nodes not done: %s", strings.Join(waiting, " "))
+		}
+		return nil
+	})
+	f.data.rollEnd = time.Now()
+	f.setWindows()
+	if err != nil {
+		return err
+	}
+	if !f.fault {
+		f.checkConcurrency()
+	}
+	return nil
+}
+
+// stopPolling ends pollStop at once with its error.
+type stopPolling struct{ error }
+
+// pollStop is poll, ended at once by an error wrapped in stopPolling.
+func pollStop(ctx context.Context, timeout time.Duration, f func() error) error {
+	var stop error
+	err := poll(ctx, timeout, func() error {
+		err := f()
+		if sp, ok := err.(stopPolling); ok {
+			stop = sp.error
+			return nil
+		}
+		return err
+	})
+	if stop != nil {
+		return stop
+	}
+	return err
+}
+
+func reportCheck(name string, passed bool, detail string) report.Check {
+	return report.Check{Name: name, Passed: passed, Detail: detail}
+}

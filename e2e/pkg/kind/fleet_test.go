@@ -1,0 +1,412 @@
+package kind
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	systemupgrade "github.com/kubelet-compat/kubelet-compat/deploy/system-upgrade"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind/nodeimage"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/readiness"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
+	"github.com/kubelet-compat/kubelet-compat/pkg/hostdeps"
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	v1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+)
+
+func TestParseFleetRuns(t *testing.T) {
+	for _, tt := range []struct {
+		in      string
+		want    []string
+		wantErr string
+	}{
+		{in: "concurrency-1,concurrency-2,drain,fault", want: FleetRuns},
+		{in: "fault, drain", want: []string{FleetDrain, FleetFault}},
+		{in: "concurrency-2", want: []string{FleetConcurrency2}},
+		{in: "concurrency-3", wantErr: `unknown roll "concurrency-3"`},
+		{in: "", wantErr: `unknown roll ""`},
+		{in: "drain,drain", wantErr: "drain given twice"},
+	} {
+		got, err := ParseFleetRuns(tt.in)
+		if tt.wantErr != "" {
+			assert.ErrorContains(t, err, tt.wantErr, tt.in)
+			continue
+		}
+		assert.NilError(t, err, tt.in)
+		assert.DeepEqual(t, got, tt.want)
+	}
+}
+
+func TestCheckFleet(t *testing.T) {
+	for _, tt := range []struct {
+		steps   []Step
+		wantErr string
+	}{
+		{steps: []Step{{From: "1.30.14", To: "1.31.14"}}},
+		{steps: nil, wantErr: "one step, not 0"},
+		{steps: []Step{{From: "1.30.14", To: "1.31.14"}, {From: "1.31.14", To: "1.32.13"}}, wantErr: "one step, not 2"},
+		{steps: []Step{{From: "1.30.14", To: "1.32.13"}}, wantErr: "one minor up"},
+		{steps: []Step{{From: "1.31.14", To: "1.30.14"}}, wantErr: "one minor up"},
+	} {
+		err := CheckFleet(tt.steps)
+		if tt.wantErr == "" {
+			assert.NilError(t, err)
+		} else {
+			assert.ErrorContains(t, err, tt.wantErr)
+		}
+	}
+}
+
+// TestFleetObjects: the workloads the issue names, the StatefulSet's
+// volumes pinned to workers 2 and 3, and the canary only on the fault roll.
+func TestFleetObjects(t *testing.T) {
+	workers := []string{"c-worker", "c-worker2", "c-worker3", "c-worker4"}
+	for _, canary := range []string{"", "c-worker3"} {
+		objs, err := fleetObjects(workers, canary, "1.31.14")
+		assert.NilError(t, err)
+		var pvNodes []string
+		var pods []*v1.Pod
+		kinds := map[string]int{}
+		for _, o := range objs {
+			switch x := o.(type) {
+			case *v1.PersistentVolume:
+				pvNodes = append(pvNodes, x.Spec.NodeAffinity.Required.NodeSelectorTerms[0].MatchExpressions[0].Values...)
+				assert.Equal(t, x.Spec.StorageClassName, fleetStorageClass)
+			case *policyv1.PodDisruptionBudget:
+				assert.Equal(t, x.Spec.MinAvailable.IntValue(), 3)
+				assert.DeepEqual(t, x.Spec.Selector.MatchLabels, appLabel(DeploymentName))
+			case *appsv1.Deployment:
+				kinds["deployment/"+x.Name] = int(*x.Spec.Replicas)
+			case *appsv1.StatefulSet:
+				kinds["statefulset/"+x.Name] = int(*x.Spec.Replicas)
+				assert.Equal(t, *x.Spec.VolumeClaimTemplates[0].Spec.StorageClassName, fleetStorageClass)
+			case *appsv1.DaemonSet:
+				kinds["daemonset/"+x.Name] = 1
+			case *batchv1.Job:
+				kinds["job/"+x.Name] = 1
+				assert.Equal(t, x.Spec.Template.Spec.RestartPolicy, v1.RestartPolicyNever)
+			case *v1.Pod:
+				pods = append(pods, x)
+			}
+		}
+		assert.DeepEqual(t, pvNodes, []string{"c-worker2", "c-worker3"})
+		assert.DeepEqual(t, kinds, map[string]int{"deployment/web": 4, "deployment/solo": 1, "statefulset/db": 2, "daemonset/agent": 1, "job/batch": 1})
+		if canary == "" {
+			assert.Equal(t, len(pods), 0)
+			continue
+		}
+		assert.Equal(t, len(pods), 1)
+		assert.Equal(t, pods[0].Spec.NodeName, canary)
+		assert.DeepEqual(t, pods[0].Spec.Containers[0].ReadinessProbe.Exec.Command, canaryProbe(kubeRoot, "1.31.14"))
+	}
+	_, err := fleetObjects(workers[:2], "", "1.31.14")
+	assert.ErrorContains(t, err, "need worker 3")
+}
+
+// TestCanaryProbe runs the canary's readiness check against a packages'
+// root as kubernetes-select leaves it: Ready unless stage2 serves the
+// target, whatever the link's form.
+func TestCanaryProbe(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		installed []string
+		current   string // the link's target, relative to the root ("@" for absolute)
+		ready     bool
+	}{
+		{name: "before the roll: the target is not installed", installed: []string{"1.30.14"}, current: "../1.30.14/stage2", ready: true},
+		{name: "installed, not selected", installed: []string{"1.30.14", "1.31.14"}, current: "../1.30.14/stage2", ready: true},
+		{name: "selected (relative link)", installed: []string{"1.30.14", "1.31.14"}, current: "../1.31.14/stage2", ready: false},
+		{name: "selected (absolute link)", installed: []string{"1.30.14", "1.31.14"}, current: "@1.31.14/stage2", ready: false},
+		{name: "rolled back", installed: []string{"1.30.14", "1.31.14"}, current: "@1.30.14/stage2", ready: true},
+		{name: "no stage2", installed: []string{"1.30.14"}, ready: false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			for _, v := range tt.installed {
+				assert.NilError(t, os.MkdirAll(filepath.Join(root, v, "stage2"), 0o755))
+			}
+			assert.NilError(t, os.MkdirAll(filepath.Join(root, "current"), 0o755))
+			if tt.current != "" {
+				target := tt.current
+				if target[0] == '@' {
+					target = filepath.Join(root, target[1:])
+				}
+				assert.NilError(t, os.Symlink(target, filepath.Join(root, "current", "stage2")))
+			}
+			args := canaryProbe(root, "1.31.14")
+			// The pod's shell is busybox's (where Debian's busybox-static is installed).
+			shells := [][]string{{args[0]}}
+			if _, err := os.Stat("/bin/busybox"); err == nil {
+				shells = append(shells, []string{"/bin/busybox", args[0]})
+			}
+			for _, sh := range shells {
+				cmd := append(append([]string{}, sh...), args[1:]...)
+				err := exec.Command(cmd[0], cmd[1:]...).Run()
+				assert.Check(t, is.Equal(err == nil, tt.ready), "%v: %v", sh, err)
+			}
+		})
+	}
+}
+
+var t0 = time.Date(2026, 12, 2, 1, 0, 0, 0, time.UTC)
+
+func at(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+
+func sample(s int, serving ...string) readiness.Sample {
+	smp := readiness.Sample{T: at(s), Serving: map[string]bool{}}
+	for _, p := range serving {
+		smp.Serving[p] = true
+	}
+	return smp
+}
+
+// TestReadinessFigures: the single replica's time without a ready
+// endpoint and the endpoint removals, within a window.
+func TestReadinessFigures(t *testing.T) {
+	d := rollData{app: map[string]string{"solo-a": SoloName, "solo-b": SoloName, "web-1": DeploymentName, "agent-x": DaemonSetName}}
+	// solo-a serves until 10, nothing serves 10..16, solo-b from 16; web-1
+	// drops at 20 and is back at 22; agent-x is behind no Service of ours.
+	samples := []readiness.Sample{
+		sample(0, "solo-a", "web-1", "agent-x"),
+		sample(10, "web-1", "agent-x"),
+		sample(16, "solo-b", "web-1"),
+		sample(20, "solo-b"),
+		sample(22, "solo-b", "web-1"),
+		sample(30, "solo-b", "web-1"),
+	}
+	for _, tt := range []struct {
+		name        string
+		from, to    int
+		unavailable float64
+		removals    int
+	}{
+		{name: "the whole roll", from: 0, to: 30, unavailable: 6, removals: 2},
+		{name: "a window around the move", from: 8, to: 12, unavailable: 2, removals: 1},
+		{name: "a window after it", from: 17, to: 30, unavailable: 0, removals: 1},
+		{name: "a window before it", from: 0, to: 9, unavailable: 0, removals: 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, unavailableSeconds(samples, d.member(SoloName), at(tt.from), at(tt.to)), tt.unavailable)
+			assert.Equal(t, endpointRemovals(samples, d.member(fleetServices...), at(tt.from), at(tt.to)), tt.removals)
+		})
+	}
+}
+
+func pod(name, uid, node, app string, deleting bool) *v1.Pod {
+	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(uid), Labels: map[string]string{"app": app}}, Spec: v1.PodSpec{NodeName: node}}
+	if deleting {
+		now := metav1.Now()
+		p.DeletionTimestamp = &now
+	}
+	return p
+}
+
+// TestPodLedger: a pod evicted twice (moved onto a node drained later) is
+// counted on both nodes; its replacements are counted where they appeared.
+func TestPodLedger(t *testing.T) {
+	clock := t0
+	l := &podLedger{pods: map[string]*podRecord{}, now: func() time.Time { return clock }}
+	l.observe(pod("web-1", "u1", "w1", DeploymentName, false), false)
+	l.observe(pod("db-0", "u2", "w2", StatefulSetName, false), false)
+	l.synced = true
+	clock = at(10) // w1 drained
+	l.observe(pod("web-1", "u1", "w1", DeploymentName, true), false)
+	clock = at(11)
+	l.observe(pod("web-2", "u3", "", DeploymentName, false), false)
+	l.observe(pod("web-2", "u3", "w2", DeploymentName, false), false)
+	l.observe(pod("web-1", "u1", "w1", DeploymentName, true), true)
+	clock = at(30) // w2 drained: web-2 moves again, db-0 is recreated under its name
+	l.observe(pod("web-2", "u3", "w2", DeploymentName, true), false)
+	l.observe(cache.DeletedFinalStateUnknown{Key: "kc-e2e/db-0", Obj: pod("db-0", "u2", "w2", StatefulSetName, false)}, false)
+	clock = at(31)
+	l.observe(pod("web-3", "u4", "w1", DeploymentName, false), false)
+	l.observe(pod("db-0", "u5", "w2", StatefulSetName, false), false)
+	recs := l.records()
+
+	assert.Equal(t, deletedFrom(recs, "w1", at(0), at(40)), 1)
+	assert.Equal(t, deletedFrom(recs, "w2", at(0), at(40)), 2)
+	assert.Equal(t, deletedFrom(recs, "w2", at(0), at(20)), 0)
+	assert.Equal(t, deletedFrom(recs, "", at(0), at(40)), 3)
+	assert.Equal(t, createdIn(recs, at(0), at(20)), 1)
+	assert.Equal(t, createdIn(recs, at(25), at(40)), 2)
+	assert.Equal(t, podsOfApp(recs, StatefulSetName), 2)
+	assert.DeepEqual(t, deletedUIDs(recs), map[string]bool{"u1": true, "u2": true, "u3": true})
+}
+
+// TestNodeFigures: an evicted pod is counted as evicted, not as restarted;
+// a DaemonSet pod restarted in place counts as a restart; kube-system is
+// apart; a pod recreated by its StatefulSet changes its UID.
+func TestNodeFigures(t *testing.T) {
+	sb := func(pod, id, uid string) snapshot.Sandbox {
+		return snapshot.Sandbox{Pod: pod, ID: id, UID: uid, Ready: true}
+	}
+	ctr := func(pod, name, id, sandbox string) snapshot.Container {
+		return snapshot.Container{Pod: pod, Name: name, ID: id, SandboxID: sandbox, State: "RUNNING"}
+	}
+	before := &snapshot.Snapshot{
+		Sandboxes: []snapshot.Sandbox{sb("kc-e2e/db-0", "s1", "u-db"), sb("kc-e2e/agent-x", "s2", "u-agent"), sb("kube-system/kube-proxy-1", "s3", "u-kp")},
+		Containers: []snapshot.Container{ctr("kc-e2e/db-0", "db", "c1", "s1"), ctr("kc-e2e/agent-x", "agent", "c2", "s2"),
+			ctr("kube-system/kube-proxy-1", "kube-proxy", "c3", "s3")},
+	}
+	after := &snapshot.Snapshot{
+		Sandboxes: []snapshot.Sandbox{sb("kc-e2e/db-0", "s4", "u-db2"), sb("kc-e2e/agent-x", "s2", "u-agent"), sb("kube-system/kube-proxy-1", "s3", "u-kp")},
+		Containers: []snapshot.Container{ctr("kc-e2e/db-0", "db", "c4", "s4"), ctr("kc-e2e/agent-x", "agent", "c5", "s2"),
+			ctr("kube-system/kube-proxy-1", "kube-proxy", "c6", "s3")},
+	}
+	d := rollData{
+		before: map[string]*snapshot.Snapshot{"w1": before}, after: map[string]*snapshot.Snapshot{"w1": after},
+		apiBefore: map[string]apiPod{"db-0": {UID: "u-db", Node: "w1"}, "agent-x": {UID: "u-agent", Node: "w1"}, "web-1": {UID: "u-web", Node: "w2"}},
+		apiAfter:  map[string]apiPod{"db-0": {UID: "u-db2", Node: "w1"}, "agent-x": {UID: "u-agent", Node: "w1"}, "web-1": {UID: "u-web", Node: "w2"}},
+		records: []podRecord{{Name: "db-0", UID: "u-db", Node: "w1", Deleted: at(5)}, {Name: "db-0", UID: "u-db2", Node: "w1", Created: true, Seen: at(6)},
+			{Name: "agent-x", UID: "u-agent", Node: "w1"}},
+		samples:   []readiness.Sample{sample(0, "db-0"), sample(5), sample(9, "db-0"), sample(20, "db-0")},
+		app:       map[string]string{"db-0": StatefulSetName},
+		windows:   []nodeWindow{{Node: "w1", Start: at(1), End: at(12), Outcome: outcomeUpgraded}, {Node: "w2", Outcome: outcomeUntouched}},
+		rollStart: at(0), rollEnd: at(20),
+	}
+	nodes, total := d.figures()
+	assert.Equal(t, len(nodes), 2)
+	w1 := nodes[0]
+	assert.Check(t, is.Equal(w1.Restarts, 1), "the DaemonSet pod's container")
+	assert.Check(t, is.Equal(w1.Recreated, 0))
+	assert.Check(t, is.Equal(w1.SystemRestarts, 1))
+	assert.Check(t, is.Equal(w1.Evicted, 1))
+	assert.Check(t, is.Equal(w1.Rescheduled, 1))
+	assert.Check(t, is.Equal(w1.UIDsChanged, 1))
+	assert.Check(t, is.Equal(w1.EndpointRemovals, 1))
+	assert.Check(t, is.Equal(w1.Seconds, 11.0))
+	assert.Check(t, is.Equal(w1.Detail, "restarted: kc-e2e/agent-x"))
+	assert.Check(t, is.Equal(nodes[1].Outcome, outcomeUntouched))
+	assert.Check(t, is.Equal(nodes[1].Seconds, 0.0))
+	assert.Check(t, is.Equal(total.Restarts, 1))
+	assert.Check(t, is.Equal(total.Evicted, 1))
+	assert.Check(t, is.Equal(total.UIDsChanged, 1))
+	assert.Check(t, is.Equal(total.Seconds, 20.0))
+}
+
+// TestJobWindows: the order is upgrade.sh's start; a node without a Job is
+// untouched, a failed Job's node rolled back; the overlap is the
+// concurrency seen.
+func TestJobWindows(t *testing.T) {
+	nodes := []*Node{{name: "cp"}, {name: "w1"}, {name: "w2"}, {name: "w3"}, {name: "w4"}}
+	jobs := map[string]*jobRecord{
+		"cp": {Node: "cp", Start: at(0), End: at(60), Done: true},
+		"w2": {Node: "w2", Start: at(61), End: at(120), Done: true},
+		"w1": {Node: "w1", Start: at(62), End: at(125), Done: true},
+		"w3": {Node: "w3", Start: at(126), End: at(300), Done: true, Failed: true},
+	}
+	windows, order := jobWindows(nodes, jobs)
+	assert.DeepEqual(t, order, []string{"cp", "w2", "w1", "w3"})
+	var outcomes []string
+	for _, w := range windows {
+		outcomes = append(outcomes, w.Outcome)
+	}
+	assert.DeepEqual(t, outcomes, []string{outcomeUpgraded, outcomeUpgraded, outcomeUpgraded, outcomeRolledBack, outcomeUntouched})
+	assert.Equal(t, maxOverlap(windows), 2)
+	assert.Equal(t, maxOverlap(windows[3:]), 1)
+	assert.Equal(t, maxOverlap(nil), 0)
+	assert.Equal(t, lastEnd(windows), at(300))
+	assert.Check(t, lastEnd(windows[4:]).IsZero())
+}
+
+func TestIsKubelet(t *testing.T) {
+	for _, tt := range []struct {
+		reported, version string
+		patched, want     bool
+	}{
+		{"v1.31.14+compat.1", "1.31.14", true, true},
+		{"v1.31.14", "1.31.14", false, true},
+		{"v1.31.14", "1.31.14", true, false},
+		{"v1.30.14+compat.1", "1.31.14", true, false},
+		{"v1.31.140+compat.1", "1.31.14", true, false},
+	} {
+		assert.Equal(t, isKubelet(tt.reported, tt.version, tt.patched), tt.want, tt.reported)
+	}
+}
+
+func TestStageVersion(t *testing.T) {
+	status := "stage1: 1.31.14 (symlink)\nstage2: 1.30.14 (symlink)\n"
+	assert.Equal(t, stageVersion(status, "stage1"), "1.31.14")
+	assert.Equal(t, stageVersion(status, "stage2"), "1.30.14")
+	assert.Equal(t, stageVersion("", "stage2"), "")
+}
+
+// TestFleetPlans: each roll's Plans, as kubectl applies them: the target,
+// the roll's concurrency for the workers (the control plane: 1), the
+// e2e's gate timeout, no cordon.
+func TestFleetPlans(t *testing.T) {
+	for _, tt := range []struct {
+		roll        string
+		concurrency string
+	}{
+		{FleetConcurrency1, "concurrency: 1"},
+		{FleetConcurrency2, "concurrency: 2"},
+		{FleetFault, "concurrency: 1"},
+	} {
+		f := &fleetRun{clusterRun: &clusterRun{steps: []Step{{From: "1.30.14", To: "1.31.14"}}}, roll: tt.roll, concurrency: 1}
+		if tt.roll == FleetConcurrency2 {
+			f.concurrency = 2
+		}
+		o := f.planOptions()
+		assert.Check(t, is.Equal(o.GateTimeout, FleetGateTimeout))
+		assert.Check(t, !o.Cordon)
+		plans, err := systemupgrade.Plans(o)
+		assert.NilError(t, err)
+		var objs []interface{}
+		for _, p := range plans {
+			objs = append(objs, p)
+		}
+		stream, err := systemupgrade.YAMLStream(objs)
+		assert.NilError(t, err)
+		docs := strings.Split(string(stream), "---\n")[1:]
+		assert.Equal(t, len(docs), 2)
+		assert.Check(t, is.Contains(docs[0], "name: "+systemupgrade.ControlPlanePlan))
+		assert.Check(t, is.Contains(docs[0], "concurrency: 1"))
+		assert.Check(t, is.Contains(docs[1], "name: "+systemupgrade.WorkersPlan))
+		assert.Check(t, is.Contains(docs[1], tt.concurrency), tt.roll)
+		assert.Check(t, is.Contains(docs[1], `value: "120"`))
+		assert.Check(t, is.Contains(docs[1], "version: 1.31.14"))
+	}
+}
+
+// TestSUCImages: both images in one layout, the upgrade image named as SUC
+// names it (the Plan's image, tagged with its version), with the target's
+// packages; a target without packages is refused.
+func TestSUCImages(t *testing.T) {
+	if _, err := os.Stat(hostdeps.Busybox.Name); err != nil {
+		t.Skip("needs Debian's busybox-static")
+	}
+	out := t.TempDir()
+	write := func(path string) {
+		assert.NilError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+		assert.NilError(t, os.WriteFile(path, []byte(filepath.Base(path)), 0o755))
+	}
+	controller := filepath.Join(out, "system-upgrade-controller")
+	write(controller)
+	write(filepath.Join(out, "1.31.14", "kubectl"))
+	for _, p := range []string{"kubernetes-1.31.14-node_1.31.14-1_amd64.deb", "kubernetes-1.31.14-kubeadm_1.31.14-1_amd64.deb",
+		"kubernetes-1.31.14-client_1.31.14-1_amd64.deb", "kubernetes-unversioned_1.0.0-1_all.deb", "kubernetes-1.30.14-node_1.30.14-1_amd64.deb"} {
+		write(filepath.Join(nodeimage.PackageDir(out, "patched"), p))
+	}
+	layout, err := sucImages(controller, "1.31.14", out)
+	assert.NilError(t, err)
+	for _, want := range []string{systemupgrade.ControllerImageRef, "kubelet-compat.local/system-upgrade/upgrade:1.31.14",
+		"packages/kubernetes-1.31.14-kubeadm_1.31.14-1_amd64.deb", "packages/kubernetes-unversioned_1.0.0-1_all.deb"} {
+		assert.Check(t, bytes.Contains(layout, []byte(want)), want)
+	}
+	assert.Check(t, !bytes.Contains(layout, []byte("packages/kubernetes-1.30.14-node")), "another version's package")
+	write(filepath.Join(out, "1.32.13", "kubectl"))
+	_, err = sucImages(controller, "1.32.13", out)
+	assert.ErrorContains(t, err, "no package of Kubernetes 1.32.13")
+}

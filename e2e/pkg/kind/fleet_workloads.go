@@ -1,0 +1,245 @@
+package kind
+
+// The fleet's workloads (make e2e E2E=fleet): what an operator's roll must
+// not disturb. A Deployment of 4 behind a PodDisruptionBudget, a
+// StatefulSet of 2 on local volumes, a DaemonSet, a single-replica
+// Deployment, a Job running across the roll, and (with the fault) the
+// canary on the faulty worker.
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/corpus"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	v1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// The fleet's workload names (web, db and agent are the scenario's names,
+// so the readiness groups read them alike).
+const (
+	SoloName   = "solo"
+	BatchName  = "batch"
+	CanaryName = "canary"
+	// fleetWebReplicas behind a PDB of fleetWebMinAvailable: a drain may
+	// take one at a time.
+	fleetWebReplicas     = 4
+	fleetWebMinAvailable = 3
+	fleetDBReplicas      = 2
+	fleetStorageClass    = "kc-e2e-fleet-local"
+	// batchDoneFile ends the Job's pod once the roll is over.
+	batchDoneFile = "/tmp/done"
+	// kubeRoot is the packages' root (pkg/layout.KubeRoot), which the
+	// canary reads.
+	kubeRoot = "/usr/local/kubernetes"
+)
+
+// fleetServices are the Services whose EndpointSlices the readiness
+// watchers follow across a roll.
+var fleetServices = []string{WebService, StatefulSetName, SoloName}
+
+// fleetDBNodes are the workers (1-based) holding the StatefulSet's local
+// volumes: one pod each, pinned there by the volume.
+var fleetDBNodes = []int{2, 3}
+
+// fleetPods is how many pods the namespace holds when all run on a cluster
+// of nodes nodes: web, db, agent on every node, solo, batch, the static
+// corpus (mirror pods), and the canary.
+func fleetPods(nodes, statics int, canary bool) int {
+	n := fleetWebReplicas + fleetDBReplicas + nodes + 1 + 1 + statics
+	if canary {
+		n++
+	}
+	return n
+}
+
+// fleetObjects are the workloads (in creation order); workers are the
+// worker nodes' names, canaryNode the faulty worker's ("": no canary),
+// target the version the roll goes to.
+func fleetObjects(workers []string, canaryNode, target string) ([]interface{}, error) {
+	for _, i := range fleetDBNodes {
+		if i > len(workers) {
+			return nil, fmt.Errorf("the StatefulSet's volumes need worker %d, the cluster has %d workers", i, len(workers))
+		}
+	}
+	var objs []interface{}
+	for _, i := range fleetDBNodes {
+		objs = append(objs, localVolume(workers[i-1]))
+	}
+	objs = append(objs,
+		&v1.Service{ObjectMeta: metav1.ObjectMeta{Name: WebService, Namespace: Namespace},
+			Spec: v1.ServiceSpec{Selector: appLabel(DeploymentName), Ports: []v1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt(8080)}}}},
+		&v1.Service{ObjectMeta: metav1.ObjectMeta{Name: StatefulSetName, Namespace: Namespace},
+			Spec: v1.ServiceSpec{ClusterIP: v1.ClusterIPNone, Selector: appLabel(StatefulSetName), Ports: []v1.ServicePort{{Port: 8080}}}},
+		&v1.Service{ObjectMeta: metav1.ObjectMeta{Name: SoloName, Namespace: Namespace},
+			Spec: v1.ServiceSpec{Selector: appLabel(SoloName), Ports: []v1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt(8080)}}}},
+		&policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: DeploymentName, Namespace: Namespace},
+			Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: intstrp(intstr.FromInt(fleetWebMinAvailable)), Selector: &metav1.LabelSelector{MatchLabels: appLabel(DeploymentName)}}},
+		webDeployment(), soloDeployment(), dbStatefulSet(),
+		&appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: DaemonSetName, Namespace: Namespace},
+			Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: appLabel(DaemonSetName)},
+				Template: podTemplate(DaemonSetName, httpd("agent", "/www"), true)}},
+		batchJob())
+	if canaryNode != "" {
+		objs = append(objs, canaryPod(canaryNode, target))
+	}
+	return objs, nil
+}
+
+func intstrp(v intstr.IntOrString) *intstr.IntOrString { return &v }
+
+// localVolume is a node's volume for the StatefulSet: a hostPath on that
+// node, bound statically (no provisioner runs on these nodes) and pinned
+// to the node by its node affinity, as local volumes are.
+func localVolume(node string) *v1.PersistentVolume {
+	return &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "kc-e2e-fleet-" + node},
+		Spec: v1.PersistentVolumeSpec{
+			Capacity:                      v1.ResourceList{v1.ResourceStorage: resource.MustParse("64Mi")},
+			AccessModes:                   []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
+			PersistentVolumeReclaimPolicy: v1.PersistentVolumeReclaimRetain,
+			StorageClassName:              fleetStorageClass,
+			PersistentVolumeSource:        v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Path: "/var/lib/kc-e2e/fleet-pv", Type: hostPathType(v1.HostPathDirectoryOrCreate)}},
+			NodeAffinity: &v1.VolumeNodeAffinity{Required: &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{
+				MatchExpressions: []v1.NodeSelectorRequirement{{Key: v1.LabelHostname, Operator: v1.NodeSelectorOpIn, Values: []string{node}}}}}}},
+		}}
+}
+
+// webDeployment spreads its 4 replicas over the workers.
+func webDeployment() *appsv1.Deployment {
+	t := podTemplate(DeploymentName, httpd("httpd", "/www"), false)
+	t.Spec.TopologySpreadConstraints = []v1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: v1.LabelHostname,
+		WhenUnsatisfiable: v1.ScheduleAnyway, LabelSelector: &metav1.LabelSelector{MatchLabels: appLabel(DeploymentName)}}}
+	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: DeploymentName, Namespace: Namespace},
+		Spec: appsv1.DeploymentSpec{Replicas: int32p(fleetWebReplicas), Selector: &metav1.LabelSelector{MatchLabels: appLabel(DeploymentName)}, Template: t}}
+}
+
+// soloDeployment is the single replica: any move is an outage.
+func soloDeployment() *appsv1.Deployment {
+	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: SoloName, Namespace: Namespace},
+		Spec: appsv1.DeploymentSpec{Replicas: int32p(1), Selector: &metav1.LabelSelector{MatchLabels: appLabel(SoloName)},
+			Template: podTemplate(SoloName, httpd("httpd", "/www"), false)}}
+}
+
+// dbStatefulSet: 2 pods, each on its node's local volume.
+func dbStatefulSet() *appsv1.StatefulSet {
+	c := httpd("db", "/data")
+	c.Command = []string{"sh", "-c", "date >> /data/starts && hostname > /data/index.html && exec httpd -f -p 8080 -h /data"}
+	c.VolumeMounts = []v1.VolumeMount{{Name: "data", MountPath: "/data"}}
+	return &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: StatefulSetName, Namespace: Namespace},
+		Spec: appsv1.StatefulSetSpec{Replicas: int32p(fleetDBReplicas), ServiceName: StatefulSetName, PodManagementPolicy: appsv1.ParallelPodManagement,
+			Selector: &metav1.LabelSelector{MatchLabels: appLabel(StatefulSetName)},
+			Template: podTemplate(StatefulSetName, c, false),
+			VolumeClaimTemplates: []v1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data"},
+				Spec: v1.PersistentVolumeClaimSpec{AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}, StorageClassName: strp(fleetStorageClass),
+					Resources: v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse("64Mi")}}}}}}}
+}
+
+// batchJob runs across the whole roll: its pod waits for batchDoneFile,
+// which the e2e writes once the roll is over, and then completes. Its
+// backoff limit lets a drain's eviction start it again (the anchor's
+// cost); our roll must complete it with its first pod.
+func batchJob() *batchv1.Job {
+	c := v1.Container{Name: "work", Image: corpus.BusyboxImage,
+		Command:   []string{"sh", "-c", "until test -e " + batchDoneFile + "; do sleep 1; done; echo done"},
+		Resources: v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("10m"), v1.ResourceMemory: resource.MustParse("16Mi")}}}
+	t := podTemplate(BatchName, c, false)
+	t.Spec.RestartPolicy = v1.RestartPolicyNever
+	return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: BatchName, Namespace: Namespace},
+		Spec: batchv1.JobSpec{BackoffLimit: int32p(6), ActiveDeadlineSeconds: int64p(4 * 3600), Template: t}}
+}
+
+// canaryProbe is the canary's readiness check with the packages' root at
+// root: not Ready while the node's stage2 (kubernetes-select's current
+// kubelet) is target's, Ready otherwise (target not installed, or another
+// version selected). Shell builtins only (cd -P, pwd -P): the busybox
+// image has no readlink.
+func canaryProbe(root, target string) []string {
+	script := fmt.Sprintf(`cur=$(cd -P %[1]s/current/stage2 && pwd -P) || exit 1; new=$(cd -P %[1]s/%[2]s/stage2 2>/dev/null && pwd -P); test "$cur" != "$new"`, root, target)
+	return []string{"sh", "-c", script}
+}
+
+// canaryPod is the fault's workload on the faulty worker: an application
+// that breaks under the target version. Its readiness probe fails while
+// the node's kubelet is target's, so the health gate of upgrade.sh ("every
+// pod of the node Ready") fails there and the real rollback runs; back on
+// the previous kubelet it is Ready again, without a restart.
+func canaryPod(node, target string) *v1.Pod {
+	c := v1.Container{Name: "app", Image: corpus.BusyboxImage,
+		Command: []string{"sh", "-c", "while :; do sleep 3600; done"},
+		ReadinessProbe: &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: canaryProbe(kubeRoot, target)}},
+			PeriodSeconds: 2, FailureThreshold: 1},
+		VolumeMounts: []v1.VolumeMount{{Name: "kubernetes", MountPath: kubeRoot, ReadOnly: true}},
+		Resources:    v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("10m"), v1.ResourceMemory: resource.MustParse("16Mi")}}}
+	spec := podTemplate(CanaryName, c, false).Spec
+	spec.NodeName = node
+	spec.Volumes = []v1.Volume{{Name: "kubernetes", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: kubeRoot, Type: hostPathType(v1.HostPathDirectory)}}}}
+	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: CanaryName, Namespace: Namespace, Labels: appLabel(CanaryName)}, Spec: spec}
+}
+
+// createFleetObjects creates the namespace and the objects through the API.
+func (c *Cluster) createFleetObjects(ctx context.Context, objs []interface{}) error {
+	cs := c.Client
+	if err := c.createNamespace(ctx); err != nil {
+		return err
+	}
+	for _, obj := range objs {
+		var err error
+		var what string
+		switch o := obj.(type) {
+		case *v1.PersistentVolume:
+			what = "persistentvolume/" + o.Name
+			_, err = cs.CoreV1().PersistentVolumes().Create(ctx, o, metav1.CreateOptions{})
+		case *v1.Service:
+			what = "service/" + o.Name
+			_, err = cs.CoreV1().Services(Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *policyv1.PodDisruptionBudget:
+			what = "poddisruptionbudget/" + o.Name
+			_, err = cs.PolicyV1().PodDisruptionBudgets(Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *appsv1.Deployment:
+			what = "deployment/" + o.Name
+			_, err = cs.AppsV1().Deployments(Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *appsv1.StatefulSet:
+			what = "statefulset/" + o.Name
+			_, err = cs.AppsV1().StatefulSets(Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *appsv1.DaemonSet:
+			what = "daemonset/" + o.Name
+			_, err = cs.AppsV1().DaemonSets(Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *batchv1.Job:
+			what = "job/" + o.Name
+			_, err = cs.BatchV1().Jobs(Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *v1.Pod:
+			what = "pod/" + o.Name
+			_, err = cs.CoreV1().Pods(Namespace).Create(ctx, o, metav1.CreateOptions{})
+		default:
+			return fmt.Errorf("unknown object %T", obj)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+	}
+	return nil
+}
+
+// batchPod is the Job's pod that runs now ("" when none runs).
+func (c *Cluster) batchPod(ctx context.Context) (string, error) {
+	list, err := c.Client.CoreV1().Pods(Namespace).List(ctx, metav1.ListOptions{LabelSelector: "job-name=" + BatchName})
+	if err != nil {
+		return "", err
+	}
+	var running []string
+	for _, p := range list.Items {
+		if p.Status.Phase == v1.PodRunning && p.DeletionTimestamp == nil {
+			running = append(running, p.Name)
+		}
+	}
+	if len(running) != 1 {
+		return "", fmt.Errorf("job %s: %d running pods (%s), want 1", BatchName, len(running), strings.Join(running, " "))
+	}
+	return running[0], nil
+}

@@ -1,0 +1,56 @@
+package scenario
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/cleanup"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/plan"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
+)
+
+// Local is the local provider of plans (plan.Provider): the host is the
+// node, the kubelets run on it one after the other.
+type Local struct {
+	// Options are what the local node adds to a plan; Run replaces their
+	// Plan with the one it is given.
+	Options Options
+}
+
+var _ plan.Provider = (*Local)(nil)
+
+// Name is "local".
+func (l *Local) Name() string { return "local" }
+
+// Check refuses rollback steps in API mode: upstream downgrades the
+// kubelet before the control plane, the API mode upgrades the control
+// plane first and does not roll it back.
+func (l *Local) Check(p plan.Plan) error {
+	if plan.HasRollback(p.Steps) && l.Options.API {
+		return errors.New(plan.RollbackLocalOnly)
+	}
+	return nil
+}
+
+// Versions are the kubelets the plan swaps (package plan).
+func (l *Local) Versions(p plan.Plan) (patched, unpatched []string, err error) {
+	patched, unpatched = plan.Versions(p.Steps, p.Controls)
+	return patched, unpatched, nil
+}
+
+// Describe is the run's header: its pods and where its state lives.
+func (l *Local) Describe(p plan.Plan) string {
+	pods := "static pods"
+	if l.Options.API {
+		pods = "API pods (etcd, kube-apiserver)"
+	}
+	return fmt.Sprintf("%d %s, local provider, state in %s", l.Options.Pods, pods, l.Options.Root)
+}
+
+// Run runs the plan on the host (package scenario's Run).
+func (l *Local) Run(ctx context.Context, p plan.Plan, stack *cleanup.Stack, rep *report.Report) error {
+	o := l.Options
+	o.Plan = p
+	return Run(ctx, o, stack, rep)
+}
