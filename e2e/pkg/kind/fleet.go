@@ -125,6 +125,7 @@ type fleetRun struct {
 	apiBefore  map[string]apiPod
 	ledger     *podLedger
 	watch      *readiness.Watch
+	api        *apiSampler
 	data       rollData
 	order      []string
 	// jobs are the upgrade Jobs seen, per node (SUC rolls).
@@ -235,6 +236,9 @@ func (f *fleetRun) stopWatchers() {
 	}
 	if f.watch != nil {
 		f.watch.End()
+	}
+	if f.api != nil {
+		f.api.end()
 	}
 }
 

@@ -128,6 +128,19 @@ type rollData struct {
 	app                map[string]string
 	windows            []nodeWindow
 	rollStart, rollEnd time.Time
+	// api is the API server's request counter from the baseline on;
+	// quietStart..quietEnd the quiet time before the roll (background).
+	api                  []apiSample
+	quietStart, quietEnd time.Time
+}
+
+// apiBackground is the API server's requests per second before the roll.
+func (d rollData) apiBackground() float64 {
+	secs := d.quietEnd.Sub(d.quietStart).Seconds()
+	if secs <= 0 {
+		return 0
+	}
+	return requestsIn(d.api, d.quietStart, d.quietEnd) / secs
 }
 
 // member says whether a pod belongs to one of apps.
@@ -162,6 +175,7 @@ func (d rollData) nodeFigures(w nodeWindow) report.FleetNode {
 		f.SoloUnavailableSeconds = unavailableSeconds(d.samples, d.member(SoloName), w.Start, w.End)
 		f.EndpointRemovals = endpointRemovals(d.samples, d.member(fleetServices...), w.Start, w.End)
 		f.Seconds = w.End.Sub(w.Start).Seconds()
+		f.APIRequests = int(requestsIn(d.api, w.Start, w.End))
 	}
 	return f
 }
@@ -185,6 +199,7 @@ func (d rollData) figures() ([]report.FleetNode, report.FleetNode) {
 	total.SoloUnavailableSeconds = unavailableSeconds(d.samples, d.member(SoloName), d.rollStart, d.rollEnd)
 	total.EndpointRemovals = endpointRemovals(d.samples, d.member(fleetServices...), d.rollStart, d.rollEnd)
 	total.Seconds = d.rollEnd.Sub(d.rollStart).Seconds()
+	total.APIRequests = int(requestsIn(d.api, d.rollStart, d.rollEnd))
 	// A pod gone from the API but on no node's list (never bound) still
 	// counts in the total.
 	total.UIDsChanged = max(total.UIDsChanged, len(uidsChanged(d.apiBefore, d.apiAfter, "")))
@@ -193,6 +208,6 @@ func (d rollData) figures() ([]report.FleetNode, report.FleetNode) {
 
 // describe is a figure line for a check's detail.
 func describe(f report.FleetNode) string {
-	return fmt.Sprintf("%d containers restarted, %d pods recreated, %d pods evicted, %d created, %d pod UIDs changed, single replica unavailable %.1fs, %d endpoint removals, kube-system restarts %d, %.0fs",
-		f.Restarts, f.Recreated, f.Evicted, f.Rescheduled, f.UIDsChanged, f.SoloUnavailableSeconds, f.EndpointRemovals, f.SystemRestarts, f.Seconds)
+	return fmt.Sprintf("%d containers restarted, %d pods recreated, %d pods evicted, %d created, %d pod UIDs changed, single replica unavailable %.1fs, %d endpoint removals, kube-system restarts %d, %.0fs, %d API requests",
+		f.Restarts, f.Recreated, f.Evicted, f.Rescheduled, f.UIDsChanged, f.SoloUnavailableSeconds, f.EndpointRemovals, f.SystemRestarts, f.Seconds, f.APIRequests)
 }

@@ -43,12 +43,13 @@ func isKubelet(reported, version string, patched bool) bool {
 // anchor's are reported.
 func (f *fleetRun) reportRoll(ctx context.Context) error {
 	nodes, total := f.data.figures()
-	roll := report.FleetRoll{Name: f.rollName(), Cluster: f.name, Step: f.steps[0].String(), Variant: f.variant(), Order: f.order, Nodes: nodes, Total: total}
+	roll := report.FleetRoll{Name: f.rollName(), Cluster: f.name, Step: f.steps[0].String(), Variant: f.variant(), Order: f.order, Nodes: nodes, Total: total,
+		APIBackgroundPerSecond: f.data.apiBackground()}
 	f.rep.Fleet = append(f.rep.Fleet, roll)
 	for _, n := range nodes {
 		f.logf("%s: %s: %s", n.Node, n.Outcome, describe(n))
 	}
-	f.logf("total: %s", describe(total))
+	f.logf("total: %s; the API server's background before the roll: %.1f requests/s", describe(total), roll.APIBackgroundPerSecond)
 
 	versions, err := f.kubeletVersions(ctx)
 	if err != nil {

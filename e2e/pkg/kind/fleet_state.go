@@ -98,12 +98,20 @@ func (f *fleetRun) listAPIPods(ctx context.Context) (map[string]apiPod, error) {
 	return out, nil
 }
 
-// baseline is the state before the roll: after one quiet sync period, the
-// runtimes and the API; then the ledger and the readiness watchers start.
+// quietForAPI is the least quiet time before the roll over which the API
+// server's background rate is read.
+const quietForAPI = 30 * time.Second
+
+// baseline is the state before the roll: after one quiet sync period (at
+// least quietForAPI: the API server's background rate), the runtimes and
+// the API; then the ledger and the readiness watchers start.
 func (f *fleetRun) baseline(ctx context.Context) error {
-	if err := ctxtime.Sleep(ctx, f.o.SyncFrequency); err != nil {
+	f.api = startAPISampler(ctx, f.c.Client)
+	f.data.quietStart = time.Now()
+	if err := ctxtime.Sleep(ctx, max(f.o.SyncFrequency, quietForAPI)); err != nil {
 		return err
 	}
+	f.data.quietEnd = time.Now()
 	var err error
 	if f.snapBefore, err = f.snapshotNodes(ctx); err != nil {
 		return err
@@ -144,6 +152,7 @@ func (f *fleetRun) afterRoll(ctx context.Context) error {
 		return err
 	}
 	samples := f.watch.End()
+	f.data.api = f.api.end()
 	app := map[string]string{}
 	for name, p := range f.watch.Pods() {
 		app[name] = p.Labels["app"]

@@ -410,3 +410,44 @@ func TestSUCImages(t *testing.T) {
 	_, err = sucImages(controller, "1.32.13", out)
 	assert.ErrorContains(t, err, "no package of Kubernetes 1.32.13")
 }
+
+func TestRequestTotal(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		metrics string
+		total   float64
+		ok      bool
+	}{
+		{"every series summed", `# HELP apiserver_request_total [STABLE] Counter of apiserver requests
+# TYPE apiserver_request_total counter
+apiserver_request_total{code="200",component="apiserver",group="",resource="pods",verb="LIST",version="v1"} 12
+apiserver_request_total{code="201",component="apiserver",group="",resource="pods",verb="POST",version="v1"} 3.5e+01
+apiserver_request_duration_seconds_count{verb="LIST"} 999
+apiserver_request_total_other 5
+`, 47, true},
+		{"no such counter", "process_cpu_seconds_total 3\n", 0, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			total, ok := requestTotal([]byte(tt.metrics))
+			assert.Equal(t, ok, tt.ok)
+			assert.Equal(t, total, tt.total)
+		})
+	}
+}
+
+func TestRequestsIn(t *testing.T) {
+	at := func(s int) time.Time { return time.Date(2026, 12, 2, 0, 0, s, 0, time.UTC) }
+	samples := []apiSample{{at(0), 100}, {at(5), 150}, {at(10), 40}, {at(15), 90}, {at(20), 1000}}
+	for _, tt := range []struct {
+		name     string
+		from, to time.Time
+		want     float64
+	}{
+		{"steady", at(0), at(5), 50},
+		{"across a restart: the lower sample counts from zero", at(0), at(15), 50 + 40 + 50},
+		{"one sample: nothing to compare", at(5), at(7), 0},
+		{"outside the samples", at(30), at(40), 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) { assert.Equal(t, requestsIn(samples, tt.from, tt.to), tt.want) })
+	}
+}

@@ -23,6 +23,10 @@ type FleetRoll struct {
 	// replica's unavailable seconds and the endpoint removals over the
 	// roll's whole span, so overlapping node windows count once).
 	Total FleetNode `json:"total"`
+	// APIBackgroundPerSecond is the API server's requests per second in
+	// the quiet time before the roll (controllers, kubelets, the e2e's
+	// watchers): the roll's own load is APIRequests above it.
+	APIBackgroundPerSecond float64 `json:"apiBackgroundPerSecond"`
 }
 
 // FleetNode is what one node's upgrade cost the workloads (namespace
@@ -57,7 +61,10 @@ type FleetNode struct {
 	// ready or away.
 	EndpointRemovals int     `json:"endpointRemovals"`
 	Seconds          float64 `json:"seconds"`
-	Detail           string  `json:"detail,omitempty"`
+	// APIRequests: kube-apiserver's apiserver_request_total over the
+	// window (every client's, the background included).
+	APIRequests int    `json:"apiRequests"`
+	Detail      string `json:"detail,omitempty"`
 }
 
 // fleetTable renders every roll's nodes and total, one table.
@@ -66,11 +73,11 @@ func (r *Report) fleetTable(w io.Writer) {
 		return
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "| roll | node | outcome | containers restarted | pods recreated | pods evicted | pods rescheduled | pod UIDs changed | single replica unavailable (s) | endpoint removals | kube-system restarts | seconds |\n")
-	fmt.Fprintf(w, "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	fmt.Fprintf(w, "| roll | node | outcome | containers restarted | pods recreated | pods evicted | pods rescheduled | pod UIDs changed | single replica unavailable (s) | endpoint removals | kube-system restarts | seconds | API requests |\n")
+	fmt.Fprintf(w, "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	row := func(roll string, n FleetNode) {
-		fmt.Fprintf(w, "| %s | %s | %s | %d | %d | %d | %d | %d | %.1f | %d | %d | %.0f |\n", roll, n.Node, n.Outcome,
-			n.Restarts, n.Recreated, n.Evicted, n.Rescheduled, n.UIDsChanged, n.SoloUnavailableSeconds, n.EndpointRemovals, n.SystemRestarts, n.Seconds)
+		fmt.Fprintf(w, "| %s | %s | %s | %d | %d | %d | %d | %d | %.1f | %d | %d | %.0f | %d |\n", roll, n.Node, n.Outcome,
+			n.Restarts, n.Recreated, n.Evicted, n.Rescheduled, n.UIDsChanged, n.SoloUnavailableSeconds, n.EndpointRemovals, n.SystemRestarts, n.Seconds, n.APIRequests)
 	}
 	for _, f := range r.Fleet {
 		name := f.Name
@@ -84,4 +91,8 @@ func (r *Report) fleetTable(w io.Writer) {
 		total.Node = "**total**"
 		row(f.Name, total)
 	}
+	for _, f := range r.Fleet {
+		fmt.Fprintf(w, "\n%s: the API server's background before the roll %.1f requests/s.", f.Name, f.APIBackgroundPerSecond)
+	}
+	fmt.Fprintln(w)
 }

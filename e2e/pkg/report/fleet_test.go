@@ -15,8 +15,8 @@ func fleetReport() *Report {
 	return &Report{Mode: "fleet", Provider: "kind", StartedAt: time.Date(2026, 12, 2, 1, 0, 0, 0, time.UTC),
 		Fleet: []FleetRoll{
 			{Name: "SUC, concurrency 1", Cluster: "c1", Step: "1.30.14 -> 1.31.14", Variant: Patched, Order: []string{"cp", "w1"},
-				Nodes: []FleetNode{{Node: "cp", Outcome: "upgraded", SystemRestarts: 9, Seconds: 95}, {Node: "w1", Outcome: "upgraded", Seconds: 61}},
-				Total: FleetNode{Node: "total", SystemRestarts: 9, Seconds: 170}},
+				Nodes: []FleetNode{{Node: "cp", Outcome: "upgraded", SystemRestarts: 9, Seconds: 95, APIRequests: 2100}, {Node: "w1", Outcome: "upgraded", Seconds: 61, APIRequests: 800}},
+				Total: FleetNode{Node: "total", SystemRestarts: 9, Seconds: 170, APIRequests: 3000}, APIBackgroundPerSecond: 7.25},
 			{Name: "drain (cordon, kubectl drain, swap, uncordon)", Cluster: "d", Step: "1.30.14 -> 1.31.14", Variant: Unpatched, Order: []string{"cp", "w1"},
 				Nodes: []FleetNode{{Node: "cp", Outcome: "upgraded", Restarts: 1, SystemRestarts: 10, Seconds: 120},
 					{Node: "w1", Outcome: "upgraded", Restarts: 9, Evicted: 3, Rescheduled: 3, UIDsChanged: 3, SoloUnavailableSeconds: 4.5, EndpointRemovals: 2, Seconds: 80}},
