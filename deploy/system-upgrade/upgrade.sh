@@ -75,6 +75,25 @@ package_format() {
 	fi
 }
 
+# unversioned_installed says whether FILE (a package's file name) is the
+# kubernetes-unversioned the node has installed, same version and release:
+# dpkg -i of it again replaces kubernetes-select's links current/stage1 and
+# current/stage2 with the empty directories the package ships (measured on
+# a kind node: the kubelet's binary gone from under the running kubelet).
+unversioned_installed() { # FORMAT FILE
+	case $1:$2 in
+	deb:kubernetes-unversioned_*.deb)
+		v=${2#kubernetes-unversioned_}
+		[ "$(on_host dpkg-query -W -f '${Version}' kubernetes-unversioned 2>/dev/null)" = "${v%_*.deb}" ]
+		;;
+	rpm:kubernetes-unversioned-*.rpm)
+		v=${2#kubernetes-unversioned-}
+		[ "$(on_host rpm -q --qf '%{VERSION}-%{RELEASE}.%{ARCH}' kubernetes-unversioned 2>/dev/null)" = "${v%.rpm}" ]
+		;;
+	*) return 1 ;;
+	esac
+}
+
 # preflight_losses reads kubelet-compat preflight's table and prints how
 # many containers and pods the PATCHED kubelet still loses: its "patched: N
 # restart" and "pod killers: ...; patched: N" lines, the containers whose spec
@@ -248,6 +267,10 @@ upgrade() {
 	set --
 	for p in "$PACKAGES"/*."$format"; do
 		[ -e "$p" ] || continue
+		if unversioned_installed "$format" "${p##*/}"; then
+			log "${p##*/}: the node has this kubernetes-unversioned already: not reinstalled"
+			continue
+		fi
 		cp "$p" "$HOST$STATE/$TARGET/"
 		set -- "$@" "$STATE/$TARGET/${p##*/}"
 	done
@@ -256,6 +279,13 @@ upgrade() {
 		on_host dpkg -i "$@" || die "dpkg -i failed"
 	else
 		on_host rpm -U --replacepkgs "$@" || die "rpm -U failed"
+	fi
+	# A newer kubernetes-unversioned puts the directories it ships back in
+	# place of kubernetes-select's links: select the running kubelet again
+	# (the links only, nothing restarts).
+	if [ "$(version_of stage2)" != "$PREVIOUS" ]; then
+		log "the packages dropped stage2's selection: kubernetes-select stage2 $PREVIOUS"
+		on_host kubernetes-select stage2 "$PREVIOUS" || die "kubernetes-select stage2 $PREVIOUS failed"
 	fi
 
 	# 3. kubeadm.

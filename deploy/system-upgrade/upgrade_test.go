@@ -30,12 +30,19 @@ shift; exec "$@"`,
 	"kubernetes-select": `case "$*" in
 status) echo "stage1: $(cat "$FAKE/stage1") (symlink)"; echo "stage2: $(cat "$FAKE/stage2") (symlink)" ;;
 "stage1 "*) echo "$2" >"$FAKE/stage1" ;;
+"stage2 "*) echo "$2" >"$FAKE/stage2" ;;
 "--restart-kubelet stage2 "*) echo "$3" >"$FAKE/stage2" ;;
 *) exit 2 ;;
 esac`,
-	"dpkg-query": `[ "$FORMAT" = deb ] && printf 'install ok installed'`,
-	"rpm":        `[ "$1" != -q ] || [ "$FORMAT" = rpm ]`,
-	"dpkg":       `:`,
+	// $FAKE/unversioned: the version of kubernetes-unversioned installed.
+	"dpkg-query": `case $3 in
+'${Version}') cat "$FAKE/unversioned" ;;
+*) [ "$FORMAT" = deb ] && printf 'install ok installed' ;;
+esac`,
+	"rpm": `[ "$1" != -q ] || [ "$FORMAT" = rpm ]`,
+	// DPKG_DROPS: installing kubernetes-unversioned drops stage2's link,
+	// as dpkg does when the package's directory takes its place.
+	"dpkg": `case "$*" in *kubernetes-unversioned*) [ -z "${DPKG_DROPS:-}" ] || echo none >"$FAKE/stage2" ;; esac`,
 	"kubeadm":    `:`,
 	"kubelet-compat": `case $1 in
 preflight) cat "$FAKE/preflight" ;;
@@ -70,6 +77,9 @@ type scriptCase struct {
 	podsAfter    string
 	failedMark   bool
 	plan         string
+	// unversioned is the node's kubernetes-unversioned (none: not the
+	// image's 1.0.0-4).
+	unversioned string
 
 	wantErr   string
 	wantCalls []string
@@ -85,7 +95,9 @@ func TestUpgradeScript(t *testing.T) {
 		"kubernetes-select status",
 		"kubelet-compat preflight --node --from v1.30.14 --to v1.31.14 --kubeconfig /etc/kubernetes/kubelet.conf",
 		"dpkg-query -W -f ${Status} kubernetes-unversioned",
+		"dpkg-query -W -f ${Version} kubernetes-unversioned",
 		"dpkg -i /var/lib/kubelet-compat/upgrade/1.31.14/kubernetes-1.31.14-node_1.31.14-2_amd64.deb /var/lib/kubelet-compat/upgrade/1.31.14/kubernetes-unversioned_1.0.0-4_all.deb",
+		"kubernetes-select status",
 		"kubernetes-select stage1 1.31.14",
 		"kubeadm upgrade node",
 		podsCall,
@@ -114,12 +126,20 @@ func TestUpgradeScript(t *testing.T) {
 		{name: "first control-plane node, RPM: kubeadm upgrade apply", format: "rpm", env: []string{"KC_ROLE=control-plane"},
 			preflight: "preflight-1.30-1.31.table.golden", stage2: target,
 			wantCalls: cat(upgradeNode[:2], []string{"dpkg-query -W -f ${Status} kubernetes-unversioned", "rpm -q kubernetes-unversioned",
-				"rpm -U --replacepkgs /var/lib/kubelet-compat/upgrade/1.31.14/kubernetes-1.31.14-node-1.31.14-2.kc.x86_64.rpm", upgradeNode[4], configmapCall,
-				"kubeadm upgrade apply --yes v1.31.14"}, upgradeNode[6:], gateOK),
+				"rpm -U --replacepkgs /var/lib/kubelet-compat/upgrade/1.31.14/kubernetes-1.31.14-node-1.31.14-2.kc.x86_64.rpm", "kubernetes-select status",
+				upgradeNode[6], configmapCall, "kubeadm upgrade apply --yes v1.31.14"}, upgradeNode[8:], gateOK),
 			wantOut: []string{"first control-plane node of 1.31.14: kubeadm upgrade apply"}},
 		{name: "next control-plane node: kubeadm upgrade node", env: []string{"KC_ROLE=control-plane"}, cluster: target,
 			preflight: "preflight-1.30-1.31.table.golden", stage2: target,
-			wantCalls: cat(upgradeNode[:5], []string{configmapCall}, upgradeNode[5:], gateOK)},
+			wantCalls: cat(upgradeNode[:7], []string{configmapCall}, upgradeNode[7:], gateOK)},
+		{name: "kubernetes-unversioned as the node has it: not installed again (dpkg would put its directories in place of the links)",
+			preflight: "preflight-1.30-1.31.table.golden", unversioned: "1.0.0-4", stage2: target,
+			wantCalls: cat(upgradeNode[:4], []string{"dpkg -i /var/lib/kubelet-compat/upgrade/1.31.14/kubernetes-1.31.14-node_1.31.14-2_amd64.deb"}, upgradeNode[5:], gateOK),
+			wantOut:   []string{"kubernetes-unversioned_1.0.0-4_all.deb: the node has this kubernetes-unversioned already: not reinstalled"}},
+		{name: "a newer kubernetes-unversioned dropped stage2's selection: selected again, nothing restarted",
+			preflight: "preflight-1.30-1.31.table.golden", unversioned: "1.0.0-3", env: []string{"DPKG_DROPS=1"}, stage2: target,
+			wantCalls: cat(upgradeNode[:6], []string{"kubernetes-select stage2 1.30.14"}, upgradeNode[6:], gateOK),
+			wantOut:   []string{"the packages dropped stage2's selection: kubernetes-select stage2 1.30.14"}},
 		{name: "preflight: the patched kubelet restarts a container, refused before anything changed", preflight: "preflight-node.table.golden",
 			wantErr:   "the patched kubelet would still lose 1 container(s) or pod(s) (above); the Plan does not allow it (KC_ALLOW_LOSS): nothing changed",
 			wantCalls: upgradeNode[:2], stage2: prev},
@@ -238,6 +258,7 @@ func runScriptCase(t *testing.T, tc scriptCase, applets string, statusBefore []b
 			write("pods-before", or(tc.podsBefore, readyPods))
 			write("pods-after", or(tc.podsAfter, readyPods))
 			write("plan", tc.plan)
+			write("unversioned", or(tc.unversioned, "1.0.0-2"))
 			if tc.failedMark && tc.wantErr != "" && tc.preflight == "" {
 				mark := filepath.Join(host, "var/lib/kubelet-compat/upgrade/1.31.14.gate-failed")
 				assert.NilError(t, os.MkdirAll(filepath.Dir(mark), 0o755))
@@ -279,7 +300,8 @@ func runScriptCase(t *testing.T, tc scriptCase, applets string, statusBefore []b
 			if tc.stage2 == target {
 				for _, p := range []string{"kubernetes-1.31.14-node_1.31.14-2_amd64.deb", "kubernetes-unversioned_1.0.0-4_all.deb"} {
 					_, err := os.Stat(filepath.Join(host, "var/lib/kubelet-compat/upgrade/1.31.14", p))
-					assert.Check(t, err == nil || tc.format == "rpm", "package %s not staged on the node", p)
+					staged := tc.format != "rpm" && !(tc.unversioned == "1.0.0-4" && strings.HasPrefix(p, "kubernetes-unversioned"))
+					assert.Check(t, is.Equal(err == nil, staged), "package %s staged on the node", p)
 				}
 			}
 		}
