@@ -132,6 +132,7 @@ status_pods() {
 		top == "admission" && sub2 == "pods" && /^      \{/ { pod = ""; uid = ""; ids = ""; inrc = 0 }
 		top == "admission" && sub2 == "pods" && /^        "pod": / { pod = val($0) }
 		top == "admission" && sub2 == "pods" && /^        "uid": / { uid = val($0) }
+		top == "admission" && sub2 == "pods" && /^        "runningContainers": \[\],?$/ { next }
 		top == "admission" && sub2 == "pods" && /^        "runningContainers": \[/ { inrc = 1; next }
 		inrc && /^        \]/ { inrc = 0 }
 		inrc { ids = ids (ids == "" ? "" : ",") val(":" $0) }
@@ -140,16 +141,19 @@ status_pods() {
 
 # compare_pods prints what changed between two status_pods snapshots: a pod
 # that runs under another UID (recreated), a pod that runs a container it
-# did not run before (a container restarted or re-created), and every
-# container the kubelet's decision restarts. A pod that no longer runs at
-# all (a Job's pod that completed) is not a restart; the pod check of the
-# gate sees a pod that failed.
+# did not run before in place of one it ran (a container restarted or
+# re-created), and every container the kubelet's decision restarts. A pod
+# that no longer runs at all (a Job's pod that completed) is not a restart
+# (the pod check of the gate sees a pod that failed), nor is a container
+# started in a pod that ran none at the record (one in CrashLoopBackOff:
+# the new kubelet starts it without the old one's back-off).
 compare_pods() {
 	awk '
-		phase == 1 { if ($1 == "pod") { uid[$2] = $3; n = split($4, a, ","); for (i = 1; i <= n; i++) had[$2 "," a[i]] = 1 }; next }
+		phase == 1 { if ($1 == "pod") { uid[$2] = $3; n = split($4, a, ","); for (i = 1; i <= n; i++) had[$2 "," a[i]] = 1; ran[$2] = n }; next }
 		$1 == "restart" { print "container " $2 " (" $3 "): the kubelet restarts it"; next }
 		$1 == "pod" && ($2 in uid) {
 			if ($3 != uid[$2]) { print "pod " $2 ": runs under uid " $3 ", was " uid[$2] " (recreated)"; next }
+			if (ran[$2] == 0) next
 			n = split($4, a, ",")
 			for (i = 1; i <= n; i++) if (!(($2 "," a[i]) in had)) print "pod " $2 ": runs container " a[i] ", created after the record (restarted)"
 		}' phase=1 "$1" phase=2 "$2"
@@ -234,6 +238,21 @@ wait_plan() {
 	done
 }
 
+# settle waits until the pods of the node that were Ready when the upgrade
+# began (all but $WORK/unready-before) are Ready, at most GATE_TIMEOUT
+# seconds; the gate judges what is still not Ready then.
+settle() {
+	deadline=$(($(date +%s) + GATE_TIMEOUT))
+	while pods_not_ready "$WORK/unready-before" >"$WORK/unready" && [ -s "$WORK/unready" ]; do
+		if [ "$(date +%s)" -ge "$deadline" ]; then
+			log "pods of $NODE still not Ready after ${GATE_TIMEOUT}s; recording as they are:"
+			sed 's/^/  /' "$WORK/unready"
+			return 0
+		fi
+		sleep "$POLL"
+	done
+}
+
 upgrade() {
 	failed=$STATE/$TARGET.gate-failed
 	[ ! -e "$HOST$failed" ] || die "the health gate failed on this node before ($failed): not trying again; remove the file to retry"
@@ -244,6 +263,7 @@ upgrade() {
 		return 0
 	fi
 	log "node $NODE ($ROLE): $PREVIOUS -> $TARGET"
+	pods_of_node | awk '$2 != "Succeeded" && $3 != "True"' >"$WORK/unready-before" || true
 
 	# 1. preflight: what the patched kubelet would still lose.
 	target_kubelet=/usr/local/kubernetes/$TARGET/stage2/usr/bin/kubelet
@@ -299,8 +319,10 @@ upgrade() {
 		on_host kubeadm upgrade node ${KC_KUBEADM_ARGS:-} || die "kubeadm upgrade node failed"
 	fi
 
-	# 4. record, right before the swap.
-	pods_of_node | awk '$2 != "Succeeded" && $3 != "True"' >"$WORK/unready-before" || true
+	# 4. record, right before the swap, once the node's pods that were Ready
+	# before the upgrade are Ready again (kubeadm upgrade apply restarts the
+	# API server: controllers that lose their lease exit and back off).
+	settle
 	on_host kubelet-compat record --kubeconfig "$NODE_KUBECONFIG" || die "kubelet-compat record failed"
 	on_host kubelet-compat status -o json --kubeconfig "$NODE_KUBECONFIG" >"$WORK/status-before.json" ||
 		die "kubelet-compat status failed"

@@ -42,8 +42,8 @@ esac`,
 	"rpm": `[ "$1" != -q ] || [ "$FORMAT" = rpm ]`,
 	// DPKG_DROPS: installing kubernetes-unversioned drops stage2's link,
 	// as dpkg does when the package's directory takes its place.
-	"dpkg": `case "$*" in *kubernetes-unversioned*) [ -z "${DPKG_DROPS:-}" ] || echo none >"$FAKE/stage2" ;; esac`,
-	"kubeadm":    `:`,
+	"dpkg":    `case "$*" in *kubernetes-unversioned*) [ -z "${DPKG_DROPS:-}" ] || echo none >"$FAKE/stage2" ;; esac`,
+	"kubeadm": `:`,
 	"kubelet-compat": `case $1 in
 preflight) cat "$FAKE/preflight" ;;
 status) if [ "$(cat "$FAKE/stage2")" = "$PREV" ]; then cat "$FAKE/status-before.json"; else cat "$FAKE/status-after.json"; fi ;;
@@ -69,6 +69,8 @@ type scriptCase struct {
 	cluster   string // kubeadm-config's kubernetesVersion
 	preflight string // a golden of the CLI
 	after     func(string) string
+	// before changes status-before.json (the status at the record).
+	before    func(string) string
 	nodeReady string
 	// staleKubelet: the API keeps reporting the previous kubelet (the new
 	// one never posts its status).
@@ -93,6 +95,7 @@ func TestUpgradeScript(t *testing.T) {
 	assert.NilError(t, err)
 	upgradeNode := []string{
 		"kubernetes-select status",
+		podsCall,
 		"kubelet-compat preflight --node --from v1.30.14 --to v1.31.14 --kubeconfig /etc/kubernetes/kubelet.conf",
 		"dpkg-query -W -f ${Status} kubernetes-unversioned",
 		"dpkg-query -W -f ${Version} kubernetes-unversioned",
@@ -125,28 +128,28 @@ func TestUpgradeScript(t *testing.T) {
 			wantOut: []string{"node node-1 (worker): 1.30.14 -> 1.31.14", "gate: node node-1 Ready, its pods Ready, no container restarted", "upgraded to 1.31.14"}},
 		{name: "first control-plane node, RPM: kubeadm upgrade apply", format: "rpm", env: []string{"KC_ROLE=control-plane"},
 			preflight: "preflight-1.30-1.31.table.golden", stage2: target,
-			wantCalls: cat(upgradeNode[:2], []string{"dpkg-query -W -f ${Status} kubernetes-unversioned", "rpm -q kubernetes-unversioned",
+			wantCalls: cat(upgradeNode[:3], []string{"dpkg-query -W -f ${Status} kubernetes-unversioned", "rpm -q kubernetes-unversioned",
 				"rpm -U --replacepkgs /var/lib/kubelet-compat/upgrade/1.31.14/kubernetes-1.31.14-node-1.31.14-2.kc.x86_64.rpm", "kubernetes-select status",
-				upgradeNode[6], configmapCall, "kubeadm upgrade apply --yes v1.31.14"}, upgradeNode[8:], gateOK),
+				upgradeNode[7], configmapCall, "kubeadm upgrade apply --yes v1.31.14"}, upgradeNode[9:], gateOK),
 			wantOut: []string{"first control-plane node of 1.31.14: kubeadm upgrade apply"}},
 		{name: "next control-plane node: kubeadm upgrade node", env: []string{"KC_ROLE=control-plane"}, cluster: target,
 			preflight: "preflight-1.30-1.31.table.golden", stage2: target,
-			wantCalls: cat(upgradeNode[:7], []string{configmapCall}, upgradeNode[7:], gateOK)},
+			wantCalls: cat(upgradeNode[:8], []string{configmapCall}, upgradeNode[8:], gateOK)},
 		{name: "kubernetes-unversioned as the node has it: not installed again (dpkg would put its directories in place of the links)",
 			preflight: "preflight-1.30-1.31.table.golden", unversioned: "1.0.0-4", stage2: target,
-			wantCalls: cat(upgradeNode[:4], []string{"dpkg -i /var/lib/kubelet-compat/upgrade/1.31.14/kubernetes-1.31.14-node_1.31.14-2_amd64.deb"}, upgradeNode[5:], gateOK),
+			wantCalls: cat(upgradeNode[:5], []string{"dpkg -i /var/lib/kubelet-compat/upgrade/1.31.14/kubernetes-1.31.14-node_1.31.14-2_amd64.deb"}, upgradeNode[6:], gateOK),
 			wantOut:   []string{"kubernetes-unversioned_1.0.0-4_all.deb: the node has this kubernetes-unversioned already: not reinstalled"}},
 		{name: "a newer kubernetes-unversioned dropped stage2's selection: selected again, nothing restarted",
 			preflight: "preflight-1.30-1.31.table.golden", unversioned: "1.0.0-3", env: []string{"DPKG_DROPS=1"}, stage2: target,
-			wantCalls: cat(upgradeNode[:6], []string{"kubernetes-select stage2 1.30.14"}, upgradeNode[6:], gateOK),
+			wantCalls: cat(upgradeNode[:7], []string{"kubernetes-select stage2 1.30.14"}, upgradeNode[7:], gateOK),
 			wantOut:   []string{"the packages dropped stage2's selection: kubernetes-select stage2 1.30.14"}},
 		{name: "preflight: the patched kubelet restarts a container, refused before anything changed", preflight: "preflight-node.table.golden",
 			wantErr:   "the patched kubelet would still lose 1 container(s) or pod(s) (above); the Plan does not allow it (KC_ALLOW_LOSS): nothing changed",
-			wantCalls: upgradeNode[:2], stage2: prev},
+			wantCalls: upgradeNode[:3], stage2: prev},
 		{name: "preflight: pods the patched kubelet still rejects, refused", preflight: "preflight-node-killers.table.golden",
-			wantErr: "would still lose 4 container(s) or pod(s)", wantCalls: upgradeNode[:2], stage2: prev},
+			wantErr: "would still lose 4 container(s) or pod(s)", wantCalls: upgradeNode[:3], stage2: prev},
 		{name: "preflight: no patch series for the target, refused", preflight: "preflight-1.15-1.16.table.golden",
-			wantErr: "would still lose 1 container(s) or pod(s)", wantCalls: upgradeNode[:2], stage2: prev},
+			wantErr: "would still lose 1 container(s) or pod(s)", wantCalls: upgradeNode[:3], stage2: prev},
 		{name: "preflight loss allowed by the Plan", preflight: "preflight-node.table.golden", env: []string{"KC_ALLOW_LOSS=true"},
 			wantCalls: cat(upgradeNode, gateOK), stage2: target,
 			wantOut: []string{"the patched kubelet loses 1 container(s) or pod(s); the Plan allows it (KC_ALLOW_LOSS=true)"}},
@@ -157,6 +160,14 @@ func TestUpgradeScript(t *testing.T) {
 			wantErr: "the health gate failed: stage2 is back on 1.30.14", failedMark: true, stage2: prev,
 			wantCalls: cat(upgradeNode, gateOK, rollback),
 			wantOut:   []string{"pod default/seccomp-node-1: runs container c-pinned-uid-app-2, created after the record (restarted)"}},
+		{name: "gate: a pod that ran no container at the record (CrashLoopBackOff) runs one after the swap: not a restart",
+			preflight: "preflight-1.30-1.31.table.golden", stage2: target, wantCalls: cat(upgradeNode, gateOK),
+			before: func(s string) string {
+				return strings.Replace(s, "\"runningContainers\": [\n          \"c-pinned-uid-app\"\n        ],", "\"runningContainers\": [],", 1)
+			},
+			after: func(s string) string {
+				return strings.Replace(s, "          \"c-pinned-uid-app\"\n", "          \"c-pinned-uid-app-2\"\n", 1)
+			}},
 		{name: "gate: a static pod recreated under another UID, rolled back", preflight: "preflight-1.30-1.31.table.golden",
 			after: func(s string) string { // the admission section, after staticPodsOnRecordedUID
 				i := strings.LastIndex(s, `"uid": "etcd-uid"`)
@@ -246,7 +257,10 @@ func runScriptCase(t *testing.T, tc scriptCase, applets string, statusBefore []b
 			if tc.after == nil {
 				tc.after = same
 			}
-			write("status-before.json", string(statusBefore))
+			if tc.before == nil {
+				tc.before = same
+			}
+			write("status-before.json", tc.before(string(statusBefore)))
 			write("status-after.json", tc.after(string(statusBefore)))
 			write("stage1", prev)
 			write("stage2", prev)
