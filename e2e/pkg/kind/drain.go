@@ -63,8 +63,29 @@ func (f *fleetRun) drainRoll(ctx context.Context) error {
 		if _, err := f.c.WaitPodsReady(ctx, 10*time.Minute, fleetPods(len(f.c.Nodes), len(f.statics.Pods), false), Namespace); err != nil {
 			return fmt.Errorf("after %s: %w", n.name, err)
 		}
+		if i == 0 {
+			if err := f.waitControlPlane(ctx); err != nil {
+				return fmt.Errorf("after %s: %w", n.name, err)
+			}
+		}
 	}
 	return nil
+}
+
+// waitControlPlane waits, as operators do before the workers, until the
+// control plane serves again: the released kubelet recreates the static
+// pods under new UIDs, and a worker's kubeadm upgrade node against an API
+// server whose authorizers have not synced yet is refused (seen: "cannot
+// get resource configmaps ... kubeadm-config").
+func (f *fleetRun) waitControlPlane(ctx context.Context) error {
+	if err := poll(ctx, 5*time.Minute, func() error {
+		_, err := f.c.Client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		return err
+	}); err != nil {
+		return fmt.Errorf("the API server's /readyz: %w", err)
+	}
+	_, err := f.c.WaitPodsReady(ctx, 5*time.Minute, 4+len(f.c.Nodes)+2, "kube-system")
+	return err
 }
 
 // kubeadmUpgradeNode is a worker's kubeadm step: stage1, kubeadm upgrade
