@@ -178,11 +178,12 @@ pods_of_node() {
 
 # pods_not_ready prints the pods of the node that are neither Ready nor
 # Succeeded, leaving out those listed in the file $1 (not Ready before the
-# upgrade began).
+# upgrade began); non-zero when the API server does not list them.
 pods_not_ready() {
-	pods_of_node | awk -v before="$1" '
+	pods_of_node >"$WORK/pods" || return 1
+	awk -v before="$1" '
 		BEGIN { while ((getline line < before) > 0) { split(line, f, " "); skip[f[1]] = 1 } }
-		$2 != "Succeeded" && $3 != "True" && !($1 in skip) { print $1 " (" $2 ")" }'
+		$2 != "Succeeded" && $3 != "True" && !($1 in skip) { print $1 " (" $2 ")" }' <"$WORK/pods"
 }
 
 # gate is the health gate: the node Ready from the target's kubelet, then
@@ -203,8 +204,12 @@ gate() {
 	log "gate: node $NODE Ready with kubelet v$TARGET; letting it settle ${GATE_SETTLE}s"
 	sleep "$GATE_SETTLE"
 	while :; do
-		pods_not_ready "$WORK/unready-before" >"$WORK/unready"
-		[ -s "$WORK/unready" ] || break
+		# A failed list (the API server not answering) is no pass.
+		if pods_not_ready "$WORK/unready-before" >"$WORK/unready"; then
+			[ -s "$WORK/unready" ] || break
+		else
+			echo "(the API server did not list the node's pods)" >"$WORK/unready"
+		fi
 		if [ "$(date +%s)" -ge "$deadline" ]; then
 			log "gate: pods of $NODE not Ready after ${GATE_TIMEOUT}s:"
 			sed 's/^/  /' "$WORK/unready"
@@ -243,7 +248,7 @@ wait_plan() {
 # seconds; the gate judges what is still not Ready then.
 settle() {
 	deadline=$(($(date +%s) + GATE_TIMEOUT))
-	while pods_not_ready "$WORK/unready-before" >"$WORK/unready" && [ -s "$WORK/unready" ]; do
+	until pods_not_ready "$WORK/unready-before" >"$WORK/unready" && [ ! -s "$WORK/unready" ]; do
 		if [ "$(date +%s)" -ge "$deadline" ]; then
 			log "pods of $NODE still not Ready after ${GATE_TIMEOUT}s; recording as they are:"
 			sed 's/^/  /' "$WORK/unready"

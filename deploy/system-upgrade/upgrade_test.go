@@ -50,7 +50,7 @@ status) if [ "$(cat "$FAKE/stage2")" = "$PREV" ]; then cat "$FAKE/status-before.
 esac`,
 	"kubectl": `case "$*" in
 "get node "*) echo "$(cat "$FAKE/node-ready") v${KUBELET_REPORTS:-$(cat "$FAKE/stage2")}+compat.1" ;;
-"get pods "*) if [ "$(cat "$FAKE/stage2")" = "$PREV" ]; then cat "$FAKE/pods-before"; else cat "$FAKE/pods-after"; fi ;;
+"get pods "*) if [ "$(cat "$FAKE/stage2")" = "$PREV" ]; then cat "$FAKE/pods-before"; else [ -z "${PODS_FAIL:-}" ] || exit 1; cat "$FAKE/pods-after"; fi ;;
 "get configmap kubeadm-config "*) printf 'apiServer: {}\nkubernetesVersion: v%s\n' "$CLUSTER" ;;
 "get plans.upgrade.cattle.io "*) cat "$FAKE/plan" ;;
 *) exit 2 ;;
@@ -182,6 +182,9 @@ func TestUpgradeScript(t *testing.T) {
 		{name: "gate: a pod not Ready within the timeout, rolled back", preflight: "preflight-1.30-1.31.table.golden",
 			podsAfter: "default/web-0 Running False\n", wantErr: "the health gate failed", failedMark: true, stage2: prev,
 			wantOut: []string{"gate: pods of node-1 not Ready after 1s:", "  default/web-0 (Running)"}},
+		{name: "gate: the API server does not list the node's pods: no pass, rolled back", preflight: "preflight-1.30-1.31.table.golden",
+			env: []string{"PODS_FAIL=1"}, wantErr: "the health gate failed", failedMark: true, stage2: prev,
+			wantOut: []string{"gate: pods of node-1 not Ready after 1s:", "  (the API server did not list the node's pods)"}},
 		{name: "gate: a pod not Ready before the upgrade does not count", preflight: "preflight-1.30-1.31.table.golden",
 			podsBefore: "default/crashing Running False\n", podsAfter: "default/crashing Running False\ndefault/web-0 Running True\n",
 			wantCalls: cat(upgradeNode, gateOK), stage2: target},
