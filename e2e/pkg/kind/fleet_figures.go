@@ -60,21 +60,23 @@ func unavailableSeconds(samples []readiness.Sample, member func(pod string) bool
 	return total.Seconds()
 }
 
-// endpointRemovals counts the ready endpoints of pods matching member that
-// went not ready or away between two samples, the later one in [from, to].
-func endpointRemovals(samples []readiness.Sample, member func(pod string) bool, from, to time.Time) int {
-	n := 0
+// endpointRemovals lists, once per removal and sorted, the pods matching
+// member whose ready endpoint went not ready or away between two samples,
+// the later one in [from, to]: the report names whom a removal hit.
+func endpointRemovals(samples []readiness.Sample, member func(pod string) bool, from, to time.Time) []string {
+	var removed []string
 	for i := 1; i < len(samples); i++ {
 		if !within(samples[i].T, from, to) {
 			continue
 		}
 		for pod, was := range samples[i-1].Serving {
 			if was && member(pod) && !samples[i].Serving[pod] {
-				n++
+				removed = append(removed, pod)
 			}
 		}
 	}
-	return n
+	sort.Strings(removed)
+	return removed
 }
 
 // workloadsOnly keeps the sandboxes and containers of the workloads'
@@ -173,7 +175,7 @@ func (d rollData) nodeFigures(w nodeWindow) report.FleetNode {
 	if !w.Start.IsZero() {
 		f.Rescheduled = createdIn(d.records, w.Start, w.End)
 		f.SoloUnavailableSeconds = unavailableSeconds(d.samples, d.member(SoloName), w.Start, w.End)
-		f.EndpointRemovals = endpointRemovals(d.samples, d.member(fleetServices...), w.Start, w.End)
+		f.EndpointRemovals = len(endpointRemovals(d.samples, d.member(fleetServices...), w.Start, w.End))
 		f.Seconds = w.End.Sub(w.Start).Seconds()
 		f.APIRequests = int(requestsIn(d.api, w.Start, w.End))
 	}
@@ -197,7 +199,7 @@ func (d rollData) figures() ([]report.FleetNode, report.FleetNode) {
 	}
 	total.Rescheduled = createdIn(d.records, d.rollStart, d.rollEnd)
 	total.SoloUnavailableSeconds = unavailableSeconds(d.samples, d.member(SoloName), d.rollStart, d.rollEnd)
-	total.EndpointRemovals = endpointRemovals(d.samples, d.member(fleetServices...), d.rollStart, d.rollEnd)
+	total.EndpointRemovals = len(endpointRemovals(d.samples, d.member(fleetServices...), d.rollStart, d.rollEnd))
 	total.Seconds = d.rollEnd.Sub(d.rollStart).Seconds()
 	total.APIRequests = int(requestsIn(d.api, d.rollStart, d.rollEnd))
 	// A pod gone from the API but on no node's list (never bound) still

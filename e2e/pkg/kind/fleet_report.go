@@ -70,8 +70,10 @@ func (f *fleetRun) reportRoll(ctx context.Context) error {
 		Detail: fmt.Sprintf("order %s; wrong: %s", strings.Join(f.order, " "), list(wrong))})
 
 	figures := describe(total)
+	removed := endpointRemovals(f.data.samples, f.data.member(fleetServices...), f.data.rollStart, f.data.rollEnd)
 	if f.drain {
-		f.record(report.Check{Name: fmt.Sprintf("%s %s: the anchor's cost (reported)", f.name, f.roll), Passed: true, Detail: figures})
+		f.record(report.Check{Name: fmt.Sprintf("%s %s: the anchor's cost (reported)", f.name, f.roll), Passed: true,
+			Detail: figures + "; endpoints removed: " + list(removed)})
 		return nil
 	}
 	var restarted []string
@@ -87,7 +89,7 @@ func (f *fleetRun) reportRoll(ctx context.Context) error {
 		Passed: total.Evicted == 0 && total.Rescheduled == 0 && len(changed) == 0,
 		Detail: fmt.Sprintf("%d deleted, %d created, UIDs changed: %s", total.Evicted, total.Rescheduled, list(changed))})
 	f.record(report.Check{Name: fmt.Sprintf("%s %s: readiness across the roll (reported)", f.name, f.roll), Passed: true,
-		Detail: fmt.Sprintf("single replica without a ready endpoint %.1fs, %d endpoint removals (Services %s)", total.SoloUnavailableSeconds, total.EndpointRemovals, strings.Join(fleetServices, " "))})
+		Detail: fmt.Sprintf("single replica without a ready endpoint %.1fs, %d endpoint removals (Services %s): %s", total.SoloUnavailableSeconds, total.EndpointRemovals, strings.Join(fleetServices, " "), list(removed))})
 	return nil
 }
 

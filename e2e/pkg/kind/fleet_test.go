@@ -189,16 +189,16 @@ func TestReadinessFigures(t *testing.T) {
 		name        string
 		from, to    int
 		unavailable float64
-		removals    int
+		removed     []string
 	}{
-		{name: "the whole roll", from: 0, to: 30, unavailable: 6, removals: 2},
-		{name: "a window around the move", from: 8, to: 12, unavailable: 2, removals: 1},
-		{name: "a window after it", from: 17, to: 30, unavailable: 0, removals: 1},
-		{name: "a window before it", from: 0, to: 9, unavailable: 0, removals: 0},
+		{name: "the whole roll", from: 0, to: 30, unavailable: 6, removed: []string{"solo-a", "web-1"}},
+		{name: "a window around the move", from: 8, to: 12, unavailable: 2, removed: []string{"solo-a"}},
+		{name: "a window after it", from: 17, to: 30, unavailable: 0, removed: []string{"web-1"}},
+		{name: "a window before it", from: 0, to: 9, unavailable: 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			assert.Equal(t, unavailableSeconds(samples, d.member(SoloName), at(tt.from), at(tt.to)), tt.unavailable)
-			assert.Equal(t, endpointRemovals(samples, d.member(fleetServices...), at(tt.from), at(tt.to)), tt.removals)
+			assert.DeepEqual(t, endpointRemovals(samples, d.member(fleetServices...), at(tt.from), at(tt.to)), tt.removed)
 		})
 	}
 }
