@@ -112,10 +112,8 @@ func (t *Tree) GenerateOpenAPI(ctx context.Context) error {
 	// From 1.30 openapi-gen is built on gengo v2: packages as arguments,
 	// one output file in an output directory, the tree's own header.
 	gengoV2 := bytes.Contains(codegen, []byte("--output-pkg"))
-	roots, boilerplate := t.openAPIRoots(mods)
-	if gengoV2 {
-		boilerplate = filepath.Join(t.Dir, "hack", "boilerplate", "boilerplate.generatego.txt")
-	}
+	roots, codegenHeader := t.openAPIRoots(mods)
+	boilerplate := openAPIHeader(codegen, t.Dir, codegenHeader)
 	if boilerplate == "" {
 		return fail(fmt.Errorf("k8s.io/code-generator %s is not in the module graph (its hack/boilerplate.go.txt heads the file)", t.Row.ModuleVersion("k8s.io/code-generator")))
 	}
@@ -173,6 +171,18 @@ func (t *Tree) GenerateOpenAPI(ctx context.Context) error {
 	}
 	t.h.logf(t.Row, "generated openapi from %d packages in %s", len(inputs), time.Since(start).Round(time.Second))
 	return nil
+}
+
+// openAPIHeader is the header file upstream's openapi-gen run used: until
+// 1.25 build/root/Makefile.generated_files passed code-generator's
+// hack/boilerplate.go.txt (codegenHeader); from 1.26 hack/update-codegen.sh
+// runs openapi-gen with the tree's own boilerplate.generatego.txt (and the
+// proxy's code-generator modules of those minors carry no hack/ directory).
+func openAPIHeader(updateCodegen []byte, treeDir, codegenHeader string) string {
+	if bytes.Contains(updateCodegen, []byte("openapi-gen")) {
+		return filepath.Join(treeDir, "hack", "boilerplate", "boilerplate.generatego.txt")
+	}
+	return codegenHeader
 }
 
 // openAPIRoots parses `go list -m -f '{{.Path}} {{with .Replace}}{{.Path}}
