@@ -50,6 +50,7 @@
 #   make e2e E2E_BUILD=false      use the binaries already in _output
 #   make e2e-cleanup          undo what a killed run's journal lists (.ci/run runs it first)
 #   make kind-images [E2E=full] [KIND_SAVE=file]   the kind node images alone
+#                             (E2E_ARGS=-controls=false: only what the patched chain needs)
 
 E2E ?= ci
 E2E_PROVIDER ?= local

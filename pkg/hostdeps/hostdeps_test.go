@@ -185,7 +185,7 @@ func packageDirs(t *testing.T, roots []string) []string {
 // literal where a program is named: exec.Command,
 // CommandContext, LookPath, exec.Cmd{Name: ...}, proc.Start, a Conntrack
 // runner, and every hostdeps.<Program> the code refers to) and the
-// packages they `go run`.
+// packages they `go run` or build and run (buildTool).
 func scanDir(t *testing.T, dir string, runs, goRuns map[string][]string) {
 	t.Helper()
 	fset := token.NewFileSet()
@@ -220,6 +220,14 @@ func scanDir(t *testing.T, dir string, runs, goRuns map[string][]string) {
 					arg = 2
 				case sel.Sel.Name == "Conntrack":
 					arg = 1
+				}
+				if sel.Sel.Name == "buildTool" && len(n.Args) == 3 {
+					// The kind image builder's commands it builds, then runs:
+					// followed as a `go run` is.
+					if target, ok := stringLit(n.Args[2]); ok {
+						goRuns[target] = append(goRuns[target], where(n))
+					}
+					return true
 				}
 				if arg < 0 || len(n.Args) <= arg {
 					return true

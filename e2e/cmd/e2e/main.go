@@ -86,7 +86,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	versionsFlag := fl.String("versions", "", "override the mode's steps with a chain: v1,v2,v3 means v1 -> v2 and v2 -> v3 (e.g. 1.21.14,1.22.17,1.23.17; a pair that goes down is a rollback step)")
 	faults := fl.Bool("faults", false, "kind provider: also run the first step patched on a cluster of its own with faults (containerd restarted between the kubelets on worker 1, the new kubelet SIGKILLed during its first sync on worker 2); always in the modes with extras (ci, full)")
 	patchedRuns := fl.Bool("patched", true, "run the patched chain (false: only the unpatched controls)")
-	controlRuns := fl.Bool("controls", true, "run the mode's unpatched controls (false: only the patched chain, e.g. while a target's unpatched build is missing)")
+	controlRuns := fl.Bool("controls", true, "run the mode's unpatched controls (false: only the patched chain, e.g. while a target's unpatched build is missing; -mode images: only what that chain needs, its .debs and its first node image)")
 	syncFreq := fl.Duration("sync-frequency", 10*time.Second, "the kubelet's --sync-frequency")
 	kindImages := fl.String("kind-images", "build", "kind provider: build (the images the plan needs, incrementally, before the clusters) or use (those the engine holds, e.g. docker load-ed from -mode images -save)")
 	imagesOf := fl.String("images-of", "ci", "-mode images: the plan whose versions to build (ci, full)")
@@ -206,7 +206,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return filepath.Join(repoRoot, p)
 	}
 	// One plan, carried out by the provider asked for.
-	p := plan.Plan{Mode: *mode, Steps: pl.steps, Controls: pl.controls || *mode == "images", SkipPatched: !*patchedRuns, Extras: pl.extras,
+	p := plan.Plan{Mode: *mode, Steps: pl.steps, Controls: planControls(*mode, pl.controls, *controlRuns), SkipPatched: !*patchedRuns, Extras: pl.extras,
 		SyncFrequency: *syncFreq, Output: abs(*output), ReportDir: abs(*reportDir), Log: stdout}
 	var prov plan.Provider
 	switch *provider {
@@ -274,6 +274,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// planControls says whether the plan runs (or, -mode images, builds for)
+// the unpatched controls: the mode's choice, and -mode images builds them
+// for any plan (e.g. the fleet's drain roll) unless -controls=false asks
+// for what the patched chain alone needs (its .debs, one node image).
+func planControls(mode string, modeControls, controlRuns bool) bool {
+	if !controlRuns {
+		return false
+	}
+	return modeControls || mode == "images"
 }
 
 // cleanupMode undoes what the journal of a run that could not clean up

@@ -190,6 +190,26 @@ func TestRollbackStepsRefusedWhereTheyCannotRun(t *testing.T) {
 	}
 }
 
+// TestPlanControls: -mode images builds the controls' packages and node
+// images for every plan unless -controls=false.
+func TestPlanControls(t *testing.T) {
+	tests := []struct {
+		mode                      string
+		modeControls, controlRuns bool
+		want                      bool
+	}{
+		{mode: "steps", modeControls: true, controlRuns: true, want: true},
+		{mode: "steps", modeControls: false, controlRuns: false, want: false},
+		{mode: "images", modeControls: false, controlRuns: true, want: true},
+		{mode: "images", modeControls: true, controlRuns: true, want: true},
+		{mode: "images", modeControls: false, controlRuns: false, want: false},
+	}
+	for _, tt := range tests {
+		got := planControls(tt.mode, tt.modeControls, tt.controlRuns)
+		assert.Equal(t, got, tt.want, "mode %s, the mode's controls %v, -controls=%v", tt.mode, tt.modeControls, tt.controlRuns)
+	}
+}
+
 // TestKindVersions: -mode versions prints what make e2e-binaries-kind
 // builds, the skip-level control plane's minors too; a skip beyond
 // upstream's skew policy is refused before anything is made.

@@ -32,7 +32,7 @@ type Options struct {
 	// DockerEnv is added to the environment of every docker command
 	// (DOCKER_HOST=...).
 	DockerEnv []string
-	// RepoRoot is the kubelet-compat checkout (go run ./deb/cmd/build-debs,
+	// RepoRoot is the kubelet-compat checkout (go build ./deb/cmd/build-debs,
 	// the pause and the CLI are built from it).
 	RepoRoot string
 	// OutputDir is the harness output (_output); results go to its kind/.

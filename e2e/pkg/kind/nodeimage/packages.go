@@ -120,7 +120,13 @@ func (b *builder) debbuild(ctx context.Context, what string, in map[string]map[s
 		}
 	}
 	result := filepath.Join(stage, "debs")
-	cmd := exec.Command("go", "run", "./deb/cmd/build-debs", "-input", filepath.Join(stage, "input"), "-output", result,
+	// Built, then run: a cancelled `go run` would leave its child
+	// building packages, holding the log's pipe until it is done.
+	tool, err := b.buildTool(ctx, "build-debs", "./deb/cmd/build-debs")
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(tool, "-input", filepath.Join(stage, "input"), "-output", result,
 		"-versions", strings.Join(versions, " "), "-kubelet-compat", cli, "-source-date-epoch", epoch)
 	cmd.Dir, cmd.Log = b.opts.RepoRoot, b.cmdLog
 	if err := cmd.Run(ctx); err != nil {
@@ -140,6 +146,17 @@ func (b *builder) debbuild(ctx context.Context, what string, in map[string]map[s
 	}
 	done()
 	return nil
+}
+
+// buildTool builds one of the repository's commands into kind/bin.
+func (b *builder) buildTool(ctx context.Context, name, pkg string) (string, error) {
+	out := filepath.Join(b.kindDir, "bin", name)
+	cmd := exec.Command("go", "build", "-o", out, pkg)
+	cmd.Dir, cmd.Log = b.opts.RepoRoot, b.cmdLog
+	if err := cmd.Run(ctx); err != nil {
+		return "", fmt.Errorf("building %s: %w", name, err)
+	}
+	return out, nil
 }
 
 // buildCLI builds the kubelet-compat CLI the node packages ship, as make
