@@ -12,6 +12,7 @@ import (
 	"os"
 	osexec "os/exec"
 	"strings"
+	"time"
 )
 
 // Cmd describes one external command.
@@ -29,6 +30,11 @@ type Cmd struct {
 	Stdin io.Reader
 	// Log, when set, receives the command line and its combined output.
 	Log io.Writer
+	// InterruptGrace, when set, makes a cancelled context interrupt the
+	// command (SIGINT) and kill it only if it is still running this long
+	// after: for a command that stops its own children on an interrupt,
+	// which a SIGKILL would leave running.
+	InterruptGrace time.Duration
 }
 
 // Command returns a Cmd for name and args.
@@ -56,6 +62,10 @@ func (c *Cmd) Output(ctx context.Context) ([]byte, error) {
 	cmd := osexec.CommandContext(ctx, c.Name, c.Args...)
 	cmd.Dir = c.Dir
 	cmd.Env = c.environ()
+	if c.InterruptGrace > 0 {
+		cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+		cmd.WaitDelay = c.InterruptGrace
+	}
 	cmd.Stdin = c.Stdin
 	cmd.Stdout = &stdout
 	cmd.Stderr = &stderr

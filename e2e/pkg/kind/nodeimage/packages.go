@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
 )
@@ -128,7 +129,9 @@ func (b *builder) debbuild(ctx context.Context, what string, in map[string]map[s
 	}
 	cmd := exec.Command(tool, "-input", filepath.Join(stage, "input"), "-output", result,
 		"-versions", strings.Join(versions, " "), "-kubelet-compat", cli, "-source-date-epoch", epoch)
-	cmd.Dir, cmd.Log = b.opts.RepoRoot, b.cmdLog
+	// build-debs stops its dpkg-debs on an interrupt; a SIGKILL would
+	// leave them packaging into a removed directory.
+	cmd.Dir, cmd.Log, cmd.InterruptGrace = b.opts.RepoRoot, b.cmdLog, 10*time.Second
 	if err := cmd.Run(ctx); err != nil {
 		return fmt.Errorf("build-debs (%s): %w", what, err)
 	}
