@@ -60,8 +60,9 @@ func TestInterruptGrace(t *testing.T) {
 			cmd := Command("/bin/sh", "-c", `trap 'echo yes > "$1"; exit 3' INT; touch "$2"; while :; do sleep 0.05; done`, "sh", marker, ready)
 			cmd.InterruptGrace = tc.grace
 			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
 			go func() {
-				for {
+				for ctx.Err() == nil {
 					if _, err := os.Stat(ready); err == nil {
 						cancel()
 						return

@@ -217,16 +217,7 @@ func (b *builder) waitForFile(ctx context.Context, path string) error {
 
 // pauseBinary builds e2e/cmd/e2e-pause once per run.
 func (b *builder) pauseBinary(ctx context.Context) (string, error) {
-	dir := filepath.Join(b.kindDir, "bin")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w -buildid=", "-o", filepath.Join(dir, "pause"), "./e2e/cmd/e2e-pause")
-	cmd.Dir, cmd.Env, cmd.Log = b.opts.RepoRoot, []string{"CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64"}, b.cmdLog
-	if err := cmd.Run(ctx); err != nil {
-		return "", fmt.Errorf("building the pause binary: %w", err)
-	}
-	return filepath.Join(dir, "pause"), nil
+	return b.goBinary(ctx, "pause", "./e2e/cmd/e2e-pause")
 }
 
 func copyFile(src, dst string, mode os.FileMode) error {

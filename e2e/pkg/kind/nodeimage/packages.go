@@ -51,8 +51,14 @@ func PackageDir(output, variant string) string { return filepath.Join(output, "k
 // kind/debs/unpatched, each skipped when its inputs did not change.
 func (b *builder) buildPackages(ctx context.Context) (packageSet, error) {
 	set := packageSet{patched: PackageDir(b.opts.OutputDir, "patched"), unpatched: PackageDir(b.opts.OutputDir, "unpatched")}
-	cli, err := b.buildCLI(ctx)
-	if err != nil {
+	var tools debTools
+	var err error
+	if tools.cli, err = b.buildCLI(ctx); err != nil {
+		return set, err
+	}
+	// Built, then run: a cancelled `go run` would leave its child
+	// building packages, holding the log's pipe until it is done.
+	if tools.buildDebs, err = b.buildTool(ctx, "build-debs", "./deb/cmd/build-debs"); err != nil {
 		return set, err
 	}
 	patchedIn := map[string]map[string]string{}
@@ -60,7 +66,7 @@ func (b *builder) buildPackages(ctx context.Context) (packageSet, error) {
 		dir := filepath.Join(b.opts.OutputDir, v)
 		patchedIn[v] = map[string]string{"kubelet": filepath.Join(dir, "kubelet"), "kubeadm": filepath.Join(dir, "kubeadm"), "kubectl": filepath.Join(dir, "kubectl")}
 	}
-	if err := b.debbuild(ctx, "patched", patchedIn, cli, set.patched); err != nil {
+	if err := b.debbuild(ctx, "patched", patchedIn, tools, set.patched); err != nil {
 		return set, err
 	}
 	if len(b.opts.UnpatchedVersions) == 0 {
@@ -75,16 +81,20 @@ func (b *builder) buildPackages(ctx context.Context) (packageSet, error) {
 		}
 		unpatchedIn[v] = map[string]string{"kubelet": kubelet, "kubeadm": filepath.Join(dir, "kubeadm"), "kubectl": filepath.Join(dir, "kubectl")}
 	}
-	return set, b.debbuild(ctx, "unpatched", unpatchedIn, cli, set.unpatched)
+	return set, b.debbuild(ctx, "unpatched", unpatchedIn, tools, set.unpatched)
 }
+
+// debTools are what debbuild runs and packages: build-debs and the
+// kubelet-compat CLI the node packages ship.
+type debTools struct{ buildDebs, cli string }
 
 // debbuild runs deb/cmd/build-debs on a staging input dir of links to in
 // (version -> binary name -> path) and replaces out with the result.
-func (b *builder) debbuild(ctx context.Context, what string, in map[string]map[string]string, cli, out string) error {
+func (b *builder) debbuild(ctx context.Context, what string, in map[string]map[string]string, tools debTools, out string) error {
 	epoch := b.sourceDateEpoch(ctx)
 	parts := map[string][]byte{"epoch": []byte(epoch)}
-	if parts["cli"], _ = fileSHA256Bytes(cli); parts["cli"] == nil {
-		return fmt.Errorf("hashing %s", cli)
+	if parts["cli"], _ = fileSHA256Bytes(tools.cli); parts["cli"] == nil {
+		return fmt.Errorf("hashing %s", tools.cli)
 	}
 	var versions []string
 	for v, bins := range in {
@@ -121,14 +131,8 @@ func (b *builder) debbuild(ctx context.Context, what string, in map[string]map[s
 		}
 	}
 	result := filepath.Join(stage, "debs")
-	// Built, then run: a cancelled `go run` would leave its child
-	// building packages, holding the log's pipe until it is done.
-	tool, err := b.buildTool(ctx, "build-debs", "./deb/cmd/build-debs")
-	if err != nil {
-		return err
-	}
-	cmd := exec.Command(tool, "-input", filepath.Join(stage, "input"), "-output", result,
-		"-versions", strings.Join(versions, " "), "-kubelet-compat", cli, "-source-date-epoch", epoch)
+	cmd := exec.Command(tools.buildDebs, "-input", filepath.Join(stage, "input"), "-output", result,
+		"-versions", strings.Join(versions, " "), "-kubelet-compat", tools.cli, "-source-date-epoch", epoch)
 	// build-debs stops its dpkg-debs on an interrupt; a SIGKILL would
 	// leave them packaging into a removed directory.
 	cmd.Dir, cmd.Log, cmd.InterruptGrace = b.opts.RepoRoot, b.cmdLog, 10*time.Second
@@ -151,27 +155,31 @@ func (b *builder) debbuild(ctx context.Context, what string, in map[string]map[s
 	return nil
 }
 
-// buildTool builds one of the repository's commands into kind/bin.
-func (b *builder) buildTool(ctx context.Context, name, pkg string) (string, error) {
-	out := filepath.Join(b.kindDir, "bin", name)
-	cmd := exec.Command("go", "build", "-o", out, pkg)
-	cmd.Dir, cmd.Log = b.opts.RepoRoot, b.cmdLog
+// goBinary builds the repository's package pkg into kind/bin/name,
+// static and reproducible (as make deb builds the CLI).
+func (b *builder) goBinary(ctx context.Context, name, pkg string) (string, error) {
+	dir := filepath.Join(b.kindDir, "bin")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	out := filepath.Join(dir, name)
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w -buildid=", "-o", out, pkg)
+	cmd.Dir, cmd.Env, cmd.Log = b.opts.RepoRoot, []string{"CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64"}, b.cmdLog
 	if err := cmd.Run(ctx); err != nil {
-		return "", fmt.Errorf("building %s: %w", name, err)
+		return "", fmt.Errorf("building %s: %w", pkg, err)
 	}
 	return out, nil
 }
 
-// buildCLI builds the kubelet-compat CLI the node packages ship, as make
-// deb does (static, reproducible).
+// buildTool builds a command the builder then runs on this host (the
+// hostdeps test follows these calls into the command's programs).
+func (b *builder) buildTool(ctx context.Context, name, pkg string) (string, error) {
+	return b.goBinary(ctx, name, pkg)
+}
+
+// buildCLI builds the kubelet-compat CLI the node packages ship.
 func (b *builder) buildCLI(ctx context.Context) (string, error) {
-	out := filepath.Join(b.kindDir, "bin", "kubelet-compat")
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w -buildid=", "-o", out, "./cmd/kubelet-compat")
-	cmd.Dir, cmd.Env, cmd.Log = b.opts.RepoRoot, []string{"CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64"}, b.cmdLog
-	if err := cmd.Run(ctx); err != nil {
-		return "", fmt.Errorf("building the kubelet-compat CLI: %w", err)
-	}
-	return out, nil
+	return b.goBinary(ctx, "kubelet-compat", "./cmd/kubelet-compat")
 }
 
 // sourceDateEpoch is the commit time of the last commit that changed how
