@@ -538,6 +538,9 @@ func (r *clusterRun) execLogged(ctx context.Context, n *Node, what string, args 
 
 func (r *clusterRun) upgradeControlPlane(ctx context.Context, version string) error {
 	cp := r.c.ControlPlane()
+	if err := r.bridgeEtcd(ctx, version); err != nil {
+		return err
+	}
 	before, err := r.readManifests(ctx)
 	if err != nil {
 		return err

@@ -8,15 +8,14 @@ import (
 	"sort"
 	"strings"
 	"time"
-
-	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
 )
 
 // versionImages is what a node image of one version preloads.
 type versionImages struct {
 	list imageList
-	tar  string // <OutputDir>/kind/images/<ver>.tar
-	ids  string // "ref id" lines of the saved images: the tar's identity
+	refs []string // what the tar holds: list's images and any bridge etcd
+	tar  string   // <OutputDir>/kind/images/<ver>.tar
+	ids  string   // "ref id" lines of the saved images: the tar's identity
 }
 
 // imageSpec is one image to build: a Dockerfile and the files of its
@@ -52,12 +51,7 @@ func scratchImage(ref, name, binary string) imageSpec {
 // buildVersionImages builds the images kubeadm of version v lists and saves
 // them to <OutputDir>/kind/images/<v>.tar.
 func (b *builder) buildVersionImages(ctx context.Context, v string) (versionImages, error) {
-	kubeadm := filepath.Join(b.opts.OutputDir, v, "kubeadm")
-	out, err := exec.Command(kubeadm, "config", "images", "list", "--kubernetes-version", "v"+v).Output(ctx)
-	if err != nil {
-		return versionImages{}, fmt.Errorf("listing kubeadm's images: %w", err)
-	}
-	list, err := parseImageList(string(out))
+	list, err := kubeadmImages(ctx, b.opts.OutputDir, v)
 	if err != nil {
 		return versionImages{}, err
 	}
@@ -87,6 +81,18 @@ func (b *builder) buildVersionImages(ctx context.Context, v string) (versionImag
 		return versionImages{}, fmt.Errorf("etcd: %w", err)
 	}
 	specs = append(specs, binaryImage(list[compEtcd], base, "etcd", etcd))
+	refs := list.refs()
+	if bridge, err := bridgeFor(list.tag(compEtcd)); err != nil {
+		return versionImages{}, err
+	} else if bridge {
+		bin, err := b.etcdFromProxy(ctx, "v"+etcdBridgeVersion)
+		if err != nil {
+			return versionImages{}, fmt.Errorf("the bridge etcd: %w", err)
+		}
+		ref := etcdBridgeRef(list[compEtcd])
+		specs = append(specs, binaryImage(ref, base, "etcd", bin))
+		refs = append(refs, ref)
+	}
 	coredns, err := b.coreDNSBinary(ctx, list.tag(compCoreDNS))
 	if err != nil {
 		return versionImages{}, fmt.Errorf("CoreDNS: %w", err)
@@ -103,7 +109,7 @@ func (b *builder) buildVersionImages(ctx context.Context, v string) (versionImag
 			return versionImages{}, err
 		}
 	}
-	return b.saveImages(ctx, v, list)
+	return b.saveImages(ctx, v, list, refs)
 }
 
 // buildImage builds s unless an image with its input hash exists.
@@ -149,10 +155,10 @@ func (b *builder) buildImage(ctx context.Context, s imageSpec) error {
 	return nil
 }
 
-// saveImages writes list's images to <v>.tar unless the tar holds exactly
-// these images already.
-func (b *builder) saveImages(ctx context.Context, v string, list imageList) (versionImages, error) {
-	refs := list.refs()
+// saveImages writes refs (list's images and any bridge etcd) to <v>.tar
+// unless the tar holds exactly these images already.
+func (b *builder) saveImages(ctx context.Context, v string, list imageList, refs []string) (versionImages, error) {
+	sort.Strings(refs)
 	var lines []string
 	for _, ref := range refs {
 		id, err := b.docker.imageID(ctx, ref)
@@ -169,7 +175,7 @@ func (b *builder) saveImages(ctx context.Context, v string, list imageList) (ver
 	}
 	tar := filepath.Join(dir, v+".tar")
 	stamp := tar + ".ids"
-	res := versionImages{list: list, tar: tar, ids: ids}
+	res := versionImages{list: list, refs: refs, tar: tar, ids: ids}
 	if old, err := os.ReadFile(stamp); err == nil && string(old) == ids {
 		if _, err := os.Stat(tar); err == nil {
 			b.logf("%s is up to date", tar)

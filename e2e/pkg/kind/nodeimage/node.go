@@ -47,7 +47,7 @@ func (b *builder) buildNode(ctx context.Context, v, base string, imgs versionIma
 		return err
 	}
 	defer os.RemoveAll(stage)
-	files := map[string][]byte{"containerd-config.toml": cfg, "image-refs": []byte(strings.Join(imgs.list.refs(), "\n") + "\n"), "node-setup.sh": setup}
+	files := map[string][]byte{"containerd-config.toml": cfg, "image-refs": []byte(strings.Join(imgs.refs, "\n") + "\n"), "node-setup.sh": setup}
 	if err := writeContext(stage, files); err != nil {
 		return err
 	}
