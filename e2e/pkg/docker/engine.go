@@ -49,6 +49,9 @@ type Info struct {
 	Driver          string `json:"Driver"`
 	DefaultRuntime  string `json:"DefaultRuntime"`
 	OperatingSystem string `json:"OperatingSystem"`
+	// DockerRootDir holds the engine's images and the containers'
+	// volumes (a kind node's /var).
+	DockerRootDir string `json:"DockerRootDir"`
 }
 
 func (i Info) String() string {

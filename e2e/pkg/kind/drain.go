@@ -72,19 +72,20 @@ func (f *fleetRun) drainRoll(ctx context.Context) error {
 	return nil
 }
 
-// waitControlPlane waits, as operators do before the workers, until the
-// control plane serves again: the released kubelet recreates the static
-// pods under new UIDs, and a worker's kubeadm upgrade node against an API
-// server whose authorizers have not synced yet is refused (seen: "cannot
-// get resource configmaps ... kubeadm-config").
-func (f *fleetRun) waitControlPlane(ctx context.Context) error {
+// waitControlPlane waits, as operators do before they go on, until the
+// control plane serves again: after the released kubelet recreated the
+// static pods under new UIDs, or etcd restarted under the API server. An
+// API server whose authorizers have not synced yet refuses kubernetes-admin
+// (seen: "cannot get resource configmaps ... kubeadm-config", "cannot
+// list resource nodes").
+func (r *clusterRun) waitControlPlane(ctx context.Context) error {
 	if err := poll(ctx, 5*time.Minute, func() error {
-		_, err := f.c.Client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		_, err := r.c.Client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
 		return err
 	}); err != nil {
 		return fmt.Errorf("the API server's /readyz: %w", err)
 	}
-	_, err := f.c.WaitPodsReady(ctx, 5*time.Minute, 4+len(f.c.Nodes)+2, "kube-system")
+	_, err := r.c.WaitPodsReady(ctx, 5*time.Minute, 4+len(r.c.Nodes)+2, "kube-system")
 	return err
 }
 

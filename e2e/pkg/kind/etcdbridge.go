@@ -105,6 +105,11 @@ func (r *clusterRun) bridgeEtcd(ctx context.Context, version string) error {
 	if err != nil {
 		return fmt.Errorf("etcd %s with kubeadm's flags: %w", nodeimage.EtcdBridgeTag, err)
 	}
+	// The API server may have restarted while etcd was away (its liveness
+	// probe checks etcd): kubeadm and the e2e need it serving again.
+	if err := r.waitControlPlane(ctx); err != nil {
+		return fmt.Errorf("after etcd %s: %w", nodeimage.EtcdBridgeTag, err)
+	}
 	r.rep.Checks = append(r.rep.Checks, report.Check{
 		Name:   fmt.Sprintf("%s %s: etcd %s -> %s before kubeadm upgrade apply v%s takes it to %s", r.name, r.step, running, nodeimage.EtcdBridgeTag, version, want),
 		Passed: true,

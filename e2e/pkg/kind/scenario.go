@@ -62,6 +62,9 @@ func Run(ctx context.Context, p *Provider, o ScenarioOptions, stack *cleanup.Sta
 	if err := preflight(ctx, p, o); err != nil {
 		return err
 	}
+	if err := checkDisk(ctx, p, o); err != nil {
+		return err
+	}
 	var runs []*clusterRun
 	if o.Controls {
 		for i, st := range o.Steps {
