@@ -93,8 +93,9 @@ func checkDisk(ctx context.Context, p *Provider, o ScenarioOptions) error {
 	}
 	free := int64(st.Bavail) * int64(st.Bsize)
 	if free < need {
-		return fmt.Errorf("the clusters need about %.1f GB free under the engine's data root %s (every node imports each staged version's images), %.1f GB are: free space or plan fewer versions", gb(need), info.DockerRootDir, gb(free))
+		return fmt.Errorf("the clusters need about %.1f GiB free under the engine's data root %s (every node imports each staged version's images), %.1f GiB are: free space or plan fewer versions", gb(need), info.DockerRootDir, gb(free))
 	}
+	p.logf("disk: the largest cluster needs about %.1f GiB under %s, %.1f GiB free", gb(need), info.DockerRootDir, gb(free))
 	return nil
 }
 
