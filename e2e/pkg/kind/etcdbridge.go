@@ -1,7 +1,6 @@
 package kind
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -11,6 +10,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind/nodeimage"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
@@ -25,24 +27,25 @@ import (
 // It does nothing when the apply stays within a minor of etcd.
 func (r *clusterRun) bridgeEtcd(ctx context.Context, version string) error {
 	cp := r.c.ControlPlane()
-	want, err := nodeimage.KubeadmEtcdTag(ctx, r.o.Output, version)
+	want, err := nodeimage.KubeadmEtcdImage(ctx, r.o.Output, version)
 	if err != nil {
 		return err
 	}
 	manifestPath := StaticPodDir + "/etcd.yaml"
-	manifest, err := cp.ReadFile(ctx, manifestPath)
+	raw, err := cp.ReadFile(ctx, manifestPath)
 	if err != nil {
 		return err
 	}
-	image, err := manifestImage(manifest)
+	pod, err := decodeEtcdManifest(raw)
 	if err != nil {
+		return fmt.Errorf("%s: %w", manifestPath, err)
+	}
+	running := pod.Spec.Containers[0].Image
+	bridge, need, err := nodeimage.EtcdBridge(running, want)
+	if err != nil || !need {
 		return err
 	}
-	running := image[strings.LastIndex(image, ":")+1:]
-	if need, err := nodeimage.EtcdNeedsBridge(running, want); err != nil || !need {
-		return err
-	}
-	flags := manifestFlags(manifest)
+	flags := commandFlags(pod.Spec.Containers[0].Command)
 	dataDir := flags["data-dir"]
 	if dataDir == "" {
 		return fmt.Errorf("%s: no --data-dir", manifestPath)
@@ -55,24 +58,21 @@ func (r *clusterRun) bridgeEtcd(ctx context.Context, version string) error {
 	if err != nil {
 		return fmt.Errorf("etcd %s: %w", running, err)
 	}
-	snapshotting, err := bridgeManifest(manifest, nodeimage.EtcdBridgeTag, "1")
-	if err != nil {
-		return err
+	writeEtcd := func(p *v1.Pod) error {
+		data, err := yaml.Marshal(p)
+		if err != nil {
+			return err
+		}
+		return cp.WriteFile(ctx, manifestPath, data, 0o600)
 	}
-	bridged, err := bridgeManifest(manifest, nodeimage.EtcdBridgeTag, "")
-	if err != nil {
-		return err
-	}
-	bridgeImage := image[:strings.LastIndex(image, ":")+1] + nodeimage.EtcdBridgeTag
 	start := time.Now()
-	r.logf("etcd %s -> %s before kubeadm's %s: with --snapshot-count=1 until a snapshot reaches applied index %d", running, nodeimage.EtcdBridgeTag, want, applied)
-	if err := cp.WriteFile(ctx, manifestPath, snapshotting, 0o600); err != nil {
+	r.logf("etcd %s -> %s before kubeadm's %s: with --snapshot-count=1 until a snapshot reaches applied index %d", running, bridge, want, applied)
+	if err := writeEtcd(bridgePod(pod, bridge, "1")); err != nil {
 		return err
 	}
-	bridgeVersion := strings.TrimSuffix(nodeimage.EtcdBridgeTag, "-0")
 	var snap uint64
 	err = poll(ctx, 3*time.Minute, func() error {
-		if err := etcdServes(ctx, cp, metrics, bridgeVersion); err != nil {
+		if err := etcdServes(ctx, cp, metrics, nodeimage.EtcdBridgeVersion); err != nil {
 			return err
 		}
 		out, err := cp.Exec(ctx, nil, "ls", "-1", path.Join(dataDir, "member", "snap"))
@@ -85,15 +85,15 @@ func (r *clusterRun) bridgeEtcd(ctx context.Context, version string) error {
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("etcd %s: %w", nodeimage.EtcdBridgeTag, err)
+		return fmt.Errorf("etcd %s: %w", bridge, err)
 	}
-	if err := cp.WriteFile(ctx, manifestPath, bridged, 0o600); err != nil {
+	if err := writeEtcd(bridgePod(pod, bridge, "")); err != nil {
 		return err
 	}
 	// Serving again, from the one process of the manifest kubeadm wrote:
 	// kubeadm's snapshot count, not the bridge's 1.
 	err = poll(ctx, 3*time.Minute, func() error {
-		if err := etcdServes(ctx, cp, metrics, bridgeVersion); err != nil {
+		if err := etcdServes(ctx, cp, metrics, nodeimage.EtcdBridgeVersion); err != nil {
 			return err
 		}
 		out, err := cp.Exec(ctx, nil, "pgrep", "-a", "-x", "etcd")
@@ -103,86 +103,64 @@ func (r *clusterRun) bridgeEtcd(ctx context.Context, version string) error {
 		return oneEtcdWithout(string(out), "--snapshot-count=1")
 	})
 	if err != nil {
-		return fmt.Errorf("etcd %s with kubeadm's flags: %w", nodeimage.EtcdBridgeTag, err)
+		return fmt.Errorf("etcd %s with kubeadm's flags: %w", bridge, err)
 	}
 	// The API server may have restarted while etcd was away (its liveness
 	// probe checks etcd): kubeadm and the e2e need it serving again.
 	if err := r.waitControlPlane(ctx); err != nil {
-		return fmt.Errorf("after etcd %s: %w", nodeimage.EtcdBridgeTag, err)
+		return fmt.Errorf("after etcd %s: %w", bridge, err)
 	}
 	r.rep.Checks = append(r.rep.Checks, report.Check{
-		Name:   fmt.Sprintf("%s %s: etcd %s -> %s before kubeadm upgrade apply v%s takes it to %s", r.name, r.step, running, nodeimage.EtcdBridgeTag, version, want),
+		Name:   fmt.Sprintf("%s %s: etcd %s -> %s before kubeadm upgrade apply v%s takes it to %s", r.name, r.step, running, bridge, version, want),
 		Passed: true,
-		Detail: fmt.Sprintf("%s: a snapshot at index %d, at or past the applied index %d; healthy again with kubeadm's flags after %s", bridgeImage, snap, applied, time.Since(start).Round(time.Second)),
+		Detail: fmt.Sprintf("a snapshot at index %d, at or past the applied index %d; healthy again with kubeadm's flags after %s", snap, applied, time.Since(start).Round(time.Second)),
 	})
 	return nil
 }
 
-// manifestImage is the image of a single-container static pod manifest.
-func manifestImage(manifest []byte) (string, error) {
-	var images []string
-	for _, line := range strings.Split(string(manifest), "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "image: "); ok {
-			images = append(images, strings.Trim(v, `"'`))
-		}
+// decodeEtcdManifest reads kubeadm's etcd manifest: a pod of one
+// container.
+func decodeEtcdManifest(raw []byte) (*v1.Pod, error) {
+	var pod v1.Pod
+	if err := yaml.UnmarshalStrict(raw, &pod); err != nil {
+		return nil, err
 	}
-	if len(images) != 1 || !strings.Contains(images[0], ":") {
-		return "", fmt.Errorf("want one image with a tag in the etcd manifest, found %q", images)
+	if len(pod.Spec.Containers) != 1 {
+		return nil, fmt.Errorf("want one container, found %d", len(pod.Spec.Containers))
 	}
-	return images[0], nil
+	return &pod, nil
 }
 
-// manifestFlags are the --name=value arguments of a kubeadm manifest's
-// command, one per line.
-func manifestFlags(manifest []byte) map[string]string {
+// commandFlags are the --name=value arguments of a command.
+func commandFlags(command []string) map[string]string {
 	flags := map[string]string{}
-	for _, line := range strings.Split(string(manifest), "\n") {
-		arg, ok := strings.CutPrefix(strings.TrimSpace(line), "- --")
-		if !ok {
-			continue
+	for _, arg := range command {
+		if a, ok := strings.CutPrefix(arg, "--"); ok {
+			name, value, _ := strings.Cut(a, "=")
+			flags[name] = value
 		}
-		name, value, _ := strings.Cut(arg, "=")
-		flags[name] = strings.Trim(value, `"'`)
 	}
 	return flags
 }
 
-// bridgeManifest is kubeadm's etcd manifest with the image tagged tag and,
-// unless snapshotCount is empty, --snapshot-count=snapshotCount.
-func bridgeManifest(manifest []byte, tag, snapshotCount string) ([]byte, error) {
-	var out []string
-	images, counts, commandAt := 0, 0, -1
-	for _, line := range strings.Split(string(manifest), "\n") {
-		trimmed := strings.TrimSpace(line)
-		indent := line[:len(line)-len(strings.TrimLeft(line, " "))]
-		switch {
-		case strings.HasPrefix(trimmed, "image: "):
-			ref := strings.Trim(strings.TrimPrefix(trimmed, "image: "), `"'`)
-			i := strings.LastIndex(ref, ":")
-			if i < 0 {
-				return nil, fmt.Errorf("etcd image %q has no tag", ref)
-			}
-			line = indent + "image: " + ref[:i+1] + tag
-			images++
-		case strings.HasPrefix(trimmed, "- --snapshot-count=") && snapshotCount != "":
-			line = indent + "- --snapshot-count=" + snapshotCount
-			counts++
-		case trimmed == "- etcd":
-			commandAt = len(out)
+// bridgePod is kubeadm's etcd pod running image and, unless snapshotCount
+// is empty, --snapshot-count=snapshotCount (replaced, or added).
+func bridgePod(kubeadm *v1.Pod, image, snapshotCount string) *v1.Pod {
+	pod := kubeadm.DeepCopy()
+	c := &pod.Spec.Containers[0]
+	c.Image = image
+	if snapshotCount == "" {
+		return pod
+	}
+	flag := "--snapshot-count=" + snapshotCount
+	for i, arg := range c.Command {
+		if strings.HasPrefix(arg, "--snapshot-count=") {
+			c.Command[i] = flag
+			return pod
 		}
-		out = append(out, line)
 	}
-	if images != 1 {
-		return nil, fmt.Errorf("want one image in the etcd manifest, found %d", images)
-	}
-	if snapshotCount != "" && counts == 0 {
-		if commandAt < 0 {
-			return nil, fmt.Errorf("the etcd manifest has no \"- etcd\" command to add --snapshot-count to")
-		}
-		indent := out[commandAt][:len(out[commandAt])-len(strings.TrimLeft(out[commandAt], " "))]
-		out = append(out[:commandAt+1], append([]string{indent + "- --snapshot-count=" + snapshotCount}, out[commandAt+1:]...)...)
-	}
-	return []byte(strings.Join(out, "\n")), nil
+	c.Command = append(c.Command, flag)
+	return pod
 }
 
 // metricsPort is the port of kubeadm's plain-HTTP etcd metrics listener on
@@ -224,19 +202,27 @@ func etcdAppliedIndex(ctx context.Context, n *Node, port string) (uint64, error)
 // parseAppliedIndex reads etcd_server_proposals_applied_total (a gauge of
 // the applied index) from etcd's metrics.
 func parseAppliedIndex(metrics []byte) (uint64, error) {
-	sc := bufio.NewScanner(bytes.NewReader(metrics))
-	for sc.Scan() {
-		v, ok := strings.CutPrefix(sc.Text(), "etcd_server_proposals_applied_total ")
-		if !ok {
-			continue
-		}
-		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-		if err != nil || f < 1 {
-			return 0, fmt.Errorf("etcd_server_proposals_applied_total %q is not an index", v)
-		}
-		return uint64(f), nil
+	const name = "etcd_server_proposals_applied_total "
+	v, ok := metricLine(metrics, name)
+	if !ok {
+		return 0, fmt.Errorf("etcd's metrics have no %s", strings.TrimSpace(name))
 	}
-	return 0, fmt.Errorf("etcd's metrics have no etcd_server_proposals_applied_total")
+	f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	if err != nil || f < 1 {
+		return 0, fmt.Errorf("%s%q is not an index", name, v)
+	}
+	return uint64(f), nil
+}
+
+// metricLine is the rest of the first line of metrics that starts with
+// prefix.
+func metricLine(metrics []byte, prefix string) (string, bool) {
+	for _, line := range strings.Split(string(metrics), "\n") {
+		if rest, ok := strings.CutPrefix(line, prefix); ok {
+			return rest, true
+		}
+	}
+	return "", false
 }
 
 // etcdServes asks the etcd on the metrics port for /health, as kubeadm's
@@ -260,14 +246,9 @@ func etcdServes(ctx context.Context, n *Node, port, version string) error {
 
 // etcdServerVersion reads etcd_server_version{server_version="3.6.16"} 1.
 func etcdServerVersion(metrics []byte) string {
-	const prefix = `etcd_server_version{server_version="`
-	for _, line := range strings.Split(string(metrics), "\n") {
-		if v, ok := strings.CutPrefix(line, prefix); ok {
-			v, _, _ = strings.Cut(v, `"`)
-			return v
-		}
-	}
-	return ""
+	v, _ := metricLine(metrics, `etcd_server_version{server_version="`)
+	v, _, _ = strings.Cut(v, `"`)
+	return v
 }
 
 // oneEtcdWithout checks `pgrep -a -x etcd` lists one process, without arg.

@@ -6,51 +6,59 @@ import (
 	"testing"
 
 	"gotest.tools/v3/assert"
-	is "gotest.tools/v3/assert/cmp"
 	"gotest.tools/v3/golden"
+	"sigs.k8s.io/yaml"
 )
 
-// TestBridgeManifest: the bridge changes kubeadm's etcd manifest in the
-// image tag and, while it snapshots, the snapshot count; nothing else.
-func TestBridgeManifest(t *testing.T) {
-	manifest, err := os.ReadFile("testdata/etcd-1.36.yaml")
+// TestBridgePod: the bridge changes kubeadm's etcd pod in the image and,
+// while it snapshots, the snapshot count; nothing else.
+func TestBridgePod(t *testing.T) {
+	raw, err := os.ReadFile("testdata/etcd-1.36.yaml")
 	assert.NilError(t, err)
+	kubeadm, err := decodeEtcdManifest(raw)
+	assert.NilError(t, err)
+	const bridge = "registry.k8s.io/etcd:3.6.16-0"
 
-	snapshotting, err := bridgeManifest(manifest, "3.6.16-0", "1")
+	snapshotting := bridgePod(kubeadm, bridge, "1")
+	out, err := yaml.Marshal(snapshotting)
 	assert.NilError(t, err)
-	golden.Assert(t, string(snapshotting), "etcd-bridge-snapshotting.golden")
-
-	bridged, err := bridgeManifest(manifest, "3.6.16-0", "")
-	assert.NilError(t, err)
-	assert.Equal(t, string(bridged), strings.Replace(string(manifest), "etcd:3.6.8-0", "etcd:3.6.16-0", 1))
-
-	img, err := manifestImage(snapshotting)
-	assert.NilError(t, err)
-	assert.Equal(t, img, "registry.k8s.io/etcd:3.6.16-0")
-	flags := manifestFlags(snapshotting)
+	golden.Assert(t, string(out), "etcd-bridge-snapshotting.golden")
+	flags := commandFlags(snapshotting.Spec.Containers[0].Command)
 	assert.Equal(t, flags["snapshot-count"], "1")
 	assert.Equal(t, flags["data-dir"], "/var/lib/etcd")
 	assert.Equal(t, flags["listen-metrics-urls"], "http://127.0.0.1:2381")
 
-	// A manifest without --snapshot-count gets it after the command.
-	without := strings.Replace(string(manifest), "    - --snapshot-count=10000\n", "", 1)
-	got, err := bridgeManifest([]byte(without), "3.6.16-0", "1")
-	assert.NilError(t, err)
-	assert.Assert(t, is.Contains(string(got), "    - etcd\n    - --snapshot-count=1\n    - --advertise-client-urls"))
+	// Back to kubeadm's pod but for the image; kubeadm's pod untouched.
+	bridged := bridgePod(kubeadm, bridge, "")
+	assert.Equal(t, kubeadm.Spec.Containers[0].Image, "registry.k8s.io/etcd:3.6.8-0")
+	assert.Equal(t, commandFlags(kubeadm.Spec.Containers[0].Command)["snapshot-count"], "10000")
+	want := kubeadm.DeepCopy()
+	want.Spec.Containers[0].Image = bridge
+	assert.DeepEqual(t, bridged, want)
+
+	// A command without --snapshot-count gets it.
+	without := kubeadm.DeepCopy()
+	c := &without.Spec.Containers[0]
+	for i, arg := range c.Command {
+		if strings.HasPrefix(arg, "--snapshot-count=") {
+			c.Command = append(c.Command[:i:i], c.Command[i+1:]...)
+			break
+		}
+	}
+	got := bridgePod(without, bridge, "1").Spec.Containers[0].Command
+	assert.Equal(t, got[len(got)-1], "--snapshot-count=1")
+	assert.Equal(t, len(got), len(kubeadm.Spec.Containers[0].Command))
 }
 
-func TestBridgeManifestRefuses(t *testing.T) {
+func TestDecodeEtcdManifestRefuses(t *testing.T) {
 	for _, tc := range []struct{ name, manifest, err string }{
-		{"no image", "spec:\n  containers:\n  - command:\n    - etcd\n", "want one image in the etcd manifest, found 0"},
-		{"two images", "    image: a:1\n    image: b:2\n", "want one image in the etcd manifest, found 2"},
-		{"untagged image", "    image: etcd\n", `etcd image "etcd" has no tag`},
-		{"no command to flag", "    image: registry.k8s.io/etcd:3.6.8-0\n", `the etcd manifest has no "- etcd" command to add --snapshot-count to`},
+		{"no container", "apiVersion: v1\nkind: Pod\nspec: {}\n", "want one container, found 0"},
+		{"two containers", "spec:\n  containers:\n  - name: a\n  - name: b\n", "want one container, found 2"},
+		{"a field the pod does not have", "spec:\n  containers:\n  - name: etcd\n    imagee: x\n", `unknown field "imagee"`},
 	} {
-		_, err := bridgeManifest([]byte(tc.manifest), "3.6.16-0", "1")
-		assert.Error(t, err, tc.err, tc.name)
+		_, err := decodeEtcdManifest([]byte(tc.manifest))
+		assert.ErrorContains(t, err, tc.err, tc.name)
 	}
-	_, err := manifestImage([]byte("    image: a:1\n    image: b:2\n"))
-	assert.ErrorContains(t, err, "want one image with a tag")
 }
 
 func TestMetricsPort(t *testing.T) {

@@ -10,38 +10,40 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
 )
 
-// etcdBridgeVersion is the etcd a control plane runs before kubeadm moves
+// EtcdBridgeVersion is the etcd a control plane runs before kubeadm moves
 // it from 3.6 to 3.7. etcd 3.7 wants every member at 3.6.11 or later first
 // (its upgrade guide), and it replays the WAL from the newest snapshot
 // record, where it cannot parse entries written before 3.6. kubeadm 1.36
 // pins 3.6.8, so a cluster born at 3.5 reaches kubeadm 1.37's 3.7.0 with
 // neither: etcd 3.7.0 panics "unmarshal should never fail". The newest 3.6
 // the module proxy serves.
-const etcdBridgeVersion = "3.6.16"
+const EtcdBridgeVersion = "3.6.16"
 
-// EtcdBridgeTag is the image tag of the bridge etcd, as kubeadm names its
-// etcd images.
-const EtcdBridgeTag = etcdBridgeVersion + "-0"
+// etcdBridgeTag is the bridge's image tag, as kubeadm names its etcd
+// images.
+const etcdBridgeTag = EtcdBridgeVersion + "-0"
 
-// EtcdNeedsBridge says whether kubeadm moving etcd from the running image
-// tag to the one it wants crosses 3.6 -> 3.7, so the bridge etcd must run
-// first.
-func EtcdNeedsBridge(running, want string) (bool, error) {
-	r, err := etcdMinor(running)
+// EtcdBridge returns the bridge etcd's image when kubeadm moving etcd from
+// the running image to the one it wants crosses 3.6 -> 3.7 (the bridge
+// must run first), next to kubeadm's (registry.k8s.io/etcd:3.6.16-0).
+func EtcdBridge(running, want string) (bridge string, need bool, err error) {
+	_, runningTag, _ := splitRef(running)
+	r, err := etcdMinor(runningTag)
 	if err != nil {
-		return false, err
+		return "", false, err
 	}
-	w, err := etcdMinor(want)
-	if err != nil {
-		return false, err
+	need, err = bridgeFor(want)
+	if err != nil || r != 6 || !need {
+		return "", false, err
 	}
-	return r == 6 && w >= 7, nil
+	return etcdBridgeRef(want), true, nil
 }
 
-// bridgeFor says whether the images of a kubeadm that wants etcd tag want
-// carry the bridge etcd: any running 3.6 may meet it.
+// bridgeFor says whether the images of a kubeadm that wants the etcd image
+// want carry the bridge etcd: any running 3.6 may meet it.
 func bridgeFor(want string) (bool, error) {
-	w, err := etcdMinor(want)
+	_, tag, _ := splitRef(want)
+	w, err := etcdMinor(tag)
 	return w >= 7, err
 }
 
@@ -55,14 +57,14 @@ func etcdMinor(tag string) (int, error) {
 	return strconv.Atoi(minor)
 }
 
-// KubeadmEtcdTag is the etcd image tag kubeadm of version v (the patched
+// KubeadmEtcdImage is the etcd image kubeadm of version v (the patched
 // build in outputDir) upgrades to.
-func KubeadmEtcdTag(ctx context.Context, outputDir, v string) (string, error) {
+func KubeadmEtcdImage(ctx context.Context, outputDir, v string) (string, error) {
 	list, err := kubeadmImages(ctx, outputDir, v)
 	if err != nil {
 		return "", err
 	}
-	return list.tag(compEtcd), nil
+	return list[compEtcd], nil
 }
 
 // kubeadmImages is `kubeadm config images list` of version v.
@@ -79,5 +81,5 @@ func kubeadmImages(ctx context.Context, outputDir, v string) (imageList, error) 
 // (registry.k8s.io/etcd:3.7.0-0 -> registry.k8s.io/etcd:3.6.16-0).
 func etcdBridgeRef(kubeadmRef string) string {
 	repo, _, _ := splitRef(kubeadmRef)
-	return repo + ":" + EtcdBridgeTag
+	return repo + ":" + etcdBridgeTag
 }

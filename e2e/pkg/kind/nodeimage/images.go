@@ -82,10 +82,10 @@ func (b *builder) buildVersionImages(ctx context.Context, v string) (versionImag
 	}
 	specs = append(specs, binaryImage(list[compEtcd], base, "etcd", etcd))
 	refs := list.refs()
-	if bridge, err := bridgeFor(list.tag(compEtcd)); err != nil {
+	if bridge, err := bridgeFor(list[compEtcd]); err != nil {
 		return versionImages{}, err
 	} else if bridge {
-		bin, err := b.etcdFromProxy(ctx, "v"+etcdBridgeVersion)
+		bin, err := b.etcdFromProxy(ctx, "v"+EtcdBridgeVersion)
 		if err != nil {
 			return versionImages{}, fmt.Errorf("the bridge etcd: %w", err)
 		}
