@@ -21,4 +21,5 @@ include rpm/rpm.mk
 include deb/deb.mk
 include e2e/e2e.mk
 include deploy/system-upgrade/system-upgrade.mk
+include runtime/runtime.mk
 include hack/hack.mk

@@ -7,7 +7,6 @@ import (
 	"crypto/sha256"
 	_ "embed"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -19,33 +18,25 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sync/errgroup"
 	"golang.org/x/sys/unix"
 
 	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
-	"github.com/kubelet-compat/kubelet-compat/pkg/filehash"
 	"github.com/kubelet-compat/kubelet-compat/pkg/hostdeps"
 	"github.com/kubelet-compat/kubelet-compat/pkg/layout"
-	"github.com/kubelet-compat/kubelet-compat/rpm/files"
+	"github.com/kubelet-compat/kubelet-compat/pkg/layout/files"
+	"github.com/kubelet-compat/kubelet-compat/pkg/packaging"
 )
 
-// Config describes one run of the Debian package build.
+// Config describes one run of the Debian package build: the options of
+// every format (Jobs counts dpkg-deb runs, one per package) and the Debian
+// format's own.
 type Config struct {
-	// InputDir holds the harness output: <InputDir>/<ver>/<binary>.
-	InputDir  string
-	OutputDir string
-	// Versions to package; kubernetes-unversioned is always built.
-	Versions      []string
-	KubeletCompat string
-	// SourceDateEpoch is every mtime, the ar members' dates and the
-	// changelog's date.
-	SourceDateEpoch int64
+	packaging.Options
 
 	// Revision (every versioned group's) and UnversionedRevision: unset,
 	// from ReleaseTable, which refuses content it does not record; set,
 	// they override it (binaries rebuilt under unchanged packaging).
 	Revision            string
-	UnversionedVersion  string
 	UnversionedRevision string
 	Arch                string // Debian architecture of the binaries
 	// Compression is dpkg-deb's -Z.
@@ -53,17 +44,12 @@ type Config struct {
 
 	// Layout describes the packages (default: layout.Default()).
 	Layout layout.Layout
-	// Sources holds the shipped files by name (default: rpm/files, the
-	// files both formats ship).
-	Sources fs.FS
+	// Shipped holds the shipped files by name (default: pkg/layout/files,
+	// the files both formats ship).
+	Shipped fs.FS
 	// ReleaseTable is the content of deb/releases.txt (default: the
 	// embedded one).
 	ReleaseTable []byte
-
-	// Jobs is how many packages are built at once; the .debs do not depend on it.
-	Jobs int
-	// Log, when set, receives dpkg-deb's output.
-	Log io.Writer
 
 	revisions map[string]string
 }
@@ -74,33 +60,25 @@ func (c *Config) setDefaults() {
 			*s = v
 		}
 	}
-	def(&c.UnversionedVersion, DefaultUnversionedVersion)
+	c.Options.SetDefaults()
 	def(&c.Arch, DefaultArch)
 	def(&c.Compression, DefaultCompression)
 	if len(c.Layout.Groups) == 0 {
 		c.Layout = layout.Default()
 	}
-	if c.Sources == nil {
-		c.Sources = files.Shipped
+	if c.Shipped == nil {
+		c.Shipped = files.Shipped
 	}
 	if c.ReleaseTable == nil {
 		c.ReleaseTable = ReleaseTable
 	}
-	if c.Jobs < 1 {
-		c.Jobs = 1
-	}
 }
 
-func (c *Config) validate() error {
-	return layout.CheckBuild(layout.BuildRequest{What: "packages", OutputDir: c.OutputDir, InputDir: c.InputDir,
-		KubeletCompat: c.KubeletCompat, SourceDateEpoch: c.SourceDateEpoch, Versions: c.Versions})
-}
-
-// Shipped returns a file of files/ as the .debs ship it: the kubelet's
+// shipped returns a file of pkg/layout/files as the .debs ship it: the kubelet's
 // environment file at Debian's place in the units and the drop-in that
 // name it.
 func (c Config) shipped(name string) ([]byte, error) {
-	b, err := fs.ReadFile(c.Sources, name)
+	b, err := fs.ReadFile(c.Shipped, name)
 	if err != nil {
 		return nil, fmt.Errorf("shipped file %s: %w", name, err)
 	}
@@ -126,26 +104,46 @@ type job struct {
 // .deb there. It returns the .debs it built, sorted.
 func Build(ctx context.Context, cfg Config) ([]string, error) {
 	cfg.setDefaults()
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Check("packages"); err != nil {
 		return nil, err
 	}
 	if err := cfg.resolveRevisions(); err != nil {
 		return nil, err
 	}
-	for _, p := range []*string{&cfg.InputDir, &cfg.OutputDir, &cfg.KubeletCompat} {
-		if *p != "" {
-			abs, err := filepath.Abs(*p)
-			if err != nil {
-				return nil, err
-			}
-			*p = abs
-		}
+	if err := cfg.Absolutise(); err != nil {
+		return nil, err
 	}
 	if err := os.MkdirAll(cfg.OutputDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create output directory: %w", err)
 	}
+	jobs, err := cfg.jobs()
+	if err != nil {
+		return nil, err
+	}
+	builds := make([]func(context.Context) ([]string, error), len(jobs))
+	for i, j := range jobs {
+		builds[i] = func(ctx context.Context) ([]string, error) {
+			deb, err := buildOne(ctx, cfg, j)
+			if deb == "" {
+				return nil, err
+			}
+			return []string{deb}, err
+		}
+	}
+	built, err := packaging.Parallel(ctx, cfg.Jobs, builds)
+	sort.Strings(built)
+	if err != nil {
+		return built, err
+	}
+	return built, packaging.WriteSHA256Sums(cfg.OutputDir, ".deb")
+}
+
+// jobs are the .debs to build: kubernetes-unversioned's group, then every
+// versioned group of every version (an optional group where the input has
+// its binaries).
+func (c Config) jobs() ([]job, error) {
 	var jobs []job
-	for _, g := range cfg.Layout.Groups {
+	for _, g := range c.Layout.Groups {
 		if g.Versioned {
 			continue
 		}
@@ -153,13 +151,13 @@ func Build(ctx context.Context, cfg Config) ([]string, error) {
 			jobs = append(jobs, job{g, p, ""})
 		}
 	}
-	for _, v := range cfg.Versions {
-		for _, g := range cfg.Layout.Groups {
+	for _, v := range c.Versions {
+		for _, g := range c.Layout.Groups {
 			if !g.Versioned {
 				continue
 			}
 			if g.Optional {
-				has, err := g.HasInput(cfg.InputDir, v)
+				has, err := g.HasInput(c.InputDir, v)
 				if err != nil {
 					return nil, err
 				}
@@ -172,34 +170,7 @@ func Build(ctx context.Context, cfg Config) ([]string, error) {
 			}
 		}
 	}
-	built := make([]string, len(jobs))
-	errs := make([]error, len(jobs))
-	eg, failed := errgroup.WithContext(ctx)
-	eg.SetLimit(cfg.Jobs)
-	for i, j := range jobs {
-		eg.Go(func() error {
-			if failed.Err() != nil {
-				return nil
-			}
-			built[i], errs[i] = buildOne(ctx, cfg, j)
-			return errs[i]
-		})
-	}
-	_ = eg.Wait()
-	var out []string
-	for _, b := range built {
-		if b != "" {
-			out = append(out, b)
-		}
-	}
-	sort.Strings(out)
-	if err := errors.Join(errs...); err != nil {
-		return out, err
-	}
-	if err := ctx.Err(); err != nil {
-		return out, err
-	}
-	return out, writeSHA256Sums(cfg.OutputDir)
+	return jobs, nil
 }
 
 func (c Config) debVersion(j job) string {
@@ -409,24 +380,6 @@ func touchTree(root string, date time.Time) error {
 	})
 }
 
-// writeSHA256Sums writes dir/SHA256SUMS over every .deb in dir.
-func writeSHA256Sums(dir string) error {
-	debs, err := filepath.Glob(filepath.Join(dir, "*.deb"))
-	if err != nil {
-		return err
-	}
-	sort.Strings(debs)
-	var b strings.Builder
-	for _, p := range debs {
-		sum, err := filehash.SHA256(p)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(&b, "%s  %s\n", sum, filepath.Base(p))
-	}
-	return os.WriteFile(filepath.Join(dir, "SHA256SUMS"), []byte(b.String()), 0o644)
-}
-
 // ReleaseTable is deb/releases.txt: the Debian revision of the packages of
 // each group of the description, with the digest of their content.
 //
@@ -437,7 +390,7 @@ const releaseTableHeader = `# The Debian revision of the packages of each group 
 # sha256 of their content for which it was given (see "Releases" in
 # rpm/README.md): their control files, maintainer scripts, documentation and
 # file lists rendered with placeholders for version, revision and date, the
-# files they ship from rpm/files as the .debs ship them, and the dpkg-deb
+# files they ship from pkg/layout/files as the .debs ship them, and the dpkg-deb
 # options. The build refuses content whose sha256 is not the one here.
 #   make deb-releases   (go test ./deb -run TestReleasesUpToDate -update-releases)
 # raises the revision of each group whose content changed by one.
@@ -489,54 +442,22 @@ func (c Config) contentDigest(key string) (string, error) {
 	return hex.EncodeToString(sum[:]), nil
 }
 
-func (c Config) groupKeys() []string {
-	var keys []string
-	for _, g := range c.Layout.Groups {
-		keys = append(keys, g.Key)
-	}
-	return keys
-}
-
-func (c Config) tableRevision(key string) (string, error) {
-	d, err := c.contentDigest(key)
-	if err != nil {
-		return "", err
-	}
-	rel, err := layout.TableRelease("deb/releases.txt", c.ReleaseTable, key, d, releasesFix)
-	if err != nil {
-		return "", err
-	}
-	return strconv.Itoa(rel), nil
+// table is deb/releases.txt, with this configuration's digests.
+func (c Config) table() packaging.Table {
+	return packaging.Table{Name: "deb/releases.txt", Header: releaseTableHeader, Fix: releasesFix, Digest: c.contentDigest}
 }
 
 func (c *Config) resolveRevisions() error {
 	var err error
-	if c.UnversionedRevision == "" {
-		if c.UnversionedRevision, err = c.tableRevision(layout.UnversionedKey); err != nil {
-			return err
-		}
-	}
-	c.revisions = map[string]string{}
-	for _, g := range c.Layout.Groups {
-		if !g.Versioned || len(c.Versions) == 0 {
-			continue
-		}
-		rev := c.Revision
-		if rev == "" {
-			if rev, err = c.tableRevision(g.Key); err != nil {
-				return err
-			}
-		}
-		c.revisions[g.Key] = rev
-	}
-	return nil
+	c.UnversionedRevision, c.revisions, err = c.table().Resolve(c.ReleaseTable, c.Layout, len(c.Versions) > 0, c.UnversionedRevision, c.Revision)
+	return err
 }
 
 // BumpReleases returns table with the revision of every group whose
 // content changed raised by one, and the groups it raised.
 func BumpReleases(table []byte, cfg Config) ([]byte, []string, error) {
 	cfg.setDefaults()
-	return layout.BumpTable("releases.txt", releaseTableHeader, table, cfg.groupKeys(), cfg.contentDigest)
+	return cfg.table().Bump(table, cfg.Layout)
 }
 
 func sortedKeysBytes(m map[string][]byte) []string {

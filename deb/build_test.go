@@ -15,6 +15,7 @@ import (
 	"gotest.tools/v3/golden"
 
 	"github.com/kubelet-compat/kubelet-compat/pkg/layout"
+	"github.com/kubelet-compat/kubelet-compat/pkg/packaging"
 )
 
 // TestRebuildIsByteIdentical builds everything twice, from inputs with
@@ -25,14 +26,14 @@ func TestRebuildIsByteIdentical(t *testing.T) {
 	requireTools(t, "dpkg-deb")
 	input := filepath.Join(t.TempDir(), "harness")
 	cli := writeFakeHarness(t, input)
-	first, built := buildDebs(t, Config{InputDir: input, KubeletCompat: cli, Jobs: 1})
+	first, built := buildDebs(t, Config{Options: packaging.Options{InputDir: input, KubeletCompat: cli, Jobs: 1}})
 	assert.Equal(t, len(built), 1+3*len(testVersions)+1)
 
 	later := time.Now().Add(time.Hour)
 	filepath.Walk(input, func(p string, _ os.FileInfo, _ error) error { return os.Chtimes(p, later, later) })
 	writeExecutable(t, filepath.Join(input, "1.21.14", "unrelated"), "#!/bin/sh\n")
 	time.Sleep(1100 * time.Millisecond)
-	second, _ := buildDebs(t, Config{InputDir: input, KubeletCompat: cli, Jobs: 4})
+	second, _ := buildDebs(t, Config{Options: packaging.Options{InputDir: input, KubeletCompat: cli, Jobs: 4}})
 	a, err := os.ReadFile(filepath.Join(first, "SHA256SUMS"))
 	assert.NilError(t, err)
 	b, err := os.ReadFile(filepath.Join(second, "SHA256SUMS"))
@@ -40,7 +41,7 @@ func TestRebuildIsByteIdentical(t *testing.T) {
 	assert.Check(t, is.Equal(strings.Count(string(a), "\n"), len(built)))
 	assert.Check(t, is.Equal(string(b), string(a)), "rebuild differs")
 
-	third, _ := buildDebs(t, Config{InputDir: input, KubeletCompat: cli, Versions: []string{}, SourceDateEpoch: testEpoch + 1})
+	third, _ := buildDebs(t, Config{Options: packaging.Options{InputDir: input, KubeletCompat: cli, Versions: []string{}, SourceDateEpoch: testEpoch + 1}})
 	c, err := os.ReadFile(filepath.Join(third, "SHA256SUMS"))
 	assert.NilError(t, err)
 	assert.Check(t, !strings.Contains(string(a), strings.SplitN(string(c), "  ", 2)[0]), "another SOURCE_DATE_EPOCH gave the same .deb: is it used at all?")
@@ -115,7 +116,7 @@ func TestBuildRefusesBadInputs(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			work := t.TempDir()
-			cfg := Config{InputDir: filepath.Join(work, "harness"), OutputDir: filepath.Join(work, "debs"), Versions: testVersions, SourceDateEpoch: testEpoch}
+			cfg := Config{Options: packaging.Options{InputDir: filepath.Join(work, "harness"), OutputDir: filepath.Join(work, "debs"), Versions: testVersions, SourceDateEpoch: testEpoch}}
 			cfg.KubeletCompat = writeFakeHarness(t, cfg.InputDir)
 			tc.mangle(t, &cfg)
 			_, err := Build(context.Background(), cfg)

@@ -14,12 +14,13 @@ import (
 	"time"
 
 	"github.com/kubelet-compat/kubelet-compat/pkg/layout"
+	"github.com/kubelet-compat/kubelet-compat/pkg/packaging"
 )
 
 // Defaults of Config.
 const (
 	DefaultArch               = "amd64"
-	DefaultUnversionedVersion = "1.0.0"
+	DefaultUnversionedVersion = packaging.DefaultUnversionedVersion
 	Maintainer                = "kubelet-compat maintainers <kubelet-compat@users.noreply.github.com>"
 	// DefaultCompression is dpkg-deb's -Z: xz, as Debian's own packages.
 	DefaultCompression = "xz"

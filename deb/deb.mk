@@ -3,7 +3,7 @@
 #   make deb DEB_VERSIONS=all       every version with a patch series (sets and minors work too)
 #   make deb-lint                   lintian on $(DEB_OUTPUT): no error, no warning (overrides justified in the packages)
 #   make deb-reproducible           build twice, compare every sha256
-#   make deb-test                   quick tests on fake binaries (also part of `make test`)
+#   make deb-test                   quick tests on fake binaries, with cmd/build-packages' (also part of `make test`)
 #   make deb-test-real              install into a debootstrapped Debian root with dpkg: two versions, select, remove (root)
 #   make deb-releases               raise the revision of every group whose content changed (deb/releases.txt)
 #   make packages                   make rpm and make deb
@@ -21,7 +21,7 @@ deb-deps:
 
 # The kubelet-compat CLI is the one `make rpm` packages (rpm-cli).
 deb: deb-deps rpm-cli
-	$(GO) run ./deb/cmd/build-debs -input $(DEB_INPUT) -output $(DEB_OUTPUT) \
+	$(GO) run ./cmd/build-packages -format deb -input $(DEB_INPUT) -output $(DEB_OUTPUT) \
 	  -versions "$(DEB_VERSIONS)" -kubelet-compat $(RPM_CLI) \
 	  -source-date-epoch $(SOURCE_DATE_EPOCH) -jobs $(DEB_JOBS)
 
@@ -34,8 +34,11 @@ deb-reproducible: deb
 	cd $(DEB_OUTPUT) && sha256sum -c $(abspath $(DEB_OUTPUT).rebuild)/SHA256SUMS
 	rm -rf $(DEB_OUTPUT).rebuild
 
+# With the command's tests: the golden sha256s of both formats' packages
+# of fake binaries (cmd/build-packages/testdata/SHA256SUMS), its flags,
+# and an interrupt stopping its dpkg-debs.
 deb-test: deb-deps rpm-deps
-	$(GO) test ./deb/... ./pkg/layout/...
+	$(GO) test ./deb/... ./pkg/layout/... ./pkg/packaging/... ./cmd/build-packages/...
 
 deb-releases:
 	$(GO) test -count=1 -run TestReleasesUpToDate ./deb/ -update-releases

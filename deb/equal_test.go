@@ -17,6 +17,7 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 
 	"github.com/kubelet-compat/kubelet-compat/pkg/layout"
+	"github.com/kubelet-compat/kubelet-compat/pkg/packaging"
 	"github.com/kubelet-compat/kubelet-compat/rpm"
 )
 
@@ -66,9 +67,9 @@ func TestRPMAndDebAreEqual(t *testing.T) {
 	work := t.TempDir()
 	input := filepath.Join(work, "harness")
 	cli := writeFakeHarness(t, input)
-	_, debs := buildDebs(t, Config{InputDir: input, KubeletCompat: cli})
-	rpms, err := rpm.Build(context.Background(), rpm.Config{InputDir: input, KubeletCompat: cli, OutputDir: filepath.Join(work, "rpms"),
-		Versions: testVersions, SourceDateEpoch: testEpoch})
+	_, debs := buildDebs(t, Config{Options: packaging.Options{InputDir: input, KubeletCompat: cli}})
+	rpms, err := rpm.Build(context.Background(), rpm.Config{Options: packaging.Options{InputDir: input, KubeletCompat: cli, OutputDir: filepath.Join(work, "rpms"),
+		Versions: testVersions, SourceDateEpoch: testEpoch}})
 	assert.NilError(t, err)
 
 	rpmByName := map[string]string{}
@@ -172,7 +173,7 @@ func TestDependenciesMirrorTheRPMs(t *testing.T) {
 	requireTools(t, "dpkg-deb")
 	_, debs := buildDebs(t, Config{})
 	rev := func(key string) string {
-		rows, err := layout.ParseTable("releases.txt", ReleaseTable)
+		rows, err := packaging.ParseTable("releases.txt", ReleaseTable)
 		assert.NilError(t, err)
 		return strconv.Itoa(rows[key].Release)
 	}

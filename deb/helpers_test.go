@@ -2,71 +2,48 @@ package deb
 
 import (
 	"archive/tar"
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"gotest.tools/v3/assert"
-)
 
-// testEpoch is a fixed SOURCE_DATE_EPOCH for the tests (2021-06-01).
-const testEpoch = 1622505600
+	"github.com/kubelet-compat/kubelet-compat/pkg/packaging/packagingtest"
+)
 
 // testVersions: 1.21.14 with the control-plane binaries (a -master
 // package), 1.20.15 without.
 var testVersions = []string{"1.20.15", "1.21.14"}
 
+// The helpers both formats' tests share (pkg/packaging/packagingtest).
+const testEpoch = packagingtest.Epoch
+
+type result = packagingtest.Result
+
+var (
+	run             = packagingtest.Run
+	runResult       = packagingtest.RunResult
+	writeExecutable = packagingtest.WriteExecutable
+)
+
 // requireTools skips without the programs, except in CI, where their
 // absence is a broken setup (`make test` installs them through deb-deps).
 func requireTools(t *testing.T, tools ...string) {
 	t.Helper()
-	for _, tool := range tools {
-		if _, err := exec.LookPath(tool); err != nil {
-			msg := fmt.Sprintf("%s not found: run `make deb-deps`", tool)
-			if os.Getenv("CI") != "" {
-				t.Fatal(msg)
-			}
-			t.Skip(msg)
-		}
-	}
+	packagingtest.RequireTools(t, "make deb-deps", tools...)
 }
 
-// writeFakeHarness writes shell scripts that stand in for the harness
-// output (<dir>/<ver>/<binary>, printing their version like the real
-// ones; the control-plane binaries for 1.21.14 only) and a fake CLI, whose
-// path it returns.
+// writeFakeHarness writes the fake harness output of testVersions (the
+// control-plane binaries for 1.21.14 only) into dir and returns the fake
+// CLI's path.
 func writeFakeHarness(t *testing.T, dir string) string {
 	t.Helper()
-	for _, v := range testVersions {
-		bins := []string{"kubelet", "kubeadm", "kubectl"}
-		if v == "1.21.14" {
-			bins = append(bins, "kube-apiserver", "kube-controller-manager", "kube-scheduler")
-		}
-		for _, bin := range bins {
-			writeExecutable(t, filepath.Join(dir, v, bin), fmt.Sprintf(`#!/bin/sh
-case "$1" in
-completion) echo "# fake bash completion of %[1]s %[2]s"; echo "complete -F __start_%[1]s %[1]s" ;;
-*) echo "Kubernetes v%[2]s (fake %[1]s)" ;;
-esac
-`, bin, v))
-		}
-	}
-	cli := filepath.Join(dir, "kubelet-compat")
-	writeExecutable(t, cli, "#!/bin/sh\necho \"fake kubelet-compat $*\"\n")
-	return cli
-}
-
-func writeExecutable(t *testing.T, path, content string) {
-	t.Helper()
-	assert.NilError(t, os.MkdirAll(filepath.Dir(path), 0o755))
-	assert.NilError(t, os.WriteFile(path, []byte(content), 0o755))
+	return packagingtest.FakeHarness(t, dir, testVersions, "1.21.14")
 }
 
 // buildDebs builds the .debs of testVersions from cfg (fake binaries
@@ -92,40 +69,6 @@ func buildDebs(t *testing.T, cfg Config) (string, []string) {
 	built, err := Build(ctx, cfg)
 	assert.NilError(t, err)
 	return cfg.OutputDir, built
-}
-
-// run runs a command and returns its stdout, failing the test on error.
-func run(t *testing.T, name string, args ...string) string {
-	t.Helper()
-	var stderr bytes.Buffer
-	cmd := exec.Command(name, args...)
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	assert.NilError(t, err, "%s %v: %s", name, args, stderr.String())
-	return string(out)
-}
-
-type result struct {
-	code           int
-	stdout, stderr string
-}
-
-func runResult(t *testing.T, env []string, name string, args ...string) result {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Env = append(os.Environ(), env...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	r := result{stdout: stdout.String(), stderr: stderr.String()}
-	if err != nil {
-		exitErr, ok := err.(*exec.ExitError)
-		assert.Assert(t, ok, "%s %v: %v", name, args, err)
-		r.code = exitErr.ExitCode()
-	}
-	return r
 }
 
 // debEntry is one member of a .deb's data archive.

@@ -17,6 +17,7 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 
 	"github.com/kubelet-compat/kubelet-compat/pkg/layout"
+	"github.com/kubelet-compat/kubelet-compat/pkg/packaging"
 )
 
 // rootPackages are what the packages depend on, in the test root.
@@ -40,7 +41,7 @@ func TestRealDebianRoot(t *testing.T) {
 	}
 	requireTools(t, "dpkg", "dpkg-deb", "debootstrap")
 	versions := testVersions
-	cfg := Config{Jobs: runtime.NumCPU()}
+	cfg := Config{Options: packaging.Options{Jobs: runtime.NumCPU()}}
 	if in := os.Getenv("DEB_TEST_REAL_INPUT"); in != "" {
 		cfg.InputDir, cfg.KubeletCompat = in, os.Getenv("DEB_TEST_REAL_CLI")
 		versions = strings.Fields(os.Getenv("DEB_TEST_REAL_VERSIONS"))
@@ -69,7 +70,7 @@ func TestRealDebianRoot(t *testing.T) {
 		}
 	}
 	r := dpkg(append([]string{"-i"}, install...)...)
-	assert.Assert(t, is.Equal(r.code, 0), "dpkg -i:\n%s%s", r.stdout, r.stderr)
+	assert.Assert(t, is.Equal(r.Code, 0), "dpkg -i:\n%s%s", r.Stdout, r.Stderr)
 	// The sweeper's timer is enabled the Debian way; the kubelet is not.
 	_, err := os.Lstat(filepath.Join(root, "etc/systemd/system/timers.target.wants", layout.SweepTimer))
 	assert.Check(t, err, "the sweep timer is not enabled")
@@ -81,7 +82,7 @@ func TestRealDebianRoot(t *testing.T) {
 	sel := func(args ...string) {
 		t.Helper()
 		r := runResult(t, nil, filepath.Join(root, "usr/bin/kubernetes-select"), append([]string{"--root", root}, args...)...)
-		assert.Assert(t, is.Equal(r.code, 0), "kubernetes-select %v: %s", args, r.stderr)
+		assert.Assert(t, is.Equal(r.Code, 0), "kubernetes-select %v: %s", args, r.Stderr)
 	}
 	serves := func(stage, version string) {
 		t.Helper()
@@ -106,20 +107,20 @@ func TestRealDebianRoot(t *testing.T) {
 	}
 	// The selected version (older, bind mode) cannot be removed; the other can.
 	r = dpkg("-r", "kubernetes-"+older+"-node")
-	assert.Check(t, r.code != 0, "removing the selected version: %s", r.stdout)
-	assert.Check(t, is.Contains(r.stderr, "select another version first"))
+	assert.Check(t, r.Code != 0, "removing the selected version: %s", r.Stdout)
+	assert.Check(t, is.Contains(r.Stderr, "select another version first"))
 	status := run(t, "dpkg-query", "--root="+root, "-W", "-f=${Status}", "kubernetes-"+older+"-node")
 	// dpkg records that it was asked to remove it (deinstall) and keeps it
 	// installed.
 	assert.Check(t, strings.HasSuffix(status, " ok installed"), "after the refused removal: %s", status)
 	r = dpkg("-r", "kubernetes-"+newer+"-node", "kubernetes-"+newer+"-kubeadm", "kubernetes-"+newer+"-client")
-	assert.Check(t, is.Equal(r.code, 0), "removing the other version: %s%s", r.stdout, r.stderr)
+	assert.Check(t, is.Equal(r.Code, 0), "removing the other version: %s%s", r.Stdout, r.Stderr)
 	_, err = os.Stat(filepath.Join(root, layout.VersionDir(newer)))
 	assert.Check(t, os.IsNotExist(err), "%s still there", newer)
 	serves("stage2", older)
 	// Purging kubernetes-unversioned is refused while versions depend on it.
 	r = dpkg("-P", layout.UnversionedName)
-	assert.Check(t, r.code != 0, "purging kubernetes-unversioned under installed versions")
+	assert.Check(t, r.Code != 0, "purging kubernetes-unversioned under installed versions")
 }
 
 // debootstrapRoot returns a new Debian root with rootPackages, unpacked

@@ -13,6 +13,7 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 
 	"github.com/kubelet-compat/kubelet-compat/pkg/layout"
+	"github.com/kubelet-compat/kubelet-compat/pkg/packaging"
 )
 
 // inRoot rewrites a maintainer script's /usr/local/kubernetes to the test
@@ -50,7 +51,7 @@ func TestInstalledTreeAndPrerm(t *testing.T) {
 			})
 			for _, args := range [][]string{{"--mode", mode, "all", "1.20.15"}, {"--mode", mode, "stage1", "1.21.14"}} {
 				r := runResult(t, nil, sel, append([]string{"--root", root}, args...)...)
-				assert.Assert(t, is.Equal(r.code, 0), "kubernetes-select %v: %s", args, r.stderr)
+				assert.Assert(t, is.Equal(r.Code, 0), "kubernetes-select %v: %s", args, r.Stderr)
 			}
 			// The links serve the selection: kubeadm 1.21.14, the rest 1.20.15.
 			for link, version := range map[string]string{"usr/bin/kubeadm": "1.21.14", "usr/bin/kubelet": "1.20.15", "usr/bin/kubectl": "1.20.15"} {
@@ -72,10 +73,10 @@ func TestInstalledTreeAndPrerm(t *testing.T) {
 				script := maintainerScript(t, pkgs[tc.pkg], "prerm")
 				assert.Assert(t, script != "", "%s has no prerm", tc.pkg)
 				r := runResult(t, nil, "/bin/sh", "-c", inRoot(root, script), "prerm", tc.arg)
-				assert.Check(t, is.Equal(r.code != 0, tc.refused), "%s prerm %s: exit %d, %q", tc.pkg, tc.arg, r.code, r.stderr)
+				assert.Check(t, is.Equal(r.Code != 0, tc.refused), "%s prerm %s: exit %d, %q", tc.pkg, tc.arg, r.Code, r.Stderr)
 				if tc.refused {
-					assert.Check(t, is.Contains(r.stderr, "select another version first"))
-					assert.Check(t, is.Equal(strings.Count(strings.TrimSpace(r.stderr), "\n"), 0))
+					assert.Check(t, is.Contains(r.Stderr, "select another version first"))
+					assert.Check(t, is.Equal(strings.Count(strings.TrimSpace(r.Stderr), "\n"), 0))
 				}
 			}
 			// Put the execute bit back that the non-refused removal of
@@ -96,8 +97,8 @@ func TestInstalledTreeAndPrerm(t *testing.T) {
 		script := inRoot(root, maintainerScript(t, pkgs["kubernetes-1.21.14-node"], "prerm"))
 		assert.Equal(t, strings.Count(script, "flock -w 300 "), 1)
 		r := runResult(t, nil, "/bin/sh", "-c", strings.Replace(script, "flock -w 300 ", "flock -w 1 ", 1), "prerm", "remove")
-		assert.Check(t, is.Equal(r.code, 1))
-		assert.Check(t, is.Contains(r.stderr, "kubernetes-select still holds the lock"))
+		assert.Check(t, is.Equal(r.Code, 1))
+		assert.Check(t, is.Contains(r.Stderr, "kubernetes-select still holds the lock"))
 	})
 }
 
@@ -110,7 +111,7 @@ func TestInstalledTreeAndPrerm(t *testing.T) {
 // init-system-helpers is configured) no script fails.
 func TestUnversionedScripts(t *testing.T) {
 	requireTools(t, "dpkg-deb")
-	_, debs := buildDebs(t, Config{Versions: []string{}})
+	_, debs := buildDebs(t, Config{Options: packaging.Options{Versions: []string{}}})
 	deb := byName(t, debs)[layout.UnversionedName]
 	logFile := filepath.Join(t.TempDir(), "calls")
 	fakes := t.TempDir()
@@ -136,7 +137,7 @@ func TestUnversionedScripts(t *testing.T) {
 		assert.Assert(t, script != "", "no %s", tc.script)
 		os.Remove(logFile)
 		r := runResult(t, []string{"PATH=" + fakes + ":/usr/bin:/bin"}, "/bin/sh", append([]string{"-c", script, tc.script}, tc.args...)...)
-		assert.Check(t, is.Equal(r.code, 0), "%s %v: %s", tc.script, tc.args, r.stderr)
+		assert.Check(t, is.Equal(r.Code, 0), "%s %v: %s", tc.script, tc.args, r.Stderr)
 		calls, _ := os.ReadFile(logFile)
 		for _, w := range tc.want {
 			assert.Check(t, is.Contains(string(calls), w+"\n"), "%s %v", tc.script, tc.args)
@@ -148,6 +149,6 @@ func TestUnversionedScripts(t *testing.T) {
 		assert.Check(t, !strings.Contains(string(calls), "start kubelet\n"), "%s %v: %q", tc.script, tc.args, calls)
 		// And with no helper at all.
 		r = runResult(t, []string{"PATH=" + t.TempDir()}, "/bin/sh", append([]string{"-c", script, tc.script}, tc.args...)...)
-		assert.Check(t, is.Equal(r.code, 0), "%s %v without helpers: %s", tc.script, tc.args, r.stderr)
+		assert.Check(t, is.Equal(r.Code, 0), "%s %v without helpers: %s", tc.script, tc.args, r.Stderr)
 	}
 }

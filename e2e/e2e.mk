@@ -13,7 +13,12 @@
 #                             a ROLLBACK step (to older than from; also a chain that goes down):
 #                             baseline on the newer kubelet patched, record, then the older kubelet
 #                             patched (0 restarts) or as released (the control: what upstream restarts
-#                             going down); static pods on the local provider only
+#                             going down); static pods on the local provider only. A plan with a rollback
+#                             also records against the NEW kubelet after each swap and adds a static pod born
+#                             under each kubelet (E2E_ARGS=-record-after-swap=auto|true|false; -cli PATH: another
+#                             kubelet-compat, e.g. one from before a fix); E2E_ARGS='-to-feature-gates
+#                             RestartAllContainersOnContainerExits=false': gates of each step's target kubelet
+#                             (1.37.2:1.36.5: both variants must lose the restartall pod, preflight must name it)
 #   make e2e E2E=api          CI form in API mode: etcd + kube-apiserver + kube-controller-manager
 #                             (endpointslice only; upgraded first), API pods, and the readiness
 #                             watchers: every pod's Ready condition and a Service's EndpointSlices
@@ -136,9 +141,12 @@ endif
 	$(GO) build -o _output/kubelet-compat ./cmd/kubelet-compat
 # Its versions are the plan's (-mode versions): those of its steps and the
 # minors a skip-level step's control plane goes through.
+# The plan's versions come from the e2e binary: built first even under
+# `make -n` (the `+`), so that a dry run of a fresh clone asks a binary that
+# exists.
 e2e-binaries-kind:
 ifeq ($(E2E_BUILD),true)
-	$(GO) build -o _output/e2e/e2e ./e2e/cmd/e2e
+	+$(GO) build -o _output/e2e/e2e ./e2e/cmd/e2e
 	v=$$(./_output/e2e/e2e -mode versions -provider kind -images-of $(E2E) $(e2e_step_args)) && \
 	$(MAKE) build VERSIONS=$$v BINARIES=kubelet,kubeadm,kubectl && \
 	$(MAKE) build VERSIONS=$$v PATCHED=false BINARIES=kubelet,kube-apiserver,kube-controller-manager,kube-scheduler,kube-proxy

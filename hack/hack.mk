@@ -12,11 +12,12 @@ GO_PACKAGES := ./...
 test: deps verify-gofmt vet unit race check-library verify-generated
 
 # Debian packages the tests need (rpmbuild for the RPM tests, dpkg-deb and
-# lintian for the .deb tests, patch for
-# verify-patches): pkg/hostdeps's lists, installed when missing.
+# lintian for the .deb tests, patch for verify-patches, busybox for
+# upgrade.sh under the upgrade image's own shell): pkg/hostdeps's lists,
+# installed when missing.
 .PHONY: deps
 deps:
-	$(GO) run ./hack/ensure-host rpm build deb
+	$(GO) run ./hack/ensure-host rpm build deb system-upgrade
 
 verify-gofmt:
 	@bad=$$(git ls-files -co --exclude-standard '*.go' | xargs -r gofmt -l); \

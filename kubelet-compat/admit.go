@@ -37,7 +37,8 @@ const (
 // a pod started before this kubelet is admitted despite: node affinity or
 // selector, taints, resource fit and eviction pressure. Anything else (host
 // ports, node name, sysctls, device, CPU, memory or topology allocation,
-// AppArmor, unknown reasons) rejects the pod as upstream does.
+// AppArmor, a node feature it does not declare (PodFeatureUnsupported),
+// unknown reasons) rejects the pod as upstream does.
 func WaivedRejection(reason string) bool {
 	switch reason {
 	case ReasonNodeAffinity, ReasonMatchNodeSelector, ReasonTaintToleration, ReasonTolerationsNotMatch, ReasonEvicted:

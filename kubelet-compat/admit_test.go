@@ -34,6 +34,8 @@ func TestWaivedRejection(t *testing.T) {
 		{"UnexpectedAdmissionError", false},
 		{"TopologyAffinityError", false},
 		{"AppArmor", false},
+		// 1.36+: a node feature the kubelet does not declare (KEP-5328).
+		{"PodFeatureUnsupported", false},
 		{"InvalidNodeInfo", false},
 		{"UnknownReason", false},
 		{"nodeaffinity", false},

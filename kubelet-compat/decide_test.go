@@ -99,6 +99,12 @@ func TestKeepChangedRollback(t *testing.T) {
 		{name: "1.21 -> 1.20: a field 1.20 does not know", own: "v1.20.15", previous: "v1.21.14", recorded: withProbeGrace, wantWhy: "stored hash"},
 		{name: "1.21 -> 1.20: changed", own: "v1.20.15", previous: "v1.21.14", recorded: plain,
 			running: func() *v1.Container { c := plain(); c.Args = []string{"x"}; return c }, wantWhy: "stored hash"},
+		// record ran again on the rolled-back 1.30.14: the file is 1.30.14's
+		// own and still says 1.31 created the container.
+		{name: "recorded again after the rollback: same spec", own: "v1.30.14", previous: "v1.30.14", hashVersion: "v1.31.14", recorded: plain, wantKeep: true, wantWhy: "the spec is the one recorded (rollback)"},
+		{name: "recorded again after the rollback: a field 1.30 does not know", own: "v1.30.14", previous: "v1.30.14", hashVersion: "v1.31.14", recorded: withClaimRequest, wantWhy: "sets fields this kubelet does not know"},
+		{name: "recorded again after the rollback: the next patch release", own: "v1.30.15", previous: "v1.30.14", hashVersion: "v1.31.14", recorded: plain, wantKeep: true, wantWhy: "the spec is the one recorded (rollback)"},
+		{name: "recorded again after the rollback: 1.21 -> 1.20", own: "v1.20.15", previous: "v1.20.15", hashVersion: "v1.21.14", recorded: plain, noSpecHash: true, wantKeep: true, wantWhy: "hash matches"},
 		{name: "a hash of this kubelet's own version", own: "v1.30.14", previous: "v1.31.14", hashVersion: "v1.30.14", recorded: plain,
 			running: func() *v1.Container { c := plain(); c.Args = []string{"x"}; return c }, wantWhy: "this kubelet's own"},
 	} {

@@ -58,7 +58,8 @@ type Container struct {
 	ID string `json:"id"`
 	// HashVersion is the kubelet whose container hash the container carries:
 	// PreviousVersion for a container that kubelet created (or accepted as
-	// its own), an older version for one kept through earlier upgrades.
+	// its own), an older version for one kept through earlier upgrades, a
+	// newer one for a container a newer kubelet created before a rollback.
 	HashVersion string `json:"hashVersion"`
 	// SpecHash is the container's spec as record found it: SpecHash of
 	// HashVersion, 16 lowercase hex digits; empty when record found no
@@ -118,14 +119,13 @@ func (f *File) Validate() error {
 	if f.APIVersion != APIVersion || f.Kind != Kind {
 		return fmt.Errorf("unknown apiVersion/kind %q/%q, want %q/%q", f.APIVersion, f.Kind, APIVersion, Kind)
 	}
-	prev, err := parseFileVersion(f.PreviousVersion)
-	if err != nil {
+	if _, err := parseFileVersion(f.PreviousVersion); err != nil {
 		return fmt.Errorf("previousVersion: %v", err)
 	}
 	if f.RecordedAt.IsZero() {
 		return errors.New("recordedAt is missing")
 	}
-	if err := validateContainers(f.Containers, prev); err != nil {
+	if err := validateContainers(f.Containers); err != nil {
 		return err
 	}
 	return validateStaticPods(f.StaticPods)
@@ -143,7 +143,7 @@ func parseFileVersion(s string) (Version, error) {
 	return v, nil
 }
 
-func validateContainers(containers []Container, prev Version) error {
+func validateContainers(containers []Container) error {
 	if len(containers) > MaxContainers {
 		return fmt.Errorf("containers lists %d containers, at most %d", len(containers), MaxContainers)
 	}
@@ -156,12 +156,10 @@ func validateContainers(containers []Container, prev Version) error {
 			return fmt.Errorf("containers[%d]: id %s listed twice", i, c.ID)
 		}
 		seen[c.ID] = true
-		v, err := parseFileVersion(c.HashVersion)
-		if err != nil {
+		// A hashVersion newer than previousVersion is a container a newer
+		// kubelet created, recorded again after a rollback.
+		if _, err := parseFileVersion(c.HashVersion); err != nil {
 			return fmt.Errorf("containers[%d]: hashVersion: %v", i, err)
-		}
-		if prev.LessThan(v) {
-			return fmt.Errorf("containers[%d]: hashVersion %s is newer than previousVersion %s", i, v, prev)
 		}
 		if c.SpecHash != "" && !isHex(c.SpecHash, 16) {
 			return fmt.Errorf("containers[%d]: specHash %q is not 16 lowercase hex digits", i, truncate(c.SpecHash))

@@ -38,7 +38,9 @@ func TestParse(t *testing.T) {
 		}},
 		{name: "build metadata", edit: replace(`"v1.20.15"`, `"v1.20.15+compat.1"`)},
 		{name: "container of an older kubelet", edit: replace(`"v1.19.16"`, `"v1.18.19+compat.1"`)},
-		{name: "container of a newer kubelet", edit: replace(`"v1.19.16"`, `"v1.21.14"`), wantErr: "newer than previousVersion"},
+		// Recorded again on a kubelet rolled back from a newer one.
+		{name: "container of a newer kubelet", edit: replace(`"v1.19.16"`, `"v1.21.14"`)},
+		{name: "container of a newer major", edit: replace(`"v1.19.16"`, `"v2.0.0"`), wantErr: "containers[1]: hashVersion: v2.0.0: major version 2"},
 		{name: "container hash version unparsable", edit: replace(`"v1.19.16"`, `"1.19"`), wantErr: "containers[1]: hashVersion"},
 		{name: "spec hash", edit: replace(`"hashVersion": "v1.19.16"}`, `"hashVersion": "v1.19.16", "specHash": "00ff00ff00ff00ff"}`)},
 		{name: "spec hash uppercase", edit: replace(`"hashVersion": "v1.19.16"}`, `"hashVersion": "v1.19.16", "specHash": "00FF00FF00FF00FF"}`), wantErr: "containers[1]: specHash"},

@@ -67,3 +67,29 @@ func WasStarted(apiPod *v1.Pod, c *v1.ContainerStatus) bool {
 	old := reported(apiPod, c)
 	return old != nil && (old.Ready || old.Started != nil && *old.Started)
 }
+
+// KeepReady reports whether the prober keeps the running container c Ready
+// until the first result of its readiness probe p: WasReady, and p is due,
+// its initialDelaySeconds passed since c started. Before that the probe does
+// not run, so a keep would rest on the old status alone; upstream (<= 1.34)
+// reports such a container NotReady, and so does the prober.
+func KeepReady(apiPod *v1.Pod, c *v1.ContainerStatus, p *v1.Probe) bool {
+	return probeDue(p, c) && WasReady(apiPod, c)
+}
+
+// KeepStarted is KeepReady for Started: WasStarted, and the startup probe p
+// is due. The prober keeps such a container started until the first result
+// of p.
+func KeepStarted(apiPod *v1.Pod, c *v1.ContainerStatus, p *v1.Probe) bool {
+	return probeDue(p, c) && WasStarted(apiPod, c)
+}
+
+// probeDue reports whether the prober runs probe p on the running container
+// c: p's initialDelaySeconds have passed since c started, in whole seconds
+// as the prober's worker counts them.
+func probeDue(p *v1.Probe, c *v1.ContainerStatus) bool {
+	if p == nil || c == nil || c.State.Running == nil {
+		return false
+	}
+	return int32(time.Since(c.State.Running.StartedAt.Time).Seconds()) >= p.InitialDelaySeconds
+}

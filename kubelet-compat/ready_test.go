@@ -51,3 +51,36 @@ func TestWasReady(t *testing.T) {
 		}
 	}
 }
+
+func TestKeepReadyWaitsForInitialDelay(t *testing.T) {
+	now := time.Now()
+	defer SetReadyStartForTest(now)()
+	yes := true
+	c := v1.ContainerStatus{Name: "c", ContainerID: "docker://a", State: v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: metav1.NewTime(now.Add(-time.Hour))}}}
+	old := c
+	old.Ready, old.Started = true, &yes
+	pod := &v1.Pod{Status: v1.PodStatus{ContainerStatuses: []v1.ContainerStatus{old}}}
+	notReady := old
+	notReady.Ready = false
+
+	for _, tc := range []struct {
+		name           string
+		pod            *v1.Pod
+		probe          *v1.Probe
+		ready, started bool
+	}{
+		{"no initial delay", pod, &v1.Probe{}, true, true},
+		{"initial delay passed", pod, &v1.Probe{InitialDelaySeconds: 3500}, true, true},
+		{"within the initial delay", pod, &v1.Probe{InitialDelaySeconds: 3700}, false, false},
+		{"no probe", pod, nil, false, false},
+		{"reported not ready", &v1.Pod{Status: v1.PodStatus{ContainerStatuses: []v1.ContainerStatus{notReady}}}, &v1.Probe{}, false, true},
+	} {
+		c := c
+		if got := KeepReady(tc.pod, &c, tc.probe); got != tc.ready {
+			t.Errorf("%s: KeepReady = %v, want %v", tc.name, got, tc.ready)
+		}
+		if got := KeepStarted(tc.pod, &c, tc.probe); got != tc.started {
+			t.Errorf("%s: KeepStarted = %v, want %v", tc.name, got, tc.started)
+		}
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -13,10 +12,10 @@ import (
 	"strings"
 
 	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
-	"github.com/kubelet-compat/kubelet-compat/pkg/filehash"
 	"github.com/kubelet-compat/kubelet-compat/pkg/hostdeps"
 	"github.com/kubelet-compat/kubelet-compat/pkg/layout"
-	"golang.org/x/sync/errgroup"
+	"github.com/kubelet-compat/kubelet-compat/pkg/layout/files"
+	"github.com/kubelet-compat/kubelet-compat/pkg/packaging"
 )
 
 // Defaults of Config, documented in rpm/README.md.
@@ -24,7 +23,7 @@ const (
 	DefaultDist               = ".kc"
 	DefaultArch               = "x86_64"
 	DefaultBuildHost          = "build.kubelet-compat"
-	DefaultUnversionedVersion = "1.0.0"
+	DefaultUnversionedVersion = packaging.DefaultUnversionedVersion
 	// DefaultPayload is xz: EL7's rpm 4.11 cannot read rpm 4.18's zstd
 	// payloads. Level 2 as EL's own packages: level 6 saves ~20% for ~3x the
 	// CPU time on 100 MB kubelets. Single-threaded on purpose: rpm's
@@ -33,25 +32,17 @@ const (
 	DefaultPayload = "w2.xzdio"
 )
 
-// Config describes one run of the RPM build.
+// Config describes one run of the RPM build: the options of every format
+// (Jobs counts rpmbuild runs: the unversioned spec, and one per versioned
+// group and version) and the RPM format's own.
 type Config struct {
-	// InputDir holds the harness output: <InputDir>/<ver>/{kubelet,kubeadm,kubectl}.
-	InputDir string
-	// OutputDir receives the RPMs and SHA256SUMS.
-	OutputDir string
-	// Versions to package, e.g. 1.21.14. kubernetes-unversioned is always built.
-	Versions []string
-	// KubeletCompat is the kubelet-compat CLI binary shipped in every node package.
-	KubeletCompat string
-	// SourceDateEpoch is every file's mtime and the build time in the RPMs.
-	SourceDateEpoch int64
+	packaging.Options
 
 	// Release (of the versioned packages, every versioned group's) and
 	// UnversionedRelease: unset, from ReleaseTable, which refuses content
 	// it does not record. Set, they override it, e.g. for binaries rebuilt
 	// under unchanged packaging, which the table does not see.
 	Release            string
-	UnversionedVersion string
 	UnversionedRelease string
 	Dist               string // %{dist}, appended to every Release
 	Arch               string // rpm arch of the binaries
@@ -61,20 +52,18 @@ type Config struct {
 
 	// Layout describes the packages (default: layout.New(UnitDir)).
 	Layout layout.Layout
-	// Sources holds the spec templates and the shipped files (default: the
-	// embedded Sources).
-	Sources fs.FS
+	// Templates holds templates/*.spec.tmpl, the RPM format (default: the
+	// embedded Templates); tests give a changed copy.
+	Templates fs.FS
+	// Shipped holds the files the packages ship, by name (default:
+	// pkg/layout/files, the files both formats ship).
+	Shipped fs.FS
 	// ReleaseTable is the content of releases.txt (default: the embedded
 	// ReleaseTable).
 	ReleaseTable []byte
 
-	// Jobs is how many versions build at once (default 1); the RPMs do not
-	// depend on it.
-	Jobs int
 	// Rpmbuild is the rpmbuild command (default "rpmbuild").
 	Rpmbuild string
-	// Log, when set, receives rpmbuild's output.
-	Log io.Writer
 
 	// releases are the versioned groups' releases, by group key.
 	releases map[string]string
@@ -86,7 +75,7 @@ func (c *Config) setDefaults() {
 			*s = v
 		}
 	}
-	def(&c.UnversionedVersion, DefaultUnversionedVersion)
+	c.Options.SetDefaults()
 	def(&c.Dist, DefaultDist)
 	def(&c.Arch, DefaultArch)
 	def(&c.BuildHost, DefaultBuildHost)
@@ -96,37 +85,15 @@ func (c *Config) setDefaults() {
 	if len(c.Layout.Groups) == 0 {
 		c.Layout = layout.New(c.UnitDir)
 	}
-	if c.Sources == nil {
-		c.Sources = Sources
+	if c.Templates == nil {
+		c.Templates = Templates
+	}
+	if c.Shipped == nil {
+		c.Shipped = files.Shipped
 	}
 	if c.ReleaseTable == nil {
 		c.ReleaseTable = ReleaseTable
 	}
-	if c.Jobs < 1 {
-		c.Jobs = 1
-	}
-}
-
-func (c *Config) validate() error {
-	return layout.CheckBuild(layout.BuildRequest{What: "RPMs", OutputDir: c.OutputDir, InputDir: c.InputDir,
-		KubeletCompat: c.KubeletCompat, SourceDateEpoch: c.SourceDateEpoch, Versions: c.Versions})
-}
-
-// absolutise makes every path of the build absolute. rpmbuild runs the
-// %install scriptlet in %{_builddir}, so a relative _topdir (the default
-// _output/rpms) would name SOURCES relative to the wrong directory.
-func (c *Config) absolutise() error {
-	for _, p := range []*string{&c.InputDir, &c.OutputDir, &c.KubeletCompat} {
-		if *p == "" {
-			continue
-		}
-		abs, err := filepath.Abs(*p)
-		if err != nil {
-			return fmt.Errorf("absolute path of %s: %w", *p, err)
-		}
-		*p = abs
-	}
-	return nil
 }
 
 // Build builds kubernetes-unversioned and the versioned packages of every
@@ -134,94 +101,63 @@ func (c *Config) absolutise() error {
 // OutputDir/SHA256SUMS over every RPM there. It returns the RPMs it built.
 func Build(ctx context.Context, cfg Config) ([]string, error) {
 	cfg.setDefaults()
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Check("RPMs"); err != nil {
 		return nil, err
 	}
 	if err := cfg.resolveReleases(); err != nil {
 		return nil, err
 	}
-	if err := cfg.absolutise(); err != nil {
+	// rpmbuild runs the %install scriptlet in %{_builddir}, so a relative
+	// _topdir (the default _output/rpms) would name SOURCES relative to
+	// the wrong directory.
+	if err := cfg.Absolutise(); err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(cfg.OutputDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create output directory: %w", err)
 	}
-	built, err := buildUnversioned(ctx, cfg)
+	builds, err := cfg.builds()
 	if err != nil {
 		return nil, err
 	}
-	versioned, err := buildAllVersions(ctx, cfg)
-	built = append(built, versioned...)
+	// xz compression of the 100 MB kubelets is single-threaded: running
+	// several rpmbuilds is what uses the cores.
+	built, err := packaging.Parallel(ctx, cfg.Jobs, builds)
 	if err != nil {
 		return built, err
 	}
-	if err := writeSHA256Sums(cfg.OutputDir); err != nil {
-		return built, err
-	}
-	return built, nil
+	return built, packaging.WriteSHA256Sums(cfg.OutputDir, ".rpm")
 }
 
-// buildAllVersions runs up to cfg.Jobs versions at once; xz compression of
-// the 100 MB kubelets is single-threaded, so this is what uses the cores.
-// After a failure no further version starts; running ones finish.
-func buildAllVersions(ctx context.Context, cfg Config) ([]string, error) {
-	type outcome struct {
-		rpms []string
-		err  error
+// builds are the rpmbuild runs: kubernetes-unversioned, then every
+// versioned group of every version (an optional group where the input has
+// its binaries).
+func (c Config) builds() ([]func(context.Context) ([]string, error), error) {
+	builds := []func(context.Context) ([]string, error){
+		func(ctx context.Context) ([]string, error) { return buildUnversioned(ctx, c) },
 	}
-	outcomes := make([]outcome, len(cfg.Versions))
-	// The group's context ends at the first failure: versions not started
-	// yet are skipped, running ones finish on ctx.
-	g, failed := errgroup.WithContext(ctx)
-	g.SetLimit(cfg.Jobs)
-	for i, v := range cfg.Versions {
-		g.Go(func() error {
-			if failed.Err() != nil {
-				return nil
+	for _, v := range c.Versions {
+		for _, g := range c.Layout.Groups {
+			if !g.Versioned {
+				continue
 			}
-			var rpms []string
-			for _, grp := range cfg.Layout.Groups {
-				if !grp.Versioned {
+			if g.Optional {
+				has, err := g.HasInput(c.InputDir, v)
+				if err != nil {
+					return nil, err
+				}
+				if !has {
 					continue
 				}
-				if grp.Optional {
-					has, err := grp.HasInput(cfg.InputDir, v)
-					if err != nil {
-						outcomes[i] = outcome{rpms, err}
-						return err
-					}
-					if !has {
-						continue
-					}
-				}
-				built, err := buildVersioned(ctx, cfg, grp, v)
-				rpms = append(rpms, built...)
-				if err != nil {
-					outcomes[i] = outcome{rpms, err}
-					return err
-				}
 			}
-			outcomes[i] = outcome{rpms, nil}
-			return nil
-		})
-	}
-	_ = g.Wait() // every error is in outcomes
-	var built []string
-	var errs []error
-	for _, o := range outcomes {
-		built = append(built, o.rpms...)
-		if o.err != nil {
-			errs = append(errs, o.err)
+			builds = append(builds, func(ctx context.Context) ([]string, error) { return buildVersioned(ctx, c, g, v) })
 		}
 	}
-	if len(errs) == 0 && ctx.Err() != nil {
-		errs = append(errs, ctx.Err())
-	}
-	return built, errors.Join(errs...)
+	return builds, nil
 }
 
 func buildVersioned(ctx context.Context, cfg Config, g layout.Group, version string) ([]string, error) {
-	spec, err := renderVersioned(cfg.Sources, cfg.Layout, VersionedSpec{Version: version, Release: cfg.releases[g.Key], Arch: cfg.Arch, Group: g.Key})
+	spec, err := renderVersioned(cfg.Templates, cfg.Layout, VersionedSpec{Version: version, Release: cfg.releases[g.Key], Arch: cfg.Arch, Group: g.Key})
 	if err != nil {
 		return nil, err
 	}
@@ -241,7 +177,7 @@ func buildVersioned(ctx context.Context, cfg Config, g layout.Group, version str
 }
 
 func buildUnversioned(ctx context.Context, cfg Config) ([]string, error) {
-	spec, err := renderUnversioned(cfg.Sources, cfg.Layout, UnversionedSpec{
+	spec, err := renderUnversioned(cfg.Templates, cfg.Layout, UnversionedSpec{
 		Version: cfg.UnversionedVersion,
 		Release: cfg.UnversionedRelease,
 	})
@@ -262,11 +198,16 @@ func buildUnversioned(ctx context.Context, cfg Config) ([]string, error) {
 
 // inputs are the build's inputs as pkg/layout stages them.
 func (c Config) inputs() layout.Inputs {
-	return layout.Inputs{
-		InputDir:      c.InputDir,
-		KubeletCompat: c.KubeletCompat,
-		Shipped:       func(name string) ([]byte, error) { return shippedFile(c.Sources, name) },
+	return layout.Inputs{InputDir: c.InputDir, KubeletCompat: c.KubeletCompat, Shipped: c.shipped}
+}
+
+// shipped returns a file the packages ship, by name.
+func (c Config) shipped(name string) ([]byte, error) {
+	b, err := fs.ReadFile(c.Shipped, name)
+	if err != nil {
+		return nil, fmt.Errorf("shipped file %s: %w", name, err)
 	}
+	return b, nil
 }
 
 // newTopdir makes a private rpmbuild tree next to the output, so that the
@@ -322,7 +263,7 @@ func (c Config) Defines(topdir string) []string {
 // RPMs it made into the output directory.
 func rpmbuild(ctx context.Context, cfg Config, top, specName string, spec []byte, extraArgs ...string) ([]string, error) {
 	// The macros must hold absolute paths whatever the caller passed (see
-	// Config.absolutise).
+	// Build).
 	top, err := filepath.Abs(top)
 	if err != nil {
 		return nil, fmt.Errorf("rpmbuild tree: %w", err)
@@ -366,26 +307,4 @@ func rpmbuild(ctx context.Context, cfg Config, top, specName string, spec []byte
 	}
 	sort.Strings(moved)
 	return moved, nil
-}
-
-// writeSHA256Sums writes OutputDir/SHA256SUMS in sha256sum's format, so that
-// `sha256sum -c` checks a build and two builds compare with diff.
-func writeSHA256Sums(dir string) error {
-	rpms, err := filepath.Glob(filepath.Join(dir, "*.rpm"))
-	if err != nil {
-		return err
-	}
-	sort.Strings(rpms)
-	var b strings.Builder
-	for _, p := range rpms {
-		sum, err := filehash.SHA256(p)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(&b, "%s  %s\n", sum, filepath.Base(p))
-	}
-	if err := os.WriteFile(filepath.Join(dir, "SHA256SUMS"), []byte(b.String()), 0o644); err != nil {
-		return fmt.Errorf("write SHA256SUMS: %w", err)
-	}
-	return nil
 }

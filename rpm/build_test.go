@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kubelet-compat/kubelet-compat/pkg/packaging"
+	"github.com/kubelet-compat/kubelet-compat/pkg/packaging/packagingtest"
 )
 
 // TestBuildRefusesBadInputs: the build must stop with a clear error rather
@@ -33,13 +36,13 @@ func TestBuildRefusesBadInputs(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			work := t.TempDir()
-			cfg := Config{
+			cfg := Config{Options: packaging.Options{
 				InputDir:        filepath.Join(work, "harness"),
 				OutputDir:       filepath.Join(work, "rpms"),
 				Versions:        []string{"1.21.14"},
 				SourceDateEpoch: testEpoch,
-			}
-			cfg.KubeletCompat = writeFakeHarness(t, cfg.InputDir, cfg.Versions)
+			}}
+			cfg.KubeletCompat = packagingtest.FakeHarness(t, cfg.InputDir, cfg.Versions)
 			tc.mangle(t, &cfg)
 			_, err := Build(context.Background(), cfg)
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
@@ -70,14 +73,14 @@ func TestBuildWithRelativePaths(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	writeFakeHarness(t, "_output", []string{"1.21.14"})
-	cfg := Config{
+	packagingtest.FakeHarness(t, "_output", []string{"1.21.14"})
+	cfg := Config{Options: packaging.Options{
 		InputDir:        "_output",
 		OutputDir:       "_output/rpms",
 		Versions:        []string{"1.21.14"},
 		KubeletCompat:   "_output/kubelet-compat",
 		SourceDateEpoch: testEpoch,
-	}
+	}}
 	built, err := Build(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("relative paths: %v", err)

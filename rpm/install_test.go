@@ -17,6 +17,8 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 
 	"github.com/kubelet-compat/kubelet-compat/pkg/binversion"
+	"github.com/kubelet-compat/kubelet-compat/pkg/packaging"
+	"github.com/kubelet-compat/kubelet-compat/pkg/packaging/packagingtest"
 )
 
 // buildRPMs builds every RPM of versions into a new directory and returns
@@ -26,7 +28,7 @@ func buildRPMs(t *testing.T, versions []string, cfg Config) (string, []string) {
 	work := t.TempDir()
 	if cfg.InputDir == "" {
 		cfg.InputDir = filepath.Join(work, "harness")
-		cfg.KubeletCompat = writeFakeHarness(t, cfg.InputDir, versions)
+		cfg.KubeletCompat = packagingtest.FakeHarness(t, cfg.InputDir, versions)
 	}
 	cfg.OutputDir = filepath.Join(work, "rpms")
 	cfg.Versions = versions
@@ -51,7 +53,7 @@ func buildTestrootBase(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{OutputDir: top, SourceDateEpoch: testEpoch}
+	cfg := Config{Options: packaging.Options{OutputDir: top, SourceDateEpoch: testEpoch}}
 	cfg.setDefaults()
 	for _, d := range []string{"SOURCES", "SPECS", "BUILD", "BUILDROOT", "RPMS", "SRPMS", "tmp", "rpmdb"} {
 		if err := os.Mkdir(filepath.Join(top, d), 0o755); err != nil {
@@ -183,45 +185,7 @@ func TestInstallAllVersionsSideBySide(t *testing.T) {
 	rpmRoot(t, root, append([]string{"-i", "--noscripts", buildTestrootBase(t)}, built...)...)
 
 	t.Run("every path, owner and mode", func(t *testing.T) {
-		want := expectedPaths(allVersions)
-		got := installedPaths(t, root)
-		for path, w := range want {
-			g, ok := got[path]
-			if !ok {
-				t.Errorf("%s is not installed", path)
-				continue
-			}
-			if g != w {
-				t.Errorf("%s: got %+v, want %+v", path, g, w)
-			}
-			// The same on disk.
-			st, err := os.Lstat(filepath.Join(root, path))
-			if err != nil {
-				t.Errorf("%s: %v", path, err)
-				continue
-			}
-			sys := st.Sys().(*syscall.Stat_t)
-			if mode := fmt.Sprintf("%o", sys.Mode); mode != w.mode {
-				t.Errorf("%s on disk: mode %s, want %s", path, mode, w.mode)
-			}
-			if os.Geteuid() == 0 && (sys.Uid != 0 || sys.Gid != 0) {
-				t.Errorf("%s on disk: owner %d:%d, want 0:0", path, sys.Uid, sys.Gid)
-			}
-			if w.link != "" {
-				if target, _ := os.Readlink(filepath.Join(root, path)); target != w.link {
-					t.Errorf("%s on disk links to %q, want %q", path, target, w.link)
-				}
-			}
-		}
-		for path := range got {
-			if _, ok := want[path]; !ok {
-				t.Errorf("unexpected path %s (%+v)", path, got[path])
-			}
-		}
-		flags := rpmRoot(t, root, "-q", "--qf", `[%{FILENAMES} %{FILEFLAGS:fflags}\n]`, UnversionedName)
-		if !strings.Contains(flags, "/etc/sysconfig/kubelet cn\n") {
-			t.Errorf("/etc/sysconfig/kubelet is not %%config(noreplace):\n%s", flags)
-		}
+		checkInstalledPaths(t, root, allVersions)
 	})
 
 	t.Run("rpm -Va", func(t *testing.T) {
@@ -235,16 +199,7 @@ func TestInstallAllVersionsSideBySide(t *testing.T) {
 	})
 
 	t.Run("rpm -K", func(t *testing.T) {
-		out := run(t, "rpm", append([]string{"-K"}, built...)...)
-		lines := strings.Split(strings.TrimSpace(out), "\n")
-		if len(lines) != len(built) {
-			t.Fatalf("rpm -K printed %d lines for %d RPMs:\n%s", len(lines), len(built), out)
-		}
-		for _, l := range lines {
-			if !strings.HasSuffix(l, ": digests OK") {
-				t.Errorf("rpm -K: %s", l)
-			}
-		}
+		checkDigests(t, built)
 	})
 
 	selectTool := filepath.Join(root, "/usr/bin/kubernetes-select")
@@ -271,7 +226,8 @@ func TestInstallAllVersionsSideBySide(t *testing.T) {
 	t.Run("upgrading kubernetes-unversioned keeps the selection", func(t *testing.T) {
 		// What a commit that changes kubernetes-select builds: rpm -U takes
 		// it for the newer package because its release is higher.
-		changed := Config{Sources: changedSources(t, "files/kubernetes-select", func(s string) string { return s + "# changed\n" })}
+		var changed Config
+		changeSource(t, &changed, "files/kubernetes-select", func(s string) string { return s + "# changed\n" })
 		var err error
 		changed.ReleaseTable, _, err = BumpReleases(ReleaseTable, changed)
 		assert.NilError(t, err)
@@ -299,6 +255,105 @@ func TestInstallAllVersionsSideBySide(t *testing.T) {
 		}
 	})
 	t.Logf("RPMs in %s", outDir)
+}
+
+// checkInstalledPaths compares the paths the rpm database of root lists,
+// their owners, modes and link targets, and the same on disk, with what
+// the packages of versions must install.
+func checkInstalledPaths(t *testing.T, root string, versions []string) {
+	t.Helper()
+	want := expectedPaths(versions)
+	got := installedPaths(t, root)
+	for path, w := range want {
+		g, ok := got[path]
+		if !ok {
+			t.Errorf("%s is not installed", path)
+			continue
+		}
+		if g != w {
+			t.Errorf("%s: got %+v, want %+v", path, g, w)
+		}
+		// The same on disk.
+		st, err := os.Lstat(filepath.Join(root, path))
+		if err != nil {
+			t.Errorf("%s: %v", path, err)
+			continue
+		}
+		sys := st.Sys().(*syscall.Stat_t)
+		if mode := fmt.Sprintf("%o", sys.Mode); mode != w.mode {
+			t.Errorf("%s on disk: mode %s, want %s", path, mode, w.mode)
+		}
+		if os.Geteuid() == 0 && (sys.Uid != 0 || sys.Gid != 0) {
+			t.Errorf("%s on disk: owner %d:%d, want 0:0", path, sys.Uid, sys.Gid)
+		}
+		if w.link != "" {
+			if target, _ := os.Readlink(filepath.Join(root, path)); target != w.link {
+				t.Errorf("%s on disk links to %q, want %q", path, target, w.link)
+			}
+		}
+	}
+	for path := range got {
+		if _, ok := want[path]; !ok {
+			t.Errorf("unexpected path %s (%+v)", path, got[path])
+		}
+	}
+	flags := rpmRoot(t, root, "-q", "--qf", `[%{FILENAMES} %{FILEFLAGS:fflags}\n]`, UnversionedName)
+	if !strings.Contains(flags, "/etc/sysconfig/kubelet cn\n") {
+		t.Errorf("/etc/sysconfig/kubelet is not %%config(noreplace):\n%s", flags)
+	}
+}
+
+// checkDigests runs rpm -K on the RPMs.
+func checkDigests(t *testing.T, built []string) {
+	t.Helper()
+	out := run(t, "rpm", append([]string{"-K"}, built...)...)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != len(built) {
+		t.Fatalf("rpm -K printed %d lines for %d RPMs:\n%s", len(lines), len(built), out)
+	}
+	for _, l := range lines {
+		if !strings.HasSuffix(l, ": digests OK") {
+			t.Errorf("rpm -K: %s", l)
+		}
+	}
+}
+
+// racePreunAndSelect runs the %preun script and kubernetes-select stage2
+// 1.21.14 on root, the one named by first ("select" or "preun") held in
+// the middle of its work while the other runs, and returns what each did.
+func racePreunAndSelect(t *testing.T, root, script, first string) (sel, pre result) {
+	t.Helper()
+	mark := filepath.Join(t.TempDir(), "paused")
+	slow := func(name string) []string {
+		dir := fakeCommands(t, map[string]string{name: fmt.Sprintf("\"$REAL_%s\" \"$@\" || exit\n: >%q\nsleep 1\n", strings.ToUpper(name), mark)})
+		return []string{"PATH=" + dir + ":" + os.Getenv("PATH")}
+	}
+	var selEnv, preunEnv []string
+	if first == "select" {
+		selEnv = slow("ln")
+	} else {
+		preunEnv = slow("stat")
+	}
+	if first == "select" {
+		wait := startSelect(t, selEnv, root, "stage2", "1.21.14")
+		waitForFile(t, mark)
+		pre = runResult(t, preunEnv, "/bin/sh", "-c", script, "preun", "0")
+		sel = wait()
+	} else {
+		cmd := exec.Command("/bin/sh", "-c", script, "preun", "0")
+		cmd.Env = append(os.Environ(), preunEnv...)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		assert.NilError(t, cmd.Start())
+		waitForFile(t, mark)
+		sel = kubernetesSelect(t, nil, root, "stage2", "1.21.14")
+		err := cmd.Wait()
+		pre = result{Stderr: stderr.String()}
+		if exitErr, ok := err.(*exec.ExitError); ok {
+			pre.Code = exitErr.ExitCode()
+		}
+	}
+	return sel, pre
 }
 
 // checkLinksServe checks that every link of kubernetes-unversioned resolves
@@ -360,8 +415,8 @@ func verifyUnits(t *testing.T, root string) {
 	}
 	for _, unit := range []string{"kubelet.service", "kubelet-compat-sweep.service", "kubelet-compat-sweep.timer"} {
 		r := runResult(t, nil, "systemd-analyze", "--root="+root, "verify", filepath.Join(unitDir, unit))
-		if r.code != 0 || r.stdout+r.stderr != "" {
-			t.Errorf("systemd-analyze verify %s: exit %d:\n%s%s", unit, r.code, r.stdout, r.stderr)
+		if r.Code != 0 || r.Stdout+r.Stderr != "" {
+			t.Errorf("systemd-analyze verify %s: exit %d:\n%s%s", unit, r.Code, r.Stdout, r.Stderr)
 		}
 	}
 }
@@ -381,7 +436,7 @@ var rpmlibOK = map[string]bool{
 // static Go binaries add nothing).
 func checkRequiresAndProvides(t *testing.T, rpms []string, versions []string) {
 	t.Helper()
-	cfg := Config{Versions: versions}
+	cfg := Config{Options: packaging.Options{Versions: versions}}
 	cfg.setDefaults()
 	assert.NilError(t, cfg.resolveReleases())
 	evr := func(v string) string { return v + "-" + cfg.Release + DefaultDist }
@@ -463,13 +518,13 @@ func sorted(s []string) []string {
 func TestRebuildIsByteIdentical(t *testing.T) {
 	requireRPMTools(t)
 	input := filepath.Join(t.TempDir(), "harness")
-	cli := writeFakeHarness(t, input, allVersions)
-	first, _ := buildRPMs(t, allVersions, Config{InputDir: input, KubeletCompat: cli})
+	cli := packagingtest.FakeHarness(t, input, allVersions)
+	first, _ := buildRPMs(t, allVersions, Config{Options: packaging.Options{InputDir: input, KubeletCompat: cli}})
 
 	later := time.Now().Add(time.Hour)
 	filepath.Walk(input, func(p string, _ os.FileInfo, _ error) error { return os.Chtimes(p, later, later) })
 	time.Sleep(1100 * time.Millisecond)
-	second, _ := buildRPMs(t, allVersions, Config{InputDir: input, KubeletCompat: cli, Jobs: 3})
+	second, _ := buildRPMs(t, allVersions, Config{Options: packaging.Options{InputDir: input, KubeletCompat: cli, Jobs: 3}})
 
 	a, err := os.ReadFile(filepath.Join(first, "SHA256SUMS"))
 	if err != nil {
@@ -486,7 +541,7 @@ func TestRebuildIsByteIdentical(t *testing.T) {
 		t.Errorf("rebuild differs:\nfirst:\n%s\nsecond:\n%s", a, b)
 	}
 	// And a different SOURCE_DATE_EPOCH does change them: the clamp is real.
-	third, _ := buildRPMs(t, allVersions[:1], Config{InputDir: input, KubeletCompat: cli, SourceDateEpoch: testEpoch + 1})
+	third, _ := buildRPMs(t, allVersions[:1], Config{Options: packaging.Options{InputDir: input, KubeletCompat: cli, SourceDateEpoch: testEpoch + 1}})
 	c, _ := os.ReadFile(filepath.Join(third, "SHA256SUMS"))
 	if strings.Contains(string(a), strings.SplitN(string(c), "\n", 2)[0]) {
 		t.Error("another SOURCE_DATE_EPOCH gave the same RPM: is it used at all?")
@@ -520,8 +575,8 @@ func TestScriptlets(t *testing.T) {
 		for _, path := range []string{withSystemctl, without} {
 			os.Remove(logFile)
 			r := runResult(t, []string{"PATH=" + path}, "/bin/sh", "-c", script, "scriptlet", tc.arg)
-			if r.code != 0 {
-				t.Errorf("%s $1=%s with PATH=%s: exit %d: %s", tc.tag, tc.arg, path, r.code, r.stderr)
+			if r.Code != 0 {
+				t.Errorf("%s $1=%s with PATH=%s: exit %d: %s", tc.tag, tc.arg, path, r.Code, r.Stderr)
 			}
 		}
 		// The last run had no systemctl; rerun with it to see the calls.
@@ -554,8 +609,8 @@ func TestPreunRefusesSelectedVersion(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			root := installedTreeFor(t, mode, versions)
 			for _, args := range [][]string{{"--mode", mode, "all", "1.20.15"}, {"stage1", "1.21.14"}} {
-				if r := kubernetesSelect(t, nil, root, args...); r.code != 0 {
-					t.Fatalf("setup %v: %s", args, r.stderr)
+				if r := kubernetesSelect(t, nil, root, args...); r.Code != 0 {
+					t.Fatalf("setup %v: %s", args, r.Stderr)
 				}
 			}
 			// stage1 serves 1.21.14 (kubeadm), stage2 1.20.15 (node, client).
@@ -573,12 +628,12 @@ func TestPreunRefusesSelectedVersion(t *testing.T) {
 				{"kubernetes-1.20.15-kubeadm", "0", false},
 			} {
 				r := runResult(t, nil, "/bin/sh", "-c", preunIn(root, preun[tc.pkg]), "preun", tc.arg)
-				if refused := r.code != 0; refused != tc.refused {
-					t.Errorf("%s %%preun $1=%s: exit %d, stderr %q; want refused=%v", tc.pkg, tc.arg, r.code, r.stderr, tc.refused)
+				if refused := r.Code != 0; refused != tc.refused {
+					t.Errorf("%s %%preun $1=%s: exit %d, stderr %q; want refused=%v", tc.pkg, tc.arg, r.Code, r.Stderr, tc.refused)
 				}
-				if tc.refused && (!strings.Contains(r.stderr, "select another version first") ||
-					strings.Count(strings.TrimSpace(r.stderr), "\n") != 0) {
-					t.Errorf("%s: want one line that says to select another version first, got %q", tc.pkg, r.stderr)
+				if tc.refused && (!strings.Contains(r.Stderr, "select another version first") ||
+					strings.Count(strings.TrimSpace(r.Stderr), "\n") != 0) {
+					t.Errorf("%s: want one line that says to select another version first, got %q", tc.pkg, r.Stderr)
 				}
 			}
 		})
@@ -644,42 +699,11 @@ func TestPreunTakesTheSelectLock(t *testing.T) {
 			makeInstalledTree(t, root, versions)
 			for _, args := range [][]string{{"all", "1.20.15"}, {"stage1", "1.21.14"}} {
 				r := kubernetesSelect(t, nil, root, args...)
-				assert.Equal(t, r.code, 0, "setup %v: %s", args, r.stderr)
+				assert.Equal(t, r.Code, 0, "setup %v: %s", args, r.Stderr)
 			}
-			mark := filepath.Join(t.TempDir(), "paused")
-			slow := func(name string) []string {
-				dir := fakeCommands(t, map[string]string{name: fmt.Sprintf("\"$REAL_%s\" \"$@\" || exit\n: >%q\nsleep 1\n", strings.ToUpper(name), mark)})
-				return []string{"PATH=" + dir + ":" + os.Getenv("PATH")}
-			}
-			var selEnv, preunEnv []string
-			if tc.first == "select" {
-				selEnv = slow("ln")
-			} else {
-				preunEnv = slow("stat")
-			}
-			script := preunIn(root, preun["kubernetes-1.21.14-node"])
-			var sel, pre result
-			if tc.first == "select" {
-				wait := startSelect(t, selEnv, root, "stage2", "1.21.14")
-				waitForFile(t, mark)
-				pre = runResult(t, preunEnv, "/bin/sh", "-c", script, "preun", "0")
-				sel = wait()
-			} else {
-				cmd := exec.Command("/bin/sh", "-c", script, "preun", "0")
-				cmd.Env = append(os.Environ(), preunEnv...)
-				var stderr strings.Builder
-				cmd.Stderr = &stderr
-				assert.NilError(t, cmd.Start())
-				waitForFile(t, mark)
-				sel = kubernetesSelect(t, nil, root, "stage2", "1.21.14")
-				err := cmd.Wait()
-				pre = result{stderr: stderr.String()}
-				if exitErr, ok := err.(*exec.ExitError); ok {
-					pre.code = exitErr.ExitCode()
-				}
-			}
-			assert.Check(t, is.Equal(pre.code, tc.wantPreun), "%%preun of kubernetes-1.21.14-node: stderr %q", pre.stderr)
-			assert.Check(t, is.Equal(sel.code, tc.wantSel), "kubernetes-select stage2 1.21.14: stdout %q, stderr %q", sel.stdout, sel.stderr)
+			sel, pre := racePreunAndSelect(t, root, preunIn(root, preun["kubernetes-1.21.14-node"]), tc.first)
+			assert.Check(t, is.Equal(pre.Code, tc.wantPreun), "%%preun of kubernetes-1.21.14-node: stderr %q", pre.Stderr)
+			assert.Check(t, is.Equal(sel.Code, tc.wantSel), "kubernetes-select stage2 1.21.14: stdout %q, stderr %q", sel.Stdout, sel.Stderr)
 			assert.Check(t, is.Equal(selectedVersion(t, root, "stage2"), tc.wantServe))
 		})
 	}
@@ -703,8 +727,8 @@ func TestPreunTakesTheSelectLock(t *testing.T) {
 			assert.Equal(t, strings.Count(script, "flock -w 300 "), 1)
 			script = strings.Replace(script, "flock -w 300 ", "flock -w 1 ", 1)
 			r := runResult(t, nil, "/bin/sh", "-c", script, "preun", "0")
-			assert.Check(t, is.Equal(r.code, 1))
-			assert.Check(t, is.Contains(r.stderr, "kubernetes-select still holds the lock"))
+			assert.Check(t, is.Equal(r.Code, 1))
+			assert.Check(t, is.Contains(r.Stderr, "kubernetes-select still holds the lock"))
 			for _, bin := range []string{"stage1/usr/bin/kubeadm", "stage2/usr/bin/kubelet"} {
 				st, err := os.Stat(filepath.Join(root, KubeRoot, "1.21.14", bin))
 				assert.NilError(t, err)
@@ -730,9 +754,9 @@ func TestPreunTakesTheSelectLock(t *testing.T) {
 			root := t.TempDir()
 			makeInstalledTree(t, root, versions)
 			r := kubernetesSelect(t, nil, root, "all", "1.20.15")
-			assert.Equal(t, r.code, 0, "setup: %s", r.stderr)
+			assert.Equal(t, r.Code, 0, "setup: %s", r.Stderr)
 			r = runResult(t, nil, "/bin/sh", "-c", preunIn(root, preun[tc.pkg]), "preun", tc.arg)
-			assert.Check(t, is.Equal(r.code, 0), "%s $1=%s: %s", tc.pkg, tc.arg, r.stderr)
+			assert.Check(t, is.Equal(r.Code, 0), "%s $1=%s: %s", tc.pkg, tc.arg, r.Stderr)
 			for _, stage := range []string{"stage1", "stage2"} {
 				gone := false
 				for _, g := range tc.wantGone {
@@ -740,10 +764,10 @@ func TestPreunTakesTheSelectLock(t *testing.T) {
 				}
 				r := kubernetesSelect(t, nil, root, "--force", stage, "1.21.14")
 				if gone {
-					assert.Check(t, r.code == 1 && strings.Contains(r.stderr, "1.21.14 is not installed"),
-						"%s $1=%s, then select %s 1.21.14: exit %d, stderr %q", tc.pkg, tc.arg, stage, r.code, r.stderr)
+					assert.Check(t, r.Code == 1 && strings.Contains(r.Stderr, "1.21.14 is not installed"),
+						"%s $1=%s, then select %s 1.21.14: exit %d, stderr %q", tc.pkg, tc.arg, stage, r.Code, r.Stderr)
 				} else {
-					assert.Check(t, is.Equal(r.code, 0), "%s $1=%s, then select %s 1.21.14: %s", tc.pkg, tc.arg, stage, r.stderr)
+					assert.Check(t, is.Equal(r.Code, 0), "%s $1=%s, then select %s 1.21.14: %s", tc.pkg, tc.arg, stage, r.Stderr)
 				}
 			}
 		})

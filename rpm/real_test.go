@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/kubelet-compat/kubelet-compat/pkg/packaging"
 )
 
 // TestRealHarnessOutput runs the install and reproducibility checks on the
@@ -21,7 +23,7 @@ func TestRealHarnessOutput(t *testing.T) {
 	if len(versions) == 0 {
 		versions = allVersions
 	}
-	cfg := Config{InputDir: input, KubeletCompat: os.Getenv("RPM_TEST_REAL_CLI"), Jobs: runtime.NumCPU()}
+	cfg := Config{Options: packaging.Options{InputDir: input, KubeletCompat: os.Getenv("RPM_TEST_REAL_CLI"), Jobs: runtime.NumCPU()}}
 	first, built := buildRPMs(t, versions, cfg)
 	second, _ := buildRPMs(t, versions, cfg)
 	a, _ := os.ReadFile(filepath.Join(first, "SHA256SUMS"))

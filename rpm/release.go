@@ -5,10 +5,10 @@ import (
 	_ "embed"
 	"encoding/hex"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/kubelet-compat/kubelet-compat/pkg/layout"
+	"github.com/kubelet-compat/kubelet-compat/pkg/packaging"
 )
 
 // ReleaseTable is rpm/releases.txt: the Release of the packages built from
@@ -31,13 +31,13 @@ const (
 )
 
 // releaseRow is one line of the table.
-type releaseRow = layout.Row
+type releaseRow = packaging.Row
 
 const releaseTableHeader = `# The Release of the packages built from each spec template, and the
 # sha256 of their content for which it was given (see "Releases" in
 # rpm/README.md): the template rendered with placeholders for version,
-# release and arch, the files the packages ship from rpm/files, and the
-# macros set on rpmbuild's command line that are not paths of one build,
+# release and arch, the files the packages ship from pkg/layout/files, and
+# the macros set on rpmbuild's command line that are not paths of one build,
 # the payload, %{dist} or the build host. The build refuses content whose
 # sha256 is not the one here. After changing a template or a shipped file:
 #   make rpm-releases   (go test ./rpm -run TestReleasesUpToDate -update-releases)
@@ -46,20 +46,13 @@ const releaseTableHeader = `# The Release of the packages built from each spec t
 `
 
 func parseReleaseTable(b []byte) (map[string]releaseRow, error) {
-	return layout.ParseTable("releases.txt", b)
+	return packaging.ParseTable("releases.txt", b)
 }
 
-func formatReleaseTable(rows map[string]releaseRow) []byte {
-	return layout.FormatTable(releaseTableHeader, rows)
-}
-
-// groupKeys are the table's keys: the description's groups, in order.
-func (c Config) groupKeys() []string {
-	var keys []string
-	for _, g := range c.Layout.Groups {
-		keys = append(keys, g.Key)
-	}
-	return keys
+// table is rpm/releases.txt, with this configuration's digests.
+func (c Config) table() packaging.Table {
+	return packaging.Table{Name: "rpm/releases.txt", Header: releaseTableHeader,
+		Fix: "make rpm-releases (go test ./rpm -run TestReleasesUpToDate -update-releases)", Digest: c.contentDigest}
 }
 
 // contentDigest returns the sha256 of what shapes the content of the
@@ -67,7 +60,7 @@ func (c Config) groupKeys() []string {
 // completion (which come from the harness output and are not in the
 // repository): the spec rendered with placeholders for what is not
 // content (version, release, arch), every file the packages ship from
-// files/, and every macro of Defines that is not a path of one build, the
+// pkg/layout/files, and every macro of Defines that is not a path of one build, the
 // payload compression, %{dist} or the build host. A macro added to Defines
 // counts as content until it is listed here: a release too many is
 // harmless, one too few is the bug this prevents.
@@ -79,10 +72,10 @@ func (c Config) contentDigest(key string) (string, error) {
 	var spec []byte
 	var err error
 	if g.Versioned {
-		spec, err = renderVersioned(c.Sources, c.Layout, VersionedSpec{
+		spec, err = renderVersioned(c.Templates, c.Layout, VersionedSpec{
 			Version: placeholderVersion, Release: "@RELEASE@", Arch: "@ARCH@", Group: key})
 	} else {
-		spec, err = renderUnversioned(c.Sources, c.Layout, UnversionedSpec{Version: placeholderVersion, Release: "@RELEASE@"})
+		spec, err = renderUnversioned(c.Templates, c.Layout, UnversionedSpec{Version: placeholderVersion, Release: "@RELEASE@"})
 	}
 	if err != nil {
 		return "", err
@@ -93,7 +86,7 @@ func (c Config) contentDigest(key string) (string, error) {
 		if src.Kind != layout.Shipped {
 			continue
 		}
-		b, err := shippedFile(c.Sources, src.Name)
+		b, err := c.shipped(src.Name)
 		if err != nil {
 			return "", err
 		}
@@ -111,42 +104,14 @@ func (c Config) contentDigest(key string) (string, error) {
 	return hex.EncodeToString(sum[:]), nil
 }
 
-// tableRelease returns the release that table gives the packages of
-// template key, if their content is the one it was given for.
-func (c Config) tableRelease(table []byte, key string) (string, error) {
-	digest, err := c.contentDigest(key)
-	if err != nil {
-		return "", err
-	}
-	rel, err := layout.TableRelease("rpm/releases.txt", table, key, digest, "make rpm-releases (go test ./rpm -run TestReleasesUpToDate -update-releases)")
-	if err != nil {
-		return "", err
-	}
-	return strconv.Itoa(rel), nil
-}
-
 // resolveReleases sets UnversionedRelease and the versioned groups'
 // releases that are not set from the table; the versioned ones only when
 // versioned packages are built.
 func (c *Config) resolveReleases() error {
 	var err error
-	if c.UnversionedRelease == "" {
-		if c.UnversionedRelease, err = c.tableRelease(c.ReleaseTable, unversionedKey); err != nil {
-			return err
-		}
-	}
-	c.releases = map[string]string{}
-	for _, g := range c.Layout.Groups {
-		if !g.Versioned || len(c.Versions) == 0 {
-			continue
-		}
-		rel := c.Release
-		if rel == "" {
-			if rel, err = c.tableRelease(c.ReleaseTable, g.Key); err != nil {
-				return err
-			}
-		}
-		c.releases[g.Key] = rel
+	c.UnversionedRelease, c.releases, err = c.table().Resolve(c.ReleaseTable, c.Layout, len(c.Versions) > 0, c.UnversionedRelease, c.Release)
+	if err != nil {
+		return err
 	}
 	if c.Release == "" {
 		c.Release = c.releases[versionedKey]
@@ -160,5 +125,5 @@ func (c *Config) resolveReleases() error {
 // it was. It also returns the templates it bumped.
 func BumpReleases(table []byte, cfg Config) ([]byte, []string, error) {
 	cfg.setDefaults()
-	return layout.BumpTable("releases.txt", releaseTableHeader, table, cfg.groupKeys(), cfg.contentDigest)
+	return cfg.table().Bump(table, cfg.Layout)
 }

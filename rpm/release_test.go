@@ -14,28 +14,35 @@ import (
 	is "gotest.tools/v3/assert/cmp"
 
 	"github.com/kubelet-compat/kubelet-compat/pkg/layout"
+	"github.com/kubelet-compat/kubelet-compat/pkg/layout/files"
+	"github.com/kubelet-compat/kubelet-compat/pkg/packaging/packagingtest"
 )
 
-// changedSources returns a copy of the embedded Sources with one file's
-// content replaced by edit(old).
-func changedSources(t *testing.T, name string, edit func(string) string) fstest.MapFS {
+// changeSource gives cfg a copy of the embedded sources with one file's
+// content replaced by edit(old): name is "templates/<spec template>" (of
+// Templates) or "files/<shipped file>" (of pkg/layout/files).
+func changeSource(t *testing.T, cfg *Config, name string, edit func(string) string) {
 	t.Helper()
+	src, dst, rel := fs.FS(Templates), &cfg.Templates, name
+	if after, ok := strings.CutPrefix(name, "files/"); ok {
+		src, dst, rel = files.Shipped, &cfg.Shipped, after
+	}
 	m := fstest.MapFS{}
-	err := fs.WalkDir(Sources, ".", func(p string, d fs.DirEntry, err error) error {
+	err := fs.WalkDir(src, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
-		b, err := fs.ReadFile(Sources, p)
+		b, err := fs.ReadFile(src, p)
 		m[p] = &fstest.MapFile{Data: b, Mode: 0o644}
 		return err
 	})
 	assert.NilError(t, err)
-	old, ok := m[name]
+	old, ok := m[rel]
 	assert.Assert(t, ok, "no %s in the sources", name)
 	changed := edit(string(old.Data))
 	assert.Assert(t, changed != string(old.Data), "the edit of %s changed nothing", name)
-	m[name] = &fstest.MapFile{Data: []byte(changed), Mode: 0o644}
-	return m
+	m[rel] = &fstest.MapFile{Data: []byte(changed), Mode: 0o644}
+	*dst = m
 }
 
 // changedGuard returns the default description with its removal guard
@@ -79,8 +86,8 @@ func TestReleasesUpToDate(t *testing.T) {
 	}
 	cfg := Config{}
 	cfg.setDefaults()
-	for _, key := range cfg.groupKeys() {
-		_, err := cfg.tableRelease(ReleaseTable, key)
+	for _, g := range cfg.Layout.Groups {
+		_, err := cfg.table().Release(ReleaseTable, g.Key)
 		assert.Check(t, err)
 	}
 	table, bumped, err := BumpReleases(ReleaseTable, Config{})
@@ -137,7 +144,7 @@ func TestBumpReleases(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := Config{}
 			if tc.file != "" {
-				cfg.Sources = changedSources(t, tc.file, tc.edit)
+				changeSource(t, &cfg, tc.file, tc.edit)
 			}
 			if tc.guard != nil {
 				cfg.Layout = changedGuard(t, tc.guard)
@@ -179,7 +186,7 @@ func TestReleaseFollowsContent(t *testing.T) {
 	before := releases(t, built)
 	for _, tc := range []struct {
 		name  string
-		file  string // in Sources
+		file  string // templates/ or files/ (changeSource)
 		edit  func(string) string
 		guard func(string) string // edits the description's removal guard
 		newer []string            // packages whose release must grow
@@ -195,7 +202,7 @@ func TestReleaseFollowsContent(t *testing.T) {
 			t.Parallel()
 			var changed Config
 			if tc.file != "" {
-				changed.Sources = changedSources(t, tc.file, tc.edit)
+				changeSource(t, &changed, tc.file, tc.edit)
 			}
 			if tc.guard != nil {
 				changed.Layout = changedGuard(t, tc.guard)
@@ -203,7 +210,7 @@ func TestReleaseFollowsContent(t *testing.T) {
 			cfg := changed
 			cfg.Versions, cfg.OutputDir, cfg.SourceDateEpoch = versions, t.TempDir(), testEpoch
 			cfg.InputDir = t.TempDir()
-			cfg.KubeletCompat = writeFakeHarness(t, cfg.InputDir, versions)
+			cfg.KubeletCompat = packagingtest.FakeHarness(t, cfg.InputDir, versions)
 			_, err := Build(context.Background(), cfg)
 			assert.Check(t, is.ErrorContains(err, "make rpm-releases"), "content changed, releases.txt not")
 

@@ -28,8 +28,8 @@ endif
 
 .PHONY: rpm rpm-deps rpm-cli rpm-reproducible rpm-test rpm-test-real rpm-releases rpm-clean
 
-# rpmbuild comes from Debian's rpm package here (pkg/hostdeps; build-rpms
-# checks it too); EL build hosts have rpm-build.
+# rpmbuild comes from Debian's rpm package here (pkg/hostdeps;
+# build-packages checks it too); EL build hosts have rpm-build.
 rpm-deps:
 	$(GO) run ./hack/ensure-host rpm
 
@@ -42,7 +42,7 @@ ifeq ($(RPM_KUBELET_COMPAT),)
 endif
 
 rpm: rpm-deps rpm-cli
-	$(GO) run ./rpm/cmd/build-rpms -input $(RPM_INPUT) -output $(RPM_OUTPUT) \
+	$(GO) run ./cmd/build-packages -format rpm -input $(RPM_INPUT) -output $(RPM_OUTPUT) \
 	  -versions "$(RPM_VERSIONS)" -kubelet-compat $(RPM_CLI) \
 	  -source-date-epoch $(SOURCE_DATE_EPOCH) -jobs $(RPM_JOBS) $(if $(RPM_PAYLOAD),-payload $(RPM_PAYLOAD))
 
@@ -61,7 +61,7 @@ rpm-test-real: rpm-deps rpm-cli
 	RPM_TEST_REAL_VERSIONS="$(RPM_VERSIONS)" \
 	  $(GO) test -count=1 -timeout 90m -v -run TestRealHarnessOutput ./rpm/
 
-# After a change of rpm/templates or rpm/files: the build refuses content
+# After a change of rpm/templates or pkg/layout: the build refuses content
 # that rpm/releases.txt does not record. Commit the file it rewrites.
 rpm-releases:
 	$(GO) test -count=1 -run TestReleasesUpToDate ./rpm/ -update-releases

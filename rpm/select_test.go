@@ -14,17 +14,19 @@ import (
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
+
+	"github.com/kubelet-compat/kubelet-compat/pkg/packaging/packagingtest"
 )
 
 // selectScript is the kubernetes-select that kubernetes-unversioned ships.
-const selectScript = "files/kubernetes-select"
+const selectScript = "../pkg/layout/files/kubernetes-select"
 
 // makeInstalledTree lays out under root what the versioned packages and
 // kubernetes-unversioned install, with fake binaries, without rpm.
 func makeInstalledTree(t *testing.T, root string, versions []string) {
 	t.Helper()
 	harness := t.TempDir()
-	writeFakeHarness(t, harness, versions)
+	packagingtest.FakeHarness(t, harness, versions)
 	for _, v := range versions {
 		for stage, bins := range map[string][]string{"stage1": {"kubeadm"}, "stage2": {"kubelet", "kubectl"}} {
 			for _, bin := range bins {
@@ -152,11 +154,11 @@ func TestSelectSkewPolicyAndIdempotence(t *testing.T) {
 			for _, s := range steps {
 				before := treeState(t, root)
 				r := kubernetesSelect(t, nil, root, append([]string{"--mode", mode}, s.args...)...)
-				if r.code != s.wantCode || !strings.Contains(r.stderr, s.wantStderr) {
-					t.Fatalf("%s: %v: exit %d, stderr %q; want exit %d with %q", s.name, s.args, r.code, r.stderr, s.wantCode, s.wantStderr)
+				if r.Code != s.wantCode || !strings.Contains(r.Stderr, s.wantStderr) {
+					t.Fatalf("%s: %v: exit %d, stderr %q; want exit %d with %q", s.name, s.args, r.Code, r.Stderr, s.wantCode, s.wantStderr)
 				}
-				if r.code != 0 && strings.Count(strings.TrimSpace(r.stderr), "\n") > 0 {
-					t.Errorf("%s: want a one-line error, got %q", s.name, r.stderr)
+				if r.Code != 0 && strings.Count(strings.TrimSpace(r.Stderr), "\n") > 0 {
+					t.Errorf("%s: want a one-line error, got %q", s.name, r.Stderr)
 				}
 				if after := treeState(t, root); s.unchanged && after != before {
 					t.Errorf("%s: tree changed:\nbefore %s\nafter  %s", s.name, before, after)
@@ -170,8 +172,8 @@ func TestSelectSkewPolicyAndIdempotence(t *testing.T) {
 				checkMode(t, root, mode, map[string]string{"stage1": s.stage1, "stage2": s.stage2})
 			}
 			status := kubernetesSelect(t, nil, root, "status")
-			if want := fmt.Sprintf("stage1: 1.18.19 (%s)\nstage2: 1.18.19 (%s)\n", mode, mode); status.stdout != want {
-				t.Errorf("status = %q, want %q", status.stdout, want)
+			if want := fmt.Sprintf("stage1: 1.18.19 (%s)\nstage2: 1.18.19 (%s)\n", mode, mode); status.Stdout != want {
+				t.Errorf("status = %q, want %q", status.Stdout, want)
 			}
 		})
 	}
@@ -195,8 +197,8 @@ func TestSelectSwitchesModes(t *testing.T) {
 	}
 	versions := map[string]string{"stage1": "1.21.14", "stage2": "1.21.14"}
 	for _, mode := range []string{"symlink", "bind", "bind", "symlink", "bind"} {
-		if r := kubernetesSelect(t, nil, root, "--mode", mode, "all", "1.21.14"); r.code != 0 {
-			t.Fatalf("--mode %s: exit %d: %s", mode, r.code, r.stderr)
+		if r := kubernetesSelect(t, nil, root, "--mode", mode, "all", "1.21.14"); r.Code != 0 {
+			t.Fatalf("--mode %s: exit %d: %s", mode, r.Code, r.Stderr)
 		}
 		checkMode(t, root, mode, versions)
 		b, _ := os.ReadFile(fstab)
@@ -213,8 +215,8 @@ func TestSelectSwitchesModes(t *testing.T) {
 		}
 	}
 	// Without --mode, a stage keeps its present mode.
-	if r := kubernetesSelect(t, nil, root, "stage2", "1.20.15"); r.code != 0 || !strings.Contains(r.stdout, "(bind)") {
-		t.Errorf("default mode: exit %d, stdout %q, want bind kept", r.code, r.stdout)
+	if r := kubernetesSelect(t, nil, root, "stage2", "1.20.15"); r.Code != 0 || !strings.Contains(r.Stdout, "(bind)") {
+		t.Errorf("default mode: exit %d, stdout %q, want bind kept", r.Code, r.Stdout)
 	}
 }
 
@@ -232,11 +234,11 @@ func TestSelectWhileKubeletRuns(t *testing.T) {
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
 			root := installedTreeFor(t, tc.mode, allVersions)
-			if r := kubernetesSelect(t, nil, root, "--mode", tc.mode, "all", "1.18.19"); r.code != 0 {
-				t.Fatalf("select: %s", r.stderr)
+			if r := kubernetesSelect(t, nil, root, "--mode", tc.mode, "all", "1.18.19"); r.Code != 0 {
+				t.Fatalf("select: %s", r.Stderr)
 			}
-			if r := kubernetesSelect(t, nil, root, "stage1", "1.19.16"); r.code != 0 {
-				t.Fatalf("select: %s", r.stderr)
+			if r := kubernetesSelect(t, nil, root, "stage1", "1.19.16"); r.Code != 0 {
+				t.Fatalf("select: %s", r.Stderr)
 			}
 			kubelet := exec.Command(filepath.Join(root, CurrentDir, "stage2/usr/bin/kubelet"), "sleep", "60")
 			kubelet.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -250,8 +252,8 @@ func TestSelectWhileKubeletRuns(t *testing.T) {
 			time.Sleep(100 * time.Millisecond) // let the shell open its script
 
 			r := kubernetesSelect(t, nil, root, "stage2", "1.19.16")
-			if r.code != tc.wantCode || !strings.Contains(r.stderr, tc.wantStderr) {
-				t.Fatalf("switch while running: exit %d, stderr %q; want %d with %q", r.code, r.stderr, tc.wantCode, tc.wantStderr)
+			if r.Code != tc.wantCode || !strings.Contains(r.Stderr, tc.wantStderr) {
+				t.Fatalf("switch while running: exit %d, stderr %q; want %d with %q", r.Code, r.Stderr, tc.wantCode, tc.wantStderr)
 			}
 			want := map[bool]string{true: "1.19.16", false: "1.18.19"}[tc.wantCode == 0]
 			if got := selectedVersion(t, root, "stage2"); got != want {
@@ -391,8 +393,8 @@ func TestSelectRestartsKubelet(t *testing.T) {
 			root := t.TempDir()
 			makeInstalledTree(t, root, allVersions)
 			for _, args := range [][]string{{"all", "1.18.19"}, {"stage1", "1.19.16"}} {
-				if r := kubernetesSelect(t, nil, root, args...); r.code != 0 {
-					t.Fatalf("setup %v: %s", args, r.stderr)
+				if r := kubernetesSelect(t, nil, root, args...); r.Code != 0 {
+					t.Fatalf("setup %v: %s", args, r.Stderr)
 				}
 			}
 			systemctl := newSystemctlFake(t, tc.active, nil)
@@ -411,8 +413,8 @@ func TestSelectRestartsKubelet(t *testing.T) {
 			}
 			env := []string{"PATH=" + path + ":" + os.Getenv("PATH")}
 			r := kubernetesSelectOnNode(t, env, root, append([]string{"--restart-kubelet"}, tc.args...)...)
-			if r.code != tc.wantCode {
-				t.Fatalf("exit %d (%s), want %d", r.code, r.stderr, tc.wantCode)
+			if r.Code != tc.wantCode {
+				t.Fatalf("exit %d (%s), want %d", r.Code, r.Stderr, tc.wantCode)
 			}
 			if calls := systemctl.calls(); calls != tc.wantCalls {
 				t.Errorf("systemctl calls %q, want %q", calls, tc.wantCalls)
@@ -483,7 +485,7 @@ func TestSelectKubeletAfterSignalsAndErrors(t *testing.T) {
 			makeInstalledTree(t, root, allVersions)
 			for _, args := range [][]string{{"all", "1.18.19"}, {"stage1", "1.19.16"}} {
 				r := kubernetesSelect(t, nil, root, args...)
-				assert.Equal(t, r.code, 0, "setup %v: %s", args, r.stderr)
+				assert.Equal(t, r.Code, 0, "setup %v: %s", args, r.Stderr)
 			}
 			systemctl := newSystemctlFake(t, true, tc.systemctl)
 			path := systemctl.dir
@@ -549,12 +551,12 @@ func TestSelectUsage(t *testing.T) {
 		{args: []string{"status"}, wantCode: 0, wantStdout: "stage1: none\nstage2: none\n"},
 	} {
 		r := kubernetesSelect(t, nil, root, tc.args...)
-		if r.code != tc.wantCode || !strings.Contains(r.stdout, tc.wantStdout) || !strings.Contains(r.stderr, tc.wantStderr) {
-			t.Errorf("%v: exit %d, stdout %q, stderr %q; want %d, %q, %q", tc.args, r.code, r.stdout, r.stderr, tc.wantCode, tc.wantStdout, tc.wantStderr)
+		if r.Code != tc.wantCode || !strings.Contains(r.Stdout, tc.wantStdout) || !strings.Contains(r.Stderr, tc.wantStderr) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want %d, %q, %q", tc.args, r.Code, r.Stdout, r.Stderr, tc.wantCode, tc.wantStdout, tc.wantStderr)
 		}
 	}
-	if r := kubernetesSelect(t, nil, t.TempDir(), "status"); r.code != 1 || !strings.Contains(r.stderr, "is kubernetes-unversioned installed") {
-		t.Errorf("empty root: exit %d, stderr %q", r.code, r.stderr)
+	if r := kubernetesSelect(t, nil, t.TempDir(), "status"); r.Code != 1 || !strings.Contains(r.Stderr, "is kubernetes-unversioned installed") {
+		t.Errorf("empty root: exit %d, stderr %q", r.Code, r.Stderr)
 	}
 }
 
@@ -589,11 +591,11 @@ func startSelect(t *testing.T, env []string, root string, args ...string) (wait 
 	done := make(chan result, 1)
 	go func() {
 		err := cmd.Wait()
-		r := result{stdout: stdout.String(), stderr: stderr.String()}
+		r := result{Stdout: stdout.String(), Stderr: stderr.String()}
 		if exitErr, ok := err.(*exec.ExitError); ok {
-			r.code = exitErr.ExitCode()
+			r.Code = exitErr.ExitCode()
 		} else if err != nil {
-			r.code = -1
+			r.Code = -1
 		}
 		done <- r
 	}()
@@ -642,8 +644,8 @@ func TestSelectConcurrentRuns(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := installedTreeFor(t, tc.mode, allVersions)
-			if r := kubernetesSelect(t, nil, root, "--mode", tc.mode, "all", "1.18.19"); r.code != 0 {
-				t.Fatalf("setup: %s", r.stderr)
+			if r := kubernetesSelect(t, nil, root, "--mode", tc.mode, "all", "1.18.19"); r.Code != 0 {
+				t.Fatalf("setup: %s", r.Stderr)
 			}
 			marks := t.TempDir()
 			real := fmt.Sprintf("\"$REAL_%s\" \"$@\" || exit\n", strings.ToUpper(tc.slow))
@@ -667,8 +669,8 @@ func TestSelectConcurrentRuns(t *testing.T) {
 			second := startSelect(t, env, root, tc.then...)
 			r1, r2 := first(), second()
 			for i, r := range []result{r1, r2} {
-				if r.code != 0 || !strings.Contains(r.stdout, "selected") {
-					t.Errorf("run %d: exit %d, stdout %q, stderr %q; want both to succeed", i+1, r.code, r.stdout, r.stderr)
+				if r.Code != 0 || !strings.Contains(r.Stdout, "selected") {
+					t.Errorf("run %d: exit %d, stdout %q, stderr %q; want both to succeed", i+1, r.Code, r.Stdout, r.Stderr)
 				}
 			}
 			// The second run waited for the first, so its choice is what
@@ -704,16 +706,16 @@ func TestSelectLockTimeout(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	before := treeState(t, root)
 	r := kubernetesSelect(t, []string{"KUBERNETES_SELECT_LOCK_TIMEOUT=1"}, root, "stage1", "1.19.16")
-	lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
-	if r.code != 1 || !strings.Contains(lines[len(lines)-1], "another kubernetes-select") {
-		t.Errorf("exit %d, stderr %q; want 1 and a line about another kubernetes-select", r.code, r.stderr)
+	lines := strings.Split(strings.TrimSpace(r.Stderr), "\n")
+	if r.Code != 1 || !strings.Contains(lines[len(lines)-1], "another kubernetes-select") {
+		t.Errorf("exit %d, stderr %q; want 1 and a line about another kubernetes-select", r.Code, r.Stderr)
 	}
 	if after := treeState(t, root); after != before {
 		t.Errorf("tree changed:\nbefore %s\nafter  %s", before, after)
 	}
 	// Reading needs no lock.
-	if r := kubernetesSelect(t, nil, root, "status"); r.code != 0 {
-		t.Errorf("status while locked: exit %d: %s", r.code, r.stderr)
+	if r := kubernetesSelect(t, nil, root, "status"); r.Code != 0 {
+		t.Errorf("status while locked: exit %d: %s", r.Code, r.Stderr)
 	}
 }
 
@@ -746,8 +748,8 @@ func TestSelectFailedBindRollsBack(t *testing.T) {
 			t.Cleanup(func() { unmountUnder(t, root) })
 			makeInstalledTree(t, root, allVersions)
 			for _, args := range [][]string{{"--mode", tc.from, "all", "1.18.19"}, {"stage1", "1.19.16"}} {
-				if r := kubernetesSelect(t, nil, root, args...); r.code != 0 {
-					t.Fatalf("setup %v: %s", args, r.stderr)
+				if r := kubernetesSelect(t, nil, root, args...); r.Code != 0 {
+					t.Fatalf("setup %v: %s", args, r.Stderr)
 				}
 			}
 			fstab := filepath.Join(root, "etc/fstab")
@@ -759,8 +761,8 @@ func TestSelectFailedBindRollsBack(t *testing.T) {
 			env := []string{"PATH=" + systemctl.dir + ":" + failing + ":" + os.Getenv("PATH")}
 
 			r := kubernetesSelectOnNode(t, env, root, "--restart-kubelet", "--mode", "bind", "stage2", "1.19.16")
-			if r.code != 1 || !strings.Contains(r.stderr, "cannot bind-mount") || !strings.Contains(r.stderr, tc.wantNote) {
-				t.Errorf("exit %d, stderr %q; want 1, cannot bind-mount, %q", r.code, r.stderr, tc.wantNote)
+			if r.Code != 1 || !strings.Contains(r.Stderr, "cannot bind-mount") || !strings.Contains(r.Stderr, tc.wantNote) {
+				t.Errorf("exit %d, stderr %q; want 1, cannot bind-mount, %q", r.Code, r.Stderr, tc.wantNote)
 			}
 			if got := selectedVersion(t, root, "stage2"); got != tc.wantServe {
 				t.Errorf("stage2 serves %q, want %q", got, tc.wantServe)
@@ -812,9 +814,9 @@ func TestSelectRefusesRootWithRestart(t *testing.T) {
 			os.Remove(log)
 			before := treeState(t, root)
 			r := runResult(t, append([]string{path}, tc.env...), "bash", append([]string{selectScript}, tc.args...)...)
-			assert.Check(t, is.Equal(r.code, 2), "stdout %q, stderr %q", r.stdout, r.stderr)
-			assert.Check(t, is.Contains(r.stderr, tc.wantStderr))
-			assert.Check(t, is.Equal(strings.Count(strings.TrimSpace(r.stderr), "\n"), 0), "want one line: %q", r.stderr)
+			assert.Check(t, is.Equal(r.Code, 2), "stdout %q, stderr %q", r.Stdout, r.Stderr)
+			assert.Check(t, is.Contains(r.Stderr, tc.wantStderr))
+			assert.Check(t, is.Equal(strings.Count(strings.TrimSpace(r.Stderr), "\n"), 0), "want one line: %q", r.Stderr)
 			assert.Check(t, is.Equal(treeState(t, root), before), "the tree changed")
 			calls, _ := os.ReadFile(log)
 			assert.Check(t, is.Equal(string(calls), ""), "systemctl was called")
@@ -855,8 +857,8 @@ func TestSelectEditsSymlinkedFstab(t *testing.T) {
 			if err := os.Symlink(tc.link, filepath.Join(root, "etc/fstab")); err != nil {
 				t.Fatal(err)
 			}
-			if r := kubernetesSelect(t, nil, root, "--mode", tc.mode, "all", "1.21.14"); r.code != 0 {
-				t.Fatalf("exit %d: %s", r.code, r.stderr)
+			if r := kubernetesSelect(t, nil, root, "--mode", tc.mode, "all", "1.21.14"); r.Code != 0 {
+				t.Fatalf("exit %d: %s", r.Code, r.Stderr)
 			}
 			if target, err := os.Readlink(filepath.Join(root, "etc/fstab")); err != nil || target != tc.link {
 				t.Errorf("/etc/fstab is no longer the link to %s: %q %v", tc.link, target, err)
@@ -892,8 +894,8 @@ func TestSelectRemovesStaleTemporaries(t *testing.T) {
 	for _, p := range []string{stale[1], kept, filepath.Join(root, "etc/fstab")} {
 		writeExecutable(t, p, "# fstab\n")
 	}
-	if r := kubernetesSelect(t, nil, root, "stage1", "1.18.19"); r.code != 0 {
-		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	if r := kubernetesSelect(t, nil, root, "stage1", "1.18.19"); r.Code != 0 {
+		t.Fatalf("exit %d: %s", r.Code, r.Stderr)
 	}
 	for _, p := range stale {
 		if _, err := os.Lstat(p); !os.IsNotExist(err) {
@@ -911,8 +913,8 @@ func treeWith118Selected(t *testing.T) string {
 	t.Helper()
 	root := t.TempDir()
 	makeInstalledTree(t, root, allVersions)
-	if r := kubernetesSelect(t, nil, root, "all", "1.18.19"); r.code != 0 {
-		t.Fatalf("setup: %s", r.stderr)
+	if r := kubernetesSelect(t, nil, root, "all", "1.18.19"); r.Code != 0 {
+		t.Fatalf("setup: %s", r.Stderr)
 	}
 	return root
 }

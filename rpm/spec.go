@@ -13,13 +13,13 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/pkg/layout"
 )
 
-// Sources holds what the packages are made of besides the binaries and
-// their description (pkg/layout): templates/*.spec.tmpl, the RPM format,
-// and files/*, the files both formats ship. Config.Sources defaults to it;
-// tests give a changed copy.
+// Templates holds templates/*.spec.tmpl, the RPM format of the packages
+// that pkg/layout describes (the files both formats ship are
+// pkg/layout/files). Config.Templates defaults to it; tests give a changed
+// copy.
 //
-//go:embed templates/*.spec.tmpl files
-var Sources embed.FS
+//go:embed templates/*.spec.tmpl
+var Templates embed.FS
 
 // Names of the spec templates under templates/.
 const (
@@ -48,7 +48,7 @@ type UnversionedSpec struct {
 // (or of another versioned group) from the embedded template and the
 // default description.
 func RenderVersioned(s VersionedSpec) ([]byte, error) {
-	return renderVersioned(Sources, layout.Default(), s)
+	return renderVersioned(Templates, layout.Default(), s)
 }
 
 func renderVersioned(sources fs.FS, l layout.Layout, s VersionedSpec) ([]byte, error) {
@@ -81,7 +81,7 @@ func RenderUnversioned(s UnversionedSpec) ([]byte, error) {
 	if unitDir == "" {
 		unitDir = layout.DefaultUnitDir
 	}
-	return renderUnversioned(Sources, layout.New(unitDir), s)
+	return renderUnversioned(Templates, layout.New(unitDir), s)
 }
 
 func renderUnversioned(sources fs.FS, l layout.Layout, s UnversionedSpec) ([]byte, error) {
@@ -255,13 +255,4 @@ func render(sources fs.FS, name string, data any) ([]byte, error) {
 		return nil, fmt.Errorf("render %s: %w", name, err)
 	}
 	return b.Bytes(), nil
-}
-
-// shippedFile returns one of the files under files/ in sources.
-func shippedFile(sources fs.FS, name string) ([]byte, error) {
-	b, err := fs.ReadFile(sources, "files/"+name)
-	if err != nil {
-		return nil, fmt.Errorf("shipped file %s: %w", name, err)
-	}
-	return b, nil
 }

@@ -1,8 +1,12 @@
 package rpm
 
 import (
+	"io/fs"
 	"strings"
 	"testing"
+
+	"github.com/kubelet-compat/kubelet-compat/pkg/layout/files"
+	"github.com/kubelet-compat/kubelet-compat/pkg/packaging"
 )
 
 func TestCheckVersion(t *testing.T) {
@@ -113,11 +117,11 @@ func TestRenderUnversioned(t *testing.T) {
 // The kubelet must get KUBELET_COMPAT_FILE only from /etc/sysconfig/kubelet,
 // and the shipped sysconfig must not set it.
 func TestKubeletCompatFileComesOnlyFromSysconfig(t *testing.T) {
-	dropIn, err := shippedFile(Sources, "10-kubeadm.conf")
+	dropIn, err := shippedFile("10-kubeadm.conf")
 	if err != nil {
 		t.Fatal(err)
 	}
-	sysconfig, err := shippedFile(Sources, "kubelet.sysconfig")
+	sysconfig, err := shippedFile("kubelet.sysconfig")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +141,7 @@ func TestKubeletCompatFileComesOnlyFromSysconfig(t *testing.T) {
 }
 
 func TestDefinesSetEverythingThatShapesTheRPM(t *testing.T) {
-	cfg := Config{SourceDateEpoch: 1}
+	cfg := Config{Options: packaging.Options{SourceDateEpoch: 1}}
 	cfg.setDefaults()
 	defines := strings.Join(cfg.Defines("/top"), "\n") + "\n"
 	for _, want := range []string{
@@ -160,7 +164,7 @@ func TestDefinesSetEverythingThatShapesTheRPM(t *testing.T) {
 // The sweeper runs the selected CLI with the kubelet's environment, and
 // sweep's "file kept" (exit 2) is not a failed unit.
 func TestSweeperUnit(t *testing.T) {
-	unit, err := shippedFile(Sources, "kubelet-compat-sweep.service")
+	unit, err := shippedFile("kubelet-compat-sweep.service")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +178,7 @@ func TestSweeperUnit(t *testing.T) {
 			t.Errorf("kubelet-compat-sweep.service lacks %q", strings.TrimSpace(want))
 		}
 	}
-	timer, err := shippedFile(Sources, "kubelet-compat-sweep.timer")
+	timer, err := shippedFile("kubelet-compat-sweep.timer")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,3 +186,6 @@ func TestSweeperUnit(t *testing.T) {
 		t.Error("timer is not installable")
 	}
 }
+
+// shippedFile returns a file both formats ship, by name.
+func shippedFile(name string) ([]byte, error) { return fs.ReadFile(files.Shipped, name) }

@@ -24,7 +24,7 @@ const PackagesDir = "/packages"
 
 // UpgradeApplets are the busybox applets upgrade.sh runs in its container
 // (everything on the node runs there, through chroot).
-var UpgradeApplets = []string{"sh", "awk", "cat", "chroot", "cp", "date", "grep", "mkdir", "mktemp", "rm", "sed", "sleep"}
+var UpgradeApplets = []string{"sh", "awk", "cat", "chroot", "cmp", "cp", "date", "grep", "head", "mkdir", "mktemp", "mv", "rm", "sed", "sleep", "sync", "tr", "wc"}
 
 // ControllerImage is the controller's image: the static binary alone, as
 // SUC's own image is (FROM scratch; it runs as 65534 by the Deployment's

@@ -146,8 +146,11 @@ func Plans(o Options) ([]Plan, error) {
 // a control-plane node. The settings differ from SUC's example manifest
 // where a fleet without a registry needs it: the images are never pulled
 // unless missing, the kubectl image of the cordon step is the upgrade image
-// of o.Version, and a failed Job is not retried (backoff limit 0: a failed
-// health gate has rolled the node back, and the Plan must stop there).
+// of o.Version, and a Job starts no second pod itself (backoff limit 0).
+// That does not stop re-runs: SUC deletes a failed Job once its TTL has
+// passed and creates it again for the node, so upgrade.sh keeps the roll's
+// state on the node and a re-run never certifies a node its gate did not
+// pass.
 func Controller(o Options) ([]interface{}, error) {
 	if err := o.validate(); err != nil {
 		return nil, err

@@ -51,22 +51,52 @@ replace (
 )
 `, SUCModule, SUCVersion, SUCAPIs, SUCAPIsVersion)
 
+// SUC is the controller as a GoProgram, stamped as SUC's Dockerfile stamps it.
+var SUC = GoProgram{Name: "system-upgrade-controller", Module: SUCModule, Version: SUCVersion, Package: SUCModule, GoMod: sucGoMod,
+	LDFlags: "-X " + SUCModule + "/pkg/version.Version=" + SUCVersion + " -X " + SUCModule + "/pkg/version.GitCommit=" + SUCCommit,
+	Says:    "version " + SUCVersion + " (" + SUCCommit + ")"}
+
 // ControllerPath is where the controller binary is cached:
 // <cacheDir>/system-upgrade/system-upgrade-controller-<version>/system-upgrade-controller.
-func ControllerPath(cacheDir string) string {
-	return filepath.Join(cacheDir, "system-upgrade", "system-upgrade-controller-"+SUCVersion, "system-upgrade-controller")
+func ControllerPath(cacheDir string) string { return SUC.Path(cacheDir) }
+
+// BuildController builds the controller unless it is cached (SUC.Build).
+func BuildController(ctx context.Context, cacheDir string, log io.Writer) (string, error) {
+	return SUC.Build(ctx, cacheDir, log)
 }
 
-// BuildController builds the controller (static, version-stamped as SUC's
-// Dockerfile stamps it) in a scratch main module under cacheDir unless the
-// cached binary exists, checks that it reports SUCVersion, and returns its
+// GoProgram is a program built from the Go module proxy as a dependency of
+// a scratch main module (GoMod), static, cached in
+// <cache>/system-upgrade/<name>-<version>/<name>: the controller, and the
+// simulation's kwok and etcd (sim), whose go.mod replaces keep `go install
+// pkg@version` from building them.
+type GoProgram struct {
+	Name, Module, Version string
+	// Package is the main package to build.
+	Package string
+	// GoMod is the scratch main module's go.mod.
+	GoMod string
+	// LDFlags are added to -s -w (version stamps).
+	LDFlags string
+	// Says is what --version must print.
+	Says string
+	// Download runs go mod download Module first, to fill go.sum.
+	Download bool
+}
+
+// Path is where p is cached.
+func (p GoProgram) Path(cacheDir string) string {
+	return filepath.Join(cacheDir, "system-upgrade", p.Name+"-"+p.Version, p.Name)
+}
+
+// Build builds p unless it is cached, checks its --version, and returns its
 // path. A failed build caches nothing and leaves no scratch directory.
-func BuildController(ctx context.Context, cacheDir string, log io.Writer) (string, error) {
-	bin := ControllerPath(cacheDir)
+func (p GoProgram) Build(ctx context.Context, cacheDir string, log io.Writer) (string, error) {
+	bin := p.Path(cacheDir)
 	if _, err := os.Stat(bin); err == nil {
 		return bin, nil
 	}
-	fmt.Fprintf(log, "building %s %s from the Go module proxy\n", SUCModule, SUCVersion)
+	fmt.Fprintf(log, "building %s %s from the Go module proxy\n", p.Module, p.Version)
 	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
 		return "", err
 	}
@@ -75,25 +105,28 @@ func BuildController(ctx context.Context, cacheDir string, log io.Writer) (strin
 		return "", err
 	}
 	defer os.RemoveAll(work)
-	if err := os.WriteFile(filepath.Join(work, "go.mod"), []byte(sucGoMod), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(work, "go.mod"), []byte(p.GoMod), 0o644); err != nil {
 		return "", err
 	}
-	out := filepath.Join(work, "system-upgrade-controller")
-	stamp := SUCModule + "/pkg/version."
-	c := exec.Command("go", "build", "-trimpath",
-		"-ldflags=-s -w -X "+stamp+"Version="+SUCVersion+" -X "+stamp+"GitCommit="+SUCCommit,
-		"-o", out, SUCModule)
-	c.Dir, c.Log = work, log
-	c.Env = append([]string{"CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64"}, modfetch.Env(cacheDir)...)
-	if err := c.Run(ctx); err != nil {
-		return "", fmt.Errorf("building %s %s: %w", SUCModule, SUCVersion, err)
+	out := filepath.Join(work, p.Name)
+	steps := [][]string{{"build", "-trimpath", strings.TrimSpace("-ldflags=-s -w " + p.LDFlags), "-o", out, p.Package}}
+	if p.Download {
+		steps = append([][]string{{"mod", "download", p.Module}}, steps...)
+	}
+	env := append([]string{"CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64"}, modfetch.Env(cacheDir)...)
+	for _, args := range steps {
+		c := exec.Command("go", args...)
+		c.Dir, c.Log, c.Env = work, log, env
+		if err := c.Run(ctx); err != nil {
+			return "", fmt.Errorf("building %s %s: %w", p.Module, p.Version, err)
+		}
 	}
 	said, err := exec.Command(out, "--version").Output(ctx)
 	if err != nil {
 		return "", err
 	}
-	if want := "version " + SUCVersion + " (" + SUCCommit + ")"; !strings.Contains(string(said), want) {
-		return "", fmt.Errorf("the built controller says %q, want %q", strings.TrimSpace(string(said)), want)
+	if !strings.Contains(string(said), p.Says) {
+		return "", fmt.Errorf("the built %s says %q, want %q", p.Name, strings.TrimSpace(string(said)), p.Says)
 	}
 	if err := os.Rename(out, bin); err != nil {
 		return "", err

@@ -9,6 +9,9 @@
 #                                  the upgrade Job's image: busybox, the target's kubectl, upgrade.sh
 #                                  and the target's packages (make deb / make rpm first)
 #   make suc-test                  the unit tests (upgrade.sh against fakes, the Plans' goldens)
+#   make suc-sim [SUC_SIM_NODES=1000] [SUC_SIM_CONCURRENCY=1%,5%,10%] [SUC_SIM_SCALE=10] [SUC_SIM_FAIL=3]
+#                                  SUC and the Plans against kwok nodes on a real API server (make build
+#                                  VERSIONS=1.31.14 PATCHED=false BINARIES=kube-apiserver,kube-controller-manager,kube-scheduler first)
 
 SUC_OUTPUT ?= _output/system-upgrade
 SUC_VERSION ?=
@@ -18,9 +21,14 @@ SUC_ALLOW_LOSS ?= false
 SUC_GATE_TIMEOUT ?= 300
 SUC_PACKAGES ?= $(DEB_OUTPUT)
 SUC_KUBECTL ?= _output/$(SUC_VERSION)/kubectl
+SUC_SIM_NODES ?= 1000
+SUC_SIM_CONCURRENCY ?= 1%,5%,10%
+SUC_SIM_SCALE ?= 10
+SUC_SIM_FAIL ?= 3
+SUC_SIM_FLAGS ?=
 SUC_CMD = $(GO) run ./deploy/system-upgrade/cmd/system-upgrade
 
-.PHONY: suc suc-image suc-plans suc-upgrade-image suc-test
+.PHONY: suc suc-image suc-plans suc-upgrade-image suc-test suc-sim
 
 suc:
 	$(SUC_CMD) controller
@@ -45,3 +53,7 @@ suc-upgrade-image:
 
 suc-test:
 	$(GO) test ./deploy/system-upgrade/...
+
+suc-sim:
+	$(SUC_CMD) sim -nodes $(SUC_SIM_NODES) -concurrency $(SUC_SIM_CONCURRENCY) -scale $(SUC_SIM_SCALE) \
+	  -fail $(SUC_SIM_FAIL) $(SUC_SIM_FLAGS)

@@ -9,25 +9,41 @@
 #   upgrade.sh wait-plan PLAN     wait until the Plan PLAN is Complete for that
 #                                 version (the workers' prepare step)
 #
+# The Job can be killed at any line and run again (SUC re-creates a failed
+# Job once its TTL has passed): the roll's state is kept on the node, in
+# /var/lib/kubelet-compat/roll/ (state, the picture, the backup of what
+# kubeadm rewrites), under a lock (flock) every run takes, and each run goes
+# on from what the state says. See README.md, "The roll's state".
+#
 # Environment (the Plan sets the KC_* variables, the controller the others):
 #   SYSTEM_UPGRADE_NODE_NAME            this node
 #   SYSTEM_UPGRADE_PLAN_LATEST_VERSION  the target version, e.g. 1.31.14
+#   SYSTEM_UPGRADE_PLAN_NAME            the Plan (its Job pods are not judged by the gate)
+#   SYSTEM_UPGRADE_POD_UID              this Job's pod (when the controller sets it)
 #   SYSTEM_UPGRADE_CONTROLLER_NAMESPACE is not set in Jobs: KC_NAMESPACE is
 #   KC_ROLE           control-plane or worker
 #   KC_ALLOW_LOSS     true: go on when preflight says the patched kubelet still loses a pod
 #   KC_GATE_TIMEOUT   seconds the health gate waits for the node and its pods (300)
 #   KC_GATE_SETTLE    seconds the gate lets the new kubelet work once it reports the node
 #                     Ready, before it looks at the pods and the runtime (30)
+#   KC_PROBE_WINDOW   seconds each look at the kubelet's readiness probes spans (20)
 #   KC_POLL           seconds between two looks (5)
+#   KC_LOCK_WAIT      seconds a Job waits for another one's lock on this node (1800)
 #   KC_HOST           the node's root (/host)
 #   KC_PACKAGES       the directory of the image holding the packages (/packages)
 #   KC_KUBECONFIG     the node's kubeconfig, as the node sees it (/etc/kubernetes/kubelet.conf)
+#   KC_KUBELET_URL    the kubelet's own server, on the node (https://127.0.0.1:10250)
+#   KC_KUBELET_CA     the CA of its serving certificate, as the Job sees it
+#                     ($KC_HOST/var/lib/kubelet/pki/kubelet.crt, else the cluster's CA)
+#   KC_KUBELET_SERVER_NAME  the name in that certificate (the node's host name)
+#   KC_TOKEN_FILE     the Job's credentials for the kubelet (its service account token)
 #   KC_NAMESPACE      the Plans' namespace (system-upgrade)
 #   KC_KUBEADM_ARGS   more arguments for kubeadm upgrade (none)
 #   KC_HOST_PATH      PATH of the commands run on the node (root's on Debian and RPM hosts)
 #
-# Exit status: 0 upgraded and healthy; 1 refused, failed, or the health gate
-# failed (then stage2 is back on the previous version); 2 usage.
+# Exit status: 0 upgraded and its gate passed (by this Job or one before it
+# on this node); 1 refused, failed, or the health gate failed (then the
+# node is back on the previous version, configuration included); 2 usage.
 set -eu
 
 PROG=kubelet-compat-upgrade
@@ -37,31 +53,92 @@ NODE_KUBECONFIG=${KC_KUBECONFIG:-/etc/kubernetes/kubelet.conf}
 NAMESPACE=${KC_NAMESPACE:-system-upgrade}
 GATE_TIMEOUT=${KC_GATE_TIMEOUT:-300}
 GATE_SETTLE=${KC_GATE_SETTLE:-30}
+PROBE_WINDOW=${KC_PROBE_WINDOW:-20}
+LOCK_WAIT=${KC_LOCK_WAIT:-1800}
+KUBELET_URL=${KC_KUBELET_URL:-https://127.0.0.1:10250}
+TOKEN_FILE=${KC_TOKEN_FILE:-/var/run/secrets/kubernetes.io/serviceaccount/token}
 # The image's PATH is /bin: on the node, dpkg refuses to run without
 # ldconfig and start-stop-daemon on PATH (/usr/sbin, /sbin), and the
 # maintainer scripts and kubeadm expect root's PATH.
 HOST_PATH=${KC_HOST_PATH:-/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin}
 POLL=${KC_POLL:-5}
-# Where the Job keeps its state on the node, as the node sees it.
+# Where the Job stages the packages on the node, as the node sees it.
 STATE=/var/lib/kubelet-compat/upgrade
+# The roll's state on the node, as the node sees it, and as the Job does.
+ROLL=/var/lib/kubelet-compat/roll
+R=$HOST$ROLL
+# What kubeadm upgrade rewrites on a node that a rollback puts back.
+KUBELET_FILES="/var/lib/kubelet/config.yaml /var/lib/kubelet/kubeadm-flags.env"
+MANIFESTS=/etc/kubernetes/manifests
 
 log() { echo "$PROG: $*"; }
 die() {
 	echo "$PROG: $*" >&2
 	exit 1
 }
+now() { date -u +%Y-%m-%dT%H:%M:%SZ; }
 # KC_CHROOT is for the unit test only: busybox's shell runs its own chroot
 # applet whatever PATH says, so the test names its fake by path.
 # SYSTEMD_IGNORE_CHROOT: systemctl (kubernetes-select --restart-kubelet,
 # the packages' scripts) ignores start and stop when it believes it runs
 # in a chroot; this one is the node's own root (the Job runs with the
 # node's PID namespace and its / at /host), so it must talk to PID 1.
-on_host() { PATH=$HOST_PATH SYSTEMD_IGNORE_CHROOT=1 ${KC_CHROOT:-chroot} "$HOST" "$@"; }
+# The roll's lock (fd 9) is not handed to what runs on the node: a daemon
+# a package's script starts would hold it after the Job.
+on_host() { PATH=$HOST_PATH SYSTEMD_IGNORE_CHROOT=1 ${KC_CHROOT:-chroot} "$HOST" "$@" 9>&-; }
+# on_host_locking is on_host with the roll's lock handed over: for flock.
+on_host_locking() { PATH=$HOST_PATH SYSTEMD_IGNORE_CHROOT=1 ${KC_CHROOT:-chroot} "$HOST" "$@"; }
 
-# version_of prints the version kubernetes-select status says STAGE serves.
-version_of() {
-	on_host kubernetes-select status | awk -v s="$1:" '$1 == s { print $2 }'
+# lock takes the roll's lock, $ROLL/lock on the node, for as long as this
+# Job runs (the lock belongs to fd 9, which the kernel closes when the Job
+# dies): two Jobs on one node (a Plan whose version changed mid-roll) never
+# interleave. The image's busybox has no flock: the node's (util-linux) locks
+# fd 9, which it inherits.
+lock() {
+	mkdir -p "$R"
+	exec 9>>"$R/lock"
+	rc=0
+	on_host_locking flock -n 9 || rc=$?
+	case $rc in
+	0) return 0 ;;
+	1) log "another upgrade Job holds $ROLL/lock on this node: waiting for it (at most ${LOCK_WAIT}s)" ;;
+	*) die "flock on the node failed (exit $rc; util-linux's flock is needed on the node): not running without the roll's lock" ;;
+	esac
+	on_host_locking flock -w "$LOCK_WAIT" 9 ||
+		die "another upgrade Job still holds $ROLL/lock after ${LOCK_WAIT}s: not interleaving with it"
 }
+
+# st prints KEY of the roll's state (nothing when unset or no roll).
+st() {
+	[ -f "$R/state" ] || return 0
+	awk -v k="$1" 'index($0, k "=") == 1 { print substr($0, length(k) + 2) }' "$R/state"
+}
+
+# st_set KEY=VALUE... sets keys of the roll's state, atomically: a new file,
+# synced, renamed over the old one.
+st_set() {
+	if [ -f "$R/state" ]; then cp "$R/state" "$R/state.new"; else : >"$R/state.new"; fi
+	for kv; do
+		awk -v k="${kv%%=*}" 'index($0, k "=") != 1' "$R/state.new" >"$R/state.new2"
+		printf '%s\n' "$kv" >>"$R/state.new2"
+		mv "$R/state.new2" "$R/state.new"
+	done
+	sync "$R/state.new" 2>/dev/null || sync
+	mv "$R/state.new" "$R/state"
+}
+
+# put FILE writes standard input to FILE atomically (a dot file beside it,
+# which the kubelet's manifest directory ignores, renamed over it).
+put() {
+	cat >"${1%/*}/.${1##*/}.kc-new"
+	sync "${1%/*}/.${1##*/}.kc-new" 2>/dev/null || sync
+	mv "${1%/*}/.${1##*/}.kc-new" "$1"
+}
+
+# select_status reads kubernetes-select status once; version_of STAGE then
+# prints the version it said STAGE serves.
+select_status() { on_host kubernetes-select status >"$WORK/select" || die "kubernetes-select status failed"; }
+version_of() { awk -v s="$1:" '$1 == s { print $2 }' "$WORK/select"; }
 
 # package_format prints deb or rpm: which package manager installed
 # kubernetes-unversioned on the node.
@@ -74,7 +151,6 @@ package_format() {
 		die "kubernetes-unversioned is installed neither by dpkg nor by rpm: not a node of kubelet-compat's packages"
 	fi
 }
-
 # unversioned_installed says whether FILE (a package's file name) is the
 # kubernetes-unversioned the node has installed, same version and release:
 # dpkg -i of it again replaces kubernetes-select's links current/stage1 and
@@ -93,7 +169,6 @@ unversioned_installed() { # FORMAT FILE
 	*) return 1 ;;
 	esac
 }
-
 # preflight_losses reads kubelet-compat preflight's table and prints how
 # many containers and pods the PATCHED kubelet still loses: its "patched: N
 # restart" and "pod killers: ...; patched: N" lines, the containers whose spec
@@ -159,9 +234,232 @@ compare_pods() {
 		}' phase=1 "$1" phase=2 "$2"
 }
 
+# kubelet_kubeconfig writes the kubeconfig the Job reads the kubelet with:
+# the kubelet's own server on the node (the Job's pod has the node's
+# network), checked against the kubelet's serving certificate, whose key is
+# readable by root on the node alone; the Job's service account token as
+# credentials (a file the kubeconfig names: no secret on a command line).
+kubelet_kubeconfig() {
+	ca=${KC_KUBELET_CA:-}
+	if [ -z "$ca" ]; then
+		ca=$HOST/etc/kubernetes/pki/ca.crt
+		[ ! -f "$HOST/var/lib/kubelet/pki/kubelet.crt" ] || ca=$HOST/var/lib/kubelet/pki/kubelet.crt
+	fi
+	name=${KC_KUBELET_SERVER_NAME:-$(cat /proc/sys/kernel/hostname 2>/dev/null || echo "$NODE")}
+	cat >"$WORK/kubelet.kubeconfig" <<KUBECONFIG
+apiVersion: v1
+kind: Config
+clusters:
+- name: kubelet
+  cluster:
+    server: $KUBELET_URL
+    certificate-authority: $ca
+    tls-server-name: $name
+users:
+- name: job
+  user:
+    tokenFile: $TOKEN_FILE
+contexts:
+- name: kubelet
+  context:
+    cluster: kubelet
+    user: job
+current-context: kubelet
+KUBECONFIG
+}
+
+# probe_sample FILE reads the kubelet's readiness probe results, its
+# prober_probe_total counters on /metrics/probes (the kubelet's own
+# server), into FILE: "POD-UID CONTAINER RESULT COUNT" per readiness probe
+# series. Non-zero when the kubelet does not answer.
+probe_sample() {
+	kubectl --kubeconfig "$WORK/kubelet.kubeconfig" get --raw /metrics/probes >"$WORK/metrics" || return 1
+	awk '
+		function lab(k) { return match($0, "[{,]" k "=\"[^\"]*\"") ? substr($0, RSTART + length(k) + 3, RLENGTH - length(k) - 4) : "" }
+		/^prober_probe_total\{/ && lab("probe_type") == "Readiness" { print lab("pod_uid"), lab("container"), lab("result"), $NF + 0 }' "$WORK/metrics" >"$1"
+}
+
+# pause waits between two looks: KC_POLL, and a probe window (KC_PROBE_WINDOW)
+# so that every readiness probe of the default period ran between them.
+pause() {
+	sleep "$POLL"
+	[ "$PROBE_WINDOW" -le 0 ] || sleep "$PROBE_WINDOW"
+}
+
+# pods_of NOW A B prints "NAMESPACE/NAME UID CONTAINERS" for every pod NOW
+# (status_pods) runs, CONTAINERS its containers with a readiness probe in
+# sample A or B (comma-separated; - when none).
+pods_of() {
+	awk '
+		phase == 1 { if ($1 == "pod") { name[$3] = $2; order[++n] = $3 }; next }
+		phase == 2 && !(($1 " " $2) in seen) { seen[$1 " " $2] = 1; c[$1] = c[$1] (c[$1] == "" ? "" : ",") $2; next }
+		END { for (i = 1; i <= n; i++) print name[order[i]], order[i], (c[order[i]] == "" ? "-" : c[order[i]]) }' phase=1 "$1" phase=2 "$2" "$3"
+}
+
+# judge A B NOW PODS judges the pods of PODS ("NAMESPACE/NAME UID
+# CONTAINERS") that NOW (status_pods, the runtime) runs under that UID, on
+# the node's evidence: "ok LINE" for a Ready one, "no NAMESPACE/NAME (why)"
+# for one that runs no container (the runtime) or one of whose CONTAINERS
+# had no readiness probe success, or a failure, from sample A to sample B
+# (the kubelet's prober). A pod NOW does not run is left to judge_gone.
+judge() {
+	awk '
+		phase == 1 { a[$1 " " $2 " " $3] = $4; next }
+		phase == 2 { b[$1 " " $2 " " $3] = $4; next }
+		phase == 3 { if ($1 == "pod") { runs[$3] = 1; ids[$3] = $4 }; next }
+		!($2 in runs) { next }
+		ids[$2] == "" { print "no " $1 " (runs no container: the runtime)"; next }
+		{
+			why = ""
+			n = split($3 == "-" ? "" : $3, c, ",")
+			for (i = 1; i <= n && why == ""; i++) {
+				k = $2 " " c[i]
+				if (!((k " successful") in b) && !((k " failed") in b) && !((k " unknown") in b)) {
+					why = "container " c[i] ": no readiness probe result from the kubelet"
+					break
+				}
+				s = b[k " successful"] - a[k " successful"]
+				f = b[k " failed"] - a[k " failed"]
+				u = b[k " unknown"] - a[k " unknown"]
+				if (s <= 0 || f > 0 || u > 0) why = "container " c[i] ": readiness probe " s " successful, " f " failed, " u " unknown since the last look: the kubelet'"'"'s prober"
+			}
+			if (why == "") print "ok " $0
+			else print "no " $1 " (" why ")"
+		}' phase=1 "$1" phase=2 "$2" phase=3 "$3" phase=4 "$4"
+}
+
+# kubelet_version prints the version of the kubelet the node runs, from
+# kubelet-compat status -o json (the kubelet's process on the node).
+kubelet_version() { awk -F'"' '$2 == "kubeletVersion" { print $4; exit }' "$1"; }
+
+# runtime_end POD UID prints why the runtime does not show every container
+# of the pod exited with code 0 (crictl on the node); nothing when it does.
+runtime_end() {
+	if ! on_host crictl ps -a -q --label "io.kubernetes.pod.uid=$2" >"$WORK/containers" 2>"$WORK/crictl.err" </dev/null; then
+		echo "pod $1: crictl on the node failed ($(head -n 1 "$WORK/crictl.err")): how its containers ended is not known"
+		return 0
+	fi
+	if [ ! -s "$WORK/containers" ]; then
+		echo "pod $1: gone from the runtime without a trace (no container of it left): not assumed complete"
+		return 0
+	fi
+	while read -r id; do
+		code=$(on_host crictl inspect "$id" </dev/null | awk '/"exitCode":/ { gsub(/[^0-9-]/, "", $2); print $2; exit }')
+		[ "$code" = 0 ] || echo "pod $1: container $id ended with exit code ${code:-unknown} (the runtime)"
+	done <"$WORK/containers"
+}
+
+# kubelet_rejections prints the new kubelet's admission rejections since it
+# started, from its own /metrics (kubelet_admission_rejections_total, a
+# kubelet's since 1.31 or so): "N (REASON n, ...)"; nothing when the kubelet
+# has no such counter; "?" when it does not answer.
+kubelet_rejections() {
+	kubectl --kubeconfig "$WORK/kubelet.kubeconfig" get --raw /metrics >"$WORK/kubelet-metrics" </dev/null 2>/dev/null || {
+		echo "?"
+		return 0
+	}
+	awk '/^kubelet_admission_rejections_total\{/ {
+			found = 1; n += $NF
+			if ($NF + 0 > 0 && match($0, /reason="[^"]*"/)) r = r (r == "" ? "" : ", ") substr($0, RSTART + 8, RLENGTH - 9) " " ($NF + 0)
+		}
+		END { if (found) print (n + 0) (r == "" ? "" : " (" r ")") }' "$WORK/kubelet-metrics"
+}
+
+# judge_gone prints why each pod of the picture that the runtime no longer
+# runs under its UID fails the gate, in this order:
+#  1. the kubelet's events about it since the swap: a Warning (a rejection's
+#     NodeAffinity, OutOf<resource>, UnexpectedAdmissionError, Evicted,
+#     Preempting, ...; not Unhealthy, BackOff, FailedPreStopHook,
+#     FailedKillPod, which a pod being deleted also gets) fails it (API
+#     objects: they can only fail the gate);
+#  2. the runtime (crictl on the node): every container exited with code 0,
+#     it completed (a Job's pod): passes;
+#  3. the new kubelet's own count of admission rejections: any since the
+#     swap (or no answer) fails every other gone pod;
+#  4. deleted through the API (gone from it, another UID under its name, or
+#     a deletion timestamp: a controller's rolling update, a user): its
+#     containers' end is the deletion's, not judged;
+#  5. else a pod that was Ready at the picture fails (it ended non-zero, or
+#     left no trace); one that was not is not judged.
+# The Job pods of this roll (SYSTEM_UPGRADE_POD_UID) and of its Plan (SUC's
+# Job names) are not judged.
+judge_gone() {
+	# (a pod that runs under another UID is compare_pods' "recreated")
+	awk 'phase == 1 { if ($1 == "pod") { runs[$3] = 1; names[$2] = 1 }; next }
+		$1 == "pod" && !($3 in runs) && !($2 in names) { print $2, $3 }' phase=1 "$WORK/after" phase=2 "$R/before" >"$WORK/gone"
+	[ -s "$WORK/gone" ] || return 0
+	jobpods=" $(st jobpods) "
+	since=$(st swapped_at)
+	rejections=$(kubelet_rejections)
+	while read -r pod uid; do
+		case $jobpods in *" $uid "*)
+			log "gate: $pod ($uid) is a Job pod of this roll: not judged" >&2
+			continue
+			;;
+		esac
+		# SUC names its Jobs apply-<plan>-on-<node>-with-<hash>.
+		case ${SYSTEM_UPGRADE_PLAN_NAME:+$pod} in "$NAMESPACE/apply-${SYSTEM_UPGRADE_PLAN_NAME:-}-on-"*)
+			log "gate: $pod ($uid) is a Job pod of Plan $SYSTEM_UPGRADE_PLAN_NAME: not judged" >&2
+			continue
+			;;
+		esac
+		if ! kubectl get events -n "${pod%%/*}" --field-selector "involvedObject.uid=$uid,source=kubelet" \
+			-o jsonpath='{range .items[*]}{.type} {.reason} {.lastTimestamp}{"\n"}{end}' >"$WORK/events" </dev/null; then
+			echo "pod $pod: gone from the runtime, and the API server did not list the kubelet's events about it: a rejection is not ruled out"
+			continue
+		fi
+		awk -v since="$since" -v pod="$pod" '$1 == "Warning" && $2 !~ /^(Unhealthy|BackOff|FailedPreStopHook|FailedKillPod)$/ && ($3 == "" || $3 >= since) {
+			print "pod " pod ": the kubelet reported " $2 " (" $1 (($3 == "") ? "" : ", " $3) "): rejected"; exit }' "$WORK/events" >"$WORK/rejected"
+		if [ -s "$WORK/rejected" ]; then
+			cat "$WORK/rejected"
+			continue
+		fi
+		runtime_end "$pod" "$uid" >"$WORK/end"
+		if [ ! -s "$WORK/end" ]; then
+			log "gate: $pod ($uid) completed: every container exited with code 0 (the runtime)" >&2
+			continue
+		fi
+		case $rejections in
+		"" | 0 | "0 "*) ;;
+		"?")
+			echo "$(head -n 1 "$WORK/end"); the kubelet's $KUBELET_URL/metrics did not answer: a rejection is not ruled out"
+			continue
+			;;
+		*)
+			echo "$(head -n 1 "$WORK/end"); the kubelet rejected $rejections pod(s) since the swap (kubelet_admission_rejections_total)"
+			continue
+			;;
+		esac
+		if ! got=$(kubectl get pod -n "${pod%%/*}" "${pod#*/}" --ignore-not-found -o jsonpath='{.metadata.uid} {.metadata.deletionTimestamp}' </dev/null); then
+			echo "$(head -n 1 "$WORK/end"); the API server did not say whether it was deleted"
+			continue
+		fi
+		# shellcheck disable=SC2086 # the UID and the deletion time, two words
+		set -- $got
+		how=
+		if [ -z "${1:-}" ]; then
+			how="gone from it"
+		elif [ "$1" != "$uid" ]; then
+			how="its name is pod $1's now"
+		elif [ -n "${2:-}" ]; then
+			how="deleted at $2"
+		fi
+		if [ -n "$how" ]; then
+			log "gate: $pod ($uid) was deleted through the API ($how): its containers' end is the deletion's, not judged" >&2
+			continue
+		fi
+		if awk -v u="$uid" '$2 == u { found = 1 } END { exit !found }' "$R/ready-before"; then
+			cat "$WORK/end"
+		else
+			log "gate: $pod ($uid), not Ready at the picture, ended ($(head -n 1 "$WORK/end")): not judged" >&2
+		fi
+	done <"$WORK/gone"
+}
+
 # node_ready says whether the API server has this node Ready from the
 # target's kubelet: the Ready condition alone is still the old kubelet's
-# right after the swap.
+# right after the swap. The API's word can only hold the gate back: the
+# pass rests on the node's own evidence (gate).
 node_ready() {
 	set -- $(kubectl get node "$NODE" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status} {.status.nodeInfo.kubeletVersion}')
 	[ "${1:-}" = True ] || return 1
@@ -169,28 +467,17 @@ node_ready() {
 	return 1
 }
 
-# pods_of_node prints "NAMESPACE/NAME PHASE READY" for every pod bound to
-# this node.
-pods_of_node() {
-	kubectl get pods --all-namespaces --field-selector "spec.nodeName=$NODE" \
-		-o jsonpath='{range .items[*]}{.metadata.namespace}/{.metadata.name} {.status.phase} {.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}'
-}
-
-# pods_not_ready prints the pods of the node that are neither Ready nor
-# Succeeded, leaving out those listed in the file $1 (not Ready before the
-# upgrade began); non-zero when the API server does not list them.
-pods_not_ready() {
-	pods_of_node >"$WORK/pods" || return 1
-	awk -v before="$1" '
-		BEGIN { while ((getline line < before) > 0) { split(line, f, " "); skip[f[1]] = 1 } }
-		$2 != "Succeeded" && $3 != "True" && !($1 in skip) { print $1 " (" $2 ")" }' <"$WORK/pods"
-}
-
-# gate is the health gate: the node Ready from the target's kubelet, then
-# GATE_SETTLE seconds for that kubelet's first syncs and probes (what it
-# restarts or finds not Ready, it has by then), every pod of the node Ready
-# within GATE_TIMEOUT seconds of the swap, and kubelet-compat status shows
-# no container of the node restarted. It prints why it failed and returns
+# gate is the health gate, against the picture saved before the swap
+# ($ROLL/before, $ROLL/ready-before): the node Ready from the target's
+# kubelet (API), GATE_SETTLE seconds for that kubelet's first syncs and
+# probes, then, within GATE_TIMEOUT seconds of the swap, on the node's
+# evidence: the kubelet running is the target's (kubelet-compat status, the
+# process), every pod Ready at the picture runs under the same UID and is
+# Ready again (the runtime runs its containers; the kubelet's readiness
+# probes pass), then no container restarted and no pod was recreated
+# (kubelet-compat status, from the runtime), and no pod of the picture was
+# rejected or is gone unexplained (judge_gone). Pods created after the
+# picture are logged, not judged. It prints why it failed and returns
 # non-zero.
 gate() {
 	deadline=$(($(date +%s) + GATE_TIMEOUT))
@@ -201,32 +488,51 @@ gate() {
 		fi
 		sleep "$POLL"
 	done
+	probe_sample "$WORK/probes-a" || : >"$WORK/probes-a"
 	log "gate: node $NODE Ready with kubelet v$TARGET; letting it settle ${GATE_SETTLE}s"
 	sleep "$GATE_SETTLE"
 	while :; do
-		# A failed list (the API server not answering) is no pass.
-		if pods_not_ready "$WORK/unready-before" >"$WORK/unready"; then
-			[ -s "$WORK/unready" ] || break
+		: >"$WORK/unready"
+		: >"$WORK/after"
+		if ! on_host kubelet-compat status -o json --kubeconfig "$NODE_KUBECONFIG" >"$WORK/status-after.json"; then
+			echo "(kubelet-compat status failed: what the runtime runs is not known)" >"$WORK/unready"
 		else
-			echo "(the API server did not list the node's pods)" >"$WORK/unready"
+			v=$(kubelet_version "$WORK/status-after.json")
+			case $v in
+			"v$TARGET" | "v$TARGET+"* | "v$TARGET-"*)
+				status_pods <"$WORK/status-after.json" >"$WORK/after"
+				if probe_sample "$WORK/probes-b"; then
+					judge "$WORK/probes-a" "$WORK/probes-b" "$WORK/after" "$R/ready-before" | sed -n 's/^no //p' >"$WORK/unready"
+					mv "$WORK/probes-b" "$WORK/probes-a"
+				else
+					echo "(the kubelet's $KUBELET_URL/metrics/probes did not answer: readiness not established)" >"$WORK/unready"
+				fi
+				;;
+			*) echo "(the node runs kubelet ${v:-of no version} (kubelet-compat status), not v$TARGET)" >"$WORK/unready" ;;
+			esac
 		fi
+		[ -s "$WORK/unready" ] || break
 		if [ "$(date +%s)" -ge "$deadline" ]; then
-			log "gate: pods of $NODE not Ready after ${GATE_TIMEOUT}s:"
+			log "gate: pods Ready before the swap not Ready again after ${GATE_TIMEOUT}s (the runtime, the kubelet's readiness probes):"
 			sed 's/^/  /' "$WORK/unready"
 			return 1
 		fi
-		sleep "$POLL"
+		pause
 	done
-	on_host kubelet-compat status -o json --kubeconfig "$NODE_KUBECONFIG" >"$WORK/status-after.json" ||
-		{ log "gate: kubelet-compat status failed"; return 1; }
-	status_pods <"$WORK/status-after.json" >"$WORK/after"
-	compare_pods "$WORK/before" "$WORK/after" >"$WORK/changed"
+	compare_pods "$R/before" "$WORK/after" >"$WORK/changed"
+	judge_gone >>"$WORK/changed"
 	if [ -s "$WORK/changed" ]; then
-		log "gate: containers of $NODE restarted across the swap (kubelet-compat status, from the container runtime):"
+		log "gate: pods of $NODE restarted, recreated, rejected or gone across the swap (the runtime, the kubelet):"
 		sed 's/^/  /' "$WORK/changed"
 		return 1
 	fi
-	log "gate: node $NODE Ready, its pods Ready, no container restarted"
+	awk 'phase == 1 { if ($1 == "pod") had[$3] = 1; next } $1 == "pod" && !($3 in had) { print $2 " (" $3 ")" }' \
+		phase=1 "$R/before" phase=2 "$WORK/after" >"$WORK/new"
+	if [ -s "$WORK/new" ]; then
+		log "gate: pods created after the picture, logged and not judged:"
+		sed 's/^/  /' "$WORK/new"
+	fi
+	log "gate: passed: node $NODE runs kubelet v$TARGET; $(wc -l <"$R/ready-before" | tr -d ' ') pod(s) Ready at the picture are Ready again under their UIDs; no container restarted, no pod recreated or rejected"
 }
 
 wait_plan() {
@@ -243,50 +549,156 @@ wait_plan() {
 	done
 }
 
-# settle waits until the pods of the node that were Ready when the upgrade
-# began (all but $WORK/unready-before) are Ready, at most GATE_TIMEOUT
-# seconds; the gate judges what is still not Ready then.
+# settle waits, before the record, until every pod the runtime runs is
+# Ready by the node's evidence (judge), at most GATE_TIMEOUT seconds
+# (kubeadm upgrade apply restarts the API server: controllers that lose
+# their lease exit and back off), and writes those Ready to $WORK/ready; the
+# gate judges the readiness of those alone.
 settle() {
 	deadline=$(($(date +%s) + GATE_TIMEOUT))
-	until pods_not_ready "$WORK/unready-before" >"$WORK/unready" && [ ! -s "$WORK/unready" ]; do
+	probe_sample "$WORK/probes-a" || fail_roll "the kubelet's $KUBELET_URL/metrics/probes did not answer"
+	while :; do
+		pause
+		on_host kubelet-compat status -o json --kubeconfig "$NODE_KUBECONFIG" >"$WORK/status-now.json" ||
+			fail_roll "kubelet-compat status failed"
+		status_pods <"$WORK/status-now.json" >"$WORK/now"
+		probe_sample "$WORK/probes-b" || fail_roll "the kubelet's $KUBELET_URL/metrics/probes did not answer"
+		pods_of "$WORK/now" "$WORK/probes-a" "$WORK/probes-b" >"$WORK/pods"
+		judge "$WORK/probes-a" "$WORK/probes-b" "$WORK/now" "$WORK/pods" >"$WORK/judged"
+		mv "$WORK/probes-b" "$WORK/probes-a"
+		sed -n 's/^no //p' "$WORK/judged" >"$WORK/unready"
+		[ -s "$WORK/unready" ] || break
 		if [ "$(date +%s)" -ge "$deadline" ]; then
-			log "pods of $NODE still not Ready after ${GATE_TIMEOUT}s; recording as they are:"
+			log "pods of $NODE not Ready after ${GATE_TIMEOUT}s (the runtime, the kubelet's readiness probes); recording as they are, the gate will not judge their readiness:"
 			sed 's/^/  /' "$WORK/unready"
-			return 0
+			break
 		fi
-		sleep "$POLL"
+	done
+	sed -n 's/^ok //p' "$WORK/judged" >"$WORK/ready"
+}
+
+# backup saves what kubeadm upgrade rewrites on this node, before it runs:
+# the kubelet's configuration (KUBELET_FILES) and the static pods'
+# manifests, into $ROLL/backup (written whole, then renamed).
+backup() {
+	rm -rf "$R/backup.new"
+	mkdir -p "$R/backup.new/kubelet"
+	for f in $KUBELET_FILES; do
+		[ ! -f "$HOST$f" ] || cp -p "$HOST$f" "$R/backup.new/kubelet/"
+	done
+	if [ -d "$HOST$MANIFESTS" ]; then
+		mkdir "$R/backup.new/manifests"
+		for m in "$HOST$MANIFESTS"/*.yaml; do
+			[ ! -f "$m" ] || cp -p "$m" "$R/backup.new/manifests/"
+		done
+	fi
+	sync
+	rm -rf "$R/backup"
+	mv "$R/backup.new" "$R/backup"
+}
+
+# put_back SAVED FILE NAME makes FILE what SAVED is (atomically, a dot file
+# renamed over it), or removes FILE when nothing was saved (the roll wrote
+# it), and says so.
+put_back() {
+	if [ -f "$1" ]; then
+		cmp -s "$1" "$2" 2>/dev/null && return 0
+		mkdir -p "${2%/*}"
+		cp -p "$1" "${2%/*}/.${2##*/}.kc-new"
+		mv "${2%/*}/.${2##*/}.kc-new" "$2"
+		log "rollback: $3 put back as it was before the roll"
+	elif [ -e "$2" ]; then
+		rm -f "$2"
+		log "rollback: $3 removed (the roll wrote it; there was none before)"
+	fi
+}
+
+# etcd_minor prints MAJOR.MINOR of the etcd image a manifest names.
+etcd_minor() { sed -n 's/.*image:.*etcd:v\{0,1\}\([0-9]*\.[0-9]*\).*/\1/p' "$1" | head -n 1; }
+
+# restore puts back what kubeadm rewrote (backup): the kubelet's
+# configuration and the static pods' manifests, except an etcd manifest
+# whose etcd minor version changed (a manifest does not downgrade etcd's
+# data: kubeadm's own rollback restores its data backup for that).
+restore() {
+	b=$R/backup
+	if [ ! -d "$b" ]; then
+		log "rollback: no backup in $ROLL/backup: the kubelet's configuration and the manifests are left as they are"
+		return 0
+	fi
+	for f in $KUBELET_FILES; do
+		put_back "$b/kubelet/${f##*/}" "$HOST$f" "$f"
+	done
+	[ -d "$b/manifests" ] || return 0
+	rm -f "$WORK"/restored-*
+	for m in "$HOST$MANIFESTS"/*.yaml "$b/manifests"/*.yaml; do
+		[ -f "$m" ] || continue
+		n=${m##*/}
+		[ ! -e "$WORK/restored-$n" ] || continue
+		: >"$WORK/restored-$n"
+		if [ "$n" = etcd.yaml ] && [ -f "$b/manifests/$n" ] && [ -f "$HOST$MANIFESTS/$n" ]; then
+			was=$(etcd_minor "$b/manifests/$n")
+			is=$(etcd_minor "$HOST$MANIFESTS/$n")
+			if [ "$was" != "$is" ]; then
+				log "rollback: $MANIFESTS/etcd.yaml left at kubeadm's etcd $is (was $was): a manifest does not downgrade etcd's data"
+				continue
+			fi
+		fi
+		put_back "$b/manifests/$n" "$HOST$MANIFESTS/$n" "$MANIFESTS/$n"
 	done
 }
 
-upgrade() {
-	failed=$STATE/$TARGET.gate-failed
-	[ ! -e "$HOST$failed" ] || die "the health gate failed on this node before ($failed): not trying again; remove the file to retry"
-	PREVIOUS=$(version_of stage2)
-	[ -n "$PREVIOUS" ] || die "kubernetes-select status names no version for stage2"
-	if [ "$PREVIOUS" = "$TARGET" ]; then
-		log "stage2 already serves $TARGET: nothing to do"
-		return 0
+# rollback WHY puts the node back as it was before the roll: the kubelet's
+# configuration and the manifests kubeadm rewrote (restore), stage1, then
+# stage2 with a kubelet restart (so that the previous kubelet starts on its
+# own configuration). Every step is idempotent: a Job killed in the middle
+# leaves the state "rolling-back", and the next one does it again. The
+# verdict "rolled-back" is written once all of it is done.
+rollback() {
+	st_set phase=rolling-back "reason=$1"
+	log "rolling back to $PREVIOUS ($1)"
+	select_status
+	if [ "$(version_of stage2)" != "$PREVIOUS" ]; then
+		# record on the newer kubelet: the older patched kubelet then keeps
+		# what it created and the UIDs its static pods run under.
+		on_host kubelet-compat record --kubeconfig "$NODE_KUBECONFIG" ||
+			log "warning: kubelet-compat record before the rollback failed: the way back restarts what upstream restarts"
 	fi
-	log "node $NODE ($ROLE): $PREVIOUS -> $TARGET"
-	pods_of_node | awk '$2 != "Succeeded" && $3 != "True"' >"$WORK/unready-before" || true
+	restore
+	if [ "$(version_of stage1)" != "$PREV_STAGE1" ]; then
+		log "rollback: kubernetes-select stage1 $PREV_STAGE1"
+		on_host kubernetes-select stage1 "$PREV_STAGE1" || die "the rollback failed: kubernetes-select stage1 $PREV_STAGE1 failed (the next Job tries again)"
+	fi
+	if [ "$(version_of stage2)" != "$PREVIOUS" ]; then
+		log "rollback: kubernetes-select --restart-kubelet stage2 $PREVIOUS"
+		on_host kubernetes-select --restart-kubelet stage2 "$PREVIOUS" ||
+			die "the rollback failed: kubernetes-select --restart-kubelet stage2 $PREVIOUS failed (the next Job tries again)"
+	fi
+	st_set phase=rolled-back "rolled_back_at=$(now)"
+	# The marker of a failed gate, as before the roll's state (the e2e and
+	# operators look for it): written once the rollback is done.
+	if [ "$1" = "the health gate failed" ]; then
+		mkdir -p "$HOST$STATE"
+		now >"$HOST$STATE/$TARGET.gate-failed"
+	fi
+	if [ "$(st kubeadm)" = apply ]; then
+		log "rollback: not rolled back: what kubeadm upgrade apply changed in the cluster (kubeadm-config, kube-proxy, CoreDNS, RBAC) and the certificates it renewed; kubeadm's own backups stay in /etc/kubernetes/tmp"
+	fi
+	log "rolled back: stage2 and stage1 serve $PREVIOUS and $PREV_STAGE1, the kubelet's configuration and the static pods' manifests are as before the roll; the target's packages stay installed side by side"
+}
 
-	# 1. preflight: what the patched kubelet would still lose.
-	target_kubelet=/usr/local/kubernetes/$TARGET/stage2/usr/bin/kubelet
-	set -- --node --from "v$PREVIOUS" --to "v$TARGET" --kubeconfig "$NODE_KUBECONFIG"
-	if [ -x "$HOST$target_kubelet" ]; then
-		set -- "$@" --target-kubelet "$target_kubelet"
-	fi
-	on_host kubelet-compat preflight "$@" >"$WORK/preflight" || die "kubelet-compat preflight failed"
-	cat "$WORK/preflight"
-	losses=$(preflight_losses <"$WORK/preflight")
-	if [ "$losses" -gt 0 ]; then
-		if [ "${KC_ALLOW_LOSS:-false}" != true ]; then
-			die "preflight: the patched kubelet would still lose $losses container(s) or pod(s) (above); the Plan does not allow it (KC_ALLOW_LOSS): nothing changed"
-		fi
-		log "preflight: the patched kubelet loses $losses container(s) or pod(s); the Plan allows it (KC_ALLOW_LOSS=true)"
-	fi
+# fail_roll WHY: a step failed after the backup; the node is put back and
+# the Job fails.
+fail_roll() {
+	log "$1"
+	rollback "$1"
+	die "$1: node $NODE rolled back to $PREVIOUS; the Job fails, which stops the Plan"
+}
 
-	# 2. the target's packages, side by side with the running version.
+# install_and_kubeadm: the target's packages side by side, stage1, kubeadm.
+# Each step is idempotent: a re-run after a Job killed in the middle does
+# them again.
+install_and_kubeadm() {
 	format=$(package_format)
 	mkdir -p "$HOST$STATE/$TARGET"
 	set --
@@ -299,56 +711,165 @@ upgrade() {
 		cp "$p" "$HOST$STATE/$TARGET/"
 		set -- "$@" "$STATE/$TARGET/${p##*/}"
 	done
-	[ $# -gt 0 ] || die "the image has no .$format packages in $PACKAGES"
+	[ $# -gt 0 ] || fail_roll "the image has no .$format packages in $PACKAGES"
 	if [ "$format" = deb ]; then
-		on_host dpkg -i "$@" || die "dpkg -i failed"
+		on_host dpkg -i "$@" || fail_roll "dpkg -i failed"
 	else
-		on_host rpm -U --replacepkgs "$@" || die "rpm -U failed"
+		on_host rpm -U --replacepkgs "$@" || fail_roll "rpm -U failed"
 	fi
 	# A newer kubernetes-unversioned puts the directories it ships back in
 	# place of kubernetes-select's links: select the running kubelet again
 	# (the links only, nothing restarts).
+	select_status
 	if [ "$(version_of stage2)" != "$PREVIOUS" ]; then
 		log "the packages dropped stage2's selection: kubernetes-select stage2 $PREVIOUS"
-		on_host kubernetes-select stage2 "$PREVIOUS" || die "kubernetes-select stage2 $PREVIOUS failed"
+		on_host kubernetes-select stage2 "$PREVIOUS" || fail_roll "kubernetes-select stage2 $PREVIOUS failed"
 	fi
 
-	# 3. kubeadm.
-	on_host kubernetes-select stage1 "$TARGET" || die "kubernetes-select stage1 $TARGET failed"
+	on_host kubernetes-select stage1 "$TARGET" || fail_roll "kubernetes-select stage1 $TARGET failed"
 	# shellcheck disable=SC2086 # KC_KUBEADM_ARGS is a list of words
 	if [ "$ROLE" = control-plane ] && ! kubectl get configmap kubeadm-config -n kube-system \
 		-o jsonpath='{.data.ClusterConfiguration}' | grep -q "kubernetesVersion: v$TARGET\$"; then
 		log "first control-plane node of $TARGET: kubeadm upgrade apply"
-		on_host kubeadm upgrade apply --yes ${KC_KUBEADM_ARGS:-} "v$TARGET" || die "kubeadm upgrade apply v$TARGET failed"
+		st_set kubeadm=apply
+		on_host kubeadm upgrade apply --yes ${KC_KUBEADM_ARGS:-} "v$TARGET" || fail_roll "kubeadm upgrade apply v$TARGET failed"
 	else
-		on_host kubeadm upgrade node ${KC_KUBEADM_ARGS:-} || die "kubeadm upgrade node failed"
+		on_host kubeadm upgrade node ${KC_KUBEADM_ARGS:-} || fail_roll "kubeadm upgrade node failed"
 	fi
+}
 
-	# 4. record, right before the swap, once the node's pods that were Ready
-	# before the upgrade are Ready again (kubeadm upgrade apply restarts the
-	# API server: controllers that lose their lease exit and back off).
+# record_and_swap: the record, right before the swap, once the node's pods
+# are Ready (settle); the picture the gate judges against, saved on the
+# node; then the swap. This pod's own container runs on the kubelet it
+# replaces: the patched kubelet keeps it (record listed it).
+record_and_swap() {
 	settle
-	on_host kubelet-compat record --kubeconfig "$NODE_KUBECONFIG" || die "kubelet-compat record failed"
+	on_host kubelet-compat record --kubeconfig "$NODE_KUBECONFIG" || fail_roll "kubelet-compat record failed"
 	on_host kubelet-compat status -o json --kubeconfig "$NODE_KUBECONFIG" >"$WORK/status-before.json" ||
-		die "kubelet-compat status failed"
-	status_pods <"$WORK/status-before.json" >"$WORK/before"
+		fail_roll "kubelet-compat status failed"
+	status_pods <"$WORK/status-before.json" | put "$R/before"
+	awk 'phase == 1 { if ($1 == "pod") p[$3] = 1; next } ($2 in p)' phase=1 "$R/before" phase=2 "$WORK/ready" | put "$R/ready-before"
+	log "the picture: $(grep -c '^pod ' "$R/before" || true) pod(s) the runtime runs, $(wc -l <"$R/ready-before" | tr -d ' ') of them Ready (the runtime, the kubelet's readiness probes): saved in $ROLL"
+	st_set phase=swapping "swapped_at=$(now)"
+	on_host kubernetes-select --restart-kubelet stage2 "$TARGET" || fail_roll "kubernetes-select --restart-kubelet stage2 $TARGET failed"
+}
 
-	# 5. the swap. This pod's own container runs on the kubelet it replaces:
-	# the patched kubelet keeps it (record listed it).
-	on_host kubernetes-select --restart-kubelet stage2 "$TARGET" || die "kubernetes-select --restart-kubelet stage2 $TARGET failed"
-
-	# 6. the health gate; a failed gate rolls the kubelet back.
-	if ! gate; then
-		log "rolling back: kubernetes-select --restart-kubelet stage2 $PREVIOUS"
-		date -u +%Y-%m-%dT%H:%M:%SZ >"$HOST$failed"
-		# record on the newer kubelet: the older patched kubelet then keeps
-		# what it created and the UIDs its static pods run under.
-		on_host kubelet-compat record --kubeconfig "$NODE_KUBECONFIG" ||
-			log "warning: kubelet-compat record before the rollback failed: the way back restarts what upstream restarts"
-		on_host kubernetes-select --restart-kubelet stage2 "$PREVIOUS" || die "the rollback to $PREVIOUS failed too"
-		die "the health gate failed: stage2 is back on $PREVIOUS; the Job fails, which stops the Plan"
+# gate_or_rollback: the gate's verdict, written on the node.
+gate_or_rollback() {
+	if gate; then
+		st_set phase=passed "passed_at=$(now)"
+		log "node $NODE upgraded to $TARGET"
+		return 0
 	fi
-	log "node $NODE upgraded to $TARGET"
+	rollback "the health gate failed"
+	die "the health gate failed: node $NODE is back on $PREVIOUS; the Job fails, which stops the Plan"
+}
+
+# archive ends the record of a finished roll: kept as $ROLL/last-roll.
+archive() {
+	mv "$R/state" "$R/last-roll"
+	rm -rf "$R/before" "$R/ready-before" "$R/backup"
+}
+
+upgrade() {
+	lock
+	kubelet_kubeconfig
+	select_status
+	s2=$(version_of stage2)
+	[ -n "$s2" ] || die "kubernetes-select status names no version for stage2"
+	rt=$(st target)
+	if [ -n "$rt" ] && [ "$rt" != "$TARGET" ]; then
+		phase=$(st phase)
+		case $phase in
+		passed | rolled-back) ;;
+		*)
+			log "this node has an unfinished roll to $rt (its state: $phase), of a Job of another version: rolling it back before the roll to $TARGET"
+			want=$TARGET
+			TARGET=$rt PREVIOUS=$(st previous) PREV_STAGE1=$(st stage1)
+			rollback "interrupted by a roll to $want"
+			TARGET=$want
+			select_status
+			s2=$(version_of stage2)
+			;;
+		esac
+		log "the last roll of this node (to $rt) ended $(st phase): kept as $ROLL/last-roll"
+		archive
+		rt=
+	fi
+	if [ -n "$rt" ]; then
+		PREVIOUS=$(st previous) PREV_STAGE1=$(st stage1)
+		[ -z "${SYSTEM_UPGRADE_POD_UID:-}" ] || st_set "jobpods=$(st jobpods) $SYSTEM_UPGRADE_POD_UID"
+		phase=$(st phase)
+		case $phase in
+		passed)
+			[ "$s2" = "$TARGET" ] || die "this node's roll to $TARGET passed its gate ($(st passed_at)), but stage2 now serves $s2: not certifying"
+			log "stage2 serves $TARGET and this node's gate passed ($(st passed_at)): certified"
+			return 0
+			;;
+		rolled-back)
+			die "the health gate failed on this node before ($(st reason), rolled back $(st rolled_back_at)): not trying again; remove $ROLL/state (and $STATE/$TARGET.gate-failed) on the node to retry"
+			;;
+		rolling-back)
+			log "a Job before this one died while rolling back: finishing the rollback"
+			rollback "$(st reason)"
+			die "$(st reason): node $NODE is back on $PREVIOUS; the Job fails, which stops the Plan"
+			;;
+		swapping)
+			if [ "$s2" = "$TARGET" ]; then
+				log "a Job before this one died after the swap, before its gate's verdict: the gate runs against the picture it saved ($(st swapped_at))"
+				gate_or_rollback
+				return
+			fi
+			[ "$s2" = "$PREVIOUS" ] || fail_roll "stage2 serves $s2, neither $PREVIOUS nor $TARGET"
+			log "a Job before this one died at the swap, which did not happen: taking the picture again"
+			record_and_swap
+			gate_or_rollback
+			return
+			;;
+		begun)
+			[ "$s2" = "$PREVIOUS" ] || fail_roll "stage2 serves $s2 before the swap, not $PREVIOUS"
+			log "a Job before this one died before the swap: going on from the packages (node $NODE ($ROLE): $PREVIOUS -> $TARGET)"
+			;;
+		*) die "$ROLL/state on the node has the unknown phase '$phase'" ;;
+		esac
+	else
+		if [ "$s2" = "$TARGET" ]; then
+			die "stage2 already serves $TARGET, but this node has no record of a roll to it ($ROLL/state): it was selected outside this Plan, and no gate passed here; not certifying"
+		fi
+		failed=$STATE/$TARGET.gate-failed
+		[ ! -e "$HOST$failed" ] || die "the health gate failed on this node before ($failed): not trying again; remove the file to retry"
+		PREVIOUS=$s2 PREV_STAGE1=$(version_of stage1)
+		log "node $NODE ($ROLE): $PREVIOUS -> $TARGET"
+		probe_sample "$WORK/probes-a" ||
+			die "the kubelet's $KUBELET_URL/metrics/probes did not answer (the gate's evidence of readiness): nothing changed"
+
+		# 1. preflight: what the patched kubelet would still lose.
+		target_kubelet=/usr/local/kubernetes/$TARGET/stage2/usr/bin/kubelet
+		set -- --node --from "v$PREVIOUS" --to "v$TARGET" --kubeconfig "$NODE_KUBECONFIG"
+		if [ -x "$HOST$target_kubelet" ]; then
+			set -- "$@" --target-kubelet "$target_kubelet"
+		fi
+		on_host kubelet-compat preflight "$@" >"$WORK/preflight" || die "kubelet-compat preflight failed"
+		cat "$WORK/preflight"
+		losses=$(preflight_losses <"$WORK/preflight")
+		if [ "$losses" -gt 0 ]; then
+			if [ "${KC_ALLOW_LOSS:-false}" != true ]; then
+				die "preflight: the patched kubelet would still lose $losses container(s) or pod(s) (above); the Plan does not allow it (KC_ALLOW_LOSS): nothing changed"
+			fi
+			log "preflight: the patched kubelet loses $losses container(s) or pod(s); the Plan allows it (KC_ALLOW_LOSS=true)"
+		fi
+
+		# 2. the roll's state on the node: what kubeadm rewrites, saved,
+		# then the record of the roll.
+		backup
+		rm -f "$R/state"
+		st_set "target=$TARGET" "previous=$PREVIOUS" "stage1=$PREV_STAGE1" "jobpods=${SYSTEM_UPGRADE_POD_UID:-}" phase=begun "began_at=$(now)"
+	fi
+	# 3. the packages, stage1 and kubeadm; 4. the record and the swap; 5.
+	# the gate, or the rollback.
+	install_and_kubeadm
+	record_and_swap
+	gate_or_rollback
 }
 
 NODE=${SYSTEM_UPGRADE_NODE_NAME:-}

@@ -4,8 +4,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
@@ -26,7 +30,12 @@ var fakes = map[string]string{
 	"chroot": `[ "$1" = "$FAKE/host" ] || { echo "chroot into $1" >&2; exit 9; }
 case $PATH in *:/node-path-marker) ;; *) echo "chroot with PATH $PATH, not the node's" >&2; exit 9 ;; esac
 [ "${SYSTEMD_IGNORE_CHROOT:-}" = 1 ] || { echo "chroot without SYSTEMD_IGNORE_CHROOT=1" >&2; exit 9; }
+# The roll's lock (fd 9) goes to flock alone, not to what runs on the node.
+[ "$2" = flock ] || [ ! -e /proc/$$/fd/9 ] || { echo "chroot $2 with the roll's lock (fd 9)" >&2; exit 9; }
 shift; exec "$@"`,
+	// flock is the node's (util-linux): it locks the descriptor it inherits.
+	// FLOCK_MISSING: the node has none.
+	"flock": `[ -z "${FLOCK_MISSING:-}" ] || exit 127; exec /usr/bin/flock "$@"`,
 	"kubernetes-select": `case "$*" in
 status) echo "stage1: $(cat "$FAKE/stage1") (symlink)"; echo "stage2: $(cat "$FAKE/stage2") (symlink)" ;;
 "stage1 "*) echo "$2" >"$FAKE/stage1" ;;
@@ -42,13 +51,46 @@ esac`,
 	"rpm": `[ "$1" != -q ] || [ "$FORMAT" = rpm ]`,
 	// DPKG_DROPS: installing kubernetes-unversioned drops stage2's link,
 	// as dpkg does when the package's directory takes its place.
-	"dpkg":    `case "$*" in *kubernetes-unversioned*) [ -z "${DPKG_DROPS:-}" ] || echo none >"$FAKE/stage2" ;; esac`,
-	"kubeadm": `:`,
+	"dpkg": `case "$*" in *kubernetes-unversioned*) [ -z "${DPKG_DROPS:-}" ] || echo none >"$FAKE/stage2" ;; esac`,
+	// kubeadm rewrites what kubeadm upgrade rewrites on a node: the kubelet's
+	// configuration and, on a control-plane node, the static pods'
+	// manifests (keeping its own backup of them, as kubeadm does).
+	"kubeadm": `case "$*" in "upgrade "*)
+v=${CLUSTER_TARGET:-1.31.14}
+mkdir -p "$FAKE/host/var/lib/kubelet"
+echo "kubeadm's kubelet configuration for v$v" >"$FAKE/host/var/lib/kubelet/config.yaml"
+echo "KUBELET_KUBEADM_ARGS=\"--v$v\"" >"$FAKE/host/var/lib/kubelet/kubeadm-flags.env"
+if [ -d "$FAKE/host/etc/kubernetes/manifests" ]; then
+	b="$FAKE/host/etc/kubernetes/tmp/kubeadm-backup-manifests-2026"; mkdir -p "$b"; cp "$FAKE/host/etc/kubernetes/manifests/"* "$b/"
+	for m in kube-apiserver kube-controller-manager kube-scheduler; do echo "image: registry.k8s.io/$m:v$v" >"$FAKE/host/etc/kubernetes/manifests/$m.yaml"; done
+	[ -z "${ETCD_IMAGE:-}" ] || echo "image: $ETCD_IMAGE" >"$FAKE/host/etc/kubernetes/manifests/etcd.yaml"
+fi ;;
+esac`,
+	// crictl: the runtime's exited containers, $FAKE/crictl lines "POD-UID ID EXIT-CODE".
+	"crictl": `case "$*" in
+"ps -a -q --label io.kubernetes.pod.uid="*) awk -v u="${5#io.kubernetes.pod.uid=}" '$1 == u { print $2 }' "$FAKE/crictl" ;;
+"inspect "*) awk -v id="$2" '$2 == id { printf "{\n  \"status\": {\n    \"id\": \"%s\",\n    \"state\": \"CONTAINER_EXITED\",\n    \"exitCode\": %s,\n", $2, $3 }' "$FAKE/crictl" ;;
+*) exit 2 ;;
+esac`,
 	"kubelet-compat": `case $1 in
 preflight) cat "$FAKE/preflight" ;;
 status) if [ "$(cat "$FAKE/stage2")" = "$PREV" ]; then cat "$FAKE/status-before.json"; else cat "$FAKE/status-after.json"; fi ;;
 esac`,
+	// kubectl: the API server, and the kubelet's own endpoint for its
+	// readiness probes' results (prober_probe_total, $FAKE/probes-before or
+	// probes-after: lines "NAMESPACE POD UID CONTAINER ready|unready"; each
+	// read is one more probe of each container).
 	"kubectl": `case "$*" in
+"--kubeconfig "*" get --raw /metrics/probes") if [ "$(cat "$FAKE/stage2")" = "$PREV" ]; then f=probes-before; else [ -z "${PROBES_FAIL:-}" ] || exit 1; f=probes-after; fi
+	n=$(($(cat "$FAKE/probe-reads" 2>/dev/null || echo 0) + 1)); echo $n >"$FAKE/probe-reads"
+	echo '# HELP prober_probe_total [ALPHA] Cumulative number of a liveness, readiness or startup probe for a container by result.'
+	awk -v n=$n '{ s = $5 == "ready" ? n : 0; f = $5 == "ready" ? 0 : n
+		printf "prober_probe_total{container=\"%s\",namespace=\"%s\",pod=\"%s\",pod_uid=\"%s\",probe_type=\"Readiness\",result=\"failed\"} %d\n", $4, $1, $2, $3, f
+		printf "prober_probe_total{container=\"%s\",namespace=\"%s\",pod=\"%s\",pod_uid=\"%s\",probe_type=\"Readiness\",result=\"successful\"} %d\n", $4, $1, $2, $3, s
+		printf "prober_probe_total{container=\"%s\",namespace=\"%s\",pod=\"%s\",pod_uid=\"%s\",probe_type=\"Liveness\",result=\"successful\"} %d\n", $4, $1, $2, $3, n }' "$FAKE/$f" ;;
+"get events "*) cat "$FAKE/events" ;;
+"--kubeconfig "*" get --raw /metrics") cat "$FAKE/kubelet-metrics" ;;
+"get pod -n "*" --ignore-not-found "*) awk -v p="$4/$5" '$1 == p { printf "%s %s", $2, $3 }' "$FAKE/api-pods" ;;
 "get node "*) echo "$(cat "$FAKE/node-ready") v${KUBELET_REPORTS:-$(cat "$FAKE/stage2")}+compat.1" ;;
 "get pods "*) if [ "$(cat "$FAKE/stage2")" = "$PREV" ]; then cat "$FAKE/pods-before"; else [ -z "${PODS_FAIL:-}" ] || exit 1; cat "$FAKE/pods-after"; fi ;;
 "get configmap kubeadm-config "*) printf 'apiServer: {}\nkubernetesVersion: v%s\n' "$CLUSTER" ;;
@@ -57,9 +99,58 @@ esac`,
 esac`,
 }
 
+const (
+	probesCall = "kubectl --kubeconfig $WORK/kubelet.kubeconfig get --raw /metrics/probes"
+	statusCall = "kubelet-compat status -o json --kubeconfig /etc/kubernetes/kubelet.conf"
+)
+
+// workDir is the script's temporary directory in the calls (mktemp -d).
+var workDir = regexp.MustCompile(`\S*/tmp/tmp\.[A-Za-z0-9]+`)
+
 const podsCall = `kubectl get pods --all-namespaces --field-selector spec.nodeName=node-1 -o jsonpath={range .items[*]}{.metadata.namespace}/{.metadata.name} {.status.phase} {.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}`
 
 const readyPods = "default/web-0 Running True\nkube-system/etcd-node-1 Running True\ndefault/done Succeeded False\n"
+
+// readyProbes are the kubelet's readiness probes of the status golden's
+// pods, all passing (default/seccomp-node-1 has none).
+const readyProbes = "default plain-node-1 plain-uid app ready\nkube-system etcd-node-1 etcd-uid etcd ready\n"
+
+// dieAfter is the fakes' part of scriptCase.die: $die is set when this call
+// is the one after which the Job dies.
+func dieAfter(name string) string {
+	return `die=
+if [ -n "${DIE_AFTER:-}" ]; then case "` + name + ` $*" in "$DIE_AFTER"*)
+	n=$(($(cat "$FAKE/die-count" 2>/dev/null || echo 0) + 1)); echo $n >"$FAKE/die-count"
+	[ "$n" -ne "$DIE_NTH" ] || die=1 ;;
+esac; fi
+`
+}
+
+// addPod adds a pod the runtime runs to the admission section of a status
+// -o json.
+func addPod(s, pod, uid, container string) string {
+	const pods = "    \"pods\": [\n"
+	i := strings.Index(s, pods) + len(pods)
+	return s[:i] + "      {\n        \"pod\": \"" + pod + "\",\n        \"uid\": \"" + uid + "\",\n        \"runningContainers\": [\n          \"" +
+		container + "\"\n        ],\n        \"sandboxReady\": true\n      },\n" + s[i:]
+}
+
+// dropPod removes pod from the admission section of a status -o json: the
+// runtime no longer runs it.
+func dropPod(s, pod string) string {
+	i := strings.Index(s, "      {\n        \"pod\": \""+pod+"\"")
+	j := strings.Index(s[i:], "\n      }")
+	end := i + j + len("\n      }")
+	if strings.HasPrefix(s[end:], ",") {
+		end++
+	} else { // the last one: drop the comma before it
+		i--
+		for s[i] != ',' {
+			i--
+		}
+	}
+	return s[:i] + s[end:]
+}
 
 type scriptCase struct {
 	name      string
@@ -77,25 +168,64 @@ type scriptCase struct {
 	staleKubelet bool
 	podsBefore   string
 	podsAfter    string
-	failedMark   bool
-	plan         string
+	// failedMark: the roll's state on the node ends "rolled-back".
+	failedMark bool
+	// legacyMark: the node has the marker of the script before the roll's
+	// state (/var/lib/kubelet-compat/upgrade/<target>.gate-failed).
+	legacyMark bool
+	// state is the roll's state on the node before the Job (none: no roll).
+	state string
+	// locked: another Job holds the roll's lock, all along or for unlockAfter.
+	locked      bool
+	unlockAfter time.Duration
+	// stage1Before and stage2Before are what the node selects before the
+	// Job (the previous version when empty).
+	stage1Before, stage2Before string
+	plan                       string
 	// unversioned is the node's kubernetes-unversioned (none: not the
 	// image's 1.0.0-4).
 	unversioned string
 
-	wantErr   string
-	wantCalls []string
-	wantOut   []string
-	stage2    string
+	// die kills the Job, its whole process group as a node losing its pod
+	// would, right after the dieNth (1st) call of a fake that begins with
+	// die; the script then runs again, as SUC's next Job does, and the want
+	// fields are the re-run's.
+	die    string
+	dieNth int
+	// probesBefore and probesAfter are the kubelet's readiness probes (see
+	// the kubectl fake), before and after the swap.
+	probesBefore, probesAfter string
+	// crictl are the runtime's exited containers: "POD-UID ID EXIT-CODE".
+	crictl string
+	// events are the kubelet's events of a pod: "TYPE REASON TIME".
+	events string
+	// apiPods are the pods the API server has: "NAMESPACE/NAME UID
+	// [DELETION-TIME]" (the status golden's pods when empty).
+	apiPods string
+	// kubeletMetrics is the new kubelet's /metrics.
+	kubeletMetrics string
+	// host are files on the node before the Job; wantHost after it.
+	host, wantHost map[string]string
+
+	wantErr    string
+	wantCalls  []string
+	wantOut    []string
+	wantNotOut []string
+	stage2     string
+	// wantStage1 is stage1 at the end (not checked when empty).
+	wantStage1 string
 }
 
 func TestUpgradeScript(t *testing.T) {
 	const prev, target = "1.30.14", "1.31.14"
+	// soon is a time after the swap, for the kubelet's events.
+	soon := time.Now().UTC().Add(time.Hour).Format(time.RFC3339)
 	statusBefore, err := os.ReadFile(cliTestdata + "status.json.golden")
 	assert.NilError(t, err)
 	upgradeNode := []string{
+		"flock -n 9",
 		"kubernetes-select status",
-		podsCall,
+		probesCall,
 		"kubelet-compat preflight --node --from v1.30.14 --to v1.31.14 --kubeconfig /etc/kubernetes/kubelet.conf",
 		"dpkg-query -W -f ${Status} kubernetes-unversioned",
 		"dpkg-query -W -f ${Version} kubernetes-unversioned",
@@ -103,18 +233,23 @@ func TestUpgradeScript(t *testing.T) {
 		"kubernetes-select status",
 		"kubernetes-select stage1 1.31.14",
 		"kubeadm upgrade node",
-		podsCall,
+		// settle: the kubelet's probes, the runtime's pods, the probes again
+		probesCall,
+		statusCall,
+		probesCall,
 		"kubelet-compat record --kubeconfig /etc/kubernetes/kubelet.conf",
-		"kubelet-compat status -o json --kubeconfig /etc/kubernetes/kubelet.conf",
+		statusCall,
 		"kubernetes-select --restart-kubelet stage2 1.31.14",
 	}
 	gateOK := []string{
 		"kubectl get node node-1 -o jsonpath={.status.conditions[?(@.type==\"Ready\")].status} {.status.nodeInfo.kubeletVersion}",
-		podsCall,
-		"kubelet-compat status -o json --kubeconfig /etc/kubernetes/kubelet.conf",
+		probesCall,
+		statusCall,
+		probesCall,
 	}
 	const configmapCall = "kubectl get configmap kubeadm-config -n kube-system -o jsonpath={.data.ClusterConfiguration}"
-	rollback := []string{"kubelet-compat record --kubeconfig /etc/kubernetes/kubelet.conf", "kubernetes-select --restart-kubelet stage2 1.30.14"}
+	rollback := []string{"kubernetes-select status", "kubelet-compat record --kubeconfig /etc/kubernetes/kubelet.conf",
+		"kubernetes-select stage1 1.30.14", "kubernetes-select --restart-kubelet stage2 1.30.14"}
 	cat := func(parts ...[]string) []string {
 		var all []string
 		for _, p := range parts {
@@ -125,31 +260,31 @@ func TestUpgradeScript(t *testing.T) {
 	for _, tc := range []scriptCase{
 		{name: "worker, .deb: every step, then the gate passes", preflight: "preflight-1.30-1.31.table.golden",
 			wantCalls: cat(upgradeNode, gateOK), stage2: target,
-			wantOut: []string{"node node-1 (worker): 1.30.14 -> 1.31.14", "gate: node node-1 Ready, its pods Ready, no container restarted", "upgraded to 1.31.14"}},
+			wantOut: []string{"node node-1 (worker): 1.30.14 -> 1.31.14", "gate: passed", "upgraded to 1.31.14"}},
 		{name: "first control-plane node, RPM: kubeadm upgrade apply", format: "rpm", env: []string{"KC_ROLE=control-plane"},
 			preflight: "preflight-1.30-1.31.table.golden", stage2: target,
-			wantCalls: cat(upgradeNode[:3], []string{"dpkg-query -W -f ${Status} kubernetes-unversioned", "rpm -q kubernetes-unversioned",
+			wantCalls: cat(upgradeNode[:4], []string{"dpkg-query -W -f ${Status} kubernetes-unversioned", "rpm -q kubernetes-unversioned",
 				"rpm -U --replacepkgs /var/lib/kubelet-compat/upgrade/1.31.14/kubernetes-1.31.14-node-1.31.14-2.kc.x86_64.rpm", "kubernetes-select status",
-				upgradeNode[7], configmapCall, "kubeadm upgrade apply --yes v1.31.14"}, upgradeNode[9:], gateOK),
+				upgradeNode[8], configmapCall, "kubeadm upgrade apply --yes v1.31.14"}, upgradeNode[10:], gateOK),
 			wantOut: []string{"first control-plane node of 1.31.14: kubeadm upgrade apply"}},
 		{name: "next control-plane node: kubeadm upgrade node", env: []string{"KC_ROLE=control-plane"}, cluster: target,
 			preflight: "preflight-1.30-1.31.table.golden", stage2: target,
-			wantCalls: cat(upgradeNode[:8], []string{configmapCall}, upgradeNode[8:], gateOK)},
+			wantCalls: cat(upgradeNode[:9], []string{configmapCall}, upgradeNode[9:], gateOK)},
 		{name: "kubernetes-unversioned as the node has it: not installed again (dpkg would put its directories in place of the links)",
 			preflight: "preflight-1.30-1.31.table.golden", unversioned: "1.0.0-4", stage2: target,
-			wantCalls: cat(upgradeNode[:5], []string{"dpkg -i /var/lib/kubelet-compat/upgrade/1.31.14/kubernetes-1.31.14-node_1.31.14-2_amd64.deb"}, upgradeNode[6:], gateOK),
+			wantCalls: cat(upgradeNode[:6], []string{"dpkg -i /var/lib/kubelet-compat/upgrade/1.31.14/kubernetes-1.31.14-node_1.31.14-2_amd64.deb"}, upgradeNode[7:], gateOK),
 			wantOut:   []string{"kubernetes-unversioned_1.0.0-4_all.deb: the node has this kubernetes-unversioned already: not reinstalled"}},
 		{name: "a newer kubernetes-unversioned dropped stage2's selection: selected again, nothing restarted",
 			preflight: "preflight-1.30-1.31.table.golden", unversioned: "1.0.0-3", env: []string{"DPKG_DROPS=1"}, stage2: target,
-			wantCalls: cat(upgradeNode[:7], []string{"kubernetes-select stage2 1.30.14"}, upgradeNode[7:], gateOK),
+			wantCalls: cat(upgradeNode[:8], []string{"kubernetes-select stage2 1.30.14"}, upgradeNode[8:], gateOK),
 			wantOut:   []string{"the packages dropped stage2's selection: kubernetes-select stage2 1.30.14"}},
 		{name: "preflight: the patched kubelet restarts a container, refused before anything changed", preflight: "preflight-node.table.golden",
 			wantErr:   "the patched kubelet would still lose 1 container(s) or pod(s) (above); the Plan does not allow it (KC_ALLOW_LOSS): nothing changed",
-			wantCalls: upgradeNode[:3], stage2: prev},
+			wantCalls: upgradeNode[:4], stage2: prev},
 		{name: "preflight: pods the patched kubelet still rejects, refused", preflight: "preflight-node-killers.table.golden",
-			wantErr: "would still lose 4 container(s) or pod(s)", wantCalls: upgradeNode[:3], stage2: prev},
+			wantErr: "would still lose 4 container(s) or pod(s)", wantCalls: upgradeNode[:4], stage2: prev},
 		{name: "preflight: no patch series for the target, refused", preflight: "preflight-1.15-1.16.table.golden",
-			wantErr: "would still lose 1 container(s) or pod(s)", wantCalls: upgradeNode[:3], stage2: prev},
+			wantErr: "would still lose 1 container(s) or pod(s)", wantCalls: upgradeNode[:4], stage2: prev},
 		{name: "preflight loss allowed by the Plan", preflight: "preflight-node.table.golden", env: []string{"KC_ALLOW_LOSS=true"},
 			wantCalls: cat(upgradeNode, gateOK), stage2: target,
 			wantOut: []string{"the patched kubelet loses 1 container(s) or pod(s); the Plan allows it (KC_ALLOW_LOSS=true)"}},
@@ -157,11 +292,12 @@ func TestUpgradeScript(t *testing.T) {
 			after: func(s string) string {
 				return strings.Replace(s, "          \"c-pinned-uid-app\"\n", "          \"c-pinned-uid-app-2\"\n", 1)
 			},
-			wantErr: "the health gate failed: stage2 is back on 1.30.14", failedMark: true, stage2: prev,
+			wantErr: "the health gate failed: node node-1 is back on 1.30.14", failedMark: true, stage2: prev,
 			wantCalls: cat(upgradeNode, gateOK, rollback),
 			wantOut:   []string{"pod default/seccomp-node-1: runs container c-pinned-uid-app-2, created after the record (restarted)"}},
 		{name: "gate: a pod that ran no container at the record (CrashLoopBackOff) runs one after the swap: not a restart",
-			preflight: "preflight-1.30-1.31.table.golden", stage2: target, wantCalls: cat(upgradeNode, gateOK),
+			preflight: "preflight-1.30-1.31.table.golden", stage2: target,
+			wantOut: []string{"recording as they are, the gate will not judge their readiness:", "  default/seccomp-node-1 (runs no container: the runtime)", "gate: passed"},
 			before: func(s string) string {
 				return strings.Replace(s, "\"runningContainers\": [\n          \"c-pinned-uid-app\"\n        ],", "\"runningContainers\": [],", 1)
 			},
@@ -179,23 +315,235 @@ func TestUpgradeScript(t *testing.T) {
 			after:   func(s string) string { return strings.Replace(s, "\"keep\": true", "\"keep\": false", 1) },
 			wantErr: "the health gate failed", failedMark: true, stage2: prev, wantCalls: cat(upgradeNode, gateOK, rollback),
 			wantOut: []string{"container default/seccomp-node-1/app (c-pinned-uid-app): the kubelet restarts it"}},
-		{name: "gate: a pod not Ready within the timeout, rolled back", preflight: "preflight-1.30-1.31.table.golden",
-			podsAfter: "default/web-0 Running False\n", wantErr: "the health gate failed", failedMark: true, stage2: prev,
-			wantOut: []string{"gate: pods of node-1 not Ready after 1s:", "  default/web-0 (Running)"}},
-		{name: "gate: the API server does not list the node's pods: no pass, rolled back", preflight: "preflight-1.30-1.31.table.golden",
-			env: []string{"PODS_FAIL=1"}, wantErr: "the health gate failed", failedMark: true, stage2: prev,
-			wantOut: []string{"gate: pods of node-1 not Ready after 1s:", "  (the API server did not list the node's pods)"}},
-		{name: "gate: a pod not Ready before the upgrade does not count", preflight: "preflight-1.30-1.31.table.golden",
-			podsBefore: "default/crashing Running False\n", podsAfter: "default/crashing Running False\ndefault/web-0 Running True\n",
-			wantCalls: cat(upgradeNode, gateOK), stage2: target},
+		{name: "gate: a pod Ready at the picture whose readiness probe fails after the swap (the kubelet's prober), rolled back",
+			preflight:   "preflight-1.30-1.31.table.golden",
+			probesAfter: "default plain-node-1 plain-uid app ready\nkube-system etcd-node-1 etcd-uid etcd unready\n",
+			wantErr:     "the health gate failed", failedMark: true, stage2: prev,
+			wantOut: []string{"gate: pods Ready before the swap not Ready again after 1s (the runtime, the kubelet's readiness probes):",
+				"  kube-system/etcd-node-1 (container etcd: readiness probe 0 successful, 1 failed, 0 unknown since the last look: the kubelet's prober)"}},
+		{name: "gate: the kubelet's own server does not answer after the swap: no pass, rolled back", preflight: "preflight-1.30-1.31.table.golden",
+			env: []string{"PROBES_FAIL=1"}, wantErr: "the health gate failed", failedMark: true, stage2: prev,
+			wantOut: []string{"  (the kubelet's https://127.0.0.1:10250/metrics/probes did not answer: readiness not established)"}},
+		{name: "gate: a pod not Ready at the picture (its readiness probe failing) is not judged Ready", preflight: "preflight-1.30-1.31.table.golden",
+			probesBefore: "default plain-node-1 plain-uid app unready\nkube-system etcd-node-1 etcd-uid etcd ready\n",
+			probesAfter:  "default plain-node-1 plain-uid app unready\nkube-system etcd-node-1 etcd-uid etcd ready\n",
+			podsAfter:    "default/plain-node-1 Running False\nkube-system/etcd-node-1 Running True\n",
+			stage2:       target, wantOut: []string{"  default/plain-node-1 (container app: readiness probe 0 successful, 1 failed, 0 unknown since the last look: the kubelet's prober)", "gate: passed: node node-1 runs kubelet v1.31.14; 2 pod(s)"}},
 		{name: "gate: the node not Ready within the timeout, rolled back", preflight: "preflight-1.30-1.31.table.golden",
 			nodeReady: "False", wantErr: "the health gate failed", failedMark: true, stage2: prev,
 			wantOut: []string{"gate: node node-1 not Ready with kubelet v1.31.14 after 1s"}},
 		{name: "gate: the node still Ready from the old kubelet only, rolled back", preflight: "preflight-1.30-1.31.table.golden",
 			nodeReady: "True", staleKubelet: true, wantErr: "the health gate failed", failedMark: true, stage2: prev,
 			wantOut: []string{"gate: node node-1 not Ready with kubelet v1.31.14 after 1s"}},
-		{name: "a node whose gate failed before is not tried again", failedMark: true, stage2: prev,
+		{name: "a node whose gate failed before (the script's marker before the roll's state) is not tried again", legacyMark: true, stage2: prev,
 			wantErr: "the health gate failed on this node before (/var/lib/kubelet-compat/upgrade/1.31.14.gate-failed)"},
+		// Issue 33, 1: a Job killed after the swap leaves stage2 on the
+		// target; SUC's next Job must not certify the node without a gate.
+		{name: "re-run after a Job killed right after the swap: the gate runs against the saved picture and fails, rolled back", failedMark: true,
+			preflight: "preflight-1.30-1.31.table.golden", die: "kubernetes-select --restart-kubelet stage2 1.31.14",
+			after: func(s string) string {
+				return strings.Replace(s, "          \"c-pinned-uid-app\"\n", "          \"c-pinned-uid-app-2\"\n", 1)
+			},
+			wantErr: "the health gate failed", stage2: prev,
+			wantOut:    []string{"pod default/seccomp-node-1: runs container c-pinned-uid-app-2, created after the record (restarted)"},
+			wantNotOut: []string{"nothing to do"}},
+		{name: "re-run after a Job killed right after the swap: the gate runs against the saved picture and passes",
+			preflight: "preflight-1.30-1.31.table.golden", die: "kubernetes-select --restart-kubelet stage2 1.31.14", stage2: target,
+			wantOut:    []string{"gate: passed"},
+			wantNotOut: []string{"nothing to do"}},
+		// Issue 33, 2: the gate judges the pods of the picture, on the node's evidence.
+		{name: "gate: a tenant's pod created during the roll that never becomes Ready is not judged",
+			preflight: "preflight-1.30-1.31.table.golden", stage2: target,
+			podsAfter:   readyPods + "default/tenant-0 Running False\n",
+			probesAfter: readyProbes + "default tenant-0 tenant-uid app unready\n",
+			after:       func(s string) string { return addPod(s, "default/tenant-0", "tenant-uid", "c-tenant-app") },
+			wantOut:     []string{"gate: pods created after the picture, logged and not judged:", "  default/tenant-0 (tenant-uid)", "gate: passed"}},
+		{name: "gate: a failed CronJob pod is not judged",
+			preflight: "preflight-1.30-1.31.table.golden", stage2: target,
+			podsAfter: readyPods + "default/backup-29000000-x7k2p Failed False\n",
+			wantOut:   []string{"gate: passed"}},
+		{name: "gate: a Ready status forged in the API does not pass a pod whose readiness probe the kubelet finds failing, rolled back", failedMark: true,
+			preflight: "preflight-1.30-1.31.table.golden", stage2: prev,
+			probesAfter: "default plain-node-1 plain-uid app unready\nkube-system etcd-node-1 etcd-uid etcd ready\n",
+			wantErr:     "the health gate failed",
+			wantOut:     []string{"default/plain-node-1"}},
+		{name: "gate: a NotReady status forged in the API over passing readiness probes changes nothing",
+			preflight: "preflight-1.30-1.31.table.golden", stage2: target,
+			podsAfter: "default/plain-node-1 Running False\nkube-system/etcd-node-1 Running False\n",
+			wantCalls: cat(upgradeNode, gateOK), wantOut: []string{"gate: passed"}},
+		{name: "gate: a DaemonSet pod the new kubelet rejected, replaced under a new name, fails the gate, rolled back", failedMark: true,
+			preflight: "preflight-1.30-1.31.table.golden", stage2: prev,
+			after:       func(s string) string { return dropPod(s, "default/plain-node-1") },
+			podsAfter:   "default/plain-node-x9z Running True\nkube-system/etcd-node-1 Running True\n",
+			probesAfter: "default plain-node-x9z plain-uid-2 app ready\nkube-system etcd-node-1 etcd-uid etcd ready\n",
+			crictl:      "plain-uid c-plain-uid-app 137\n",
+			events:      "Warning NodeAffinity " + soon + "\n",
+			wantErr:     "the health gate failed",
+			wantOut:     []string{"default/plain-node-1"}},
+		// Issue 33, 3: a rollback puts back what kubeadm changed and stage1.
+		{name: "rollback: the kubelet's configuration kubeadm rewrote and stage1 are put back",
+			preflight: "preflight-1.30-1.31.table.golden", stage2: prev, wantStage1: prev,
+			after: func(s string) string {
+				return strings.Replace(s, "          \"c-pinned-uid-app\"\n", "          \"c-pinned-uid-app-2\"\n", 1)
+			},
+			failedMark: true,
+			host:       map[string]string{"var/lib/kubelet/config.yaml": "the 1.30 configuration\n", "var/lib/kubelet/kubeadm-flags.env": "KUBELET_KUBEADM_ARGS=\"--old\"\n"},
+			wantHost:   map[string]string{"var/lib/kubelet/config.yaml": "the 1.30 configuration\n", "var/lib/kubelet/kubeadm-flags.env": "KUBELET_KUBEADM_ARGS=\"--old\"\n"},
+			wantErr:    "the health gate failed"},
+		{name: "rollback on the first control-plane node: the static pods' manifests kubeadm upgrade apply rewrote are put back",
+			preflight: "preflight-1.30-1.31.table.golden", format: "rpm", env: []string{"KC_ROLE=control-plane"}, stage2: prev, wantStage1: prev,
+			after: func(s string) string {
+				return strings.Replace(s, "          \"c-pinned-uid-app\"\n", "          \"c-pinned-uid-app-2\"\n", 1)
+			},
+			failedMark: true,
+			host: map[string]string{"var/lib/kubelet/config.yaml": "the 1.30 configuration\n",
+				"etc/kubernetes/manifests/kube-apiserver.yaml": "image: registry.k8s.io/kube-apiserver:v1.30.14\n",
+				"etc/kubernetes/manifests/kube-scheduler.yaml": "image: registry.k8s.io/kube-scheduler:v1.30.14\n",
+				"etc/kubernetes/manifests/etcd.yaml":           "image: registry.k8s.io/etcd:3.5.15-0\n"},
+			wantHost: map[string]string{"var/lib/kubelet/config.yaml": "the 1.30 configuration\n", "var/lib/kubelet/kubeadm-flags.env": "",
+				"etc/kubernetes/manifests/kube-apiserver.yaml":          "image: registry.k8s.io/kube-apiserver:v1.30.14\n",
+				"etc/kubernetes/manifests/kube-scheduler.yaml":          "image: registry.k8s.io/kube-scheduler:v1.30.14\n",
+				"etc/kubernetes/manifests/kube-controller-manager.yaml": "",
+				"etc/kubernetes/manifests/etcd.yaml":                    "image: registry.k8s.io/etcd:3.5.15-0\n"},
+			wantErr: "the health gate failed"},
+		// Issue 33, 1: every point a Job can die at; the next Job ends with the
+		// node gated on the target or rolled back.
+		{name: "re-run after a Job killed after the packages' install: goes on, gated", preflight: "preflight-1.30-1.31.table.golden",
+			die: "dpkg -i", stage2: target, wantStage1: target,
+			wantOut: []string{"a Job before this one died before the swap: going on from the packages", "gate: passed"}},
+		{name: "re-run after a Job killed after stage1: goes on, gated", preflight: "preflight-1.30-1.31.table.golden",
+			die: "kubernetes-select stage1 1.31.14", stage2: target,
+			wantOut: []string{"a Job before this one died before the swap", "gate: passed"}},
+		{name: "re-run after a Job killed after kubeadm: goes on, gated; the backup is the one from before kubeadm", preflight: "preflight-1.30-1.31.table.golden",
+			die: "kubeadm upgrade node", stage2: prev, wantStage1: prev, failedMark: true, after: func(s string) string {
+				return strings.Replace(s, "          \"c-pinned-uid-app\"\n", "          \"c-pinned-uid-app-2\"\n", 1)
+			},
+			host:     map[string]string{"var/lib/kubelet/config.yaml": "the 1.30 configuration\n"},
+			wantHost: map[string]string{"var/lib/kubelet/config.yaml": "the 1.30 configuration\n", "var/lib/kubelet/kubeadm-flags.env": ""},
+			wantErr:  "the health gate failed",
+			wantOut:  []string{"a Job before this one died before the swap", "rollback: /var/lib/kubelet/config.yaml put back as it was before the roll"}},
+		{name: "re-run after a Job killed after the record: records again, gated", preflight: "preflight-1.30-1.31.table.golden",
+			die: "kubelet-compat record", stage2: target,
+			wantOut: []string{"a Job before this one died before the swap", "the picture: 3 pod(s)", "gate: passed"}},
+		{name: "re-run after a Job killed during the gate: the gate runs again against the saved picture", preflight: "preflight-1.30-1.31.table.golden",
+			die: "kubectl get node", stage2: target,
+			wantCalls: cat([]string{"flock -n 9", "kubernetes-select status"}, gateOK),
+			wantOut:   []string{"a Job before this one died after the swap, before its gate's verdict", "gate: passed"}},
+		{name: "re-run after a Job killed during the rollback (stage1 back, stage2 not yet): the rollback is finished", preflight: "preflight-1.30-1.31.table.golden",
+			die: "kubernetes-select stage1 1.30.14", after: func(s string) string {
+				return strings.Replace(s, "          \"c-pinned-uid-app\"\n", "          \"c-pinned-uid-app-2\"\n", 1)
+			},
+			host:     map[string]string{"var/lib/kubelet/config.yaml": "the 1.30 configuration\n"},
+			wantHost: map[string]string{"var/lib/kubelet/config.yaml": "the 1.30 configuration\n"},
+			wantErr:  "the health gate failed: node node-1 is back on 1.30.14", failedMark: true, stage2: prev, wantStage1: prev,
+			wantCalls: []string{"flock -n 9", "kubernetes-select status", "kubernetes-select status", "kubelet-compat record --kubeconfig /etc/kubernetes/kubelet.conf",
+				"kubernetes-select --restart-kubelet stage2 1.30.14"},
+			wantOut: []string{"a Job before this one died while rolling back: finishing the rollback"}},
+		{name: "re-run after a Job killed right after the rollback's swap, before its verdict: finished, the verdict written", preflight: "preflight-1.30-1.31.table.golden",
+			die: "kubernetes-select --restart-kubelet stage2 1.30.14", after: func(s string) string {
+				return strings.Replace(s, "          \"c-pinned-uid-app\"\n", "          \"c-pinned-uid-app-2\"\n", 1)
+			},
+			wantErr: "the health gate failed: node node-1 is back on 1.30.14", failedMark: true, stage2: prev, wantStage1: prev,
+			wantCalls: []string{"flock -n 9", "kubernetes-select status", "kubernetes-select status"},
+			wantOut:   []string{"finishing the rollback", "rolled back: stage2 and stage1 serve 1.30.14"}},
+		{name: "re-run after a Job killed in the swap before it took: the picture again, the swap, gated", preflight: "preflight-1.30-1.31.table.golden",
+			state:        "target=1.31.14\nprevious=1.30.14\nstage1=1.30.14\nphase=swapping\nswapped_at=2026-12-03T10:00:00Z\n",
+			stage1Before: target, stage2: target,
+			wantCalls: cat([]string{"flock -n 9", "kubernetes-select status"}, upgradeNode[10:], gateOK),
+			wantOut:   []string{"a Job before this one died at the swap, which did not happen: taking the picture again", "gate: passed"}},
+		{name: "a roll whose gate passed, stage2 changed since: not certified", stage2Before: "1.31.13", stage2: "1.31.13",
+			state:   "target=1.31.14\nprevious=1.30.14\nstage1=1.30.14\nphase=passed\npassed_at=2026-12-03T10:00:00Z\n",
+			wantErr: "this node's roll to 1.31.14 passed its gate (2026-12-03T10:00:00Z), but stage2 now serves 1.31.13: not certifying"},
+		{name: "stage2 on the target without a record of the roll: not certified", stage2Before: target, stage2: target,
+			wantErr:   "stage2 already serves 1.31.14, but this node has no record of a roll to it (/var/lib/kubelet-compat/roll/state): it was selected outside this Plan, and no gate passed here; not certifying",
+			wantCalls: []string{"flock -n 9", "kubernetes-select status"}},
+		{name: "a roll whose gate passed: certified again", stage2Before: target, stage2: target,
+			state:     "target=1.31.14\nprevious=1.30.14\nstage1=1.30.14\nphase=passed\npassed_at=2026-12-03T10:00:00Z\n",
+			wantCalls: []string{"flock -n 9", "kubernetes-select status"},
+			wantOut:   []string{"stage2 serves 1.31.14 and this node's gate passed (2026-12-03T10:00:00Z): certified"}},
+		{name: "a roll rolled back before: not tried again", stage2: prev, failedMark: true,
+			state:   "target=1.31.14\nprevious=1.30.14\nstage1=1.30.14\nreason=the health gate failed\nphase=rolled-back\nrolled_back_at=2026-12-03T10:00:00Z\n",
+			wantErr: "the health gate failed on this node before (the health gate failed, rolled back 2026-12-03T10:00:00Z): not trying again; remove /var/lib/kubelet-compat/roll/state (and /var/lib/kubelet-compat/upgrade/1.31.14.gate-failed) on the node to retry"},
+		{name: "two Jobs on one node: the second waits for the first's lock, then fails, nothing done", locked: true, stage2: prev, env: []string{"KC_LOCK_WAIT=1"},
+			wantErr:   "another upgrade Job still holds /var/lib/kubelet-compat/roll/lock after 1s: not interleaving with it",
+			wantCalls: []string{"flock -n 9", "flock -w 1 9"}},
+		{name: "two Jobs on one node: the second waits for the first's lock, then goes on", locked: true, unlockAfter: 500 * time.Millisecond,
+			preflight: "preflight-1.30-1.31.table.golden", stage2: target, env: []string{"KC_LOCK_WAIT=10"},
+			wantCalls: cat([]string{"flock -n 9", "flock -w 10 9"}, upgradeNode[1:], gateOK),
+			wantOut:   []string{"another upgrade Job holds /var/lib/kubelet-compat/roll/lock on this node: waiting for it (at most 10s)", "gate: passed"}},
+		{name: "no flock on the node: fails, nothing done", stage2: prev, env: []string{"FLOCK_MISSING=1"},
+			wantErr:   "flock on the node failed (exit 127; util-linux's flock is needed on the node): not running without the roll's lock",
+			wantCalls: []string{"flock -n 9"}},
+		{name: "an unfinished roll to another version (the Plan's version changed mid-roll) is rolled back, then this one goes on",
+			preflight: "preflight-1.30-1.31.table.golden", stage1Before: "1.31.13", stage2Before: "1.31.13", stage2: target,
+			state: "target=1.31.13\nprevious=1.30.14\nstage1=1.30.14\nphase=swapping\nswapped_at=2026-12-03T10:00:00Z\n",
+			wantOut: []string{"this node has an unfinished roll to 1.31.13 (its state: swapping), of a Job of another version: rolling it back before the roll to 1.31.14",
+				"rollback: kubernetes-select --restart-kubelet stage2 1.30.14", "the last roll of this node (to 1.31.13) ended rolled-back: kept as /var/lib/kubelet-compat/roll/last-roll",
+				"node node-1 (worker): 1.30.14 -> 1.31.14", "gate: passed"}},
+		// Issue 33, 2: a pod of the picture gone from the runtime.
+		{name: "gate: a Ready pod gone, its container killed (exit 137), the kubelet's events deleted: fails, rolled back",
+			preflight: "preflight-1.30-1.31.table.golden", stage2: prev, failedMark: true,
+			after:   func(s string) string { return dropPod(s, "default/plain-node-1") },
+			crictl:  "plain-uid c-plain-uid-app 137\n",
+			wantErr: "the health gate failed",
+			wantOut: []string{"pod default/plain-node-1: container c-plain-uid-app ended with exit code 137 (the runtime)"}},
+		{name: "gate: a Ready pod gone without a trace in the runtime: not assumed complete, rolled back",
+			preflight: "preflight-1.30-1.31.table.golden", stage2: prev, failedMark: true,
+			after:   func(s string) string { return dropPod(s, "default/plain-node-1") },
+			wantErr: "the health gate failed",
+			wantOut: []string{"pod default/plain-node-1: gone from the runtime without a trace (no container of it left): not assumed complete"}},
+		{name: "gate: a Ready pod deleted through the API during the gate (a DaemonSet's rolling update), its container ended 143: not judged",
+			preflight: "preflight-1.30-1.31.table.golden", stage2: target,
+			after:   func(s string) string { return dropPod(s, "default/plain-node-1") },
+			crictl:  "plain-uid c-plain-uid-app 143\n",
+			events:  "Normal Killing " + soon + "\nWarning Unhealthy " + soon + "\n",
+			apiPods: "default/seccomp-node-1 pinned-uid\nkube-system/etcd-node-1 etcd-uid\n",
+			wantOut: []string{"gate: default/plain-node-1 (plain-uid) was deleted through the API (gone from it): its containers' end is the deletion's, not judged", "gate: passed"}},
+		{name: "gate: a pod deleted through the API, its events gone, on a node whose new kubelet counted a rejection: fails, rolled back",
+			preflight: "preflight-1.30-1.31.table.golden", stage2: prev, failedMark: true,
+			after:          func(s string) string { return dropPod(s, "default/plain-node-1") },
+			crictl:         "plain-uid c-plain-uid-app 137\n",
+			apiPods:        "default/seccomp-node-1 pinned-uid\nkube-system/etcd-node-1 etcd-uid\n",
+			kubeletMetrics: "kubelet_admission_rejections_total{reason=\"NodeAffinity\"} 1\nkubelet_admission_rejections_total{reason=\"OutOfcpu\"} 0\n",
+			wantErr:        "the health gate failed",
+			wantOut:        []string{"pod default/plain-node-1: container c-plain-uid-app ended with exit code 137 (the runtime); the kubelet rejected 1 (NodeAffinity 1) pod(s) since the swap (kubelet_admission_rejections_total)"}},
+		{name: "gate: a Ready pod that completed (exit 0, no kubelet warning) passes",
+			preflight: "preflight-1.30-1.31.table.golden", stage2: target,
+			after:   func(s string) string { return dropPod(s, "default/plain-node-1") },
+			crictl:  "plain-uid c-plain-uid-app 0\n",
+			events:  "Normal Started 2026-01-01T00:00:00Z\n",
+			wantOut: []string{"gate: passed"}},
+		{name: "gate: a Job pod of this roll gone is not judged",
+			preflight: "preflight-1.30-1.31.table.golden", stage2: target, env: []string{"SYSTEM_UPGRADE_POD_UID=plain-uid"},
+			after:   func(s string) string { return dropPod(s, "default/plain-node-1") },
+			wantOut: []string{"gate: default/plain-node-1 (plain-uid) is a Job pod of this roll: not judged", "gate: passed"}},
+		{name: "gate: a Job pod of the Plan (SUC's Job name) gone is not judged",
+			preflight: "preflight-1.30-1.31.table.golden", stage2: target, env: []string{"SYSTEM_UPGRADE_PLAN_NAME=kubelet-compat-workers"},
+			before: func(s string) string {
+				return strings.ReplaceAll(s, "default/plain-node-1", "system-upgrade/apply-kubelet-compat-workers-on-node-1-with-5f3c-x7k2p")
+			},
+			after:   func(s string) string { return dropPod(s, "default/plain-node-1") },
+			wantOut: []string{"gate: system-upgrade/apply-kubelet-compat-workers-on-node-1-with-5f3c-x7k2p (plain-uid) is a Job pod of Plan kubelet-compat-workers: not judged", "gate: passed"}},
+		// Issue 33, 3: etcd's manifest across an etcd minor version is left.
+		{name: "rollback on the first control-plane node: etcd's manifest put back within its minor version",
+			preflight: "preflight-1.30-1.31.table.golden", env: []string{"KC_ROLE=control-plane", "ETCD_IMAGE=registry.k8s.io/etcd:3.5.16-0"},
+			stage2: prev, failedMark: true, after: func(s string) string {
+				return strings.Replace(s, "          \"c-pinned-uid-app\"\n", "          \"c-pinned-uid-app-2\"\n", 1)
+			},
+			host:     map[string]string{"etc/kubernetes/manifests/etcd.yaml": "image: registry.k8s.io/etcd:3.5.15-0\n"},
+			wantHost: map[string]string{"etc/kubernetes/manifests/etcd.yaml": "image: registry.k8s.io/etcd:3.5.15-0\n"},
+			wantErr:  "the health gate failed",
+			wantOut: []string{"rollback: /etc/kubernetes/manifests/etcd.yaml put back as it was before the roll",
+				"rollback: not rolled back: what kubeadm upgrade apply changed in the cluster"}},
+		{name: "rollback on the first control-plane node: etcd's manifest left across an etcd minor version",
+			preflight: "preflight-1.30-1.31.table.golden", env: []string{"KC_ROLE=control-plane", "ETCD_IMAGE=registry.k8s.io/etcd:3.6.4-0"},
+			stage2: prev, failedMark: true, after: func(s string) string {
+				return strings.Replace(s, "          \"c-pinned-uid-app\"\n", "          \"c-pinned-uid-app-2\"\n", 1)
+			},
+			host:     map[string]string{"etc/kubernetes/manifests/etcd.yaml": "image: registry.k8s.io/etcd:3.5.15-0\n"},
+			wantHost: map[string]string{"etc/kubernetes/manifests/etcd.yaml": "image: registry.k8s.io/etcd:3.6.4-0\n"},
+			wantErr:  "the health gate failed",
+			wantOut:  []string{"rollback: /etc/kubernetes/manifests/etcd.yaml left at kubeadm's etcd 3.6 (was 3.5): a manifest does not downgrade etcd's data"}},
 		{name: "prepare: waits for the control-plane Plan", args: []string{"wait-plan", ControlPlanePlan}, plan: "1.31.14 True", stage2: prev,
 			wantCalls: []string{"kubectl get plans.upgrade.cattle.io kubelet-compat-control-plane -n system-upgrade -o jsonpath={.status.latestVersion} {.status.conditions[?(@.type==\"Complete\")].status}"},
 			wantOut:   []string{"Plan system-upgrade/kubelet-compat-control-plane is complete for 1.31.14"}},
@@ -236,7 +584,7 @@ func runScriptCase(t *testing.T, tc scriptCase, applets string, statusBefore []b
 				assert.NilError(t, os.MkdirAll(d, 0o755))
 			}
 			for name, body := range fakes {
-				script := "#!/bin/sh\nprintf '%s\\n' \"" + name + " $*\" >>\"$FAKE/calls\"\n" + body + "\n"
+				script := "#!/bin/sh\nprintf '%s\\n' \"" + name + " $*\" >>\"$FAKE/calls\"\n" + dieAfter(name) + "(\n" + body + "\n)\nrc=$?\n[ -z \"$die\" ] || kill -KILL 0\nexit $rc\n"
 				assert.NilError(t, os.WriteFile(filepath.Join(bin, name), []byte(script), 0o755))
 			}
 			for _, p := range []string{"kubernetes-1.31.14-node_1.31.14-2_amd64.deb", "kubernetes-unversioned_1.0.0-4_all.deb",
@@ -263,10 +611,14 @@ func runScriptCase(t *testing.T, tc scriptCase, applets string, statusBefore []b
 			if tc.before == nil {
 				tc.before = same
 			}
-			write("status-before.json", tc.before(string(statusBefore)))
-			write("status-after.json", tc.after(string(statusBefore)))
-			write("stage1", prev)
-			write("stage2", prev)
+			// The kubelet the node runs: the previous one, then the target's.
+			kubelet := func(v string) string {
+				return strings.Replace(string(statusBefore), `"kubeletVersion": "v1.19.16"`, `"kubeletVersion": "v`+v+`"`, 1)
+			}
+			write("status-before.json", tc.before(kubelet(prev)))
+			write("status-after.json", tc.after(kubelet(target)))
+			write("stage1", or(tc.stage1Before, prev))
+			write("stage2", or(tc.stage2Before, prev))
 			write("node-ready", or(tc.nodeReady, "True"))
 			if tc.staleKubelet {
 				// The fake reports the version of stage2: make it the old one.
@@ -275,8 +627,33 @@ func runScriptCase(t *testing.T, tc scriptCase, applets string, statusBefore []b
 			write("pods-before", or(tc.podsBefore, readyPods))
 			write("pods-after", or(tc.podsAfter, readyPods))
 			write("plan", tc.plan)
+			write("probes-before", or(tc.probesBefore, readyProbes))
+			write("probes-after", or(tc.probesAfter, readyProbes))
+			write("crictl", tc.crictl)
+			write("events", tc.events)
+			write("api-pods", or(tc.apiPods, "default/plain-node-1 plain-uid\ndefault/seccomp-node-1 pinned-uid\nkube-system/etcd-node-1 etcd-uid\n"))
+			write("kubelet-metrics", or(tc.kubeletMetrics, "# HELP kubelet_admission_rejections_total [ALPHA] Cumulative number pod admission rejections by the Kubelet.\n"))
+			for name, data := range tc.host {
+				assert.NilError(t, os.MkdirAll(filepath.Dir(filepath.Join(host, name)), 0o755))
+				write("host/"+name, data)
+			}
 			write("unversioned", or(tc.unversioned, "1.0.0-2"))
-			if tc.failedMark && tc.wantErr != "" && tc.preflight == "" {
+			if tc.state != "" {
+				assert.NilError(t, os.MkdirAll(filepath.Join(host, "var/lib/kubelet-compat/roll"), 0o755))
+				write("host/var/lib/kubelet-compat/roll/state", tc.state)
+			}
+			if tc.locked {
+				dir := filepath.Join(host, "var/lib/kubelet-compat/roll")
+				assert.NilError(t, os.MkdirAll(dir, 0o755))
+				f, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+				assert.NilError(t, err)
+				defer f.Close()
+				assert.NilError(t, syscall.Flock(int(f.Fd()), syscall.LOCK_EX))
+				if tc.unlockAfter > 0 {
+					time.AfterFunc(tc.unlockAfter, func() { syscall.Flock(int(f.Fd()), syscall.LOCK_UN) })
+				}
+			}
+			if tc.legacyMark {
 				mark := filepath.Join(host, "var/lib/kubelet-compat/upgrade/1.31.14.gate-failed")
 				assert.NilError(t, os.MkdirAll(filepath.Dir(mark), 0o755))
 				write("host/var/lib/kubelet-compat/upgrade/1.31.14.gate-failed", "2026-01-01T00:00:00Z\n")
@@ -288,14 +665,30 @@ func runScriptCase(t *testing.T, tc scriptCase, applets string, statusBefore []b
 				// busybox's sh prefers its applets to PATH: name the fake chroot by path.
 				tc.env = append([]string{"KC_CHROOT=" + filepath.Join(bin, "chroot")}, tc.env...)
 			}
-			cmd := exec.Command(sh, append([]string{"upgrade.sh"}, tc.args...)...)
-			cmd.Env = append([]string{"PATH=" + path, "FAKE=" + fake, "PREV=" + prev,
+			tmp := filepath.Join(fake, "tmp")
+			assert.NilError(t, os.MkdirAll(tmp, 0o755))
+			env := append([]string{"PATH=" + path, "FAKE=" + fake, "PREV=" + prev, "TMPDIR=" + tmp,
 				"FORMAT=" + or(tc.format, "deb"), "CLUSTER=" + or(tc.cluster, prev),
 				"SYSTEM_UPGRADE_NODE_NAME=node-1", "SYSTEM_UPGRADE_PLAN_LATEST_VERSION=" + target,
 				"KC_HOST=" + host, "KC_PACKAGES=" + pkgs, "KC_GATE_TIMEOUT=1", "KC_GATE_SETTLE=0", "KC_POLL=0.1",
+				"KC_PROBE_WINDOW=0", "KC_LOCK_WAIT=2",
 				// The fakes stand for the node's programs: its PATH is the test's.
 				"KC_HOST_PATH=" + path + ":/node-path-marker"}, tc.env...)
-			out, err := cmd.CombinedOutput()
+			run := func(env []string) ([]byte, error) {
+				cmd := exec.Command(sh, append([]string{"upgrade.sh"}, tc.args...)...)
+				cmd.Env = env
+				// The fakes kill the Job's process group (die).
+				cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+				return cmd.CombinedOutput()
+			}
+			if tc.die != "" {
+				out, err := run(append(env, "DIE_AFTER="+tc.die, "DIE_NTH="+strconv.Itoa(max(tc.dieNth, 1))))
+				assert.Check(t, err != nil, "want the first Job killed after %q, it ended:\n%s", tc.die, out)
+				t.Logf("first Job, killed after %q:\n%s", tc.die, out)
+				assert.NilError(t, os.Remove(filepath.Join(fake, "calls")))
+			}
+			out, err := run(env)
+			t.Logf("the Job's log:\n%s", out)
 			if tc.wantErr != "" {
 				assert.Check(t, err != nil, "want a failure, got success:\n%s", out)
 				assert.Check(t, is.Contains(string(out), tc.wantErr))
@@ -305,16 +698,39 @@ func runScriptCase(t *testing.T, tc scriptCase, applets string, statusBefore []b
 			for _, w := range tc.wantOut {
 				assert.Check(t, is.Contains(string(out), w))
 			}
+			for _, w := range tc.wantNotOut {
+				assert.Check(t, !strings.Contains(string(out), w), "output has %q:\n%s", w, out)
+			}
+			for name, want := range tc.wantHost {
+				got, err := os.ReadFile(filepath.Join(host, name))
+				if want == "" {
+					assert.Check(t, os.IsNotExist(err), "%s is on the node", name)
+					continue
+				}
+				assert.Check(t, is.Equal(string(got), want), "%s on the node", name)
+			}
+			if tc.wantStage1 != "" {
+				stage1, _ := os.ReadFile(filepath.Join(fake, "stage1"))
+				assert.Check(t, is.Equal(strings.TrimSpace(string(stage1)), tc.wantStage1))
+			}
 			calls, _ := os.ReadFile(filepath.Join(fake, "calls"))
-			got := dedupe(strings.Split(strings.TrimSpace(string(calls)), "\n"))
+			got := dedupe(strings.Split(strings.TrimSpace(workDir.ReplaceAllString(string(calls), "$$WORK")), "\n"))
 			if tc.wantCalls != nil {
 				assert.Check(t, is.DeepEqual(got, withChroot(tc.wantCalls, host)), "output:\n%s", out)
 			}
 			stage2, _ := os.ReadFile(filepath.Join(fake, "stage2"))
 			assert.Check(t, is.Equal(strings.TrimSpace(string(stage2)), tc.stage2))
+			state, _ := os.ReadFile(filepath.Join(host, "var/lib/kubelet-compat/roll/state"))
+			rolledBack := strings.Contains(string(state), "\nphase=rolled-back\n")
+			assert.Check(t, is.Equal(rolledBack, tc.failedMark), "the roll's state:\n%s", state)
+			// The marker of a failed gate, written once the rollback is done.
 			_, err = os.Stat(filepath.Join(host, "var/lib/kubelet-compat/upgrade/1.31.14.gate-failed"))
-			assert.Check(t, is.Equal(err == nil, tc.failedMark))
-			if tc.stage2 == target {
+			gateFailed := rolledBack && strings.Contains(string(state), "\nreason=the health gate failed\n") && tc.state == ""
+			assert.Check(t, is.Equal(err == nil, gateFailed || tc.legacyMark), "the marker of a failed gate")
+			if tc.wantErr == "" && tc.stage2 == target && tc.args == nil {
+				assert.Check(t, strings.Contains(string(state), "\nphase=passed\n"), "the roll's state:\n%s", state)
+			}
+			if tc.stage2 == target && tc.stage2Before == "" && tc.state == "" {
 				for _, p := range []string{"kubernetes-1.31.14-node_1.31.14-2_amd64.deb", "kubernetes-unversioned_1.0.0-4_all.deb"} {
 					_, err := os.Stat(filepath.Join(host, "var/lib/kubelet-compat/upgrade/1.31.14", p))
 					staged := tc.format != "rpm" && !(tc.unversioned == "1.0.0-4" && strings.HasPrefix(p, "kubernetes-unversioned"))

@@ -1,6 +1,6 @@
 // Command ensure-host installs, from Debian's packages, the programs of
 // the named paths of pkg/hostdeps that this host lacks (`make test` and
-// `make rpm` run it; the e2e providers and build-rpms call the same
+// `make rpm` run it; the e2e providers and build-packages call the same
 // package themselves).
 //
 //	go run ./hack/ensure-host rpm build

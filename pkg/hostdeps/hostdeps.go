@@ -30,7 +30,8 @@ import (
 // Program is an external program and the Debian package that installs it.
 type Program struct {
 	// Name is what the project executes: a name looked up in PATH, or an
-	// absolute path for programs outside PATH (the CNI plugins).
+	// absolute path for programs outside PATH (the CNI plugins), or for a
+	// file a build reads (a C header: see isDataFile).
 	Name string
 	// Package is the Debian package that installs Name; empty for the
 	// machine's preconditions (Go, and Debian's Essential packages such as
@@ -81,14 +82,20 @@ var (
 	CNIBridge   = Program{"/usr/lib/cni/bridge", "containernetworking-plugins"}
 	Etcd        = Program{"etcd", "etcd-server"}
 	Lintian     = Program{"lintian", "lintian"}
+	// Gcc and PkgConfig are what `go build` runs for a cgo package (runc);
+	// LibseccompH is the header runc's seccomp support compiles against.
+	Gcc         = Program{"gcc", "gcc"}
+	PkgConfig   = Program{"pkg-config", "pkgconf"}
+	LibseccompH = Program{"/usr/include/seccomp.h", "libseccomp-dev"}
 )
 
 // The paths. A path that runs another (the kind image builder runs
-// `go run ./rpm/cmd/build-rpms`) lists that path's programs too.
+// cmd/build-packages -format deb) lists that path's programs too.
 var (
-	// RPM: `make rpm`, rpm/cmd/build-rpms, and the RPM tests of `make test`.
+	// RPM: `make rpm`, cmd/build-packages -format rpm, and the RPM tests of
+	// `make test`.
 	RPM = Path{"rpm", []Program{Go, Git, Rpmbuild, Rpm}}
-	// Deb: `make deb`, deb/cmd/build-debs and the Debian package tests of
+	// Deb: `make deb`, cmd/build-packages -format deb and the Debian package tests of
 	// `make test`: dpkg-deb builds (no fakeroot: --root-owner-group), dpkg
 	// reads them back, lintian checks them.
 	Deb = Path{"deb", []Program{Go, Git, DpkgDeb, Dpkg, Lintian}}
@@ -113,10 +120,15 @@ var (
 	// the module proxy, its image, the upgrade Job's image with the host's
 	// static busybox, the Plans).
 	SystemUpgrade = Path{"system-upgrade", []Program{Go, Busybox}}
+	// Runtime: `make runtime` (runtime/cmd/build-runtime): containerd,
+	// runc, crictl and the CNI plugins from the module proxy with their own
+	// Go toolchains (copied out with cp and chmod); runc with cgo against
+	// Debian's libseccomp.
+	Runtime = Path{"runtime", []Program{Go, Cp, Chmod, Gcc, PkgConfig, LibseccompH}}
 )
 
 // Paths are all of them, by name (the `ensure-host` command's argument).
-var Paths = []Path{RPM, Deb, DebTestReal, Build, Local, LocalAPI, Kind, KindPrivateEngine, SystemUpgrade}
+var Paths = []Path{RPM, Deb, DebTestReal, Build, Local, LocalAPI, Kind, KindPrivateEngine, SystemUpgrade, Runtime}
 
 // ByName returns the path called name.
 func ByName(name string) (Path, bool) {
@@ -152,7 +164,7 @@ var Machine = Host{Found: found, Install: aptInstall}
 func found(name string) bool {
 	if filepath.IsAbs(name) {
 		st, err := os.Stat(name)
-		return err == nil && !st.IsDir() && st.Mode()&0o111 != 0
+		return err == nil && !st.IsDir() && (isDataFile(name) || st.Mode()&0o111 != 0)
 	}
 	_, err := osexec.LookPath(name)
 	return err == nil
@@ -290,6 +302,10 @@ func journal(pkgs, disabled []string, err error) {
 	fmt.Fprintf(f, "%s installed %s; removed enablement links [%s]; %s\n", time.Now().UTC().Format(time.RFC3339),
 		strings.Join(pkgs, " "), strings.Join(disabled, " "), result)
 }
+
+// isDataFile says whether an absolute Program name is a file a build reads
+// rather than runs (a C header), which is found without an execute bit.
+func isDataFile(name string) bool { return strings.HasSuffix(name, ".h") }
 
 func contains(list []string, s string) bool {
 	for _, x := range list {

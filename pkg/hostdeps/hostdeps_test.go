@@ -34,14 +34,29 @@ var entryPoints = []struct {
 	// path, each with the reason.
 	notRun map[string]string
 }{
-	{name: "make rpm (build-rpms)", roots: []string{"./rpm/cmd/build-rpms"}, ensured: []Path{RPM}},
-	{name: "make deb (build-debs)", roots: []string{"./deb/cmd/build-debs"}, ensured: []Path{Deb}},
+	// One command builds both formats; each format's build ensures its
+	// own path first (packaging.Packager.Host), so a path that builds one
+	// format never runs the other's programs.
+	{name: "make rpm (build-packages -format rpm)", roots: []string{"./cmd/build-packages"}, ensured: []Path{RPM},
+		notRun: map[string]string{DpkgDeb.Name: onlyDeb}},
+	{name: "make deb (build-packages -format deb)", roots: []string{"./cmd/build-packages"}, ensured: []Path{Deb},
+		notRun: map[string]string{Rpmbuild.Name: onlyRPM}},
+	{name: "build-packages -format all", roots: []string{"./cmd/build-packages"}, ensured: []Path{RPM, Deb}},
 	{name: "the harness and hack/", roots: []string{"./build/...", "./hack/..."}, ensured: []Path{Build}},
 	{name: "the local e2e", roots: []string{"./e2e/pkg/scenario", "./e2e/pkg/local", "./e2e/pkg/controlplane"}, ensured: []Path{Local, LocalAPI},
 		notRun: map[string]string{"docker": "leftovers removes a docker network only for a journal that has one: a kind run's"}},
 	{name: "deploy/system-upgrade", roots: []string{"./deploy/system-upgrade/cmd/system-upgrade"}, ensured: []Path{SystemUpgrade}},
-	{name: "the kind e2e and its images", roots: []string{"./e2e/pkg/kind", "./e2e/pkg/kind/nodeimage", "./e2e/cmd/e2e-oci-runtime", "./deb/cmd/build-debs"}, ensured: []Path{Kind, KindPrivateEngine}},
+	{name: "make runtime (build-runtime)", roots: []string{"./runtime/cmd/build-runtime"}, ensured: []Path{Runtime}},
+	{name: "the kind e2e and its images", roots: []string{"./e2e/pkg/kind", "./e2e/pkg/kind/nodeimage", "./e2e/cmd/e2e-oci-runtime", "./cmd/build-packages"}, ensured: []Path{Kind, KindPrivateEngine},
+		notRun: map[string]string{Rpmbuild.Name: "the image builder runs build-packages -format deb: " + onlyRPM}},
 }
+
+// The reasons a path that builds one format does not run the other's
+// programs.
+const (
+	onlyDeb = "the Debian packager's: only -format deb and all run it, after ensuring the deb path"
+	onlyRPM = "the RPM packager's: only -format rpm and all run it, after ensuring the rpm path"
+)
 
 // TestEveryProgramIsEnsured reads the code of each path and fails for a
 // program it executes that its ensure lists do not name, and for a
@@ -74,15 +89,16 @@ func TestEveryProgramIsEnsured(t *testing.T) {
 
 // TestKindRunsThePackageBuilder pins the bug that made this package (the
 // kind image builder ran build-rpms and nothing installed rpmbuild): the
-// builder now runs build-debs, so the kind path must install dpkg-deb.
+// builder now runs build-packages -format deb, so the kind path must
+// install dpkg-deb.
 func TestKindRunsThePackageBuilder(t *testing.T) {
 	runs, goRuns := map[string][]string{}, map[string][]string{}
 	for _, dir := range packageDirs(t, []string{"./e2e/pkg/kind/nodeimage"}) {
 		scanDir(t, dir, runs, goRuns)
 	}
-	assert.Check(t, is.Contains(goRuns, "./deb/cmd/build-debs"))
+	assert.Check(t, is.Contains(goRuns, "./cmd/build-packages"))
 	runs = map[string][]string{}
-	for _, dir := range packageDirs(t, []string{"./deb/cmd/build-debs"}) {
+	for _, dir := range packageDirs(t, []string{"./cmd/build-packages"}) {
 		scanDir(t, dir, runs, goRuns)
 	}
 	assert.Check(t, is.Contains(runs, "dpkg-deb"))
@@ -288,6 +304,7 @@ var programVars = map[string]Program{
 	"Rpmbuild": Rpmbuild, "Rpm": Rpm, "Patch": Patch, "Python3": Python3, "Debootstrap": Debootstrap, "Docker": Docker,
 	"Dockerd": Dockerd, "Containerd": Containerd, "Runc": Runc, "Iptables": Iptables, "Ip6tables": Ip6tables,
 	"Conntrack": Conntrack, "IP": IP, "Mount": Mount, "Umount": Umount, "Busybox": Busybox, "CNIBridge": CNIBridge, "Etcd": Etcd, "Lintian": Lintian,
+	"Gcc": Gcc, "PkgConfig": PkgConfig, "LibseccompH": LibseccompH,
 }
 
 // TestProgramVars keeps programVars in step with the package's variables.

@@ -79,7 +79,7 @@ func (t Type) String() string {
 type SourceKind int
 
 const (
-	// Shipped: a file of the repository (rpm/files/<Name>).
+	// Shipped: a file of the repository (pkg/layout/files/<Name>).
 	Shipped SourceKind = iota + 1
 	// Harness: the build harness's binary <input>/<version>/<Name>.
 	Harness

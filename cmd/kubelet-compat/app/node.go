@@ -157,8 +157,13 @@ func (o *nodeOptions) recordedVersion(ctx context.Context, env Env) (kubeletcomp
 // specIndex finds the spec of a running container's pod: static pods by
 // namespace and name from the manifest directory, API pods by UID.
 type specIndex struct {
-	static  map[string]manifest.Static // "namespace/name-node"
-	byUID   map[string]*v1.Pod
+	static map[string]manifest.Static // "namespace/name-node"
+	byUID  map[string]*v1.Pod
+	// mirrors are the API pods by the static-pod UID their mirror-pod
+	// annotation names. Any user who may create pods can set that
+	// annotation, so a mirror never stands for a UID an API pod has, and
+	// only for a static sandbox of its own namespace and name.
+	mirrors map[string]*v1.Pod
 	sources []string
 	// apiPods are the node's pods as the API server lists them (nil
 	// without --kubeconfig).
@@ -172,7 +177,7 @@ type podSpec struct {
 }
 
 func (o *nodeOptions) loadSpecs(ctx context.Context, node string) (*specIndex, error) {
-	idx := &specIndex{static: map[string]manifest.Static{}, byUID: map[string]*v1.Pod{}}
+	idx := &specIndex{static: map[string]manifest.Static{}, byUID: map[string]*v1.Pod{}, mirrors: map[string]*v1.Pod{}}
 	statics, err := manifest.ReadStaticDir(o.manifestDir)
 	switch {
 	case errors.Is(err, os.ErrNotExist) && o.manifestDir == defaultManifestDir:
@@ -196,7 +201,7 @@ func (o *nodeOptions) loadSpecs(ctx context.Context, node string) (*specIndex, e
 			idx.byUID[string(p.UID)] = p
 			// A mirror pod carries the static pod's UID in an annotation.
 			if uid := p.Annotations[cri.ConfigMirrorAnnotation]; uid != "" {
-				idx.byUID[uid] = p
+				idx.mirrors[uid] = p
 			}
 		}
 		idx.sources = append(idx.sources, "API server")
@@ -259,6 +264,9 @@ func (idx *specIndex) lookup(sb *cri.Sandbox, c cri.Container) (podSpec, bool) {
 		uid = sb.UID
 	}
 	if p, ok := idx.byUID[uid]; ok {
+		return podSpec{pod: p, source: "API server"}, true
+	}
+	if p, ok := idx.mirrors[uid]; ok && p.Namespace == ns && p.Name == name && (sb == nil || sb.IsStatic()) {
 		return podSpec{pod: p, source: "API server"}, true
 	}
 	return podSpec{}, false

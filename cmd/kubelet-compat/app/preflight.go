@@ -18,6 +18,7 @@ import (
 type preflightOptions struct {
 	nodeOptions
 	killerOptions
+	runtimeCheckOptions
 	from, to   string
 	files      []string
 	onNode     bool
@@ -116,6 +117,7 @@ Exit codes: 0 report written, 1 error.`,
 	o.addKubeconfigFlag(fs)
 	fs.StringVar(&o.rootDir, "root-dir", defaultRootDir, "the kubelet's --root-dir (cpu_manager_state, device-plugins/kubelet_internal_checkpoint, kubeadm-flags.env)")
 	o.killerOptions.addFlags(fs)
+	o.runtimeCheckOptions.addFlags(fs)
 	cmd.MarkFlagRequired("from")
 	cmd.MarkFlagRequired("to")
 	return cmd
@@ -139,6 +141,10 @@ func runPreflight(ctx context.Context, env Env, o *preflightOptions) error {
 	if o.onNode == (len(o.files) > 0) {
 		return fmt.Errorf("give either -f FILE|DIR or --node")
 	}
+	runtimeNotes, err := o.checkRuntime(ctx, from, to) // preflight_runtime.go
+	if err != nil {
+		return err
+	}
 	var pods []preflight.Pod
 	var notes []string
 	var api *nodeAPI
@@ -154,7 +160,7 @@ func runPreflight(ctx context.Context, env Env, o *preflightOptions) error {
 	if err != nil {
 		return err
 	}
-	report.Notes = append(report.Notes, notes...)
+	report.Notes = append(append(report.Notes, notes...), runtimeNotes...)
 	if o.onNode {
 		o.nodeKillers(ctx, env, from, to, pods, api, report)
 	} else {

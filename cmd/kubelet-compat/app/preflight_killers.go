@@ -83,6 +83,8 @@ func specPods(pods []preflight.Pod) []*v1.Pod {
 // manifestKillers runs the checks that apply to manifests: exec probes.
 func (o *preflightOptions) manifestKillers(from, to kubeletcompat.Version, pods []preflight.Pod, r *preflight.Report) {
 	r.Killers = append(r.Killers, preflight.ExecProbes(from, to, specPods(pods))...)
+	// Without the node's config, the target's default feature gates.
+	r.Killers = append(r.Killers, preflight.DeclaredFeatures(to, nil, specPods(pods))...)
 	r.KillerNotes = append(r.KillerNotes, notCheckedPrefix+"node-affinity, taints, resources, cpu-manager, device-checkpoint, flags: they need the node (--node)")
 }
 
@@ -214,6 +216,7 @@ func (o *preflightOptions) nodeKillers(ctx context.Context, env Env, from, to ku
 		execPods = api.pods
 	}
 	add(preflight.ExecProbes(from, to, execPods))
+	add(preflight.DeclaredFeatures(to, cfg.FeatureGates, execPods))
 
 	cpuPath := filepath.Join(o.rootDir, cpuManagerStateFile)
 	if data, err := readNodeFile(cpuPath); err != nil {

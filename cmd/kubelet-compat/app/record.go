@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/kubelet-compat/kubelet-compat/cmd/kubelet-compat/internal/manifest"
-	"github.com/kubelet-compat/kubelet-compat/cmd/kubelet-compat/internal/preflight"
 	kubeletcompat "github.com/kubelet-compat/kubelet-compat/kubelet-compat"
 	"github.com/kubelet-compat/kubelet-compat/pkg/cri"
 	"github.com/spf13/cobra"
@@ -145,12 +144,8 @@ func runRecord(ctx context.Context, env Env, o *nodeOptions) error {
 			idx = &specIndex{}
 		}
 	}
-	missing, tooNew := recordSpecHashes(f.Containers, st, idx)
-	if missing > 0 {
+	if missing := recordSpecHashes(f.Containers, st, idx); missing > 0 {
 		warnf(env, "%d container(s) of 1.31 or newer have no pod spec (%s): their specs are not recorded, so a rollback to a kubelet of 1.30 or older restarts them", missing, o.noSpecWhere())
-	}
-	if tooNew > 0 {
-		warnf(env, "%d container(s) carry the hash of a kubelet newer than 1.%d, whose newest fields this kubelet-compat's types (k8s.io/api v0.%d) do not know: their specs are not recorded, so a rollback to a kubelet of 1.30 or older restarts them", tooNew, preflight.TypesMinor, preflight.TypesMinor)
 	}
 	for _, in := range inferred {
 		if in.warning != "" {
@@ -174,8 +169,11 @@ func runRecord(ctx context.Context, env Env, o *nodeOptions) error {
 	if len(inferred) > 0 {
 		fmt.Fprintf(env.Stdout, "  %s\n", inferenceSummary(inferred))
 	}
-	if older := olderHashVersions(f.Containers, version); len(older) > 0 {
+	if older := otherHashVersions(f.Containers, version, -1); len(older) > 0 {
 		fmt.Fprintf(env.Stdout, "  containers kept from earlier upgrades carry hashes of %s\n", strings.Join(older, ", "))
+	}
+	if newer := otherHashVersions(f.Containers, version, 1); len(newer) > 0 {
+		fmt.Fprintf(env.Stdout, "  containers kept through a rollback carry hashes of %s\n", strings.Join(newer, ", "))
 	}
 	for _, n := range names {
 		fmt.Fprintln(env.Stdout, n)
@@ -192,7 +190,7 @@ func (o *nodeOptions) rolledBackTo(ctx context.Context, env Env, version kubelet
 		if err != nil || k.version.Compare(version) != 0 || !k.start.After(recordedAt) {
 			return false
 		}
-		fmt.Fprintf(env.Stdout, "the kubelet %s started after %s recorded the file it replaces: a rollback; the containers %s created are recorded as %s's\n", version, newer, newer, version)
+		fmt.Fprintf(env.Stdout, "the kubelet %s started after %s recorded the file it replaces: a rollback; the containers %s created are recorded as carrying its hash, with their specs\n", version, newer, newer)
 		return true
 	}
 }
@@ -235,12 +233,13 @@ func staticPodUID(sandboxes []cri.Sandbox, s manifest.Static, node string) (stri
 	return "", podName, fmt.Errorf("%s: static pod %s matches sandboxes of %d UIDs (%s); refusing to guess: wait until the old sandboxes are gone", s.Path, podName, len(uids), strings.Join(uids, ", "))
 }
 
-// olderHashVersions lists, newest first, the hash versions older than the
-// running kubelet that the containers carry.
-func olderHashVersions(containers []kubeletcompat.Container, running kubeletcompat.Version) []string {
+// otherHashVersions lists, newest first, the hash versions that the
+// containers carry and that are older (side -1) or newer (side 1) than the
+// running kubelet.
+func otherHashVersions(containers []kubeletcompat.Container, running kubeletcompat.Version, side int) []string {
 	seen := map[string]kubeletcompat.Version{}
 	for _, c := range containers {
-		if v, err := kubeletcompat.ParseVersion(c.HashVersion); err == nil && v.LessThan(running) {
+		if v, err := kubeletcompat.ParseVersion(c.HashVersion); err == nil && v.Compare(running) == side {
 			seen[v.String()] = v
 		}
 	}

@@ -42,14 +42,22 @@ type compatHistory struct {
 	apiVersion string
 	// previous is the kubelet that recorded the file.
 	previous kubeletcompat.Version
-	// containers is the hash version of each container the file lists; nil
-	// for a format that lists no containers.
-	containers map[string]kubeletcompat.Version
+	// containers is what the file says of each container it lists, by ID;
+	// nil for a format that lists no containers.
+	containers map[string]carried
 	// versions are the kubelets whose hashes running containers may carry
 	// by this file, newest first, previous included.
 	versions []kubeletcompat.Version
 	// recordedAt is when the file was written.
 	recordedAt time.Time
+}
+
+// carried is what a replaced file says of a container: the kubelet whose
+// hash it carries (older or newer than the running one) and its recorded
+// spec.
+type carried struct {
+	hashVersion kubeletcompat.Version
+	specHash    string
 }
 
 // parseAnyFormat reads a compat file of any format this project wrote.
@@ -78,11 +86,11 @@ func readV1alpha2(data []byte) (*compatHistory, error) {
 		return nil, err
 	}
 	prev, _ := kubeletcompat.ParseVersion(f.PreviousVersion) // validated by Parse
-	h := &compatHistory{apiVersion: f.APIVersion, previous: prev, recordedAt: f.RecordedAt, containers: make(map[string]kubeletcompat.Version, len(f.Containers))}
+	h := &compatHistory{apiVersion: f.APIVersion, previous: prev, recordedAt: f.RecordedAt, containers: make(map[string]carried, len(f.Containers))}
 	versions := []kubeletcompat.Version{prev}
 	for _, c := range f.Containers {
 		v, _ := kubeletcompat.ParseVersion(c.HashVersion) // validated by Parse
-		h.containers[c.ID] = v
+		h.containers[c.ID] = carried{hashVersion: v, specHash: c.SpecHash}
 		versions = append(versions, v)
 	}
 	h.versions = newestFirst(versions)

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/kubelet-compat/kubelet-compat/cmd/kubelet-compat/internal/preflight"
 	kubeletcompat "github.com/kubelet-compat/kubelet-compat/kubelet-compat"
 	"github.com/kubelet-compat/kubelet-compat/pkg/cri"
 	v1 "k8s.io/api/core/v1"
@@ -20,6 +19,7 @@ type inferKind int
 const (
 	inferOwn         inferKind = iota // the running kubelet's own hash (or no hash of its era is reproduced)
 	inferOlder                        // an older kubelet's hash matches
+	inferNewer                        // a newer kubelet's hash matches (it ran before a rollback)
 	inferByAge                        // the replaced file names a pre-1.16 kubelet, whose hash is not reproduced
 	inferUnexplained                  // no kubelet's hash matches
 	inferUnchecked                    // no spec or no stored hash: nothing to match
@@ -36,10 +36,12 @@ type inference struct {
 // inferHashVersion finds the kubelet whose hash a container carries, by
 // matching its stored hash against each kubelet's hash for its spec: the
 // running kubelet's first, then the kubelets the replaced file names
-// (newest first), then every other minor whose hash the library computes,
-// newest first (as v1.<minor>.0: the hash depends on the minor only). Where
-// several agree, the first in that order wins: a kubelet the file says ran
-// on the node before one that only may have, and the newest of each (a
+// (newest first), then every other older minor whose hash the library
+// computes, newest first, then every newer one, nearest first (a node
+// rolled back to the running kubelet runs what a newer one created; minors
+// as v1.<minor>.0: the hash depends on the minor only). Where several
+// agree, the first in that order wins: a kubelet the file says ran on the
+// node before one that only may have, and of the older ones the newest (a
 // newer kubelet's hash covers more fields, so its label hides fewer genuine
 // changes). spec is nil when no pod spec was found; noSpec then says where
 // record looked.
@@ -64,7 +66,7 @@ func inferHashVersion(c cri.Container, spec *v1.Container, source, noSpec string
 	var candidates []kubeletcompat.Version
 	for i, v := range named {
 		switch {
-		case !v.LessThan(running) || tried[v.Minor]:
+		case tried[v.Minor]:
 		case kubeletcompat.EraOf(v) == kubeletcompat.EraGoStruct:
 			if byAge == nil {
 				byAge = &named[i]
@@ -79,12 +81,22 @@ func inferHashVersion(c cri.Container, spec *v1.Container, source, noSpec string
 			candidates = append(candidates, kubeletcompat.Version{Major: 1, Minor: m})
 		}
 	}
+	newest := running
+	for m := running.Minor + 1; kubeletcompat.EraOf(kubeletcompat.Version{Major: 1, Minor: m}) != kubeletcompat.EraUnknown; m++ {
+		newest = kubeletcompat.Version{Major: 1, Minor: m}
+		if !tried[m] {
+			candidates = append(candidates, newest)
+		}
+	}
 	for _, v := range candidates {
 		if h, err := kubeletcompat.ContainerHash(v, spec); err == nil && h == c.Hash {
+			if running.LessThan(v) {
+				return inference{version: v, kind: inferNewer}
+			}
 			return inference{version: v, kind: inferOlder}
 		}
 	}
-	none := fmt.Sprintf("%s: stored hash %x is what no kubelet v1.%d to %s computes for its spec", name, c.Hash, firstHashedMinor, running)
+	none := fmt.Sprintf("%s: stored hash %x is what no kubelet v1.%d to v1.%d computes for its spec", name, c.Hash, firstHashedMinor, newest.Minor)
 	if byAge != nil {
 		return inference{version: *byAge, kind: inferByAge,
 			warning: fmt.Sprintf("%s; the replaced file names %s, whose hash is not reproduced: recorded as carrying it (kept while its image is unchanged)", none, *byAge)}
@@ -95,8 +107,10 @@ func inferHashVersion(c cri.Container, spec *v1.Container, source, noSpec string
 
 // recordedContainers lists every container that is not exited, with the
 // kubelet whose hash it carries. When the replaced file lists containers
-// (hist.containers), a listed one keeps the hash version it had there and an
-// unlisted one, created after that record, is the running kubelet's. When
+// (hist.containers), a listed one keeps the hash version and the spec hash
+// it had there, whether that kubelet is older than the running one or newer
+// (it created the container before a rollback), and an unlisted one,
+// created after that record, is the running kubelet's. When
 // there is no such list (no file, a v1alpha1 file, a file replaced with
 // --force or one the kubelet ignores), every container's hash version is
 // inferred from its stored hash (inferHashVersion), with one warning per
@@ -108,17 +122,17 @@ func recordedContainers(containers []cri.Container, hist *compatHistory, running
 		if c.State == cri.ContainerExited {
 			continue
 		}
-		v := running
+		entry := kubeletcompat.Container{ID: c.ID, HashVersion: running.String()}
 		if hist != nil && hist.containers != nil {
-			if carried, ok := hist.containers[c.ID]; ok && carried.LessThan(running) {
-				v = carried
+			if was, ok := hist.containers[c.ID]; ok {
+				entry.HashVersion, entry.SpecHash = was.hashVersion.String(), was.specHash
 			}
 		} else if infer != nil {
 			in := infer(c)
 			inferred = append(inferred, in)
-			v = in.version
+			entry.HashVersion = in.version.String()
 		}
-		out = append(out, kubeletcompat.Container{ID: c.ID, HashVersion: v.String()})
+		out = append(out, entry)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, inferred
@@ -153,23 +167,19 @@ func (o *nodeOptions) noSpecWhere() string {
 }
 
 // specHashWanted says whether record writes c's specHash: it carries a
-// {name, image} hash (1.31 on) of a kubelet whose fields this binary's types
-// know; newer is such a hash of a kubelet newer than preflight.TypesMinor.
-func specHashWanted(c kubeletcompat.Container) (want, newer bool) {
+// {name, image} hash (1.31 .. 1.37). This binary's types are those of the
+// newest minor the library knows (preflight.TypesMinor; TestTypesMinor), so
+// the spec it decodes holds every field such a kubelet reads.
+func specHashWanted(c kubeletcompat.Container) bool {
 	v, err := kubeletcompat.ParseVersion(c.HashVersion)
-	if err != nil || kubeletcompat.EraOf(v) != kubeletcompat.EraNameImage {
-		return false, false
-	}
-	if v.Minor > preflight.TypesMinor {
-		return false, true
-	}
-	return true, false
+	return err == nil && kubeletcompat.EraOf(v) == kubeletcompat.EraNameImage
 }
 
-// needSpecHashes says whether any container needs its pod spec read.
+// needSpecHashes says whether any container needs its pod spec read (a
+// spec hash the replaced file recorded is carried).
 func needSpecHashes(containers []kubeletcompat.Container) bool {
 	for _, c := range containers {
-		if want, _ := specHashWanted(c); want {
+		if specHashWanted(c) && c.SpecHash == "" {
 			return true
 		}
 	}
@@ -177,24 +187,21 @@ func needSpecHashes(containers []kubeletcompat.Container) bool {
 }
 
 // recordSpecHashes sets the specHash of every container that carries a
-// {name, image} hash (1.31 on), whose hash says nothing else about its
-// spec: an older kubelet keeps it after a rollback only when it reads the
-// same spec (kubeletcompat.Decider). It returns how many had no pod spec,
-// and how many carry the hash of a kubelet newer than preflight.TypesMinor:
-// this binary decodes specs with older types, which drop the fields such a
-// kubelet knows, so a spec hash would hide them; those are not recorded
-// (the older kubelet then restarts them, as upstream does).
-func recordSpecHashes(containers []kubeletcompat.Container, st *nodeState, idx *specIndex) (missing, tooNew int) {
+// {name, image} hash (1.31 .. 1.37), whose hash says nothing else about its
+// spec: the spec in the v1.Container layout of the kubelet that created it
+// (kubeletcompat.SpecHash prunes the fields that kubelet's types lack). An
+// older kubelet keeps it after a rollback only when it reads the same spec
+// (kubeletcompat.Decider): a field it does not know, or a change, restarts
+// it. It returns how many had no pod spec.
+func recordSpecHashes(containers []kubeletcompat.Container, st *nodeState, idx *specIndex) (missing int) {
 	byID := make(map[string]cri.Container, len(st.containers))
 	for _, c := range st.containers {
 		byID[c.ID] = c
 	}
 	for i := range containers {
-		want, newer := specHashWanted(containers[i])
-		if newer {
-			tooNew++
-		}
-		if !want {
+		if !specHashWanted(containers[i]) || containers[i].SpecHash != "" {
+			// A spec hash carried from the replaced file is the spec
+			// the container was recorded with: keep it.
 			continue
 		}
 		v, _ := kubeletcompat.ParseVersion(containers[i].HashVersion) // specHashWanted parsed it
@@ -213,23 +220,28 @@ func recordSpecHashes(containers []kubeletcompat.Container, st *nodeState, idx *
 			missing++
 		}
 	}
-	return missing, tooNew
+	return missing
 }
 
 // inferenceSummary counts what the stored hashes said.
 func inferenceSummary(inferred []inference) string {
-	var own, older, other int
+	var own, older, newer, other int
 	for _, in := range inferred {
 		switch in.kind {
 		case inferOwn:
 			own++
 		case inferOlder:
 			older++
+		case inferNewer:
+			newer++
 		default:
 			other++
 		}
 	}
 	s := fmt.Sprintf("%d container(s) without a recorded hash version matched by their stored hashes: %d carry an older kubelet's, %d this kubelet's", len(inferred), older, own)
+	if newer > 0 {
+		s += fmt.Sprintf(", %d a newer kubelet's (it ran before a rollback)", newer)
+	}
 	if other > 0 {
 		s += fmt.Sprintf(", %d not explained or not checked (see the warnings)", other)
 	}

@@ -63,7 +63,7 @@ func TestRecordMigratesEveryFormat(t *testing.T) {
 		{name: "v1alpha1 naming a kubelet whose hash is not reproduced (1.15)", existing: v1alpha1File("v1.15.12"), running: "v1.18.19",
 			pods:      []pod{{file: "plain.yaml", yaml: plainYAML, uid: "plain-uid", created: beforeStart, ready: true, hash: "deadbeef"}},
 			want:      map[string]string{plainID: "v1.15.12"},
-			wantWarns: []string{"container default/plain-node-1/app (c-plain-uid-a): stored hash deadbeef is what no kubelet v1.16 to v1.18.19 computes for its spec; the replaced file names v1.15.12, whose hash is not reproduced: recorded as carrying it (kept while its image is unchanged)"}},
+			wantWarns: []string{"container default/plain-node-1/app (c-plain-uid-a): stored hash deadbeef is what no kubelet v1.16 to v1.37 computes for its spec; the replaced file names v1.15.12, whose hash is not reproduced: recorded as carrying it (kept while its image is unchanged)"}},
 		{name: "no file: the hashes say which kubelet created each container", running: "v1.19.16", pods: []pod{seccomp18, plain},
 			want: map[string]string{seccompID: "v1.18.0", plainID: "v1.19.16"}},
 		{name: "a foreign file replaced with --force: the same", existing: `{"kind":"KubeletConfiguration"}`, args: []string{"--force"}, running: "v1.19.16", pods: []pod{seccomp18, plain},
@@ -74,7 +74,7 @@ func TestRecordMigratesEveryFormat(t *testing.T) {
 		{name: "a container no kubelet's hash explains: the running kubelet's, with a warning", running: "v1.19.16",
 			pods:      []pod{{file: "plain.yaml", yaml: plainYAML, uid: "plain-uid", created: beforeStart, ready: true, hash: "deadbeef"}},
 			want:      map[string]string{plainID: "v1.19.16"},
-			wantWarns: []string{"container default/plain-node-1/app (c-plain-uid-a): stored hash deadbeef is what no kubelet v1.16 to v1.19.16 computes for its spec from " + "$MANIFESTS/plain.yaml: recorded as v1.19.16's; the next kubelet restarts it unless its own hash matches"}},
+			wantWarns: []string{"container default/plain-node-1/app (c-plain-uid-a): stored hash deadbeef is what no kubelet v1.16 to v1.37 computes for its spec from " + "$MANIFESTS/plain.yaml: recorded as v1.19.16's; the next kubelet restarts it unless its own hash matches"}},
 		{name: "v1alpha1 with an unknown field: not a compat file", existing: strings.Replace(v1alpha1File("v1.18.19"), `"kind"`, `"bogus":1,"kind"`, 1), running: "v1.19.16", pods: []pod{plain},
 			wantCode: ExitError, wantWarns: []string{"exists and is not a compat file"}},
 		{name: "v1alpha1 recording a newer kubelet: refused", existing: v1alpha1File("v1.20.15"), running: "v1.19.16", pods: []pod{plain},
@@ -209,7 +209,11 @@ func TestRecordForRollback(t *testing.T) {
 			args := []string{"record", "--kubelet-binary", f.kubeletBinary("v1.31.14")}
 			var kubeconfig string
 			if tc.kubeconfig {
-				kubeconfig = apiServer(t, f.dir, api)
+				// status reads the node too: a 1.30 kubelet checks the
+				// taints of the API pod it admitted on a waiver.
+				node := &v1.Node{}
+				node.Name = testNode
+				kubeconfig = apiServerWithNode(t, f.dir, node, api)
 				args = append(args, "--kubeconfig", kubeconfig)
 			}
 			assert.Equal(t, f.run(args...), ExitOK, "stderr %s", f.stderr.String())
@@ -334,9 +338,11 @@ func TestInferHashVersion(t *testing.T) {
 		{name: "a named kubelet before a newer unnamed one whose hash agrees", spec: seccomp, stored: hashOf("v1.17.17", seccomp), running: "v1.20.15", named: []string{"v1.17.17"}, want: "v1.17.17", wantKind: inferOlder},
 		{name: "no names: the newest minor whose hash agrees", spec: seccomp, stored: hashOf("v1.17.17", seccomp), running: "v1.20.15", want: "v1.18.0", wantKind: inferOlder},
 		{name: "across the 1.31 hash change", spec: plain, stored: hashOf("v1.30.14", plain), running: "v1.32.13", want: "v1.30.0", wantKind: inferOlder},
-		{name: "a named kubelet newer than the running one is not a candidate", spec: seccomp, stored: hashOf("v1.17.17", seccomp), running: "v1.19.16", named: []string{"v1.20.15"}, want: "v1.18.0", wantKind: inferOlder},
+		{name: "a named newer kubelet whose hash does not agree", spec: seccomp, stored: hashOf("v1.17.17", seccomp), running: "v1.19.16", named: []string{"v1.20.15"}, want: "v1.18.0", wantKind: inferOlder},
+		{name: "rolled back: a newer kubelet's hash", spec: plain, stored: hashOf("v1.31.14", plain), running: "v1.30.14", want: "v1.31.0", wantKind: inferNewer},
+		{name: "rolled back: the named newer kubelet first", spec: plain, stored: hashOf("v1.31.14", plain), running: "v1.30.14", named: []string{"v1.33.13"}, want: "v1.33.13", wantKind: inferNewer},
 		{name: "nothing explains it", spec: plain, stored: 0xdeadbeef, running: "v1.20.15", named: []string{"v1.19.16"}, want: "v1.20.15", wantKind: inferUnexplained,
-			warning: "container ns/pod/app (c-1): stored hash deadbeef is what no kubelet v1.16 to v1.20.15 computes for its spec from src: recorded as v1.20.15's; the next kubelet restarts it unless its own hash matches"},
+			warning: "container ns/pod/app (c-1): stored hash deadbeef is what no kubelet v1.16 to v1.37 computes for its spec from src: recorded as v1.20.15's; the next kubelet restarts it unless its own hash matches"},
 		{name: "a named pre-1.16 kubelet", spec: plain, stored: 0xdeadbeef, running: "v1.18.19", named: []string{"v1.15.12"}, want: "v1.15.12", wantKind: inferByAge},
 		{name: "no spec", stored: 0xdeadbeef, running: "v1.20.15", want: "v1.20.15", wantKind: inferUnchecked,
 			warning: "container ns/pod/app (c-1): no pod spec found (nowhere): its stored hash deadbeef is not checked; recorded as v1.20.15's"},
@@ -355,24 +361,96 @@ func TestInferHashVersion(t *testing.T) {
 			if tc.warning != "" {
 				assert.Equal(t, got.warning, tc.warning)
 			}
-			assert.Equal(t, got.warning == "", tc.wantKind == inferOwn || tc.wantKind == inferOlder, "warning %q", got.warning)
+			assert.Equal(t, got.warning == "", tc.wantKind == inferOwn || tc.wantKind == inferOlder || tc.wantKind == inferNewer, "warning %q", got.warning)
 		})
 	}
 }
 
-// TestRecordNoSpecOfKubeletsNewerThanTheTypes: record decodes specs with
-// k8s.io/api v0.<TypesMinor>, which drops the fields newer kubelets know: a
-// spec hash of a 1.33 container would hide them, so none is recorded and
-// record says so.
-func TestRecordNoSpecOfKubeletsNewerThanTheTypes(t *testing.T) {
-	f := newFixture(t, cri.APIv1)
-	f.addStaticPods("v1.33.13", pod{file: "etcd.yaml", yaml: etcdYAML, uid: "etcd-uid", created: beforeStart, ready: true})
-	assert.Equal(t, f.run("record", "--kubelet-binary", f.kubeletBinary("v1.33.13")), ExitOK, "stderr %s", f.stderr.String())
-	got, _, err := kubeletcompat.ReadFile(f.compatPath(), os.Getuid())
-	assert.NilError(t, err)
-	assert.Equal(t, len(got.Containers), 1)
-	assert.Equal(t, got.Containers[0].SpecHash, "")
-	assert.Check(t, is.Contains(f.stderr.String(), "1 container(s) carry the hash of a kubelet newer than 1.31"))
+// stopSignalYAML sets lifecycle.stopSignal, new in v1.Container in 1.33.
+const stopSignalYAML = `apiVersion: v1
+kind: Pod
+metadata:
+  name: stop-signal
+  namespace: kube-system
+spec:
+  os:
+    name: linux
+  containers:
+  - name: app
+    image: busybox:1.36
+    lifecycle:
+      stopSignal: SIGUSR1
+`
+
+// TestRollbackFromNewerMinors (issue 32): record on a kubelet newer than
+// 1.31 writes the spec of each container, as that kubelet reads it, and the
+// patched 1.30 swapped back in keeps a container whose spec sets no field
+// 1.30 lacks and restarts one that sets lifecycle.stopSignal (new in 1.33),
+// which preflight names. A 1.32 kubelet never read that field (it ran the
+// container without it, as 1.30 does): kept. With the CLI's k8s.io/api
+// older than the recording kubelet, record wrote no spec and every
+// container restarted.
+func TestRollbackFromNewerMinors(t *testing.T) {
+	const (
+		etcdID = "c-etcd-uid-etcd"
+		stopID = "c-stop-uid-app"
+	)
+	for _, tc := range []struct {
+		from, to string
+		want     map[string]bool // kept by the older kubelet, by container ID
+		wantWhy  string          // the patched reason preflight gives for the stop-signal container
+	}{
+		{from: "v1.33.13", to: "v1.30.14", want: map[string]bool{etcdID: true, stopID: false},
+			wantWhy: "rollback: sets fields v1.30.14 does not know: lifecycle.stopSignal"},
+		{from: "v1.37.2", to: "v1.30.14", want: map[string]bool{etcdID: true, stopID: false},
+			wantWhy: "rollback: sets fields v1.30.14 does not know: lifecycle.stopSignal"},
+		{from: "v1.32.13", to: "v1.30.14", want: map[string]bool{etcdID: true, stopID: true},
+			wantWhy: "the spec is the one recorded (rollback)"},
+	} {
+		t.Run(tc.from+"->"+tc.to, func(t *testing.T) {
+			f := newFixture(t, cri.APIv1)
+			f.addStaticPods(tc.from,
+				pod{file: "etcd.yaml", yaml: etcdYAML, uid: "etcd-uid", created: beforeStart, ready: true},
+				pod{file: "stop.yaml", yaml: stopSignalYAML, uid: "stop-uid", created: beforeStart, ready: true})
+			assert.Equal(t, f.run("record", "--kubelet-binary", f.kubeletBinary(tc.from)), ExitOK, "stderr %s", f.stderr.String())
+			assert.Check(t, is.Equal(f.stderr.String(), ""))
+			got, _, err := kubeletcompat.ReadFile(f.compatPath(), os.Getuid())
+			assert.NilError(t, err)
+			assert.Equal(t, len(got.Containers), 2)
+			for _, c := range got.Containers {
+				assert.Check(t, c.SpecHash != "", "%s: no spec hash", c.ID)
+			}
+
+			assert.Equal(t, f.run("preflight", "--from", tc.from, "--to", tc.to, "-f", f.manifestDir, "-o", "json"), ExitOK, "stderr %s", f.stderr.String())
+			var pr struct {
+				Rows []struct {
+					Pod           string `json:"pod"`
+					Patched       string `json:"patched"`
+					PatchedReason string `json:"patchedReason"`
+				} `json:"containers"`
+			}
+			assert.NilError(t, json.Unmarshal(f.stdout.Bytes(), &pr))
+			predicted := map[string]bool{}
+			for _, row := range pr.Rows {
+				id := map[string]string{"kube-system/etcd": etcdID, "kube-system/stop-signal": stopID}[row.Pod]
+				predicted[id] = row.Patched == "keep"
+				if id == stopID {
+					assert.Check(t, is.Contains(row.PatchedReason, tc.wantWhy))
+				}
+			}
+			assert.Check(t, is.DeepEqual(predicted, tc.want), "preflight %s", f.stdout.String())
+
+			f.runKubelet(tc.to)
+			assert.Equal(t, f.run("status", "-o", "json"), ExitOK, "stderr %s", f.stderr.String())
+			var r statusReport
+			assert.NilError(t, json.Unmarshal(f.stdout.Bytes(), &r))
+			kept := map[string]bool{}
+			for _, l := range r.Legacy {
+				kept[l.ID] = l.Keep != nil && *l.Keep
+			}
+			assert.DeepEqual(t, kept, tc.want)
+		})
+	}
 }
 
 // TestRecordAfterRollback: record on the older kubelet replaces the file a
@@ -406,8 +484,33 @@ func TestRecordAfterRollback(t *testing.T) {
 				return
 			}
 			assert.Equal(t, got.PreviousVersion, "v1.30.14")
-			assert.DeepEqual(t, hashVersions(got), map[string]string{"c-etcd-uid-etcd": "v1.30.14"})
+			// The container 1.31 created still carries 1.31's hash: the
+			// file says so, or the 1.30 kubelet restarts it.
+			assert.DeepEqual(t, hashVersions(got), map[string]string{"c-etcd-uid-etcd": "v1.31.14"})
+			assert.Check(t, got.Containers[0].SpecHash != "", "no spec hash carried")
 			assert.Check(t, is.Contains(f.stdout.String(), "a rollback"))
+			// The rolled-back kubelet keeps it, and so does the next patch
+			// release swapped in after a record on 1.30.14.
+			assertKept(t, f, "c-etcd-uid-etcd")
+			assert.Equal(t, f.run("record"), ExitOK, "stderr %s", f.stderr.String())
+			f.runKubelet("v1.30.15")
+			assertKept(t, f, "c-etcd-uid-etcd")
 		})
 	}
+}
+
+// assertKept runs status as the running kubelet decides and checks that it
+// keeps the container id.
+func assertKept(t *testing.T, f *fixture, id string) {
+	t.Helper()
+	assert.Equal(t, f.run("status", "-o", "json"), ExitOK, "stderr %s", f.stderr.String())
+	var r statusReport
+	assert.NilError(t, json.Unmarshal(f.stdout.Bytes(), &r))
+	for _, l := range r.Legacy {
+		if l.ID == id {
+			assert.Check(t, l.Keep != nil && *l.Keep, "%s: %s", id, l.Decision)
+			return
+		}
+	}
+	t.Errorf("status lists no legacy container %s: %+v", id, r.Legacy)
 }

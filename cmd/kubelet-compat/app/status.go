@@ -32,13 +32,17 @@ stored hash, the hash the running kubelet computes for its spec, and the
 decision of the kubelet-compat library (keep or restart, with the reason).
 
 It says why the file is still in force (the listed containers that run, the
-static pods on a recorded UID) and until when sweep keeps it (--grace after
-the kubelet's start, then until nothing running needs it and the kubelet has
-every running pod), and, for every pod the container runtime runs, whether
-the kubelet counts it as started before itself and which admission
-rejections it admits it despite: node affinity and taints while the file is
-in force, resource fit and eviction only for a kubelet started within 1h
-after the record. The evidence is what the runtime runs, never API status.
+static pods on a recorded UID, the pods that run on an admission waiver: the
+kubelet's next start without the file would reject them for node affinity
+or taints) and until when sweep keeps it (--grace after the kubelet's start,
+then until nothing running needs it and the kubelet has every running pod),
+and, for every pod the container runtime runs, whether the kubelet counts it
+as started before itself and which admission rejections it admits it
+despite: node affinity and taints while the file is in force, resource fit
+and eviction only for a kubelet started within 1h after the record. The
+evidence is what the runtime runs, never API status; whether a pod would be
+rejected is judged on its spec and the node's labels and taints (the node is
+read with --kubeconfig).
 
 Pod specs come from --manifest-dir (static pods) and, with --kubeconfig, from
 the API server.
@@ -141,8 +145,12 @@ func runStatus(ctx context.Context, env Env, o *statusOptions) error {
 		r.Legacy = append(r.Legacy, ls)
 	}
 	r.StaticPods = staticPodsNeedingFile(compat, st)
-	r.InForce = inForce(compat, st, legacy, r.StaticPods, k.start, env.Now(), o.grace)
-	r.Admission = admission(compat, st, k.start)
+	holders, err := waiverHolders(compat, st, idx, k.version, o.nodeSource(ctx, node))
+	if err != nil {
+		return fmt.Errorf("cannot tell which pods run on an admission waiver: %w", err)
+	}
+	r.InForce = inForce(compat, st, legacy, r.StaticPods, holders, k.start, env.Now(), o.grace)
+	r.Admission = admission(compat, st, k.start, holders)
 	if o.output == "json" {
 		return writeJSON(env.Stdout, r)
 	}

@@ -74,6 +74,10 @@ type admissionPodInfo struct {
 	// AdmittedDespite are the waivers (admissionWaiver.Name) the library
 	// grants the pod: Decider.AdmitDespite for every reason of each.
 	AdmittedDespite []string `json:"admittedDespite"`
+	// HoldsFile says why the pod runs on its waiver now: without the file
+	// the kubelet's next start would reject it (waiverHolders); sweep keeps
+	// the file for it unless --release-waived. "" when it does not.
+	HoldsFile string `json:"holdsFile,omitempty"`
 }
 
 // runtimePod is a pod as the container runtime shows it: what the patched
@@ -140,7 +144,7 @@ func runtimePods(st *nodeState) []runtimePod {
 // admission asks the library, for every pod the runtime runs, whether the
 // kubelet counts it as started before itself and which rejections it would
 // admit it despite.
-func admission(d *kubeletcompat.Decider, st *nodeState, start time.Time) admissionStatus {
+func admission(d *kubeletcompat.Decider, st *nodeState, start time.Time, holders []waiverHolder) admissionStatus {
 	a := admissionStatus{InForce: d.InForce(), Pods: []admissionPodInfo{}}
 	if !a.InForce {
 		return a
@@ -150,10 +154,14 @@ func admission(d *kubeletcompat.Decider, st *nodeState, start time.Time) admissi
 	a.ResourceWaivers, a.ResourceWaiversUntil = d.ResourceWaiversHold(), &until
 	a.ResourceWaiversNote = resourceWaiversNote(a.ResourceWaivers, f.RecordedAt, start)
 	a.Waivers = admissionWaivers()
+	holds := map[string]string{}
+	for _, h := range holders {
+		holds[h.UID] = h.withoutFile()
+	}
 	for _, p := range runtimePods(st) {
 		pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: p.namespace, Name: p.name, UID: types.UID(p.uid)}}
 		info := admissionPodInfo{Pod: p.namespace + "/" + p.name, UID: p.uid, RunningContainers: p.rt.RunningContainerIDs,
-			SandboxReady: p.rt.SandboxReady, AdmittedDespite: []string{}}
+			SandboxReady: p.rt.SandboxReady, AdmittedDespite: []string{}, HoldsFile: holds[p.uid]}
 		info.StartedBefore, info.Why = d.PodStartedBefore(pod, p.rt)
 		if !info.StartedBefore {
 			info.Why = notStartedBefore(f, p)
@@ -216,8 +224,13 @@ type inForceStatus struct {
 	// ListedRunning are the running containers the file lists: the
 	// admission waivers rest on them.
 	ListedRunning []listedRunning `json:"listedContainersRunning"`
+	// WaiverHolders are the pods that run on an admission waiver: without
+	// the file the kubelet's next start would reject them (sweep keeps the
+	// file for them unless --release-waived).
+	WaiverHolders []waiverHolder `json:"waiverHolders"`
 	// SweepNeeds is what sweep keeps the file for now, in its words (the
-	// static pods are also staticPodsOnRecordedUID).
+	// static pods are also staticPodsOnRecordedUID, the pods on a waiver
+	// waiverHolders).
 	SweepNeeds []string  `json:"sweepNeeds"`
 	Grace      string    `json:"grace"`
 	GraceUntil time.Time `json:"graceUntil"`
@@ -238,7 +251,7 @@ type listedRunning struct {
 // inForce says why the file d decides on is in force and until when sweep
 // keeps it, given the legacy containers and static pods status found and
 // sweep's grace.
-func inForce(d *kubeletcompat.Decider, st *nodeState, legacy []legacyContainer, statics []staticPodNeed, start, now time.Time, grace time.Duration) *inForceStatus {
+func inForce(d *kubeletcompat.Decider, st *nodeState, legacy []legacyContainer, statics []staticPodNeed, holders []waiverHolder, start, now time.Time, grace time.Duration) *inForceStatus {
 	if !d.InForce() {
 		return nil
 	}
@@ -250,7 +263,10 @@ func inForce(d *kubeletcompat.Decider, st *nodeState, legacy []legacyContainer, 
 	for _, l := range legacy {
 		needs[l.c.ID] = l.needsFile()
 	}
-	s := &inForceStatus{ListedRunning: []listedRunning{}, SweepNeeds: fileNeeds(legacy, statics), Grace: grace.String(), GraceUntil: graceEnd(start, grace)}
+	s := &inForceStatus{ListedRunning: []listedRunning{}, WaiverHolders: holders, SweepNeeds: fileNeeds(legacy, statics, holders), Grace: grace.String(), GraceUntil: graceEnd(start, grace)}
+	if s.WaiverHolders == nil {
+		s.WaiverHolders = []waiverHolder{}
+	}
 	if s.SweepNeeds == nil {
 		s.SweepNeeds = []string{}
 	}
@@ -274,7 +290,7 @@ func inForce(d *kubeletcompat.Decider, st *nodeState, legacy []legacyContainer, 
 	}
 	once := "once the kubelet has every running pod (nothing running needs it now)"
 	if n := len(s.SweepNeeds); n > 0 {
-		once = fmt.Sprintf("once no running container or static pod needs it (%d still do) and the kubelet has every running pod", n)
+		once = fmt.Sprintf("once no running container, static pod or pod on an admission waiver needs it (%d still do) and the kubelet has every running pod", n)
 	}
 	at := s.GraceUntil.Format(time.RFC3339)
 	if now.Before(start.Add(grace)) {
@@ -287,22 +303,32 @@ func inForce(d *kubeletcompat.Decider, st *nodeState, legacy []legacyContainer, 
 
 // writeInForce is the table's account of why the file is in force.
 func writeInForce(w io.Writer, s *inForceStatus, statics []staticPodNeed) {
-	if len(s.ListedRunning) == 0 && len(statics) == 0 {
+	if len(s.ListedRunning) == 0 && len(statics) == 0 && len(s.WaiverHolders) == 0 {
 		fmt.Fprintln(w, "compat file in force, though no listed container runs and no static pod runs under a recorded UID")
 	} else {
 		fmt.Fprintln(w, "compat file in force because:")
 	}
+	holds := map[string]bool{}
+	for _, h := range s.WaiverHolders {
+		holds[h.Pod] = true
+	}
 	for _, l := range s.ListedRunning {
 		line := fmt.Sprintf("  listed container %s/%s (%s) runs", l.Pod, l.Container, shortID(l.ID))
-		if l.NeedsFile != "" {
+		switch {
+		case l.NeedsFile != "":
 			line += ": " + l.NeedsFile
-		} else {
+		case holds[l.Pod]:
+			line += " (admission rests on it; its pod runs on an admission waiver, below)"
+		default:
 			line += " (admission rests on it; sweep does not keep the file for it)"
 		}
 		fmt.Fprintln(w, line)
 	}
 	for _, sp := range statics {
 		fmt.Fprintf(w, "  static pod %s runs under the recorded UID %s (%s)\n", sp.Pod, sp.UID, sp.ManifestPath)
+	}
+	for _, h := range s.WaiverHolders {
+		fmt.Fprintf(w, "  pod %s (uid %s) runs on its admission waiver: %s; sweep keeps the file for it (--release-waived deletes it anyway)\n", h.Pod, h.UID, h.withoutFile())
 	}
 	fmt.Fprintf(w, "until: %s\n", s.Until)
 }

@@ -13,6 +13,9 @@ import (
 type sweepOptions struct {
 	nodeOptions
 	dryRun bool
+	// releaseWaived deletes the file although pods run on its admission
+	// waivers (waiverHolders), and names them.
+	releaseWaived bool
 	// grace is how long after the kubelet's start the file is kept anyway.
 	grace time.Duration
 	// podResourcesEndpoint is the kubelet's pod-resources socket; "" means
@@ -42,6 +45,15 @@ and never while something might:
   - a running static pod whose unchanged manifest the file maps to the UID it
     runs under needs it (without the file the kubelet derives another UID and
     recreates the pod), unless the manifest sets that UID as metadata.uid;
+  - a pod the kubelet admitted despite its node affinity, node selector or
+    taints needs it: the runtime shows it ran before the kubelet (a running
+    container the file lists, or a recorded static pod's sandbox; never its
+    API status), and the node (its labels and NoExecute taints, read with
+    --kubeconfig) no longer matches its spec, so the kubelet's next start
+    without the file would reject it and kill it. A pod with a nodeSelector
+    or required node affinity counts when the node cannot be read (no
+    --kubeconfig). --release-waived deletes the file anyway and names the
+    pods that lose their waiver;
   - the kubelet that runs now must have taken in every pod the runtime runs
     (a ready sandbox, or one with a running container): its admission reads
     the file, and so does its first sync of the pod (1.33 to 1.36 record the
@@ -64,11 +76,13 @@ only the very file it checked (same inode, size, mtime and ctime).
 Exit codes:
   0  the file was deleted (with --dry-run: would be), or there is no file
   1  error, or the file changed while sweep checked it (nothing deleted)
-  2  the file is kept: the listed containers, static pods or pods still need
-     it, or the kubelet started less than --grace ago (the lines on stdout
-     say which, and until when)`,
+  2  the file is kept: the listed containers, static pods, pods on an
+     admission waiver or pods not yet admitted still need it, or the kubelet
+     started less than --grace ago (the lines on stdout say which, and until
+     when)`,
 		Example: `  kubelet-compat sweep --dry-run
-  kubelet-compat sweep --kubeconfig /etc/kubernetes/kubelet.conf`,
+  kubelet-compat sweep --kubeconfig /etc/kubernetes/kubelet.conf
+  kubelet-compat sweep --kubeconfig /etc/kubernetes/kubelet.conf --release-waived`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runSweep(cmd.Context(), env, o) },
 	}
@@ -78,6 +92,7 @@ Exit codes:
 	o.addKubeconfigFlag(cmd.Flags())
 	o.addLockFlag(cmd.Flags())
 	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "say what would be done, delete nothing")
+	cmd.Flags().BoolVar(&o.releaseWaived, "release-waived", false, "delete the file although pods run on its node affinity or taint waivers (the kubelet's next start rejects and kills them); names them")
 	nonNegativeDurationVar(cmd.Flags(), &o.grace, "grace", defaultGrace, "keep the file at least this long after the kubelet's start (0s: no grace; the kubelet must still have every running pod)")
 	cmd.Flags().StringVar(&o.podResourcesEndpoint, "pod-resources-endpoint", "", "the kubelet's pod-resources socket, asked which pods it has (default unix://<root-dir>/pod-resources/kubelet.sock)")
 	return cmd
@@ -121,10 +136,18 @@ func runSweep(ctx context.Context, env Env, o *sweepOptions) error {
 	if err != nil {
 		return err
 	}
-	needs := fileNeeds(findLegacy(st, k.start, file.decider, idx, k.version), staticPodsNeedingFile(file.decider, st))
+	holders, err := waiverHolders(file.decider, st, idx, k.version, o.nodeSource(ctx, node))
+	if err != nil {
+		return fmt.Errorf("cannot tell which pods run on an admission waiver: %w; not deleting %s", err, path)
+	}
+	needs := fileNeeds(findLegacy(st, k.start, file.decider, idx, k.version), staticPodsNeedingFile(file.decider, st), nil)
 	var why []string
 	if len(needs) > 0 {
 		why = append(why, fmt.Sprintf("%d legacy container(s) or static pod(s) still need it", len(needs)))
+	}
+	if !o.releaseWaived && len(holders) > 0 {
+		needs = append(needs, fileNeeds(nil, nil, holders)...)
+		why = append(why, fmt.Sprintf("%d pod(s) started before the kubelet would be rejected without it (node affinity or taints; --release-waived deletes it anyway)", len(holders)))
 	}
 	if env.Now().Before(k.start.Add(o.grace)) {
 		at := graceEnd(k.start, o.grace).Format(time.RFC3339)
@@ -154,21 +177,32 @@ func runSweep(ctx context.Context, env Env, o *sweepOptions) error {
 		}
 		return &exitError{code: ExitKept, err: fmt.Errorf("keeping %s: %s", path, strings.Join(why, "; "))}
 	}
+	released := ""
+	if len(holders) > 0 {
+		released = fmt.Sprintf("; %d pod(s) lose their admission waiver (--release-waived)", len(holders))
+	}
 	if o.dryRun {
-		fmt.Fprintf(env.Stdout, "would delete %s: no running container needs it\n", path)
+		fmt.Fprintf(env.Stdout, "would delete %s: no running container needs it%s\n", path, released)
+		for _, h := range holders {
+			fmt.Fprintln(env.Stdout, h.loseLine(true))
+		}
 		return nil
 	}
 	if err := deleteChecked(path, checked); err != nil {
 		return err
 	}
-	fmt.Fprintf(env.Stdout, "deleted %s: no running container needs it\n", path)
+	fmt.Fprintf(env.Stdout, "deleted %s: no running container needs it%s\n", path, released)
+	for _, h := range holders {
+		fmt.Fprintln(env.Stdout, h.loseLine(false))
+	}
 	return nil
 }
 
 // fileNeeds is what runs and still needs the compat file, one line each in
 // sweep's words: the legacy containers the file lists that need it
-// (needsFile) and the static pods on a recorded UID.
-func fileNeeds(legacy []legacyContainer, statics []staticPodNeed) []string {
+// (needsFile), the static pods on a recorded UID and the pods on an
+// admission waiver.
+func fileNeeds(legacy []legacyContainer, statics []staticPodNeed, holders []waiverHolder) []string {
 	var needs []string
 	for _, l := range legacy {
 		if why := l.needsFile(); why != "" {
@@ -177,6 +211,9 @@ func fileNeeds(legacy []legacyContainer, statics []staticPodNeed) []string {
 	}
 	for _, sp := range statics {
 		needs = append(needs, fmt.Sprintf("static pod %s runs under the recorded UID %s of %s", sp.Pod, sp.UID, sp.ManifestPath))
+	}
+	for _, h := range holders {
+		needs = append(needs, h.keepLine())
 	}
 	return needs
 }

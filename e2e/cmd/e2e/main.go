@@ -22,6 +22,7 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/cleanup"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/journal"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kubelet"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/leftovers"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/plan"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/procfs"
@@ -98,6 +99,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	cpVersion := fl.String("control-plane-version", "", "API mode (not admission, devices), local provider: hold kube-apiserver and kube-controller-manager at this version for every step instead of upgrading them to the step's (for a step whose control plane the harness cannot build; a kubelet newer than kube-apiserver is outside upstream's skew policy)")
 	fleetRuns := fl.String("fleet-runs", strings.Join(kind.FleetRuns, ","), "-mode fleet: the rolls to run, each on a cluster of its own (concurrency-1, concurrency-2: our roll by system-upgrade-controller's Plans; drain: the anchor; fault: the gate fails on worker 3)")
 	pluginGap := fl.Duration("device-plugin-gap", 0, "-mode devices: stop the device plugin before each swap and start it again this long after the new kubelet started (0: it runs throughout)")
+	recordAfterSwap := fl.String("record-after-swap", "auto", "local provider, static pods: after each swap's settling, `kubelet-compat record` against the NEW kubelet and three more sync periods before the snapshot (as an operator records after every swap), and in the patched chain a static pod born under each kubelet but the last, carried by the later steps; auto: on when a step goes down (a rollback), true, false")
+	toGates := fl.String("to-feature-gates", "", "local provider: feature gates of the kubelet each step swaps in (patched and control), e.g. RestartAllContainersOnContainerExits=false: that target refuses the corpus's restartall pod (plans whose kubelets are all 1.36+), and both variants must lose it")
+	cliPath := fl.String("cli", "", "local provider: the kubelet-compat the scenario runs (default: <output>/kubelet-compat), e.g. one built from an older commit as a negative control")
 	if err := fl.Parse(args); err != nil {
 		return 2
 	}
@@ -208,9 +212,25 @@ func run(args []string, stdout, stderr io.Writer) int {
 	// One plan, carried out by the provider asked for.
 	p := plan.Plan{Mode: *mode, Steps: pl.steps, Controls: planControls(*mode, pl.controls, *controlRuns), SkipPatched: !*patchedRuns, Extras: pl.extras,
 		SyncFrequency: *syncFreq, Output: abs(*output), ReportDir: abs(*reportDir), Log: stdout}
+	if p.RecordAfterSwap, err = plan.ParseRecordAfterSwap(*recordAfterSwap, p.Steps); err == nil && *cliPath != "" {
+		*cliPath = abs(*cliPath)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "e2e: %v\n", err)
+		return 2
+	}
+	gates, err := toFeatureGates(*toGates, *provider)
+	if err != nil {
+		fmt.Fprintf(stderr, "e2e: -to-feature-gates: %v\n", err)
+		return 2
+	}
 	var prov plan.Provider
 	switch *provider {
 	case "kind":
+		if *cliPath != "" {
+			fmt.Fprintln(stderr, "e2e: -cli is the local provider's (the kind node images carry the CLI the harness builds)")
+			return 2
+		}
 		if *kindImages != "build" && *kindImages != "use" {
 			fmt.Fprintf(stderr, "e2e: -kind-images must be build or use, not %q\n", *kindImages)
 			return 2
@@ -226,7 +246,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		p.Readiness = *readiness && pl.api && !pl.admission && !pl.devices
 		prov = &scenario.Local{Options: scenario.Options{Pods: pl.pods, Root: rootPath, RepoRoot: repoRoot, NodeName: *nodeName,
 			API: pl.api, Admission: pl.admission, AdmissionRace: *admissionRace, Devices: pl.devices, DevicePluginGap: *pluginGap,
-			ResizeGate: *resizeGate, ResizePending: *resizePending, ControlPlaneVersion: *cpVersion}}
+			ResizeGate: *resizeGate, ResizePending: *resizePending, ControlPlaneVersion: *cpVersion, CLI: *cliPath, ToFeatureGates: gates}}
 	}
 	if err := prov.Check(p); err != nil {
 		fmt.Fprintf(stderr, "e2e: %v\n", err)
@@ -274,6 +294,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// toFeatureGates reads -to-feature-gates: the local provider's only.
+func toFeatureGates(value, provider string) (map[string]bool, error) {
+	gates, err := kubelet.ParseFeatureGates(value)
+	if err == nil && gates != nil && provider != "local" {
+		err = errors.New("-to-feature-gates is the local provider's")
+	}
+	return gates, err
 }
 
 // planControls says whether the plan runs (or, -mode images, builds for)

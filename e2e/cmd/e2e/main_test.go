@@ -190,6 +190,35 @@ func TestRollbackStepsRefusedWhereTheyCannotRun(t *testing.T) {
 	}
 }
 
+// TestRecordAfterSwapOptions: -record-after-swap is auto, true or false;
+// with static pods on the local provider only, refused before anything is
+// made elsewhere; -cli is the local provider's.
+func TestRecordAfterSwapOptions(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "e2e-root")
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{name: "bad value", args: []string{"-mode", "steps", "-versions", "1.30.14,1.31.14", "-record-after-swap", "yes"}, wantErr: "auto, true or false"},
+		{name: "kind", args: []string{"-mode", "steps", "-versions", "1.30.14,1.31.14", "-provider", "kind", "-record-after-swap", "true"}, wantErr: "-record-after-swap runs with static pods on the local provider only"},
+		{name: "API mode", args: []string{"-mode", "api", "-record-after-swap", "true"}, wantErr: "-record-after-swap runs with static pods on the local provider only"},
+		{name: "-to-feature-gates: not a gate", args: []string{"-mode", "steps", "-steps", "1.37.2:1.36.5", "-to-feature-gates", "RestartAllContainersOnContainerExits"}, wantErr: "want Name=true or Name=false"},
+		{name: "-to-feature-gates on kind", args: []string{"-mode", "steps", "-steps", "1.36.5:1.37.2", "-provider", "kind", "-to-feature-gates", "RestartAllContainersOnContainerExits=false"}, wantErr: "-to-feature-gates is the local provider's"},
+		{name: "-cli on kind", args: []string{"-mode", "steps", "-versions", "1.30.14,1.31.14", "-provider", "kind", "-cli", "/tmp/kubelet-compat"}, wantErr: "-cli is the local provider's"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(append(tt.args, "-root", root), &stdout, &stderr)
+			assert.Equal(t, code, 2, "stdout: %s\nstderr: %s", stdout.String(), stderr.String())
+			assert.Assert(t, strings.Contains(stderr.String(), tt.wantErr), stderr.String())
+			_, err := os.Stat(root)
+			assert.Assert(t, os.IsNotExist(err), "the refused run made its root")
+		})
+	}
+}
+
 // TestPlanControls: -mode images builds the controls' packages and node
 // images for every plan unless -controls=false.
 func TestPlanControls(t *testing.T) {

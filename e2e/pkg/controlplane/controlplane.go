@@ -46,6 +46,8 @@ type Options struct {
 	ControllerManager func(version string) string
 	// Controllers is its --controllers (e.g. "endpointslice").
 	Controllers string
+	// Etcd is the etcd binary ("": etcd on PATH).
+	Etcd string
 }
 
 // ControlPlane is etcd, one kube-apiserver and, when Options name it, one
@@ -82,7 +84,11 @@ func (cp *ControlPlane) Start(ctx context.Context, version string) error {
 	}
 	peer := fmt.Sprintf("http://127.0.0.1:%d", EtcdPeerPort)
 	client := fmt.Sprintf("http://127.0.0.1:%d", EtcdClientPort)
-	etcd, err := proc.Start(cp.opts.Recorder, "etcd", "etcd", []string{"--name=e2e", "--data-dir=" + dataDir,
+	etcdBinary := cp.opts.Etcd
+	if etcdBinary == "" {
+		etcdBinary = "etcd"
+	}
+	etcd, err := proc.Start(cp.opts.Recorder, "etcd", etcdBinary, []string{"--name=e2e", "--data-dir=" + dataDir,
 		"--listen-client-urls=" + client, "--advertise-client-urls=" + client,
 		"--listen-peer-urls=" + peer, "--initial-advertise-peer-urls=" + peer, "--initial-cluster=e2e=" + peer,
 		"--unsafe-no-fsync"}, nil, filepath.Join(cp.opts.LogDir, "etcd.log"))

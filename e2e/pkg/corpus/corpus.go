@@ -46,7 +46,26 @@ const (
 	KindPinned     = "pinned"     // explicit metadata.uid, otherwise like web
 	KindConfigMap  = "configmap"  // API mode only: serves a configMap volume
 	KindResize     = "resize"     // API mode only: web with resizePolicy memory RestartContainer, cpu and memory requests and limits
+	// KindRestartAll is web with an explicit uid whose container sets
+	// restartPolicy Always and a restartPolicyRules action
+	// RestartAllContainers (exit code 42, which it never returns): a pod
+	// that needs the node feature RestartAllContainersOnContainerExits
+	// (KEP-5328). Static pods only, one more pod after the rotation, when
+	// every kubelet of the plan is RestartAllMinMinor or newer.
+	KindRestartAll = "restartall"
 )
+
+// RestartAllMinMinor is the first minor whose kubelet accepts a static pod
+// with a RestartAllContainers rule by default: a kubelet validates static
+// pods with its own feature gates (pkg/kubelet/config/common.go,
+// ValidatePodCreate, no old pod to ratchet from), and
+// RestartAllContainersOnContainerExits is alpha (off) in 1.35, beta (on)
+// in 1.36 and 1.37 (ContainerRestartRules, which the container-level
+// restartPolicy needs, is on from 1.35).
+const RestartAllMinMinor = 36
+
+// RestartAllGate is the feature gate of that rule.
+const RestartAllGate = "RestartAllContainersOnContainerExits"
 
 // ConfigMapName is the configMap the configmap pods mount (API mode).
 const ConfigMapName = "kc-e2e-www"
@@ -69,6 +88,10 @@ type Options struct {
 	// is off by default (ResizeGateMinor): the old API server keeps the
 	// resize pods' resizePolicy (UpstreamRestarts).
 	ResizeGate bool
+	// MinKubeletMinor is the oldest kubelet minor of the plan (0: not
+	// known): from RestartAllMinMinor on, static corpora get one
+	// KindRestartAll pod more.
+	MinKubeletMinor int
 }
 
 // Pod is one pod of the corpus with what the e2e needs to know about it.
@@ -106,6 +129,9 @@ func New(o Options) *Corpus {
 	for i := 0; i < o.Pods; i++ {
 		kind := ks[i%len(ks)]
 		c.Pods = append(c.Pods, newPod(kind, fmt.Sprintf("%s-%03d", kind, i), i, o))
+	}
+	if !o.API && o.MinKubeletMinor >= RestartAllMinMinor {
+		c.Pods = append(c.Pods, newPod(KindRestartAll, fmt.Sprintf("%s-%03d", KindRestartAll, o.Pods), o.Pods, o))
 	}
 	c.API, c.ResizeGate = o.API, o.ResizeGate
 	return c
@@ -286,6 +312,9 @@ func build(kind, name string, i int, o Options) *v1.Pod {
 		c := web
 		c.SecurityContext = &v1.SecurityContext{SeccompProfile: &v1.SeccompProfile{Type: v1.SeccompProfileTypeRuntimeDefault}}
 		p.Spec.Containers = []v1.Container{c}
+	case KindRestartAll:
+		p.UID = pinnedUID(i)
+		p.Spec.Containers = []v1.Container{restartAll(web)}
 	case KindProbeGrace:
 		p.UID = pinnedUID(i)
 		c := web
@@ -295,6 +324,18 @@ func build(kind, name string, i int, o Options) *v1.Pod {
 		p.Spec.Containers = []v1.Container{c}
 	}
 	return p
+}
+
+// restartAll is c with restartPolicy Always and a restartPolicyRules
+// action RestartAllContainers on exit code 42 (the kind restartall):
+// ValidatePodCreate of 1.36 and 1.37 wants the container's restartPolicy
+// with restart rules, and exitCodes on every rule.
+func restartAll(c v1.Container) v1.Container {
+	always := v1.ContainerRestartPolicyAlways
+	c.RestartPolicy = &always
+	c.RestartPolicyRules = []v1.ContainerRestartRule{{Action: v1.ContainerRestartRuleActionRestartAllContainers,
+		ExitCodes: &v1.ContainerRestartRuleOnExitCodes{Operator: v1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{42}}}}
+	return c
 }
 
 // Expectation is what upstream's kubelet does to one pod on a step.
@@ -351,6 +392,40 @@ func (c *Corpus) UpstreamRestarts(from, to int) []Expectation {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Pod < out[j].Pod })
 	return out
+}
+
+// TargetRefuses lists the pods kubelet 1.<to>, with the feature gates
+// gates on top of its defaults, refuses at its start, patched or not: the
+// KindRestartAll pods when its RestartAllContainersOnContainerExits is off.
+// A static pod reaches no admission handler then: the kubelet's own
+// validation refuses the manifest ("Could not process manifest file",
+// restartPolicyRules action not supported), the pod is not in its config,
+// and its running containers are killed as an orphaned pod's
+// (HandlePodCleanups). An API pod would pass the API server's validation
+// and be rejected PodFeatureUnsupported by the declared-features admit
+// handler; the corpus has no such API pod. The patched kubelet waives
+// neither: it cannot honour the rule.
+func (c *Corpus) TargetRefuses(to int, gates map[string]bool) []Expectation {
+	if c.API || RestartAllGateOn(to, gates) {
+		return nil
+	}
+	var out []Expectation
+	for _, p := range c.Pods {
+		if p.Kind == KindRestartAll {
+			out = append(out, Expectation{p.RuntimeName, fmt.Sprintf("restartPolicyRules action RestartAllContainers with %s off on kubelet 1.%d: the static pod's manifest is invalid there, its containers are killed", RestartAllGate, to)})
+		}
+	}
+	return out
+}
+
+// RestartAllGateOn says whether kubelet 1.minor runs with
+// RestartAllContainersOnContainerExits on: gates' value, else its default
+// (on from 1.36; absent before 1.35).
+func RestartAllGateOn(minor int, gates map[string]bool) bool {
+	if on, ok := gates[RestartAllGate]; ok && minor >= 35 {
+		return on
+	}
+	return minor >= RestartAllMinMinor
 }
 
 // PatchedRollbackRestarts lists the pods the patched kubelet 1.<to>

@@ -220,3 +220,57 @@ func TestResizeFeatureGates(t *testing.T) {
 	assert.DeepEqual(t, ResizeFeatureGates(32), map[string]bool{"InPlacePodVerticalScaling": true})
 	assert.Assert(t, ResizeFeatureGates(33) == nil)
 }
+
+func TestRestartAllPodOnlyWhereEveryKubeletAcceptsIt(t *testing.T) {
+	for _, tc := range []struct {
+		min  int
+		api  bool
+		want bool
+	}{{0, false, false}, {31, false, false}, {35, false, false}, {36, false, true}, {37, false, true}, {37, true, false}} {
+		c := New(Options{Pods: 10, NodeName: "n", FirstHostPort: 19000, MinKubeletMinor: tc.min, API: tc.api})
+		var ra []Pod
+		for _, p := range c.Pods {
+			if p.Kind == KindRestartAll {
+				ra = append(ra, p)
+			}
+		}
+		if !tc.want {
+			assert.Equal(t, len(ra), 0, "min %d api %t", tc.min, tc.api)
+			continue
+		}
+		assert.Equal(t, len(c.Pods), 11)
+		assert.Equal(t, len(ra), 1)
+		p := ra[0]
+		assert.Equal(t, p.RuntimeName, Namespace+"/restartall-010-n")
+		assert.Assert(t, p.PinnedUID)
+		ctr := p.Spec.Spec.Containers[0]
+		// ValidatePodCreate (1.36, 1.37): restart rules need the
+		// container's restartPolicy, and exitCodes on every rule.
+		assert.Equal(t, *ctr.RestartPolicy, v1.ContainerRestartPolicyAlways)
+		assert.Equal(t, len(ctr.RestartPolicyRules), 1)
+		assert.Equal(t, ctr.RestartPolicyRules[0].Action, v1.ContainerRestartRuleActionRestartAllContainers)
+		assert.Assert(t, ctr.RestartPolicyRules[0].ExitCodes != nil)
+	}
+}
+
+func TestTargetRefuses(t *testing.T) {
+	c := New(Options{Pods: 10, NodeName: "n", FirstHostPort: 19000, MinKubeletMinor: 36})
+	off := map[string]bool{RestartAllGate: false}
+	assert.Equal(t, len(c.TargetRefuses(36, nil)), 0)
+	assert.Equal(t, len(c.TargetRefuses(37, nil)), 0)
+	assert.Equal(t, len(c.TargetRefuses(36, map[string]bool{RestartAllGate: true})), 0)
+	assert.Equal(t, len(c.TargetRefuses(36, map[string]bool{"Other": false})), 0)
+	got := c.TargetRefuses(36, off)
+	assert.Equal(t, len(got), 1)
+	assert.Equal(t, got[0].Pod, Namespace+"/restartall-010-n")
+	assert.Equal(t, len(c.TargetRefuses(37, off)), 1)
+	// 1.35: the gate is alpha, off by default.
+	assert.Equal(t, len(c.TargetRefuses(35, nil)), 1)
+	// Neither the uid (explicit) nor the {name, image} hash moves on the
+	// rollback 1.37 -> 1.36, and 1.36 knows every field it sets: only
+	// the refusal loses it.
+	for _, e := range append(c.UpstreamRestarts(37, 36), c.PatchedRollbackRestarts(37, 36)...) {
+		assert.Assert(t, e.Pod != got[0].Pod, e.Reason)
+	}
+	assert.Equal(t, len(New(Options{Pods: 10, NodeName: "n", MinKubeletMinor: 36, API: true}).TargetRefuses(36, off)), 0)
+}

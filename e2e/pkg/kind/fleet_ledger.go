@@ -12,8 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/readiness"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 )
@@ -46,7 +46,10 @@ type podLedger struct {
 // are listed (a minute at most).
 func startLedger(ctx context.Context, cs kubernetes.Interface, namespace string) (*podLedger, error) {
 	l := &podLedger{pods: map[string]*podRecord{}, stop: make(chan struct{}), now: time.Now}
-	f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(namespace))
+	f, err := readiness.NewInformerFactory(cs, namespace)
+	if err != nil {
+		return nil, err
+	}
 	inf := f.Core().V1().Pods().Informer()
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj interface{}) { l.observe(obj, false) },

@@ -49,6 +49,9 @@ func (k *Runner) Check(p plan.Plan) error {
 	if plan.HasRollback(p.Steps) {
 		return errors.New(plan.RollbackLocalOnly)
 	}
+	if p.RecordAfterSwap {
+		return errors.New(plan.RecordAfterSwapLocalOnly)
+	}
 	if len(k.FleetRuns) > 0 {
 		return CheckFleet(p.Steps)
 	}

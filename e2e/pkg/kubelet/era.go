@@ -8,6 +8,7 @@ import (
 	osexec "os/exec"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -130,6 +131,48 @@ func FeatureGatesFlag(gates map[string]bool) string {
 	}
 	sort.Strings(out)
 	return strings.Join(out, ",")
+}
+
+// ParseFeatureGates reads a --feature-gates value (Name=true,Other=false;
+// "" is none): every entry Name=bool, each name once. The kubelet itself
+// refuses a gate it does not know when it starts.
+func ParseFeatureGates(value string) (map[string]bool, error) {
+	if strings.TrimSpace(value) == "" {
+		return nil, nil
+	}
+	gates := map[string]bool{}
+	for _, kv := range strings.Split(value, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		if !ok || !featureGateName.MatchString(k) {
+			return nil, fmt.Errorf("feature gate %q: want Name=true or Name=false", kv)
+		}
+		on, err := strconv.ParseBool(v)
+		if err != nil {
+			return nil, fmt.Errorf("feature gate %q: %q is not a bool", kv, v)
+		}
+		if _, dup := gates[k]; dup {
+			return nil, fmt.Errorf("feature gate %s given twice", k)
+		}
+		gates[k] = on
+	}
+	return gates, nil
+}
+
+var featureGateName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9.]*$`)
+
+// MergeFeatureGates is a's gates, then b's (b wins); nil when both are
+// empty.
+func MergeFeatureGates(a, b map[string]bool) map[string]bool {
+	if len(a)+len(b) == 0 {
+		return nil
+	}
+	out := map[string]bool{}
+	for _, m := range []map[string]bool{a, b} {
+		for k, v := range m {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 func joinDir(dir, name string) string {

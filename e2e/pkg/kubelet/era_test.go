@@ -148,3 +148,34 @@ func TestFeatureGates(t *testing.T) {
 	args := strings.Join(c.Plan().Args, " ")
 	assert.Assert(t, !strings.Contains(args, "--feature-gates"), args)
 }
+
+func TestParseFeatureGates(t *testing.T) {
+	g, err := ParseFeatureGates("RestartAllContainersOnContainerExits=false, InPlacePodVerticalScaling=true")
+	assert.NilError(t, err)
+	assert.DeepEqual(t, g, map[string]bool{"RestartAllContainersOnContainerExits": false, "InPlacePodVerticalScaling": true})
+	assert.Equal(t, FeatureGatesFlag(g), "InPlacePodVerticalScaling=true,RestartAllContainersOnContainerExits=false")
+	g, err = ParseFeatureGates("")
+	assert.NilError(t, err)
+	assert.Assert(t, g == nil)
+	for _, bad := range []string{"A", "A=maybe", "=true", "A=true,A=false", "A=true,", "a b=true"} {
+		_, err := ParseFeatureGates(bad)
+		assert.Assert(t, err != nil, bad)
+	}
+}
+
+func TestMergeFeatureGates(t *testing.T) {
+	assert.Assert(t, MergeFeatureGates(nil, nil) == nil)
+	assert.DeepEqual(t, MergeFeatureGates(map[string]bool{"A": true, "B": true}, map[string]bool{"B": false}), map[string]bool{"A": true, "B": false})
+	// The gates reach the kubelet as a flag while it lists --feature-gates.
+	c := Config{Minor: 36, Help: &Help{Flags: map[string]bool{"feature-gates": true}}, FeatureGates: map[string]bool{"RestartAllContainersOnContainerExits": false}}
+	assert.Assert(t, contains(c.Plan().Args, "--feature-gates=RestartAllContainersOnContainerExits=false"))
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

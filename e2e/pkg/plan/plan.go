@@ -35,14 +35,38 @@ type Plan struct {
 	Extras bool
 	// Readiness watches the pods' Ready condition and their Services'
 	// EndpointSlices across each swap.
-	Readiness     bool
-	SyncFrequency time.Duration
+	Readiness bool
+	// RecordAfterSwap runs the operators' flow on every swap: `kubelet-compat
+	// record` against the NEW kubelet once it has settled, three sync periods
+	// before the "after" snapshot, and (patched chain) a static pod born
+	// under each kubelet, carried by the later steps (ParseRecordAfterSwap).
+	RecordAfterSwap bool
+	SyncFrequency   time.Duration
 	// Output is the repository's _output: the binaries, the CLI, the
 	// packages and images.
 	Output string
 	// ReportDir receives report.{json,txt} and logs/.
 	ReportDir string
 	Log       io.Writer
+}
+
+// RecordAfterSwapLocalOnly is why a provider refuses Plan.RecordAfterSwap.
+const RecordAfterSwapLocalOnly = "-record-after-swap runs with static pods on the local provider only, not with -provider kind nor in API mode"
+
+// ParseRecordAfterSwap reads -record-after-swap: true, false, or auto (""
+// too): on for a plan with a rollback step, where a record on the older
+// kubelet must carry forward what the newer one created, off otherwise
+// (the other modes' figures and durations stay as measured).
+func ParseRecordAfterSwap(value string, steps []Step) (bool, error) {
+	switch value {
+	case "", "auto":
+		return HasRollback(steps), nil
+	case "true":
+		return true, nil
+	case "false":
+		return false, nil
+	}
+	return false, fmt.Errorf("-record-after-swap is auto, true or false, not %q", value)
 }
 
 // RollbackLocalOnly is why a provider refuses rollback steps.

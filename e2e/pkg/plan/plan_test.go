@@ -102,6 +102,36 @@ func TestRollback(t *testing.T) {
 	assert.Assert(t, !HasRollback([]Step{{"1.30.14", "1.31.14"}}))
 }
 
+func TestParseRecordAfterSwap(t *testing.T) {
+	upDownUp, _ := ParseSteps("1.30.14,1.31.14,1.30.14,1.31.14", "")
+	up, _ := ParseSteps("1.30.14,1.31.14", "")
+	tests := []struct {
+		value string
+		steps []Step
+		want  bool
+		err   string
+	}{
+		{value: "", steps: upDownUp, want: true},
+		{value: "auto", steps: upDownUp, want: true},
+		{value: "auto", steps: []Step{{"1.31.14", "1.30.14"}}, want: true},
+		{value: "", steps: up, want: false},
+		{value: "auto", steps: up, want: false},
+		{value: "true", steps: up, want: true},
+		{value: "false", steps: upDownUp, want: false},
+		{value: "yes", steps: up, err: "auto, true or false"},
+		{value: "True", steps: up, err: "auto, true or false"},
+	}
+	for _, tt := range tests {
+		got, err := ParseRecordAfterSwap(tt.value, tt.steps)
+		if tt.err != "" {
+			assert.ErrorContains(t, err, tt.err)
+			continue
+		}
+		assert.NilError(t, err)
+		assert.Equal(t, got, tt.want, "%q %v", tt.value, tt.steps)
+	}
+}
+
 func TestControlPlanePath(t *testing.T) {
 	tests := []struct {
 		step      Step

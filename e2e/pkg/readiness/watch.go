@@ -13,7 +13,6 @@ import (
 	discoveryv1beta1 "k8s.io/api/discovery/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 )
@@ -103,7 +102,10 @@ func Start(ctx context.Context, cs kubernetes.Interface, o Options) (*Watch, err
 	for _, s := range o.Services {
 		w.services[s] = true
 	}
-	f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(o.Namespace))
+	f, err := NewInformerFactory(cs, o.Namespace)
+	if err != nil {
+		return nil, err
+	}
 	podInf := f.Core().V1().Pods().Informer()
 	if _, err := podInf.AddEventHandler(w.handler(w.pod)); err != nil {
 		return nil, err

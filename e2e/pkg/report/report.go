@@ -53,7 +53,12 @@ type Run struct {
 	// which sets a field the older kubelet does not know: it restarts them,
 	// and only them.
 	Unrepresentable []Expectation `json:"unrepresentable,omitempty"`
-	Diff            snapshot.Diff `json:"diff"`
+	// Refused lists the pods the target kubelet refuses at its start,
+	// patched or not (a node feature it does not declare: its feature
+	// gates): both variants must lose them (no ready sandbox after), and
+	// they count for nothing else.
+	Refused []Expectation `json:"refused,omitempty"`
+	Diff    snapshot.Diff `json:"diff"`
 	// Node names the node of a multi-node provider (kind).
 	Node string `json:"node,omitempty"`
 	// ByDesign lists the pods that restarted for a reason outside the
@@ -345,7 +350,8 @@ func (r *Report) Write(dir string) error {
 // AssertPatched: the patched kubelet restarts nothing, recreates no pod,
 // keeps every pod's UID (static pods: the recorded one) and runs no init
 // container again; upgrade and rollback steps alike. On a rollback the
-// pods of run.Unrepresentable restart a container, exactly those.
+// pods of run.Unrepresentable restart a container, exactly those. The pods
+// of run.Refused must be gone, and are not counted as restarts.
 func AssertPatched(run *Run) {
 	rerun := 0
 	for _, c := range run.Diff.Changes {
@@ -358,30 +364,85 @@ func AssertPatched(run *Run) {
 	for _, e := range run.Unrepresentable {
 		expected = append(expected, e.Pod)
 	}
-	restarted := append([]string(nil), run.Diff.RestartedPods...)
+	restarted := withoutPods(run.Diff.RestartedPods, run.Refused)
 	sort.Strings(expected)
 	sort.Strings(restarted)
 	onlyExpected := run.Restarts == 0
-	if len(expected) > 0 {
+	if len(expected) > 0 || len(run.Refused) > 0 {
 		onlyExpected = strings.Join(restarted, " ") == strings.Join(expected, " ")
 	}
-	run.Passed = onlyExpected && run.RecreatedPods == 0 && uids == 0 && rerun == 0 && run.Pods > 0
+	kept := NotGone(run)
+	run.Passed = onlyExpected && len(kept) == 0 && run.RecreatedPods == 0 && uids == 0 && rerun == 0 && run.Pods > 0
+	refused := ""
+	if len(run.Refused) > 0 {
+		refused = fmt.Sprintf("; lost as the target refuses them, as upstream (asserted): %s", strings.Join(podsOf(run.Refused), " "))
+	}
 	switch {
+	case run.Passed && len(expected) == 0 && len(run.Refused) > 0:
+		run.Verdict = "pass: 0 restarts of the pods the target admits" + refused
+		return
 	case run.Passed && len(expected) == 0:
 		run.Verdict = "pass: 0 restarts"
 		return
 	case run.Passed:
-		run.Verdict = fmt.Sprintf("pass: restarts only %s (fields the older kubelet does not know)", strings.Join(expected, " "))
+		run.Verdict = fmt.Sprintf("pass: restarts only %s (fields the older kubelet does not know)%s", strings.Join(expected, " "), refused)
+		return
+	case len(kept) > 0:
+		run.Verdict = fmt.Sprintf("FAIL: %s still running, though the target refuses it (the e2e could not see the refusal)", strings.Join(kept, " "))
 		return
 	case len(expected) > 0:
 		run.Verdict = fmt.Sprintf("FAIL: %d restarts, %d pods recreated, %d pod UIDs changed, %d init reruns: restarted %s, expected only %s", run.Restarts, run.RecreatedPods, uids, rerun, strings.Join(restarted, " "), strings.Join(expected, " "))
 		return
 	}
-	run.Verdict = fmt.Sprintf("FAIL: %d restarts, %d pods recreated, %d pod UIDs changed, %d init reruns: %s", run.Restarts, run.RecreatedPods, uids, rerun, strings.Join(run.Diff.RestartedPods, " "))
+	run.Verdict = fmt.Sprintf("FAIL: %d restarts, %d pods recreated, %d pod UIDs changed, %d init reruns: %s", run.Restarts, run.RecreatedPods, uids, rerun, strings.Join(restarted, " "))
+}
+
+// NotGone lists the pods of run.Refused that still have a ready sandbox
+// after the swap (no PodGone change in the diff), sorted.
+func NotGone(run *Run) []string {
+	gone := map[string]bool{}
+	for _, c := range run.Diff.Changes {
+		if c.Kind == snapshot.PodGone {
+			gone[c.Pod] = true
+		}
+	}
+	var out []string
+	for _, e := range run.Refused {
+		if !gone[e.Pod] {
+			out = append(out, e.Pod)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func podsOf(es []Expectation) []string {
+	out := make([]string, 0, len(es))
+	for _, e := range es {
+		out = append(out, e.Pod)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// withoutPods is pods without those of es.
+func withoutPods(pods []string, es []Expectation) []string {
+	drop := map[string]bool{}
+	for _, e := range es {
+		drop[e.Pod] = true
+	}
+	var out []string
+	for _, p := range pods {
+		if !drop[p] {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // AssertControl: the unpatched kubelet restarts at least what upstream is
-// known to restart; a step where upstream restarts nothing is reported.
+// known to restart, and loses the pods of run.Refused; a step where
+// upstream restarts nothing is reported.
 func AssertControl(run *Run) {
 	restarted := map[string]bool{}
 	for _, p := range run.Diff.RestartedPods {
@@ -393,20 +454,28 @@ func AssertControl(run *Run) {
 			missed = append(missed, e.Pod)
 		}
 	}
+	others := withoutPods(run.Diff.RestartedPods, run.Refused)
+	kept := NotGone(run)
+	refused := ""
+	if len(run.Refused) > 0 {
+		refused = fmt.Sprintf("; lost as the target refuses them (asserted): %s", strings.Join(podsOf(run.Refused), " "))
+	}
 	switch {
-	case len(run.Expected) == 0 && len(run.Diff.RestartedPods) == 0:
+	case len(kept) > 0:
+		run.Verdict = fmt.Sprintf("FAIL: the control did not lose %s, which the target refuses: this e2e could not see the refusal", strings.Join(kept, " "))
+	case len(run.Expected) == 0 && len(others) == 0:
 		run.Passed = true
-		run.Verdict = fmt.Sprintf("reported, not asserted: upstream restarts nothing on this step (seen: %d restarts)", run.Restarts)
+		run.Verdict = fmt.Sprintf("reported, not asserted: upstream restarts nothing on this step (seen: %d restarts)%s", run.Restarts, refused)
 	case len(run.Expected) == 0:
 		// The expectations missed a change upstream makes: not the
 		// patch's failure, but they need fixing.
 		run.Passed = true
-		run.Verdict = fmt.Sprintf("reported, not asserted: no restart expected on this step, yet the control restarted %d pods (%s): corpus.UpstreamRestarts misses a change", len(run.Diff.RestartedPods), strings.Join(run.Diff.RestartedPods, " "))
+		run.Verdict = fmt.Sprintf("reported, not asserted: no restart expected on this step, yet the control restarted %d pods (%s): corpus.UpstreamRestarts misses a change%s", len(others), strings.Join(others, " "), refused)
 	case len(missed) > 0:
 		run.Verdict = fmt.Sprintf("FAIL: the control did not restart %s: this e2e could not tell the patch from upstream", strings.Join(missed, " "))
 	default:
 		run.Passed = true
-		run.Verdict = fmt.Sprintf("pass: restarts as upstream (%d/%d expected pods, %d pods in all)", len(run.Expected), len(run.Expected), len(run.Diff.RestartedPods))
+		run.Verdict = fmt.Sprintf("pass: restarts as upstream (%d/%d expected pods, %d pods in all)%s", len(run.Expected), len(run.Expected), len(run.Diff.RestartedPods), refused)
 	}
 }
 

@@ -50,8 +50,8 @@ const (
 // upstreamDeviceLosses is what the unpatched kubelet does to the device
 // pods on a step (pod name -> rejection reason), as measured: on every
 // step of the chain, with the plugin running and with it down across the
-// swap, upstream keeps them (e2e/README.md, "Results of the device-plugin
-// case"). A loss measured later goes here and the control must show it.
+// swap, upstream keeps them (docs/results.md, "The device-plugin case").
+// A loss measured later goes here and the control must show it.
 func upstreamDeviceLosses(Step) map[string]string { return map[string]string{} }
 
 // devicePodSpecs are the pods that request one device each (limits; the

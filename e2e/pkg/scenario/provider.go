@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/cleanup"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kubelet"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/plan"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
 )
@@ -25,10 +26,14 @@ func (l *Local) Name() string { return "local" }
 
 // Check refuses rollback steps in API mode: upstream downgrades the
 // kubelet before the control plane, the API mode upgrades the control
-// plane first and does not roll it back.
+// plane first and does not roll it back. RecordAfterSwap is for static
+// pods too (its born pods are static pods).
 func (l *Local) Check(p plan.Plan) error {
 	if plan.HasRollback(p.Steps) && l.Options.API {
 		return errors.New(plan.RollbackLocalOnly)
+	}
+	if p.RecordAfterSwap && l.Options.API {
+		return errors.New(plan.RecordAfterSwapLocalOnly)
 	}
 	return nil
 }
@@ -44,6 +49,15 @@ func (l *Local) Describe(p plan.Plan) string {
 	pods := "static pods"
 	if l.Options.API {
 		pods = "API pods (etcd, kube-apiserver)"
+	}
+	if p.RecordAfterSwap {
+		pods += ", record after each swap and a static pod born under each kubelet (-record-after-swap)"
+	}
+	if l.Options.CLI != "" {
+		pods += ", CLI " + l.Options.CLI
+	}
+	if len(l.Options.ToFeatureGates) > 0 {
+		pods += ", target kubelets with --feature-gates=" + kubelet.FeatureGatesFlag(l.Options.ToFeatureGates) + " (-to-feature-gates)"
 	}
 	return fmt.Sprintf("%d %s, local provider, state in %s", l.Options.Pods, pods, l.Options.Root)
 }

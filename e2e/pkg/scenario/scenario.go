@@ -75,6 +75,14 @@ type Options struct {
 	// the harness cannot build. A kubelet newer than kube-apiserver is
 	// outside upstream's skew policy; the report says so.
 	ControlPlaneVersion string
+	// CLI is the kubelet-compat the scenario runs ("": <Output>/kubelet-compat),
+	// e.g. one built from an older commit as a negative control of a fix.
+	CLI string
+	// ToFeatureGates are feature gates of the kubelet every step swaps in
+	// (its target, patched and control alike), on top of the e2e's own:
+	// e.g. RestartAllContainersOnContainerExits=false, which makes the
+	// target refuse the corpus's restartall pod (declared.go).
+	ToFeatureGates map[string]bool
 }
 
 // Scenario is one e2e run on one node.
@@ -97,6 +105,12 @@ type Scenario struct {
 	nextKubeletArgs []string
 	// helps caches what each kubelet binary's --help lists.
 	helps map[string]*kubelet.Help
+	// asTarget: the kubelets started now are a step's target (they get
+	// Options.ToFeatureGates); false from a reset on.
+	asTarget bool
+	// refused are the pods (runtime names) the running target refuses
+	// (declared.go): no longer waited for; cleared by a reset.
+	refused map[string]bool
 	// extraPods are pods created besides the corpus (admission cases,
 	// readiness pods); waitReady covers them with the corpus.
 	extraPods []corpus.Pod
@@ -107,7 +121,9 @@ type Scenario struct {
 	plugin    *proc.Process
 	pluginBin string
 	pluginLog string
-	Report    *report.Report
+	// patchedErrs are the patched steps that failed their assertions.
+	patchedErrs []error
+	Report      *report.Report
 }
 
 func (s *Scenario) logf(format string, args ...interface{}) {
@@ -118,7 +134,12 @@ func (s *Scenario) kubeletDir() string   { return filepath.Join(s.opts.Root, "ku
 func (s *Scenario) manifestDir() string  { return filepath.Join(s.opts.Root, "manifests") }
 func (s *Scenario) hostPathRoot() string { return filepath.Join(s.opts.Root, "hostpath") }
 func (s *Scenario) logDir() string       { return filepath.Join(s.opts.ReportDir, "logs") }
-func (s *Scenario) cli() string          { return filepath.Join(s.opts.Output, "kubelet-compat") }
+func (s *Scenario) cli() string {
+	if s.opts.CLI != "" {
+		return s.opts.CLI
+	}
+	return filepath.Join(s.opts.Output, "kubelet-compat")
+}
 
 // Binary is the kubelet of a version, patched or as released.
 func (s *Scenario) Binary(version string, patched bool) string {
@@ -224,7 +245,8 @@ func Run(ctx context.Context, o Options, stack *cleanup.Stack, rep *report.Repor
 		return err
 	}
 	s := &Scenario{opts: o, stack: stack, Report: rep}
-	s.corpus = corpus.New(corpus.Options{Pods: o.Pods, NodeName: o.NodeName, HostPathRoot: s.hostPathRoot(), FirstHostPort: 19100, API: o.API, ResizeGate: o.ResizeGate})
+	s.corpus = corpus.New(corpus.Options{Pods: o.Pods, NodeName: o.NodeName, HostPathRoot: s.hostPathRoot(), FirstHostPort: 19100, API: o.API, ResizeGate: o.ResizeGate,
+		MinKubeletMinor: minKubeletMinor(o.Steps)})
 	// Logs of an earlier run would mix with this run's.
 	if err := os.RemoveAll(s.logDir()); err != nil {
 		return err
@@ -287,7 +309,6 @@ func Run(ctx context.Context, o Options, stack *cleanup.Stack, rep *report.Repor
 		}
 		return nil
 	}
-	var errs []error
 	if o.Controls {
 		for _, st := range o.Steps {
 			if err := s.controlRun(ctx, st); err != nil {
@@ -298,12 +319,22 @@ func Run(ctx context.Context, o Options, stack *cleanup.Stack, rep *report.Repor
 	if o.SkipPatched {
 		return nil
 	}
-	// The patched chain: one baseline on the first version, then every
-	// step in place.
+	if err := s.patchedChain(ctx); err != nil {
+		return err
+	}
+	return errors.Join(s.patchedErrs...)
+}
+
+// patchedChain is one baseline on the first version, then every step in
+// place; with RecordAfterSwap a static pod is born under each kubelet but
+// the last, and the later steps carry it. A step that fails its assertions
+// goes to patchedErrs, the chain goes on.
+func (s *Scenario) patchedChain(ctx context.Context) error {
+	o := s.opts
 	if err := s.baseline(ctx, o.Steps[0].From); err != nil {
 		return err
 	}
-	for _, st := range o.Steps {
+	for i, st := range o.Steps {
 		run, err := s.swap(ctx, st, true, nil)
 		if err != nil {
 			return err
@@ -314,16 +345,18 @@ func Run(ctx context.Context, o Options, stack *cleanup.Stack, rep *report.Repor
 		report.AssertPatched(run)
 		s.Report.Runs = append(s.Report.Runs, *run)
 		if !run.Passed {
-			errs = append(errs, fmt.Errorf("%s patched: %s", st, run.Verdict))
+			s.patchedErrs = append(s.patchedErrs, fmt.Errorf("%s patched: %s", st, run.Verdict))
+		}
+		if o.RecordAfterSwap && i < len(o.Steps)-1 {
+			if err := s.bornPod(ctx, st.To, i+1); err != nil {
+				return err
+			}
 		}
 	}
 	if o.Extras && !o.API {
-		last := o.Steps[len(o.Steps)-1]
-		if err := s.extras(ctx, last); err != nil {
-			return err
-		}
+		return s.extras(ctx, o.Steps[len(o.Steps)-1])
 	}
-	return errors.Join(errs...)
+	return nil
 }
 
 // NodeOnly brings the local node up (containerd, images) and lists what
@@ -385,6 +418,7 @@ func (s *Scenario) reset(ctx context.Context) error {
 		return err
 	}
 	s.extraPods = nil
+	s.asTarget, s.refused = false, nil
 	s.logf("reset: removed %d sandboxes, the kubelet's root dir, manifests, pod logs and the device checkpoint the run made", n)
 	for _, d := range []string{s.kubeletDir(), s.manifestDir(), s.hostPathRoot()} {
 		if err := mounts.UnmountUnder(d); err != nil {
@@ -421,11 +455,38 @@ func (s *Scenario) swapKubelet(ctx context.Context, k node.Kubelet) error {
 			return err
 		}
 	}
+	s.asTarget = true
 	return s.startKubelet(k.Version, k.Patched)
 }
 
 func (s *Scenario) startKubelet(version string, patched bool) error {
 	s.phase++
+	cfg, err := s.kubeletConfig(version, patched)
+	if err != nil {
+		return err
+	}
+	if plan := cfg.Plan(); len(plan.Dropped) > 0 {
+		s.logf("kubelet %s: dropped (not listed by its --help, no configuration field): %s", version, strings.Join(plan.Dropped, " "))
+	}
+	if len(cfg.FeatureGates) > 0 {
+		s.logf("kubelet %s: feature gates %s (-resize-gate, -to-feature-gates)", version, kubelet.FeatureGatesFlag(cfg.FeatureGates))
+	}
+	if plan := cfg.Plan(); plan.Config != nil {
+		s.logf("kubelet %s: flags it no longer lists set in %s: %s", version, cfg.ConfigFile, strings.Join(plan.Fields(), " "))
+	}
+	k, err := kubelet.Start(cfg)
+	if err != nil {
+		return err
+	}
+	s.kubelet = k
+	s.nextKubeletArgs = nil
+	s.logf("kubelet %s started, pid %d, log %s %s", cfg.Version, k.PID, k.LogFile, strings.Join(k.ExtraArgs, " "))
+	return nil
+}
+
+// kubeletConfig is how startKubelet runs kubelet version (phase s.phase):
+// a step's target (s.asTarget) also gets Options.ToFeatureGates.
+func (s *Scenario) kubeletConfig(version string, patched bool) (kubelet.Config, error) {
 	variant := "patched"
 	if !patched {
 		variant = "unpatched"
@@ -437,34 +498,18 @@ func (s *Scenario) startKubelet(version string, patched bool) error {
 	binary := s.Binary(version, patched)
 	help, err := s.help(binary)
 	if err != nil {
-		return err
+		return kubelet.Config{}, err
 	}
-	cfg := kubelet.Config{
+	gates := s.kubeletGates(kubelet.Minor(version))
+	return kubelet.Config{
 		Binary: binary, Version: version + " " + variant, Minor: kubelet.Minor(version), Help: help,
 		ConfigFile: filepath.Join(s.opts.Root, "kubelet-config.json"),
 		RootDir:    s.kubeletDir(), ManifestDir: s.manifestDir(), NodeName: s.opts.NodeName,
 		RuntimeEndpoint: s.node.RuntimeEndpoint(), PauseImage: corpus.PauseImage, SyncFrequency: s.opts.SyncFrequency,
 		Kubeconfig: kubeconfig, Recorder: s.node.Journal, ExtraArgs: s.nextKubeletArgs,
 		LogFile:      filepath.Join(s.logDir(), fmt.Sprintf("%02d-kubelet-%s-%s.log", s.phase, version, variant)),
-		FeatureGates: s.featureGates(kubelet.Minor(version)),
-	}
-	if plan := cfg.Plan(); len(plan.Dropped) > 0 {
-		s.logf("kubelet %s: dropped (not listed by its --help, no configuration field): %s", version, strings.Join(plan.Dropped, " "))
-	}
-	if len(cfg.FeatureGates) > 0 {
-		s.logf("kubelet %s: feature gates %s (-resize-gate)", version, kubelet.FeatureGatesFlag(cfg.FeatureGates))
-	}
-	if plan := cfg.Plan(); plan.Config != nil {
-		s.logf("kubelet %s: flags it no longer lists set in %s: %s", version, cfg.ConfigFile, strings.Join(plan.Fields(), " "))
-	}
-	k, err := kubelet.Start(cfg)
-	if err != nil {
-		return err
-	}
-	s.kubelet = k
-	s.nextKubeletArgs = nil
-	s.logf("kubelet %s %s started, pid %d, log %s %s", version, variant, k.PID, k.LogFile, strings.Join(k.ExtraArgs, " "))
-	return nil
+		FeatureGates: gates,
+	}, nil
 }
 
 // featureGates are the gates of kube-apiserver and kubelet 1.minor (nil:
@@ -474,6 +519,16 @@ func (s *Scenario) featureGates(minor int) map[string]bool {
 		return nil
 	}
 	return corpus.ResizeFeatureGates(minor)
+}
+
+// kubeletGates are the feature gates of the kubelet 1.minor started now:
+// -resize-gate's, and for a step's target (s.asTarget) -to-feature-gates'.
+func (s *Scenario) kubeletGates(minor int) map[string]bool {
+	gates := s.featureGates(minor)
+	if s.asTarget {
+		gates = kubelet.MergeFeatureGates(gates, s.opts.ToFeatureGates)
+	}
+	return gates
 }
 
 // help asks binary for its flags once per run.
@@ -569,6 +624,7 @@ func (s *Scenario) swap(ctx context.Context, st Step, patched bool, faults []str
 	if err != nil {
 		return nil, err
 	}
+	refusals := s.refusalsBefore(ctx, st, patched)
 	if s.cp != nil && s.cpVersion(st.To) != s.cp.Version {
 		// As upstream's upgrade order: the control plane first, while the
 		// old kubelet keeps running against it (a supported skew).
@@ -598,37 +654,7 @@ func (s *Scenario) swap(ctx context.Context, st Step, patched bool, faults []str
 		}
 	}
 	s.logf("swap %s (%s): stopping kubelet %s", st, variant, st.From)
-	s.betweenKubelets = nil
-	if has(faults, FaultContainerdRestart) {
-		s.betweenKubelets = func(ctx context.Context) error {
-			s.logf("fault: restarting containerd between the two kubelets")
-			return s.node.RestartContainerd(ctx)
-		}
-	}
-	if watch != nil {
-		fault := s.betweenKubelets
-		s.betweenKubelets = func(ctx context.Context) error {
-			if fault != nil {
-				if err := fault(ctx); err != nil {
-					return err
-				}
-			}
-			return s.failReadinessProbes()
-		}
-	}
-	if s.cp != nil && s.opts.ResizePending == ResizeBetweenKubelets {
-		fault := s.betweenKubelets
-		s.betweenKubelets = func(ctx context.Context) error {
-			if fault != nil {
-				if err := fault(ctx); err != nil {
-					return err
-				}
-			}
-			var err error
-			pending, err = s.resizeBeforeNewKubelet(ctx, st, before, ResizeBetweenKubelets)
-			return err
-		}
-	}
+	s.setBetweenKubelets(st, faults, watch != nil, before, &pending)
 	if err := s.host.SwapKubelet(ctx, node.Kubelet{Version: st.To, Patched: patched}); err != nil {
 		return nil, err
 	}
@@ -648,9 +674,7 @@ func (s *Scenario) swap(ctx context.Context, st Step, patched bool, faults []str
 	} else {
 		run.WindowSeconds = window.Sub(started).Seconds()
 	}
-	settle := 3*s.opts.SyncFrequency + 3*time.Second
-	s.logf("swap %s (%s): all pods synced and serving %.1fs after the kubelet started; waiting %s (three sync periods and PLEG relists)", st, variant, run.WindowSeconds, settle)
-	if err := ctxtime.Sleep(ctx, settle); err != nil {
+	if err := s.settle(ctx, st, variant, run.WindowSeconds); err != nil {
 		return nil, err
 	}
 	if watch != nil {
@@ -680,8 +704,93 @@ func (s *Scenario) swap(ctx context.Context, st Step, patched bool, faults []str
 	}
 	run.Diff = snapshot.Compare(before, after)
 	run.Pods, run.Containers, run.Restarts, run.RecreatedPods = run.Diff.Pods, run.Diff.Containers, run.Diff.Restarts, run.Diff.RecreatedPods
+	s.refusalsAfter(refusals, run)
 	s.logf("swap %s (%s): %d pods, %d containers, %d restarts, %d pods recreated, %d pod UIDs changed, %d containers kept by the compat path", st, variant, run.Pods, run.Containers, run.Restarts, run.RecreatedPods, run.Diff.UIDChanges, run.KeptLogLines)
 	return run, nil
+}
+
+// setBetweenKubelets sets what runs between stopping the old kubelet and
+// starting the new one: the containerd fault, the readiness probes made to
+// fail (watched), the resize through the new kube-apiserver (its result
+// into *pending).
+func (s *Scenario) setBetweenKubelets(st Step, faults []string, watched bool, before *snapshot.Snapshot, pending **pendingResize) {
+	s.betweenKubelets = nil
+	if has(faults, FaultContainerdRestart) {
+		s.betweenKubelets = func(ctx context.Context) error {
+			s.logf("fault: restarting containerd between the two kubelets")
+			return s.node.RestartContainerd(ctx)
+		}
+	}
+	if watched {
+		fault := s.betweenKubelets
+		s.betweenKubelets = func(ctx context.Context) error {
+			if fault != nil {
+				if err := fault(ctx); err != nil {
+					return err
+				}
+			}
+			return s.failReadinessProbes()
+		}
+	}
+	if s.cp != nil && s.opts.ResizePending == ResizeBetweenKubelets {
+		fault := s.betweenKubelets
+		s.betweenKubelets = func(ctx context.Context) error {
+			if fault != nil {
+				if err := fault(ctx); err != nil {
+					return err
+				}
+			}
+			var err error
+			*pending, err = s.resizeBeforeNewKubelet(ctx, st, before, ResizeBetweenKubelets)
+			return err
+		}
+	}
+}
+
+// settle waits three sync periods (and PLEG relists) after the window;
+// with Plan.RecordAfterSwap it then runs the operators' record against the
+// new kubelet and waits three sync periods again, so that a restart the
+// running kubelet does because of that file (a patched kubelet reloads it)
+// is in this step's snapshot.
+func (s *Scenario) settle(ctx context.Context, st Step, variant string, window float64) error {
+	settle := 3*s.opts.SyncFrequency + 3*time.Second
+	s.logf("swap %s (%s): all pods synced and serving %.1fs after the kubelet started; waiting %s (three sync periods and PLEG relists)", st, variant, window, settle)
+	if err := ctxtime.Sleep(ctx, settle); err != nil {
+		return err
+	}
+	if !s.opts.RecordAfterSwap {
+		return nil
+	}
+	out, err := s.cliRun(ctx, "record")
+	if err != nil {
+		return fmt.Errorf("kubelet-compat record after the swap to %s: %w: %s", st.To, err, out)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if !strings.HasPrefix(line, "  "+corpus.Namespace+"/") { // not the static pods' list
+			s.logf("record after the swap: %s", strings.TrimSpace(line))
+		}
+	}
+	s.logf("swap %s (%s): recorded against kubelet %s; waiting %s (three sync periods) before the snapshot", st, variant, st.To, settle)
+	return ctxtime.Sleep(ctx, settle)
+}
+
+// bornPod writes the manifest of one more static pod (kind web, no
+// metadata.uid) while kubelet version runs, after step n
+// (Plan.RecordAfterSwap): that kubelet creates its containers, the later
+// steps' snapshots and diffs carry it (extraPods).
+func (s *Scenario) bornPod(ctx context.Context, version string, n int) error {
+	name := fmt.Sprintf("born-s%d-%s", n, strings.ReplaceAll(version, ".", "-"))
+	p := corpus.WebPod(name, nil, corpus.Options{NodeName: s.opts.NodeName, HostPathRoot: s.hostPathRoot(), FirstHostPort: 19100})
+	if err := corpus.WritePod(s.manifestDir(), p.Spec); err != nil {
+		return err
+	}
+	s.extraPods = append(s.extraPods, p)
+	start := time.Now()
+	if _, err := s.waitReadyOf(ctx, 2*time.Minute, false, []corpus.Pod{p}); err != nil {
+		return fmt.Errorf("pod %s born under kubelet %s: %w", p.RuntimeName, version, err)
+	}
+	s.logf("pod %s born under kubelet %s: running and serving after %.1fs; the later steps carry it", p.RuntimeName, version, time.Since(start).Seconds())
+	return nil
 }
 
 // killMidFirstSync SIGKILLs the new kubelet as soon as its log shows the
@@ -714,9 +823,16 @@ func (s *Scenario) killMidFirstSync(ctx context.Context, version string, patched
 	}
 }
 
-// pods are the corpus and the pods created after the baseline.
+// pods are the corpus and the pods created after the baseline, but those
+// the running target refuses.
 func (s *Scenario) pods() []corpus.Pod {
-	return append(append([]corpus.Pod(nil), s.corpus.Pods...), s.extraPods...)
+	var out []corpus.Pod
+	for _, p := range append(append([]corpus.Pod(nil), s.corpus.Pods...), s.extraPods...) {
+		if !s.refused[p.RuntimeName] {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func (s *Scenario) podRefs() []kubelet.PodRef { return podRefs(s.pods()) }

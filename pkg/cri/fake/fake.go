@@ -29,6 +29,9 @@ type Runtime struct {
 	networks   map[string]cri.SandboxStatus // sandbox ID -> its network
 	fail       map[string]error             // method name, or method/ID -> error to return
 	hooks      map[string]func()            // method name -> run before answering
+	// name and version are what Version reports (SetVersion); empty:
+	// crifake 1.0.0.
+	name, version string
 }
 
 // Server is a running fake runtime.

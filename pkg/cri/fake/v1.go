@@ -22,7 +22,8 @@ func (s *v1Server) Version(_ context.Context, req *runtimev1.VersionRequest) (*r
 	}
 	// The API version is what the kubelet asked for: v1, or v1alpha2
 	// through the conversion.
-	return &runtimev1.VersionResponse{Version: "0.1.0", RuntimeName: "crifake", RuntimeVersion: "1.0.0", RuntimeApiVersion: req.Version}, nil
+	name, version := s.rt.runtimeVersion()
+	return &runtimev1.VersionResponse{Version: "0.1.0", RuntimeName: name, RuntimeVersion: version, RuntimeApiVersion: req.Version}, nil
 }
 
 func (s *v1Server) ListPodSandbox(context.Context, *runtimev1.ListPodSandboxRequest) (*runtimev1.ListPodSandboxResponse, error) {

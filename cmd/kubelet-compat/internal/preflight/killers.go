@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	kubeletcompat "github.com/kubelet-compat/kubelet-compat/kubelet-compat"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -126,6 +127,19 @@ func NodeAffinity(to kubeletcompat.Version, node *v1.Node, pods []*v1.Pod) []Fin
 		}
 	}
 	return out
+}
+
+// NodeMismatch explains why the pod's nodeSelector or required node
+// affinity does not match the node (the kubelet's admission rejects it for
+// NodeAffinityReason), or is "" when it matches.
+func NodeMismatch(p *v1.Pod, node *v1.Node) string { return nodeMismatch(p, node) }
+
+// HasNodeConstraint reports whether the pod has a nodeSelector or a
+// required node affinity: only then can the node's labels reject it.
+func HasNodeConstraint(p *v1.Pod) bool {
+	a := p.Spec.Affinity
+	return len(p.Spec.NodeSelector) > 0 ||
+		a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil
 }
 
 // nodeMismatch explains why the pod does not match the node, or is "".
@@ -255,6 +269,28 @@ const DefaultNodeMonitorGracePeriod = 40 * time.Second
 // trees' predicate.go).
 const taintAdmissionMinor = 22
 
+// KubeletChecksTaints reports whether a kubelet of version v rejects, at
+// admission, a pod that is not a static pod and does not tolerate a
+// NoExecute taint of the node (TaintToleration, from 1.22).
+func KubeletChecksTaints(v kubeletcompat.Version) bool {
+	return v.Major > 1 || v.Major == 1 && v.Minor >= taintAdmissionMinor
+}
+
+// UntoleratedNoExecute returns the first NoExecute taint of the node that
+// the pod does not tolerate, as the kubelet's admission looks for one
+// (every NoExecute taint, tolerationSeconds ignored).
+func UntoleratedNoExecute(p *v1.Pod, node *v1.Node) (v1.Taint, bool) {
+	for _, t := range node.Spec.Taints {
+		if t.Effect != v1.TaintEffectNoExecute {
+			continue
+		}
+		if ok, _ := tolerationFor(p, t); !ok {
+			return t, true
+		}
+	}
+	return v1.Taint{}, false
+}
+
 // tolerationFor returns whether the pod tolerates taint and for how long
 // (nil: for ever).
 func tolerationFor(p *v1.Pod, taint v1.Taint) (bool, *int64) {
@@ -262,7 +298,10 @@ func tolerationFor(p *v1.Pod, taint v1.Taint) (bool, *int64) {
 	var lowest *int64
 	for i := range p.Spec.Tolerations {
 		t := &p.Spec.Tolerations[i]
-		if !t.ToleratesTaint(&taint) {
+		// Lt and Gt (numeric, behind the TaintTolerationComparisonOperators
+		// gate of newer minors) tolerate nothing here, as with the gate off
+		// and in the minors before those operators.
+		if !t.ToleratesTaint(logr.Discard(), &taint, false) {
 			continue
 		}
 		tolerated = true

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	kubeletcompat "github.com/kubelet-compat/kubelet-compat/kubelet-compat"
 	"gotest.tools/v3/assert"
 	"gotest.tools/v3/golden"
 	v1 "k8s.io/api/core/v1"
@@ -479,6 +480,92 @@ func TestEvictionPressure(t *testing.T) {
 				assert.Equal(t, f.Patched, KeptAdmitted)
 			}
 			assert.DeepEqual(t, got, tc.wants)
+		})
+	}
+}
+
+// TestUntoleratedNoExecute is the kubelet's admission taint check (1.22
+// on): only NoExecute taints, tolerationSeconds ignored.
+func TestUntoleratedNoExecute(t *testing.T) {
+	secs := int64(1)
+	for _, tc := range []struct {
+		name        string
+		taints      []v1.Taint
+		tolerations []v1.Toleration
+		want        string // the key of the taint found, "" none
+	}{
+		{name: "no taints"},
+		{name: "NoSchedule is the scheduler's", taints: []v1.Taint{{Key: "a", Effect: v1.TaintEffectNoSchedule}}},
+		{name: "untolerated NoExecute", taints: []v1.Taint{{Key: "a", Effect: v1.TaintEffectNoSchedule}, {Key: "b", Effect: v1.TaintEffectNoExecute}}, want: "b"},
+		{name: "tolerated for a second is tolerated", taints: []v1.Taint{{Key: "b", Effect: v1.TaintEffectNoExecute}},
+			tolerations: []v1.Toleration{{Key: "b", Operator: v1.TolerationOpExists, TolerationSeconds: &secs}}},
+		{name: "a toleration of another value does not tolerate", taints: []v1.Taint{{Key: "b", Value: "x", Effect: v1.TaintEffectNoExecute}},
+			tolerations: []v1.Toleration{{Key: "b", Operator: v1.TolerationOpEqual, Value: "y"}}, want: "b"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := testNode()
+			n.Spec.Taints = tc.taints
+			p := &v1.Pod{}
+			p.Spec.Tolerations = tc.tolerations
+			got, bad := UntoleratedNoExecute(p, n)
+			assert.Equal(t, bad, tc.want != "")
+			assert.Equal(t, got.Key, tc.want)
+		})
+	}
+	assert.Assert(t, !KubeletChecksTaints(kubeletcompat.Version{Major: 1, Minor: 21, Patch: 14}))
+	assert.Assert(t, KubeletChecksTaints(kubeletcompat.Version{Major: 1, Minor: 22}))
+}
+
+// TestDeclaredFeatures: a starting kubelet rejects a running pod that needs
+// a node feature it does not declare; what it declares follows its gates.
+func TestDeclaredFeatures(t *testing.T) {
+	restartAll := func(p *v1.Pod) {
+		p.Spec.Containers[0].RestartPolicyRules = []v1.ContainerRestartRule{{Action: v1.ContainerRestartRuleActionRestartAllContainers,
+			ExitCodes: &v1.ContainerRestartRuleOnExitCodes{Operator: v1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{42}}}}
+	}
+	noHostUsers := false
+	userNSHostNet := func(p *v1.Pod) { p.Spec.HostNetwork, p.Spec.HostUsers = true, &noHostUsers }
+	ended := func(p *v1.Pod) { p.Status.Phase = v1.PodSucceeded }
+	static := func(p *v1.Pod) { p.Annotations = map[string]string{"kubernetes.io/config.source": "file"} }
+	for _, tc := range []struct {
+		name     string
+		to       string
+		gates    map[string]bool
+		pod      *v1.Pod
+		want     int
+		wantLost string // default: rejected by the admit handler
+	}{
+		{name: "1.37 -> 1.36 with default gates: 1.36 declares it too", to: "v1.36.5", pod: mkPod("ra", time.Hour, restartAll)},
+		{name: "1.37 -> 1.36 with the feature's gate off", to: "v1.36.5", gates: map[string]bool{"RestartAllContainersOnContainerExits": false}, pod: mkPod("ra", time.Hour, restartAll), want: 1},
+		{name: "1.37 -> 1.36 with the admit handler off", to: "v1.36.5", gates: map[string]bool{"RestartAllContainersOnContainerExits": false, "NodeDeclaredFeatures": false}, pod: mkPod("ra", time.Hour, restartAll)},
+		{name: "1.36 -> 1.35: no admit handler by default", to: "v1.35.8", pod: mkPod("ra", time.Hour, restartAll)},
+		{name: "1.36 -> 1.35 with the alpha handler on: the feature's gate is off", to: "v1.35.8", gates: map[string]bool{"NodeDeclaredFeatures": true}, pod: mkPod("ra", time.Hour, restartAll), want: 1},
+		{name: "1.37: the handler is locked on", to: "v1.37.2", gates: map[string]bool{"NodeDeclaredFeatures": false, "RestartAllContainersOnContainerExits": false}, pod: mkPod("ra", time.Hour, restartAll), want: 1},
+		{name: "user namespaces with host network: alpha, off by default", to: "v1.36.5", pod: mkPod("un", time.Hour, userNSHostNet), want: 1},
+		{name: "user namespaces with host network: gate on", to: "v1.36.5", gates: map[string]bool{"UserNamespacesHostNetworkSupport": true}, pod: mkPod("un", time.Hour, userNSHostNet)},
+		{name: "a kubelet before the feature infers nothing", to: "v1.35.8", gates: map[string]bool{"NodeDeclaredFeatures": true}, pod: mkPod("un", time.Hour, userNSHostNet)},
+		{name: "an ended pod is not re-admitted", to: "v1.37.2", gates: map[string]bool{"RestartAllContainersOnContainerExits": false}, pod: mkPod("ra", time.Hour, restartAll, ended)},
+		{name: "a pod that needs nothing", to: "v1.37.2", gates: map[string]bool{"RestartAllContainersOnContainerExits": false}, pod: mkPod("plain", time.Hour)},
+		// A static pod's manifest is validated against the target's gates
+		// before any admission handler runs.
+		{name: "static pod, 1.37 -> 1.36 with the feature's gate off: manifest refused", to: "v1.36.5", gates: map[string]bool{"RestartAllContainersOnContainerExits": false}, pod: mkPod("ra", time.Hour, restartAll, static), want: 1, wantLost: "manifest refused"},
+		{name: "static pod, 1.36 -> 1.35 defaults: manifest refused without the admit handler", to: "v1.35.8", pod: mkPod("ra", time.Hour, restartAll, static), want: 1, wantLost: "manifest refused"},
+		{name: "static pod, 1.37 -> 1.36 defaults", to: "v1.36.5", pod: mkPod("ra", time.Hour, restartAll, static)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			to, err := kubeletcompat.ParseVersion(tc.to)
+			assert.NilError(t, err)
+			got := DeclaredFeatures(to, tc.gates, []*v1.Pod{tc.pod})
+			assert.Equal(t, len(got), tc.want, "%+v", got)
+			for _, f := range got {
+				assert.Equal(t, f.Check, CheckDeclaredFeatures)
+				assert.Equal(t, f.Patched, f.Unpatched)
+				lost := tc.wantLost
+				if lost == "" {
+					lost = "PodFeatureUnsupported"
+				}
+				assert.Check(t, strings.Contains(f.Unpatched, lost), f.Unpatched)
+			}
 		})
 	}
 }

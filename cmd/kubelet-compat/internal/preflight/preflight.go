@@ -17,8 +17,10 @@ import (
 )
 
 // TypesMinor is the minor of the k8s.io/api this binary decodes pod specs
-// with (go.mod; TestTypesMinor): it does not see fields of newer minors.
-const TypesMinor = 31
+// with (go.mod): the newest minor whose hash the library knows or newer
+// (TestTypesMinor), so the specs it decodes hold every field of each
+// kubelet it predicts and record writes specHash for.
+const TypesMinor = 37
 
 // Outcomes of an upgrade for one container.
 const (
@@ -228,8 +230,8 @@ func patchedKubelet(from, to kubeletcompat.Version, now time.Time, pods []Pod) (
 			if id := containerID(p, c.Name); !listed[id] {
 				listed[id] = true
 				entry := kubeletcompat.Container{ID: id, HashVersion: from.String()}
-				// As record: no spec of a kubelet whose fields the types miss.
-				if kubeletcompat.EraOf(from) == kubeletcompat.EraNameImage && from.Minor <= TypesMinor {
+				// As record: the spec of a {name, image} container, as vFrom reads it.
+				if kubeletcompat.EraOf(from) == kubeletcompat.EraNameImage {
 					c := c
 					if seen, err := asSeenBy(from, &c); err == nil {
 						if h, err := kubeletcompat.SpecHash(from, seen); err == nil {

@@ -1,9 +1,11 @@
 package preflight
 
 import (
+	"encoding/json"
 	"os"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -106,8 +108,15 @@ func TestRunWithoutSeries(t *testing.T) {
 	}
 }
 
-// TestTypesMinor: TypesMinor is the minor of the k8s.io/api go.mod requires.
+// TestTypesMinor: TypesMinor is the minor of the k8s.io/api go.mod requires,
+// and no older than the newest minor whose hash the library knows: record
+// writes the spec of every {name, image} container, and a spec decoded with
+// older types would lack the newer kubelet's fields (a rollback would keep a
+// container that sets one).
 func TestTypesMinor(t *testing.T) {
+	if newest := newestKnownVersion(); TypesMinor < newest.Minor {
+		t.Errorf("TypesMinor %d is older than the newest minor the library knows (%s): move k8s.io/api to v0.%d", TypesMinor, newest, newest.Minor)
+	}
 	data, err := os.ReadFile("../../../../go.mod")
 	if err != nil {
 		t.Fatal(err)
@@ -118,5 +127,54 @@ func TestTypesMinor(t *testing.T) {
 	}
 	if got := string(m[1]); got != strconv.Itoa(TypesMinor) {
 		t.Errorf("go.mod requires k8s.io/api v0.%s, TypesMinor is %d", got, TypesMinor)
+	}
+}
+
+// TestRollbackFromNewerMinors (issue 32): on a rollback from a kubelet newer
+// than 1.31 to 1.30 or older, the patched older kubelet keeps a container
+// whose spec sets no field it lacks and restarts, naming the field, one that
+// sets a field of the newer minor: lifecycle.stopSignal (new in 1.33). The
+// spec is decoded as the CLI decodes manifests, so its types must know the
+// field: with types older than the kubelet that recorded the file, the field
+// was dropped and every container restarted.
+func TestRollbackFromNewerMinors(t *testing.T) {
+	decode := func(js string) v1.Container {
+		t.Helper()
+		var c v1.Container
+		if err := json.Unmarshal([]byte(js), &c); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	plain := decode(`{"name":"plain","image":"busybox:1.36","command":["sleep","3600"]}`)
+	stop := decode(`{"name":"stop","image":"busybox:1.36","lifecycle":{"stopSignal":"SIGUSR1"}}`)
+	for _, tc := range []struct {
+		from, to   string
+		c          v1.Container
+		want       string
+		wantReason string
+	}{
+		{from: "v1.33.13", to: "v1.30.14", c: plain, want: Keep, wantReason: "the spec is the one recorded (rollback)"},
+		{from: "v1.33.13", to: "v1.30.14", c: stop, want: Restart, wantReason: "rollback: sets fields v1.30.14 does not know: lifecycle.stopSignal"},
+		{from: "v1.37.2", to: "v1.30.14", c: plain, want: Keep, wantReason: "the spec is the one recorded (rollback)"},
+		{from: "v1.37.2", to: "v1.29.15", c: stop, want: Restart, wantReason: "rollback: sets fields v1.29.15 does not know: lifecycle.stopSignal"},
+		// Between two {name, image} minors the hash is the same: kept, as
+		// upstream keeps it (the 1.32 kubelet runs it without the field).
+		{from: "v1.33.13", to: "v1.32.13", c: stop, want: Keep, wantReason: "kept: hash unchanged"},
+	} {
+		t.Run(tc.from+"->"+tc.to+"/"+tc.c.Name, func(t *testing.T) {
+			c := tc.c
+			pods := []Pod{{Namespace: "default", Name: "p", Object: &v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{c}}}}}
+			r, err := Run(mustVersion(t, tc.from), mustVersion(t, tc.to), pods, time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(r.Rows) != 1 {
+				t.Fatalf("rows %+v", r.Rows)
+			}
+			if row := r.Rows[0]; row.Patched != tc.want || !strings.Contains(row.PatchedReason, tc.wantReason) {
+				t.Errorf("patched %q (%s), want %q (...%s...)", row.Patched, row.PatchedReason, tc.want, tc.wantReason)
+			}
+		})
 	}
 }

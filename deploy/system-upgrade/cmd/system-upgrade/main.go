@@ -7,6 +7,7 @@
 //	system-upgrade controller-image -o FILE        the controller's image
 //	system-upgrade upgrade-image -version V -packages DIR -kubectl BIN -o FILE
 //	system-upgrade plans -version V [-concurrency N] [-cordon] [-allow-loss] [-gate-timeout S] [-o FILE]
+//	system-upgrade sim [-nodes 1000] [-concurrency 1%,5%,10%] [-job-seconds 45] [-scale 10] [-fail 3] ...
 package main
 
 import (
@@ -35,7 +36,10 @@ func main() {
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return fmt.Errorf("usage: system-upgrade controller|controller-image|upgrade-image|plans [flags]")
+		return fmt.Errorf("usage: system-upgrade controller|controller-image|upgrade-image|plans|sim [flags]")
+	}
+	if args[0] == "sim" {
+		return runSim(ctx, args[1:], stdout, stderr)
 	}
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -94,7 +98,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		return os.WriteFile(*out, y, 0o644)
 	}
-	return fmt.Errorf("unknown command %q (controller, controller-image, upgrade-image, plans)", args[0])
+	return fmt.Errorf("unknown command %q (controller, controller-image, upgrade-image, plans, sim)", args[0])
 }
 
 func writeLayout(path string, stdout io.Writer, img images.Image) error {

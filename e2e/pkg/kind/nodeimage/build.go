@@ -32,7 +32,7 @@ type Options struct {
 	// DockerEnv is added to the environment of every docker command
 	// (DOCKER_HOST=...).
 	DockerEnv []string
-	// RepoRoot is the kubelet-compat checkout (go build ./deb/cmd/build-debs,
+	// RepoRoot is the kubelet-compat checkout (go build ./cmd/build-packages,
 	// the pause and the CLI are built from it).
 	RepoRoot string
 	// OutputDir is the harness output (_output); results go to its kind/.
@@ -79,7 +79,7 @@ func Build(ctx context.Context, opts Options) error {
 		return err
 	}
 	b.logPath = filepath.Join(b.kindDir, "logs", "build.log")
-	// debootstrap, dpkg-deb (build-debs), the docker CLI...: the
+	// debootstrap, dpkg-deb (build-packages -format deb), the docker CLI...: the
 	// kind path's programs, whoever calls Build.
 	if err := hostdeps.Ensure(ctx, opts.Log, hostdeps.Kind); err != nil {
 		return err

@@ -58,7 +58,7 @@ func (b *builder) buildPackages(ctx context.Context) (packageSet, error) {
 	}
 	// Built, then run: a cancelled `go run` would leave its child
 	// building packages, holding the log's pipe until it is done.
-	if tools.buildDebs, err = b.buildTool(ctx, "build-debs", "./deb/cmd/build-debs"); err != nil {
+	if tools.buildPackages, err = b.buildTool(ctx, "build-packages", "./cmd/build-packages"); err != nil {
 		return set, err
 	}
 	patchedIn := map[string]map[string]string{}
@@ -84,11 +84,11 @@ func (b *builder) buildPackages(ctx context.Context) (packageSet, error) {
 	return set, b.debbuild(ctx, "unpatched", unpatchedIn, tools, set.unpatched)
 }
 
-// debTools are what debbuild runs and packages: build-debs and the
+// debTools are what debbuild runs and packages: build-packages and the
 // kubelet-compat CLI the node packages ship.
-type debTools struct{ buildDebs, cli string }
+type debTools struct{ buildPackages, cli string }
 
-// debbuild runs deb/cmd/build-debs on a staging input dir of links to in
+// debbuild runs cmd/build-packages -format deb on a staging input dir of links to in
 // (version -> binary name -> path) and replaces out with the result.
 func (b *builder) debbuild(ctx context.Context, what string, in map[string]map[string]string, tools debTools, out string) error {
 	epoch := b.sourceDateEpoch(ctx)
@@ -131,13 +131,13 @@ func (b *builder) debbuild(ctx context.Context, what string, in map[string]map[s
 		}
 	}
 	result := filepath.Join(stage, "debs")
-	cmd := exec.Command(tools.buildDebs, "-input", filepath.Join(stage, "input"), "-output", result,
+	cmd := exec.Command(tools.buildPackages, "-format", "deb", "-input", filepath.Join(stage, "input"), "-output", result,
 		"-versions", strings.Join(versions, " "), "-kubelet-compat", tools.cli, "-source-date-epoch", epoch)
-	// build-debs stops its dpkg-debs on an interrupt; a SIGKILL would
+	// build-packages stops its dpkg-debs on an interrupt; a SIGKILL would
 	// leave them packaging into a removed directory.
 	cmd.Dir, cmd.Log, cmd.InterruptGrace = b.opts.RepoRoot, b.cmdLog, 10*time.Second
 	if err := cmd.Run(ctx); err != nil {
-		return fmt.Errorf("build-debs (%s): %w", what, err)
+		return fmt.Errorf("build-packages (%s): %w", what, err)
 	}
 	if err := os.WriteFile(filepath.Join(result, ".inputs"), []byte(hash), 0o644); err != nil {
 		return err
@@ -188,7 +188,7 @@ func (b *builder) buildCLI(ctx context.Context) (string, error) {
 // inputs of their own (their sha256), so the code they are built from is
 // not among these paths.
 func (b *builder) sourceDateEpoch(ctx context.Context) string {
-	cmd := exec.Command("git", "log", "-1", "--format=%ct", "--", "deb", "rpm", "pkg/layout", ":(exclude)*.md")
+	cmd := exec.Command("git", "log", "-1", "--format=%ct", "--", "deb", "rpm", "pkg/layout", "pkg/packaging", "cmd/build-packages", ":(exclude)*.md")
 	cmd.Dir = b.opts.RepoRoot
 	out, err := cmd.Output(ctx)
 	if s := strings.TrimSpace(string(out)); err == nil {

@@ -1,4 +1,4 @@
-package layout
+package packaging
 
 import (
 	"bufio"
@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/kubelet-compat/kubelet-compat/pkg/layout"
 )
 
 // The release tables (rpm/releases.txt, deb/releases.txt) give the release
@@ -105,4 +107,69 @@ func TableRelease(name string, table []byte, key, digest, fix string) (int, erro
 			key, digest[:12], name, row.Release, row.Digest[:12], fix, row.Release+1, name)
 	}
 	return row.Release, nil
+}
+
+// Table is a format's release table (rpm/releases.txt, deb/releases.txt)
+// and how that format digests the content of a group.
+type Table struct {
+	// Name is the table's file, for messages.
+	Name string
+	// Header is the comment Bump writes above the rows.
+	Header string
+	// Fix is the command that records new content, for messages.
+	Fix string
+	// Digest is the sha256 of the content of the packages of a group.
+	Digest func(key string) (string, error)
+}
+
+// Release returns the release table gives the group key, if its content
+// is the one recorded.
+func (t Table) Release(table []byte, key string) (string, error) {
+	digest, err := t.Digest(key)
+	if err != nil {
+		return "", err
+	}
+	rel, err := TableRelease(t.Name, table, key, digest, t.Fix)
+	if err != nil {
+		return "", err
+	}
+	return strconv.Itoa(rel), nil
+}
+
+// Resolve returns the release of kubernetes-unversioned and of every
+// versioned group (only when versioned packages are built), each from
+// table unless set: unversioned for the first, versioned for every
+// versioned group (overrides, e.g. for binaries rebuilt under unchanged
+// packaging, which the table does not see).
+func (t Table) Resolve(table []byte, l layout.Layout, buildsVersioned bool, unversioned, versioned string) (string, map[string]string, error) {
+	var err error
+	if unversioned == "" {
+		if unversioned, err = t.Release(table, layout.UnversionedKey); err != nil {
+			return "", nil, err
+		}
+	}
+	releases := map[string]string{}
+	for _, g := range l.Groups {
+		if !g.Versioned || !buildsVersioned {
+			continue
+		}
+		rel := versioned
+		if rel == "" {
+			if rel, err = t.Release(table, g.Key); err != nil {
+				return "", nil, err
+			}
+		}
+		releases[g.Key] = rel
+	}
+	return unversioned, releases, nil
+}
+
+// Bump returns table with the release of every group of l whose content
+// is not the one recorded raised by one, and the groups it raised.
+func (t Table) Bump(table []byte, l layout.Layout) ([]byte, []string, error) {
+	var keys []string
+	for _, g := range l.Groups {
+		keys = append(keys, g.Key)
+	}
+	return BumpTable(t.Name, t.Header, table, keys, t.Digest)
 }

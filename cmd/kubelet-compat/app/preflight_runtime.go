@@ -1,0 +1,76 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	kubeletcompat "github.com/kubelet-compat/kubelet-compat/kubelet-compat"
+	"github.com/kubelet-compat/kubelet-compat/pkg/cri"
+	"github.com/kubelet-compat/kubelet-compat/pkg/runtimecompat"
+	"github.com/spf13/pflag"
+	"golang.org/x/sys/unix"
+)
+
+// runtimeCheckOptions are preflight's flags for the runtime check
+// (pkg/runtimecompat, docs/runtime.md).
+type runtimeCheckOptions struct {
+	runtime string
+}
+
+func (r *runtimeCheckOptions) addFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&r.runtime, "runtime", "", "the node's container runtime as NAME@VERSION, e.g. containerd@1.7.35, judged by the runtime matrix (docs/runtime.md) instead of asking --runtime-endpoint (--node asks it by default)")
+}
+
+// cgroupV1Host says whether this host mounts cgroup v1 at /sys/fs/cgroup;
+// tests replace it.
+var cgroupV1Host = func() (bool, error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs("/sys/fs/cgroup", &st); err != nil {
+		return false, err
+	}
+	return st.Type != unix.CGROUP2_SUPER_MAGIC, nil
+}
+
+// checkRuntime refuses an upgrade whose target kubelet the node's runtime
+// does not serve, naming the runtime step that must come first, and
+// returns the report's notes on the runtime. With --node it asks the
+// runtime which CRI APIs it answers and whether it implements
+// RuntimeConfig; --runtime names it instead. Without
+// either (manifests only) there is no runtime to check.
+func (o *preflightOptions) checkRuntime(ctx context.Context, from, to kubeletcompat.Version) ([]string, error) {
+	var rt runtimecompat.Runtime
+	switch {
+	case o.runtime != "":
+		name, version, ok := strings.Cut(o.runtime, "@")
+		if !ok || name == "" || version == "" {
+			return nil, fmt.Errorf("--runtime %q: want NAME@VERSION, e.g. containerd@1.7.35", o.runtime)
+		}
+		rt = runtimecompat.Runtime{Name: name, Version: version}
+	case o.onNode:
+		s, err := cri.Probe(ctx, o.runtimeEndpoint, cri.Options{Timeout: o.criTimeout})
+		if err != nil {
+			return nil, err
+		}
+		rt = runtimecompat.Runtime{Name: s.Runtime.RuntimeName, Version: s.Runtime.RuntimeVersion, APIs: s.APIs, RuntimeConfig: &s.RuntimeConfig}
+	default:
+		return nil, nil
+	}
+	var notes []string
+	cgroupV1 := false
+	if o.onNode {
+		v1, err := cgroupV1Host()
+		if err != nil {
+			notes = append(notes, "runtime: not checked: the host's cgroup version: "+err.Error())
+		}
+		cgroupV1 = v1
+	}
+	verdict := runtimecompat.Check(from.Minor, to.Minor, rt, cgroupV1)
+	if err := verdict.Err(); err != nil {
+		return nil, fmt.Errorf("runtime: %w", err)
+	}
+	for _, n := range verdict.Notes {
+		notes = append(notes, "runtime: "+n)
+	}
+	return notes, nil
+}

@@ -1,0 +1,67 @@
+package packaging
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+
+	"github.com/kubelet-compat/kubelet-compat/pkg/matrix"
+)
+
+// Flags are the flags every format's build takes; Options turns them into
+// the build's Options.
+type Flags struct {
+	input, output, versions, cli, epoch, unversioned string
+	jobs                                             int
+	verbose                                          bool
+}
+
+// AddFlags registers the shared flags on fs.
+func (f *Flags) AddFlags(fs *flag.FlagSet) {
+	fs.StringVar(&f.input, "input", "_output", "harness output: `dir`/<ver>/{kubelet,kubeadm,kubectl[,kube-apiserver,...]}")
+	fs.StringVar(&f.output, "output", "", "where the packages go, flat (default: the format's, _output/rpms or _output/debs); with -format all, `dir`/rpms and dir/debs")
+	fs.StringVar(&f.versions, "versions", "", "Kubernetes versions to package, space or comma separated: releases (1.21.14), minors of the matrix (1.21) or its sets (default, ci, all); none builds only kubernetes-unversioned")
+	fs.StringVar(&f.cli, "kubelet-compat", "", "the kubelet-compat CLI `binary` for the node packages")
+	fs.StringVar(&f.epoch, "source-date-epoch", os.Getenv("SOURCE_DATE_EPOCH"), "every mtime, the RPMs' build time and the changelog's date, in `seconds` (default $SOURCE_DATE_EPOCH)")
+	fs.StringVar(&f.unversioned, "unversioned-version", DefaultUnversionedVersion, "version of kubernetes-unversioned")
+	fs.IntVar(&f.jobs, "jobs", runtime.NumCPU(), "package builds at once (rpmbuild runs, dpkg-deb runs)")
+	fs.BoolVar(&f.verbose, "v", false, "show the packaging tools' output")
+}
+
+// Options returns the build's options; output is the directory of the
+// format (OutputDir of a format: see FormatOutput).
+func (f *Flags) Options() (Options, error) {
+	o := Options{InputDir: f.input, KubeletCompat: f.cli, UnversionedVersion: f.unversioned, Jobs: f.jobs}
+	var err error
+	if o.Versions, err = matrix.Releases(strings.FieldsFunc(f.versions, func(r rune) bool { return r == ',' || r == ' ' })); err != nil {
+		return o, err
+	}
+	if f.epoch == "" {
+		return o, errors.New("set -source-date-epoch or SOURCE_DATE_EPOCH")
+	}
+	if o.SourceDateEpoch, err = strconv.ParseInt(f.epoch, 10, 64); err != nil {
+		return o, fmt.Errorf("source date epoch %q: %w", f.epoch, err)
+	}
+	if f.verbose {
+		o.Log = os.Stderr
+	}
+	return o, nil
+}
+
+// FormatOutput is the output directory of format p in a build of formats
+// formats: -output itself for one format, <-output>/<format>s for more;
+// unset, the format's default (_output/rpms, _output/debs).
+func (f *Flags) FormatOutput(p Packager, formats int) string {
+	switch {
+	case f.output == "":
+		return p.DefaultOutput()
+	case formats == 1:
+		return f.output
+	default:
+		return f.output + "/" + p.Format() + "s"
+	}
+}

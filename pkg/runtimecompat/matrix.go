@@ -1,0 +1,79 @@
+package runtimecompat
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Matrix columns: the runtimes the project builds or finds on Debian 12.
+var matrixLines = []string{"1.6.20", "1.7.35", "2.4.2"}
+
+// Row is one kubelet minor of the matrix.
+type Row struct {
+	Minor int
+	// CRI is what the kubelet speaks.
+	CRI string
+	// Cells are, per matrixLines, "yes" or "no: why".
+	Cells []string
+	// CgroupV1 is what a cgroup v1 host needs.
+	CgroupV1 string
+	// Basis says where the row comes from.
+	Basis string
+}
+
+// Matrix is kubelet 1.18 to 1.38 against containerd 1.6.20, 1.7.x and 2.x.
+// Nothing of it is measured on a node yet (a later session runs each
+// pair); the runtimes' CRI APIs are (1.6.20) or come from their source.
+func Matrix() []Row {
+	var rows []Row
+	for minor := 18; minor <= 38; minor++ {
+		n := KubeletNeeds(minor)
+		r := Row{Minor: minor, CRI: strings.Join(n.APIs, ", else "), CgroupV1: "runs", Basis: "from source"}
+		if len(n.APIs) == 1 {
+			r.CRI += " only"
+		}
+		if n.RuntimeConfig {
+			r.CRI += " + RuntimeConfig"
+			r.Basis = "from KEP-4033, not measured"
+		}
+		if n.FailsOnCgroupV1 {
+			r.CgroupV1 = "needs failCgroupV1: false"
+		}
+		for _, v := range matrixLines {
+			l, _ := LineOf("containerd", v)
+			ok, why := l.Serves(minor)
+			cell := "yes"
+			if !ok {
+				cell = "no: " + shortWhy(why)
+			} else if rec := recommended(minor, v); rec != "" {
+				cell = "yes (not in containerd's list)"
+			}
+			r.Cells = append(r.Cells, cell)
+		}
+		rows = append(rows, r)
+	}
+	return rows
+}
+
+func shortWhy(why string) string {
+	switch {
+	case strings.Contains(why, "RuntimeConfig"):
+		return "no RuntimeConfig"
+	case strings.Contains(why, "speaks only CRI v1alpha2"):
+		return "no CRI v1alpha2"
+	case strings.Contains(why, "needs CRI v1"):
+		return "no CRI v1"
+	}
+	return why
+}
+
+// Markdown renders the matrix as the table of docs/runtime.md.
+func Markdown() string {
+	var b strings.Builder
+	b.WriteString("| kubelet | speaks | containerd 1.6.20 | containerd 1.7.x | containerd 2.x | cgroup v1 host | basis |\n")
+	b.WriteString("|---|---|---|---|---|---|---|\n")
+	for _, r := range Matrix() {
+		fmt.Fprintf(&b, "| 1.%d | %s | %s | %s | %s |\n", r.Minor, r.CRI, strings.Join(r.Cells, " | "), r.CgroupV1, r.Basis)
+	}
+	return b.String()
+}

@@ -1,0 +1,53 @@
+package runtimecompat
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+	"gotest.tools/v3/golden"
+)
+
+const (
+	docPath     = "../../docs/runtime.md"
+	beginMarker = "<!-- matrix:begin (go test ./pkg/runtimecompat -update) -->\n"
+	endMarker   = "<!-- matrix:end -->\n"
+)
+
+// TestDocsMatrix keeps docs/runtime.md's table the one Matrix renders.
+func TestDocsMatrix(t *testing.T) {
+	b, err := os.ReadFile(docPath)
+	assert.NilError(t, err)
+	doc := string(b)
+	i, j := strings.Index(doc, beginMarker), strings.Index(doc, endMarker)
+	assert.Assert(t, i >= 0 && j > i, "docs/runtime.md has no matrix markers")
+	want := doc[:i+len(beginMarker)] + Markdown() + doc[j:]
+	if golden.FlagUpdate() {
+		assert.NilError(t, os.WriteFile(docPath, []byte(want), 0o644))
+		return
+	}
+	assert.Check(t, is.Equal(doc, want), "docs/runtime.md's matrix is stale: go test ./pkg/runtimecompat -update")
+}
+
+func TestMatrixCells(t *testing.T) {
+	cells := map[int][]string{}
+	for _, r := range Matrix() {
+		cells[r.Minor] = r.Cells
+	}
+	for _, tc := range []struct {
+		minor int
+		want  []string
+	}{
+		{18, []string{"yes", "yes", "no: no CRI v1alpha2"}},
+		{22, []string{"yes", "yes", "no: no CRI v1alpha2"}},
+		{23, []string{"yes", "yes", "yes"}},
+		{26, []string{"yes", "yes", "yes"}},
+		{32, []string{"yes (not in containerd's list)", "yes", "yes"}},
+		{36, []string{"yes (not in containerd's list)", "yes (not in containerd's list)", "yes"}},
+		{38, []string{"no: no RuntimeConfig", "no: no RuntimeConfig", "yes"}},
+	} {
+		assert.Check(t, is.DeepEqual(cells[tc.minor], tc.want), "1.%d", tc.minor)
+	}
+}
