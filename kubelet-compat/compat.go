@@ -230,6 +230,13 @@ func (c *Compat) StaticPodUID(manifestPath string, data []byte) (string, bool) {
 	return uid, ok
 }
 
+// StaticPodStatus is Decider.StaticPodStatus on the compat file as it is
+// now: the status the previous kubelet last reported for the static pod of
+// an unchanged manifest that runs under uid.
+func (c *Compat) StaticPodStatus(manifestPath string, data []byte, uid string) (v1.PodStatus, bool) {
+	return c.decider().StaticPodStatus(manifestPath, data, uid)
+}
+
 // decider returns the decisions for the file as it is now; a nil or
 // disabled Compat decides as upstream.
 func (c *Compat) decider() *Decider {

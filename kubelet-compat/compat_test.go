@@ -11,6 +11,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 var kubeletStart = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
@@ -486,5 +487,72 @@ func TestStructuredLogging(t *testing.T) {
 	printf.compat("v1.21.14", time.Hour).Decide(seccompContainer(), RunningContainer{ID: "c1", Hash: 1, CreatedAt: beforeStart})
 	if got := printf.log.count(`kubelet-compat: Ignoring compat file err="`); got != 1 {
 		t.Errorf("Logf got %q, want one rendered line", printf.log.lines)
+	}
+}
+
+// TestStaticPodStatus: a static pod of an unchanged manifest gets the status
+// its previous kubelet last reported, as record wrote it, so that the prober
+// keeps its running containers Ready (WasReady); a file recorded long
+// before or after the kubelet started, another UID, a changed manifest or
+// a pod recorded without containers give none.
+func TestStaticPodStatus(t *testing.T) {
+	manifest := []byte("apiVersion: v1\nkind: Pod\n")
+	path := filepath.Join(t.TempDir(), "web.yaml")
+	recorded := StaticPod{
+		ManifestPath: path, SHA256: ManifestSHA256(manifest), UID: "recorded-uid", Ready: true,
+		Containers: []StaticPodContainer{
+			{Name: "app", ContainerID: "containerd://c1", Ready: true, Started: true},
+			{Name: "warming", ContainerID: "containerd://c2", Started: true},
+		},
+	}
+	noContainers := recorded
+	noContainers.Containers = nil
+	for _, tc := range []struct {
+		name       string
+		pod        StaticPod
+		recordedAt time.Time
+		previous   string
+		data       []byte
+		uid        string
+		want       bool
+	}{
+		{"recorded for the swap", recorded, kubeletStart.Add(-5 * time.Minute), "v1.33.13", manifest, "recorded-uid", true},
+		{"rollback file", recorded, kubeletStart.Add(-5 * time.Minute), "v1.35.8", manifest, "recorded-uid", true},
+		{"recorded an hour and more before", recorded, kubeletStart.Add(-StaticStatusMaxAge - time.Second), "v1.33.13", manifest, "recorded-uid", false},
+		{"recorded after the kubelet started", recorded, kubeletStart.Add(time.Second), "v1.33.13", manifest, "recorded-uid", false},
+		{"another UID", recorded, kubeletStart.Add(-5 * time.Minute), "v1.33.13", manifest, "other-uid", false},
+		{"manifest changed", recorded, kubeletStart.Add(-5 * time.Minute), "v1.33.13", append([]byte("# edited\n"), manifest...), "recorded-uid", false},
+		{"no mirror status recorded", noContainers, kubeletStart.Add(-5 * time.Minute), "v1.33.13", manifest, "recorded-uid", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := newNode(t)
+			f := testFile()
+			f.PreviousVersion, f.RecordedAt, f.StaticPods = tc.previous, tc.recordedAt, []StaticPod{tc.pod}
+			must(t, WriteFile(n.path, f))
+			status, ok := n.compat("v1.34.12", time.Hour).StaticPodStatus(path, tc.data, tc.uid)
+			if ok != tc.want {
+				t.Fatalf("StaticPodStatus ok = %v, want %v", ok, tc.want)
+			}
+			if !ok {
+				return
+			}
+			defer SetReadyStartForTest(kubeletStart)()
+			pod := &v1.Pod{Status: status}
+			running := func(name, id string) *v1.ContainerStatus {
+				return &v1.ContainerStatus{Name: name, ContainerID: id, State: v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: metav1.NewTime(beforeStart)}}}
+			}
+			if !WasReady(pod, running("app", "containerd://c1")) || !WasStarted(pod, running("app", "containerd://c1")) {
+				t.Error("the recorded Ready container is not WasReady and WasStarted")
+			}
+			if WasReady(pod, running("warming", "containerd://c2")) || !WasStarted(pod, running("warming", "containerd://c2")) {
+				t.Error("the recorded started, not Ready container: want WasStarted only")
+			}
+			if WasReady(pod, running("app", "containerd://c9")) {
+				t.Error("a container the previous kubelet did not report (another ID) is WasReady")
+			}
+			if len(status.Conditions) != 1 || status.Conditions[0].Type != v1.PodReady || status.Conditions[0].Status != v1.ConditionTrue {
+				t.Errorf("conditions = %+v, want the recorded Ready condition", status.Conditions)
+			}
+		})
 	}
 }

@@ -233,6 +233,52 @@ func (d *Decider) StaticPodUID(manifestPath string, data []byte) (uid string, ok
 	return sp.UID, true, nil
 }
 
+// StaticStatusMaxAge bounds how long before the kubelet started the compat
+// file may have been recorded for its static pod status to count: the status
+// stands for what the previous kubelet last reported, so a record taken for
+// the swap, not one from an earlier day.
+const StaticStatusMaxAge = time.Hour
+
+// StaticPodStatus returns the status the previous kubelet last reported for
+// the static pod of an unchanged manifest that runs under uid, as the
+// compat file recorded it: its Ready condition and its containers by ID
+// (Ready, Started, running). The kubelet gives the pod this status, as the
+// API server gives an API pod the status its previous kubelet wrote, so that
+// the prober keeps each of those very containers Ready (started) until its
+// first probe result. Nothing is returned unless the file is in force and
+// was recorded before this kubelet started, at most StaticStatusMaxAge
+// before, for this manifest (same bytes) and this UID.
+func (d *Decider) StaticPodStatus(manifestPath string, data []byte, uid string) (v1.PodStatus, bool) {
+	recorded, ok, _ := d.StaticPodUID(manifestPath, data)
+	if !ok || recorded != uid {
+		return v1.PodStatus{}, false
+	}
+	age := d.start.Sub(d.file.RecordedAt)
+	if age <= 0 || age > StaticStatusMaxAge {
+		return v1.PodStatus{}, false
+	}
+	abs, _ := filepath.Abs(manifestPath) // StaticPodUID resolved it
+	sp := d.pods[abs]
+	if len(sp.Containers) == 0 {
+		return v1.PodStatus{}, false
+	}
+	var status v1.PodStatus
+	if sp.Ready {
+		status.Conditions = []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}}
+	}
+	for _, c := range sp.Containers {
+		started := c.Started || c.Ready
+		status.ContainerStatuses = append(status.ContainerStatuses, v1.ContainerStatus{
+			Name:        c.Name,
+			ContainerID: c.ContainerID,
+			State:       v1.ContainerState{Running: &v1.ContainerStateRunning{}},
+			Ready:       c.Ready,
+			Started:     &started,
+		})
+	}
+	return status, true
+}
+
 // logNote is a structured line the kubelet logs once per key.
 type logNote struct {
 	key, msg string

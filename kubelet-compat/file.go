@@ -10,6 +10,7 @@ import (
 	"io/ioutil"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -30,7 +31,10 @@ const (
 	MaxFileSize = 4 << 20
 	// MaxContainers bounds the containers a file lists.
 	MaxContainers = 30000
-	// maxNesting bounds how deep the JSON may nest (the schema needs 3).
+	// maxPodContainers bounds the containers a static pod lists.
+	maxPodContainers = 256
+	// maxNesting bounds how deep the JSON may nest (the schema needs 5:
+	// staticPods[].containers[]).
 	maxNesting = 8
 )
 
@@ -79,6 +83,25 @@ type StaticPod struct {
 	SHA256 string `json:"sha256"`
 	// UID is the pod UID the previous kubelet ran the pod under.
 	UID string `json:"uid"`
+	// Ready is the pod's Ready condition as the previous kubelet last
+	// reported it (its mirror pod's status when the file was recorded).
+	Ready bool `json:"ready,omitempty"`
+	// Containers are the pod's running containers as the previous kubelet
+	// last reported them; empty when record had no mirror pod status.
+	Containers []StaticPodContainer `json:"containers,omitempty"`
+}
+
+// StaticPodContainer is a static pod's container as the previous kubelet
+// last reported it: a restarted kubelet keeps the very container (same ID,
+// running since before it started) Ready or started until its first probe
+// result, as it does for API pods, whose status the API server holds.
+type StaticPodContainer struct {
+	// Name is the container's name in the pod.
+	Name string `json:"name"`
+	// ContainerID is the status' container ID, <runtime>://<id>.
+	ContainerID string `json:"containerID"`
+	Ready       bool   `json:"ready,omitempty"`
+	Started     bool   `json:"started,omitempty"`
 }
 
 // DefaultPath returns the compat file path for a kubelet root dir, honouring PathEnv.
@@ -187,8 +210,61 @@ func validateStaticPods(pods []StaticPod) error {
 		}
 		paths[sp.ManifestPath] = true
 		uids[sp.UID] = true
+		if err := validateStaticPodContainers(sp.Containers); err != nil {
+			return fmt.Errorf("staticPods[%d]: %v", i, err)
+		}
 	}
 	return nil
+}
+
+func validateStaticPodContainers(containers []StaticPodContainer) error {
+	if len(containers) > maxPodContainers {
+		return fmt.Errorf("containers lists %d containers, at most %d", len(containers), maxPodContainers)
+	}
+	names := make(map[string]bool, len(containers))
+	for i, c := range containers {
+		switch {
+		case !isContainerName(c.Name):
+			return fmt.Errorf("containers[%d]: name %q is not a DNS label", i, truncate(c.Name))
+		case names[c.Name]:
+			return fmt.Errorf("containers[%d]: name %s listed twice", i, c.Name)
+		case !isStatusContainerID(c.ContainerID):
+			return fmt.Errorf("containers[%d]: containerID %q is not <runtime>://<id>", i, truncate(c.ContainerID))
+		}
+		names[c.Name] = true
+	}
+	return nil
+}
+
+// isContainerName accepts a DNS label (RFC 1123), as the API validates
+// container names.
+func isContainerName(s string) bool {
+	if s == "" || len(s) > 63 || s[0] == '-' || s[len(s)-1] == '-' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// isStatusContainerID accepts a container ID as pod status carries it:
+// <runtime>://<id>, the runtime in lowercase letters, digits and '-'
+// (cri-o://).
+func isStatusContainerID(s string) bool {
+	sep := strings.Index(s, "://")
+	if sep < 1 || sep > 32 || !isContainerID(s[sep+3:]) {
+		return false
+	}
+	for i := 0; i < sep; i++ {
+		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // isPodUID accepts what can safely name a directory: no separators, no

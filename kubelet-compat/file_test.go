@@ -63,6 +63,12 @@ func TestParse(t *testing.T) {
 		{name: "uppercase sha", edit: replace(testSHA, strings.ToUpper(testSHA)), wantErr: "sha256"},
 		{name: "short sha", edit: replace(testSHA, testSHA[:10]), wantErr: "sha256"},
 		{name: "empty uid", edit: replace(`"0f1e2d3c"`, `""`), wantErr: "uid"},
+		{name: "static pod status", edit: replace(`"uid": "0f1e2d3c"}`, `"uid": "0f1e2d3c", "ready": true, "containers": [{"name": "app", "containerID": "containerd://4f1c7a", "ready": true, "started": true}, {"name": "side-1", "containerID": "cri-o://9e2b10"}]}`)},
+		{name: "static container name not a DNS label", edit: replace(`"uid": "0f1e2d3c"}`, `"uid": "0f1e2d3c", "containers": [{"name": "App", "containerID": "containerd://4f1c7a"}]}`), wantErr: "staticPods[0]: containers[0]: name"},
+		{name: "static container listed twice", edit: replace(`"uid": "0f1e2d3c"}`, `"uid": "0f1e2d3c", "containers": [{"name": "app", "containerID": "containerd://4f1c7a"}, {"name": "app", "containerID": "containerd://9e2b10"}]}`), wantErr: "staticPods[0]: containers[1]: name app listed twice"},
+		{name: "static container id without runtime", edit: replace(`"uid": "0f1e2d3c"}`, `"uid": "0f1e2d3c", "containers": [{"name": "app", "containerID": "4f1c7a"}]}`), wantErr: "staticPods[0]: containers[0]: containerID"},
+		{name: "static container id with a slash", edit: replace(`"uid": "0f1e2d3c"}`, `"uid": "0f1e2d3c", "containers": [{"name": "app", "containerID": "containerd://../4f1c7a"}]}`), wantErr: "staticPods[0]: containers[0]: containerID"},
+		{name: "static container unknown field", edit: replace(`"uid": "0f1e2d3c"}`, `"uid": "0f1e2d3c", "containers": [{"name": "app", "containerID": "containerd://4f1c7a", "restartCount": 1}]}`), wantErr: "unknown field"},
 		{name: "duplicate manifest", edit: replace(`"uid": "0f1e2d3c"}`, `"uid": "0f1e2d3c"}, {"manifestPath": "/etc/kubernetes/manifests/web.yaml", "sha256": "`+testSHA+`", "uid": "x"}`), wantErr: "listed twice"},
 	}
 	for _, tt := range tests {

@@ -103,6 +103,15 @@ func runRecord(ctx context.Context, env Env, o *nodeOptions) error {
 		PreviousVersion: version.String(),
 		RecordedAt:      env.Now().UTC().Truncate(1e9),
 	}
+	// The mirror pods' status: what the previous kubelet last reported for
+	// its static pods, which the next kubelet starts from (StaticPod.Ready,
+	// Containers). Only with --kubeconfig; specs are read once.
+	var idx *specIndex
+	if len(statics) > 0 && o.kubeconfig != "" {
+		if idx, err = o.loadSpecs(ctx, node); err != nil {
+			return err
+		}
+	}
 	var names []string
 	for _, s := range statics {
 		uid, podName, err := staticPodUID(sandboxes, s, node)
@@ -116,8 +125,10 @@ func runRecord(ctx context.Context, env Env, o *nodeOptions) error {
 		if s.Pod.UID != "" && string(s.Pod.UID) != uid {
 			warnf(env, "%s: metadata.uid %s differs from the running pod's UID %s; recording the running UID", s.Path, s.Pod.UID, uid)
 		}
-		f.StaticPods = append(f.StaticPods, kubeletcompat.StaticPod{ManifestPath: s.Path, SHA256: kubeletcompat.ManifestSHA256(s.Data), UID: uid})
-		names = append(names, fmt.Sprintf("  %s  uid %s  %s", podName, uid, s.Path))
+		sp := kubeletcompat.StaticPod{ManifestPath: s.Path, SHA256: kubeletcompat.ManifestSHA256(s.Data), UID: uid}
+		sp.Ready, sp.Containers = mirrorStatus(idx, st, uid, podName)
+		f.StaticPods = append(f.StaticPods, sp)
+		names = append(names, fmt.Sprintf("  %s  uid %s  %s%s", podName, uid, s.Path, readySummary(sp)))
 	}
 	path := o.compatPath()
 	hist, err := existingHistory(env, path, version, o.rolledBackTo(ctx, env, version))
@@ -127,11 +138,12 @@ func runRecord(ctx context.Context, env Env, o *nodeOptions) error {
 	// The pod specs: to infer hash versions (no per-container history),
 	// and to record the spec of a {name, image} container for a rollback
 	// (specHash); read once, and only when needed.
-	var idx *specIndex
 	var infer func(cri.Container) inference
 	if hist == nil || hist.containers == nil {
-		if idx, err = o.loadSpecs(ctx, node); err != nil {
-			return err
+		if idx == nil {
+			if idx, err = o.loadSpecs(ctx, node); err != nil {
+				return err
+			}
 		}
 		// No per-container history: the stored hashes say who created what.
 		infer = o.hashVersionInference(idx, st, hist, version)

@@ -3,6 +3,7 @@ package app
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -35,7 +36,7 @@ func TestRecord(t *testing.T) {
 			}
 			etcd, _ := os.ReadFile(filepath.Join(f.manifestDir, "etcd.yaml"))
 			want := kubeletcompat.StaticPod{ManifestPath: filepath.Join(f.manifestDir, "etcd.yaml"), SHA256: kubeletcompat.ManifestSHA256(etcd), UID: "etcd-uid"}
-			if got.StaticPods[0] != want || got.StaticPods[1].UID != "pinned-uid" {
+			if !reflect.DeepEqual(got.StaticPods[0], want) || got.StaticPods[1].UID != "pinned-uid" {
 				t.Errorf("static pods %+v, want first %+v", got.StaticPods, want)
 			}
 			wantContainers := []kubeletcompat.Container{{ID: "c-etcd-uid-etcd", HashVersion: "v1.18.19"}, {ID: "c-pinned-uid-app", HashVersion: "v1.18.19"}}
