@@ -32,11 +32,12 @@ const (
 	groupStatefulSet = "statefulset/" + StatefulSetName
 	groupDaemonSet   = "daemonset/" + DaemonSetName
 	groupProbes      = "pod/" + ProbePodName
-	// groupStatic: the corpus's static pods (their mirror pods). Reported,
-	// not asserted: a static pod comes from a file, which carries no API
-	// status, so a new kubelet has no evidence that it was Ready (patch 5
-	// keeps API pods only, as 1.35 does): NotReady until its probe passes,
-	// as upstream.
+	// groupStatic: the corpus's static pods (their mirror pods). A static
+	// pod comes from a file, which carries no API status; the patched
+	// kubelet gives it the status record copied from its mirror pod (patch
+	// 3), so it is kept Ready like an API pod, before and from 1.35:
+	// asserted on every patched step. Upstream has no status for it at a
+	// restart: NotReady until its probe passes.
 	groupStatic = "static pods"
 	groupOther  = "other"
 )
@@ -125,10 +126,10 @@ func nodeReadiness(samples []readiness.Sample, pods map[string]*v1.Pod, node str
 }
 
 // nodeReadinessChecks are the checks of one node's swap to 1.toMinor, one
-// per group (named after prefix): patched, before
-// readiness.UpstreamKeepsReadyMinor, no API pod goes NotReady or loses a
-// ready endpoint, and each ends Ready; the static pods, the unpatched
-// control and every step to 1.35 or later are reported, not asserted.
+// per group (named after prefix): patched, no static pod goes NotReady, nor
+// before readiness.UpstreamKeepsReadyMinor any API pod or ready endpoint,
+// and each ends Ready; the unpatched control and the API pods of steps to
+// 1.35 or later (upstream's own keep) are reported, not asserted.
 func nodeReadinessChecks(prefix, variant string, toMinor int, groups []report.ReadyGroup) []report.Check {
 	var checks []report.Check
 	for _, g := range groups {
@@ -139,10 +140,10 @@ func nodeReadinessChecks(prefix, variant string, toMinor int, groups []report.Re
 			c.Detail += fmt.Sprintf("; %d endpoint removals, longest without a ready endpoint %.1fs", sum.EndpointRemovals, sum.LongestEndpointGapSeconds)
 		}
 		switch {
-		case toMinor >= readiness.UpstreamKeepsReadyMinor:
+		case variant != report.Patched && g.Group == groupStatic:
+			c.Detail += "; reported (the control: upstream gives a static pod no status at a restart, so NotReady until its probe passes)"
+		case g.Group != groupStatic && toMinor >= readiness.UpstreamKeepsReadyMinor:
 			c.Detail += "; reported, not asserted (upstream keeps Ready across a kubelet restart from 1.35)"
-		case g.Group == groupStatic:
-			c.Detail += "; reported, not asserted (a static pod's file carries no API status: no evidence it was Ready, NotReady until its probe passes, as upstream)"
 		case variant != report.Patched:
 			c.Detail += "; reported (the control: upstream before 1.35 reports every pod NotReady at its first status update"
 			if sum.Transitions == 0 {
