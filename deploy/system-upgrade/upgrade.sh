@@ -24,9 +24,12 @@
 #   KC_ROLE           control-plane or worker
 #   KC_ALLOW_LOSS     true: go on when preflight says the patched kubelet still loses a pod
 #   KC_GATE_TIMEOUT   seconds the health gate waits for the node and its pods (300)
-#   KC_GATE_SETTLE    seconds the gate lets the new kubelet work once it reports the node
-#                     Ready, before it looks at the pods and the runtime (30)
-#   KC_PROBE_WINDOW   seconds each look at the kubelet's readiness probes spans (20)
+#   KC_GATE_SETTLE    an optional floor: seconds the gate waits once the node is Ready
+#                     before its first look (0: it ends as soon as its checks pass)
+#   KC_GATE_SYNC_WAIT seconds after the node Ready that stand in for the evidence of the
+#                     new kubelet's first syncs when the kubelet gives none (30)
+#   KC_PROBE_WINDOW   seconds a look at the readiness probes spans when the counters
+#                     since the kubelet's start do not prove readiness (20)
 #   KC_POLL           seconds between two looks (5)
 #   KC_LOCK_WAIT      seconds a Job waits for another one's lock on this node (1800)
 #   KC_HOST           the node's root (/host)
@@ -52,7 +55,8 @@ PACKAGES=${KC_PACKAGES:-/packages}
 NODE_KUBECONFIG=${KC_KUBECONFIG:-/etc/kubernetes/kubelet.conf}
 NAMESPACE=${KC_NAMESPACE:-system-upgrade}
 GATE_TIMEOUT=${KC_GATE_TIMEOUT:-300}
-GATE_SETTLE=${KC_GATE_SETTLE:-30}
+GATE_SETTLE=${KC_GATE_SETTLE:-0}
+GATE_SYNC_WAIT=${KC_GATE_SYNC_WAIT:-30}
 PROBE_WINDOW=${KC_PROBE_WINDOW:-20}
 LOCK_WAIT=${KC_LOCK_WAIT:-1800}
 KUBELET_URL=${KC_KUBELET_URL:-https://127.0.0.1:10250}
@@ -279,11 +283,28 @@ probe_sample() {
 		/^prober_probe_total\{/ && lab("probe_type") == "Readiness" { print lab("pod_uid"), lab("container"), lab("result"), $NF + 0 }' "$WORK/metrics" >"$1"
 }
 
-# pause waits between two looks: KC_POLL, and a probe window (KC_PROBE_WINDOW)
-# so that every readiness probe of the default period ran between them.
-pause() {
-	sleep "$POLL"
-	[ "$PROBE_WINDOW" -le 0 ] || sleep "$PROBE_WINDOW"
+# readiness NOW PODS judges PODS (see judge) on the probe sample just
+# taken ($WORK/probes-b) twice: on the counters since the kubelet started
+# (they start at zero with its process: one success and no failure since
+# then is the prober's last word) and, once KC_PROBE_WINDOW has passed since the window's first sample
+# ($WORK/probes-a, taken at $probes_a_at), on the window. A pod Ready by
+# either is Ready: the first needs no window when the counters already
+# prove it; the second lets a pod whose probe failed once since the start
+# (an application starting) pass on a clean window.
+readiness() {
+	: >"$WORK/probes-zero"
+	judge "$WORK/probes-zero" "$WORK/probes-b" "$1" "$2" "since the kubelet started" >"$WORK/judged-start"
+	if [ $(($(date +%s) - probes_a_at)) -ge "$PROBE_WINDOW" ]; then
+		judge "$WORK/probes-a" "$WORK/probes-b" "$1" "$2" >"$WORK/judged-window"
+		mv "$WORK/probes-b" "$WORK/probes-a"
+		probes_a_at=$(date +%s)
+	else
+		: >"$WORK/judged-window"
+	fi
+	awk 'phase == 1 { w[$2] = $0; next }
+		$1 == "ok" { print; next }
+		w[$2] ~ /^ok / { print w[$2]; next }
+		{ print ($2 in w) ? w[$2] : $0 }' phase=1 "$WORK/judged-window" phase=2 "$WORK/judged-start"
 }
 
 # pods_of NOW A B prints "NAMESPACE/NAME UID CONTAINERS" for every pod NOW
@@ -296,14 +317,15 @@ pods_of() {
 		END { for (i = 1; i <= n; i++) print name[order[i]], order[i], (c[order[i]] == "" ? "-" : c[order[i]]) }' phase=1 "$1" phase=2 "$2" "$3"
 }
 
-# judge A B NOW PODS judges the pods of PODS ("NAMESPACE/NAME UID
+# judge A B NOW PODS [SINCE] judges the pods of PODS ("NAMESPACE/NAME UID
 # CONTAINERS") that NOW (status_pods, the runtime) runs under that UID, on
 # the node's evidence: "ok LINE" for a Ready one, "no NAMESPACE/NAME (why)"
 # for one that runs no container (the runtime) or one of whose CONTAINERS
 # had no readiness probe success, or a failure, from sample A to sample B
-# (the kubelet's prober). A pod NOW does not run is left to judge_gone.
+# (the kubelet's prober; SINCE names A in the reasons). A pod NOW does not
+# run is left to judge_gone.
 judge() {
-	awk '
+	awk -v since="${5:-since the last look}" '
 		phase == 1 { a[$1 " " $2 " " $3] = $4; next }
 		phase == 2 { b[$1 " " $2 " " $3] = $4; next }
 		phase == 3 { if ($1 == "pod") { runs[$3] = 1; ids[$3] = $4 }; next }
@@ -321,7 +343,7 @@ judge() {
 				s = b[k " successful"] - a[k " successful"]
 				f = b[k " failed"] - a[k " failed"]
 				u = b[k " unknown"] - a[k " unknown"]
-				if (s <= 0 || f > 0 || u > 0) why = "container " c[i] ": readiness probe " s " successful, " f " failed, " u " unknown since the last look: the kubelet'"'"'s prober"
+				if (s <= 0 || f > 0 || u > 0) why = "container " c[i] ": readiness probe " s " successful, " f " failed, " u " unknown " since ": the kubelet'"'"'s prober"
 			}
 			if (why == "") print "ok " $0
 			else print "no " $1 " (" why ")"
@@ -467,20 +489,65 @@ node_ready() {
 	return 1
 }
 
+# create_syncs prints how many first syncs of a pod the kubelet has
+# finished since it started: kubelet_pod_worker_duration_seconds_count
+# {operation_type="create"} on its own /metrics. The pod worker observes it
+# once the sync (where the kubelet would restart or kill containers) has
+# returned, for every sync from 1.22 on (1.18 to 1.21 observe failed syncs
+# alone: no evidence there). Non-zero when the kubelet does not answer or
+# has no such series.
+create_syncs() {
+	kubectl --kubeconfig "$WORK/kubelet.kubeconfig" get --raw /metrics >"$WORK/sync-metrics" </dev/null 2>/dev/null || return 1
+	awk '/^kubelet_pod_worker_duration_seconds_count\{/ && /[{,]operation_type="create"[,}]/ { n = $NF + 0; found = 1 }
+		END { if (!found) exit 1; print n }' "$WORK/sync-metrics"
+}
+
+# synced VERSION CREATES says whether the new kubelet has taken in every pod
+# the runtime runs ($WORK/after): its count of first syncs CREATES (read
+# before the runtime, so that what the runtime shows is after those syncs)
+# covers them. Without that evidence (a kubelet before 1.22, no series, no
+# answer), GATE_SYNC_WAIT seconds after the node Ready stand in for it, as
+# the fixed settle did. Logs which evidence it used, once; prints why not.
+synced() {
+	[ -z "$sync_by" ] || return 0
+	pods=$(grep -c '^pod ' "$WORK/after" || true)
+	minor=$(echo "$1" | sed -n 's/^v1\.\([0-9]*\)\..*/\1/p')
+	if [ "${minor:-0}" -lt 22 ]; then
+		why="kubelet $1 counts failed syncs alone"
+	elif [ -z "$2" ]; then
+		why="no kubelet_pod_worker_duration_seconds_count{operation_type=\"create\"} on the kubelet's $KUBELET_URL/metrics"
+	elif [ "$2" -ge "$pods" ]; then
+		sync_by="the kubelet's first syncs ($2, kubelet_pod_worker_duration_seconds_count{operation_type=\"create\"}) cover the $pods pod(s) the runtime runs"
+		log "gate: $sync_by, $(($(date +%s) - ready_at))s after the node Ready" >&2
+		return 0
+	else
+		why="the kubelet finished the first sync of $2 pod(s), the runtime runs $pods (kubelet_pod_worker_duration_seconds_count{operation_type=\"create\"})"
+	fi
+	if [ "$(date +%s)" -ge $((ready_at + GATE_SYNC_WAIT)) ]; then
+		sync_by="no evidence of the first syncs ($why): waited the fixed KC_GATE_SYNC_WAIT ${GATE_SYNC_WAIT}s after the node Ready in its place"
+		log "gate: $sync_by" >&2
+		return 0
+	fi
+	echo "(the new kubelet has not taken in every pod: $why; at most ${GATE_SYNC_WAIT}s after the node Ready)"
+}
+
 # gate is the health gate, against the picture saved before the swap
 # ($ROLL/before, $ROLL/ready-before): the node Ready from the target's
-# kubelet (API), GATE_SETTLE seconds for that kubelet's first syncs and
-# probes, then, within GATE_TIMEOUT seconds of the swap, on the node's
-# evidence: the kubelet running is the target's (kubelet-compat status, the
-# process), every pod Ready at the picture runs under the same UID and is
-# Ready again (the runtime runs its containers; the kubelet's readiness
-# probes pass), then no container restarted and no pod was recreated
-# (kubelet-compat status, from the runtime), and no pod of the picture was
-# rejected or is gone unexplained (judge_gone). Pods created after the
-# picture are logged, not judged. It prints why it failed and returns
-# non-zero.
+# kubelet (API), then, within GATE_TIMEOUT seconds of the swap, on the
+# node's evidence: the kubelet running is the target's (kubelet-compat
+# status, the process), it has finished its first sync of every pod the
+# runtime runs (synced: where it would restart a container), every pod
+# Ready at the picture runs under the same UID and is Ready again (the
+# runtime runs its containers; the kubelet's readiness probes pass), then no
+# container restarted and no pod was recreated (kubelet-compat status, from
+# the runtime), and no pod of the picture was rejected or is gone
+# unexplained (judge_gone). It ends at the first look where all of it holds
+# (GATE_SETTLE is an optional floor before the first look). Pods created
+# after the picture are logged, not judged. It prints why it failed and
+# returns non-zero.
 gate() {
-	deadline=$(($(date +%s) + GATE_TIMEOUT))
+	started=$(date +%s)
+	deadline=$((started + GATE_TIMEOUT))
 	while ! node_ready; do
 		if [ "$(date +%s)" -ge "$deadline" ]; then
 			log "gate: node $NODE not Ready with kubelet v$TARGET after ${GATE_TIMEOUT}s"
@@ -488,12 +555,21 @@ gate() {
 		fi
 		sleep "$POLL"
 	done
+	ready_at=$(date +%s)
+	sync_by=
+	# The window's first sample; the counters since the kubelet's start
+	# need none.
 	probe_sample "$WORK/probes-a" || : >"$WORK/probes-a"
-	log "gate: node $NODE Ready with kubelet v$TARGET; letting it settle ${GATE_SETTLE}s"
-	sleep "$GATE_SETTLE"
+	probes_a_at=$ready_at
+	log "gate: node $NODE Ready with kubelet v$TARGET ($((ready_at - started))s)"
+	if [ "$GATE_SETTLE" -gt 0 ]; then
+		log "gate: waiting the floor KC_GATE_SETTLE ${GATE_SETTLE}s before the first look"
+		sleep "$GATE_SETTLE"
+	fi
 	while :; do
 		: >"$WORK/unready"
 		: >"$WORK/after"
+		creates=$(create_syncs) || creates=
 		if ! on_host kubelet-compat status -o json --kubeconfig "$NODE_KUBECONFIG" >"$WORK/status-after.json"; then
 			echo "(kubelet-compat status failed: what the runtime runs is not known)" >"$WORK/unready"
 		else
@@ -501,11 +577,11 @@ gate() {
 			case $v in
 			"v$TARGET" | "v$TARGET+"* | "v$TARGET-"*)
 				status_pods <"$WORK/status-after.json" >"$WORK/after"
+				synced "$v" "$creates" >"$WORK/unready"
 				if probe_sample "$WORK/probes-b"; then
-					judge "$WORK/probes-a" "$WORK/probes-b" "$WORK/after" "$R/ready-before" | sed -n 's/^no //p' >"$WORK/unready"
-					mv "$WORK/probes-b" "$WORK/probes-a"
+					readiness "$WORK/after" "$R/ready-before" | sed -n 's/^no //p' >>"$WORK/unready"
 				else
-					echo "(the kubelet's $KUBELET_URL/metrics/probes did not answer: readiness not established)" >"$WORK/unready"
+					echo "(the kubelet's $KUBELET_URL/metrics/probes did not answer: readiness not established)" >>"$WORK/unready"
 				fi
 				;;
 			*) echo "(the node runs kubelet ${v:-of no version} (kubelet-compat status), not v$TARGET)" >"$WORK/unready" ;;
@@ -517,7 +593,7 @@ gate() {
 			sed 's/^/  /' "$WORK/unready"
 			return 1
 		fi
-		pause
+		sleep "$POLL"
 	done
 	compare_pods "$R/before" "$WORK/after" >"$WORK/changed"
 	judge_gone >>"$WORK/changed"
@@ -532,7 +608,7 @@ gate() {
 		log "gate: pods created after the picture, logged and not judged:"
 		sed 's/^/  /' "$WORK/new"
 	fi
-	log "gate: passed: node $NODE runs kubelet v$TARGET; $(wc -l <"$R/ready-before" | tr -d ' ') pod(s) Ready at the picture are Ready again under their UIDs; no container restarted, no pod recreated or rejected"
+	log "gate: passed: node $NODE runs kubelet v$TARGET; $(wc -l <"$R/ready-before" | tr -d ' ') pod(s) Ready at the picture are Ready again under their UIDs; no container restarted, no pod recreated or rejected (gate: $(($(date +%s) - started))s)"
 }
 
 wait_plan() {
@@ -550,22 +626,21 @@ wait_plan() {
 }
 
 # settle waits, before the record, until every pod the runtime runs is
-# Ready by the node's evidence (judge), at most GATE_TIMEOUT seconds
+# Ready by the node's evidence (readiness), at most GATE_TIMEOUT seconds
 # (kubeadm upgrade apply restarts the API server: controllers that lose
 # their lease exit and back off), and writes those Ready to $WORK/ready; the
 # gate judges the readiness of those alone.
 settle() {
 	deadline=$(($(date +%s) + GATE_TIMEOUT))
 	probe_sample "$WORK/probes-a" || fail_roll "the kubelet's $KUBELET_URL/metrics/probes did not answer"
+	probes_a_at=$(date +%s)
 	while :; do
-		pause
 		on_host kubelet-compat status -o json --kubeconfig "$NODE_KUBECONFIG" >"$WORK/status-now.json" ||
 			fail_roll "kubelet-compat status failed"
 		status_pods <"$WORK/status-now.json" >"$WORK/now"
 		probe_sample "$WORK/probes-b" || fail_roll "the kubelet's $KUBELET_URL/metrics/probes did not answer"
 		pods_of "$WORK/now" "$WORK/probes-a" "$WORK/probes-b" >"$WORK/pods"
-		judge "$WORK/probes-a" "$WORK/probes-b" "$WORK/now" "$WORK/pods" >"$WORK/judged"
-		mv "$WORK/probes-b" "$WORK/probes-a"
+		readiness "$WORK/now" "$WORK/pods" >"$WORK/judged"
 		sed -n 's/^no //p' "$WORK/judged" >"$WORK/unready"
 		[ -s "$WORK/unready" ] || break
 		if [ "$(date +%s)" -ge "$deadline" ]; then
@@ -573,6 +648,7 @@ settle() {
 			sed 's/^/  /' "$WORK/unready"
 			break
 		fi
+		sleep "$POLL"
 	done
 	sed -n 's/^ok //p' "$WORK/judged" >"$WORK/ready"
 }

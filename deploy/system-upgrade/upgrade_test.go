@@ -78,18 +78,19 @@ status) if [ "$(cat "$FAKE/stage2")" = "$PREV" ]; then cat "$FAKE/status-before.
 esac`,
 	// kubectl: the API server, and the kubelet's own endpoint for its
 	// readiness probes' results (prober_probe_total, $FAKE/probes-before or
-	// probes-after: lines "NAMESPACE POD UID CONTAINER ready|unready"; each
-	// read is one more probe of each container).
+	// probes-after: lines "NAMESPACE POD UID CONTAINER ready|unready|flaky";
+	// each read is one more probe of each container; a flaky one failed
+	// once, then passes).
 	"kubectl": `case "$*" in
 "--kubeconfig "*" get --raw /metrics/probes") if [ "$(cat "$FAKE/stage2")" = "$PREV" ]; then f=probes-before; else [ -z "${PROBES_FAIL:-}" ] || exit 1; f=probes-after; fi
 	n=$(($(cat "$FAKE/probe-reads" 2>/dev/null || echo 0) + 1)); echo $n >"$FAKE/probe-reads"
 	echo '# HELP prober_probe_total [ALPHA] Cumulative number of a liveness, readiness or startup probe for a container by result.'
-	awk -v n=$n '{ s = $5 == "ready" ? n : 0; f = $5 == "ready" ? 0 : n
+	awk -v n=$n '{ s = $5 == "unready" ? 0 : n; f = $5 == "ready" ? 0 : $5 == "flaky" ? 1 : n
 		printf "prober_probe_total{container=\"%s\",namespace=\"%s\",pod=\"%s\",pod_uid=\"%s\",probe_type=\"Readiness\",result=\"failed\"} %d\n", $4, $1, $2, $3, f
 		printf "prober_probe_total{container=\"%s\",namespace=\"%s\",pod=\"%s\",pod_uid=\"%s\",probe_type=\"Readiness\",result=\"successful\"} %d\n", $4, $1, $2, $3, s
 		printf "prober_probe_total{container=\"%s\",namespace=\"%s\",pod=\"%s\",pod_uid=\"%s\",probe_type=\"Liveness\",result=\"successful\"} %d\n", $4, $1, $2, $3, n }' "$FAKE/$f" ;;
 "get events "*) cat "$FAKE/events" ;;
-"--kubeconfig "*" get --raw /metrics") cat "$FAKE/kubelet-metrics" ;;
+"--kubeconfig "*" get --raw /metrics") [ "$(cat "$FAKE/kubelet-metrics")" != - ] || exit 1; cat "$FAKE/kubelet-metrics" ;;
 "get pod -n "*" --ignore-not-found "*) awk -v p="$4/$5" '$1 == p { printf "%s %s", $2, $3 }' "$FAKE/api-pods" ;;
 "get node "*) echo "$(cat "$FAKE/node-ready") v${KUBELET_REPORTS:-$(cat "$FAKE/stage2")}+compat.1" ;;
 "get pods "*) if [ "$(cat "$FAKE/stage2")" = "$PREV" ]; then cat "$FAKE/pods-before"; else [ -z "${PODS_FAIL:-}" ] || exit 1; cat "$FAKE/pods-after"; fi ;;
@@ -101,7 +102,10 @@ esac`,
 
 const (
 	probesCall = "kubectl --kubeconfig $WORK/kubelet.kubeconfig get --raw /metrics/probes"
-	statusCall = "kubelet-compat status -o json --kubeconfig /etc/kubernetes/kubelet.conf"
+	// metricsCall reads the kubelet's own /metrics (its first syncs, its
+	// admission rejections).
+	metricsCall = "kubectl --kubeconfig $WORK/kubelet.kubeconfig get --raw /metrics"
+	statusCall  = "kubelet-compat status -o json --kubeconfig /etc/kubernetes/kubelet.conf"
 )
 
 // workDir is the script's temporary directory in the calls (mktemp -d).
@@ -114,6 +118,14 @@ const readyPods = "default/web-0 Running True\nkube-system/etcd-node-1 Running T
 // readyProbes are the kubelet's readiness probes of the status golden's
 // pods, all passing (default/seccomp-node-1 has none).
 const readyProbes = "default plain-node-1 plain-uid app ready\nkube-system etcd-node-1 etcd-uid etcd ready\n"
+
+// syncedMetrics is the new kubelet's /metrics once it has finished its
+// first sync of the status golden's 3 pods.
+const syncedMetrics = "# HELP kubelet_admission_rejections_total [ALPHA] Cumulative number pod admission rejections by the Kubelet.\n" +
+	"kubelet_pod_worker_duration_seconds_bucket{operation_type=\"create\",le=\"+Inf\"} 3\n" +
+	"kubelet_pod_worker_duration_seconds_sum{operation_type=\"create\"} 0.42\n" +
+	"kubelet_pod_worker_duration_seconds_count{operation_type=\"create\"} 3\n" +
+	"kubelet_pod_worker_duration_seconds_count{operation_type=\"sync\"} 7\n"
 
 // dieAfter is the fakes' part of scriptCase.die: $die is set when this call
 // is the one after which the Job dies.
@@ -207,7 +219,9 @@ type scriptCase struct {
 	// host are files on the node before the Job; wantHost after it.
 	host, wantHost map[string]string
 
-	wantErr    string
+	wantErr string
+	// within bounds how long the Job takes (not checked when zero).
+	within     time.Duration
 	wantCalls  []string
 	wantOut    []string
 	wantNotOut []string
@@ -244,6 +258,7 @@ func TestUpgradeScript(t *testing.T) {
 	gateOK := []string{
 		"kubectl get node node-1 -o jsonpath={.status.conditions[?(@.type==\"Ready\")].status} {.status.nodeInfo.kubeletVersion}",
 		probesCall,
+		metricsCall,
 		statusCall,
 		probesCall,
 	}
@@ -357,7 +372,9 @@ func TestUpgradeScript(t *testing.T) {
 			podsAfter:   readyPods + "default/tenant-0 Running False\n",
 			probesAfter: readyProbes + "default tenant-0 tenant-uid app unready\n",
 			after:       func(s string) string { return addPod(s, "default/tenant-0", "tenant-uid", "c-tenant-app") },
-			wantOut:     []string{"gate: pods created after the picture, logged and not judged:", "  default/tenant-0 (tenant-uid)", "gate: passed"}},
+			// the new kubelet's first syncs: the picture's 3 pods and the tenant's
+			kubeletMetrics: strings.Replace(syncedMetrics, "_count{operation_type=\"create\"} 3", "_count{operation_type=\"create\"} 4", 1),
+			wantOut:        []string{"gate: pods created after the picture, logged and not judged:", "  default/tenant-0 (tenant-uid)", "gate: passed"}},
 		{name: "gate: a failed CronJob pod is not judged",
 			preflight: "preflight-1.30-1.31.table.golden", stage2: target,
 			podsAfter: readyPods + "default/backup-29000000-x7k2p Failed False\n",
@@ -504,7 +521,7 @@ func TestUpgradeScript(t *testing.T) {
 			after:          func(s string) string { return dropPod(s, "default/plain-node-1") },
 			crictl:         "plain-uid c-plain-uid-app 137\n",
 			apiPods:        "default/seccomp-node-1 pinned-uid\nkube-system/etcd-node-1 etcd-uid\n",
-			kubeletMetrics: "kubelet_admission_rejections_total{reason=\"NodeAffinity\"} 1\nkubelet_admission_rejections_total{reason=\"OutOfcpu\"} 0\n",
+			kubeletMetrics: syncedMetrics + "kubelet_admission_rejections_total{reason=\"NodeAffinity\"} 1\nkubelet_admission_rejections_total{reason=\"OutOfcpu\"} 0\n",
 			wantErr:        "the health gate failed",
 			wantOut:        []string{"pod default/plain-node-1: container c-plain-uid-app ended with exit code 137 (the runtime); the kubelet rejected 1 (NodeAffinity 1) pod(s) since the swap (kubelet_admission_rejections_total)"}},
 		{name: "gate: a Ready pod that completed (exit 0, no kubelet warning) passes",
@@ -544,6 +561,38 @@ func TestUpgradeScript(t *testing.T) {
 			wantHost: map[string]string{"etc/kubernetes/manifests/etcd.yaml": "image: registry.k8s.io/etcd:3.6.4-0\n"},
 			wantErr:  "the health gate failed",
 			wantOut:  []string{"rollback: /etc/kubernetes/manifests/etcd.yaml left at kubeadm's etcd 3.6 (was 3.5): a manifest does not downgrade etcd's data"}},
+		// Issue 33, 5: the gate ends as soon as its checks pass.
+		{name: "gate: passes at its first look, without a fixed settle, once the new kubelet's first syncs cover the pods",
+			preflight: "preflight-1.30-1.31.table.golden", stage2: target, within: 15 * time.Second,
+			wantCalls: cat(upgradeNode, gateOK),
+			wantOut: []string{"gate: the kubelet's first syncs (3, kubelet_pod_worker_duration_seconds_count{operation_type=\"create\"}) cover the 3 pod(s) the runtime runs",
+				"gate: passed"},
+			wantNotOut: []string{"settle", "KC_GATE_SYNC_WAIT"}},
+		{name: "gate: every pod Ready but the new kubelet's first syncs do not cover the pods the runtime runs: no pass, rolled back",
+			preflight: "preflight-1.30-1.31.table.golden", stage2: prev, failedMark: true, env: []string{"KC_GATE_SYNC_WAIT=60"},
+			kubeletMetrics: strings.Replace(syncedMetrics, "_count{operation_type=\"create\"} 3", "_count{operation_type=\"create\"} 2", 1),
+			wantErr:        "the health gate failed",
+			wantOut:        []string{"  (the new kubelet has not taken in every pod: the kubelet finished the first sync of 2 pod(s), the runtime runs 3 (kubelet_pod_worker_duration_seconds_count{operation_type=\"create\"}); at most 60s after the node Ready)"},
+			wantNotOut:     []string{"gate: passed"}},
+		{name: "gate: no first-sync count on the kubelet's /metrics: the bounded wait stands in for it, logged",
+			preflight: "preflight-1.30-1.31.table.golden", stage2: target, env: []string{"KC_GATE_SYNC_WAIT=1", "KC_GATE_TIMEOUT=10"},
+			kubeletMetrics: "# HELP kubelet_admission_rejections_total [ALPHA] Cumulative number pod admission rejections by the Kubelet.\n",
+			wantOut: []string{"gate: no evidence of the first syncs (no kubelet_pod_worker_duration_seconds_count{operation_type=\"create\"} on the kubelet's https://127.0.0.1:10250/metrics): waited the fixed KC_GATE_SYNC_WAIT 1s after the node Ready in its place",
+				"gate: passed"}},
+		{name: "gate: the kubelet's /metrics does not answer: the bounded wait, then the pass on the other checks",
+			preflight: "preflight-1.30-1.31.table.golden", stage2: target, env: []string{"KC_GATE_SYNC_WAIT=1", "KC_GATE_TIMEOUT=10"},
+			kubeletMetrics: "-",
+			wantOut:        []string{"gate: no evidence of the first syncs", "waited the fixed KC_GATE_SYNC_WAIT 1s", "gate: passed"}},
+		{name: "gate: KC_GATE_SETTLE stays as an optional floor",
+			preflight: "preflight-1.30-1.31.table.golden", stage2: target, env: []string{"KC_GATE_SETTLE=1"},
+			wantOut: []string{"gate: waiting the floor KC_GATE_SETTLE 1s before the first look", "gate: passed"}},
+		{name: "readiness proven by the probe counters since the kubelet started: no probe window waited, before the record or in the gate",
+			preflight: "preflight-1.30-1.31.table.golden", stage2: target, env: []string{"KC_PROBE_WINDOW=30", "KC_GATE_TIMEOUT=120"},
+			within: 15 * time.Second, wantCalls: cat(upgradeNode, gateOK), wantOut: []string{"gate: passed"}},
+		{name: "a readiness probe that failed since the kubelet started passes on a clean window",
+			preflight: "preflight-1.30-1.31.table.golden", stage2: target, env: []string{"KC_PROBE_WINDOW=1", "KC_GATE_TIMEOUT=10"},
+			probesAfter: "default plain-node-1 plain-uid app ready\nkube-system etcd-node-1 etcd-uid etcd flaky\n",
+			wantOut:     []string{"gate: passed"}},
 		{name: "prepare: waits for the control-plane Plan", args: []string{"wait-plan", ControlPlanePlan}, plan: "1.31.14 True", stage2: prev,
 			wantCalls: []string{"kubectl get plans.upgrade.cattle.io kubelet-compat-control-plane -n system-upgrade -o jsonpath={.status.latestVersion} {.status.conditions[?(@.type==\"Complete\")].status}"},
 			wantOut:   []string{"Plan system-upgrade/kubelet-compat-control-plane is complete for 1.31.14"}},
@@ -632,7 +681,7 @@ func runScriptCase(t *testing.T, tc scriptCase, applets string, statusBefore []b
 			write("crictl", tc.crictl)
 			write("events", tc.events)
 			write("api-pods", or(tc.apiPods, "default/plain-node-1 plain-uid\ndefault/seccomp-node-1 pinned-uid\nkube-system/etcd-node-1 etcd-uid\n"))
-			write("kubelet-metrics", or(tc.kubeletMetrics, "# HELP kubelet_admission_rejections_total [ALPHA] Cumulative number pod admission rejections by the Kubelet.\n"))
+			write("kubelet-metrics", or(tc.kubeletMetrics, syncedMetrics))
 			for name, data := range tc.host {
 				assert.NilError(t, os.MkdirAll(filepath.Dir(filepath.Join(host, name)), 0o755))
 				write("host/"+name, data)
@@ -670,7 +719,7 @@ func runScriptCase(t *testing.T, tc scriptCase, applets string, statusBefore []b
 			env := append([]string{"PATH=" + path, "FAKE=" + fake, "PREV=" + prev, "TMPDIR=" + tmp,
 				"FORMAT=" + or(tc.format, "deb"), "CLUSTER=" + or(tc.cluster, prev),
 				"SYSTEM_UPGRADE_NODE_NAME=node-1", "SYSTEM_UPGRADE_PLAN_LATEST_VERSION=" + target,
-				"KC_HOST=" + host, "KC_PACKAGES=" + pkgs, "KC_GATE_TIMEOUT=1", "KC_GATE_SETTLE=0", "KC_POLL=0.1",
+				"KC_HOST=" + host, "KC_PACKAGES=" + pkgs, "KC_GATE_TIMEOUT=1", "KC_POLL=0.1",
 				"KC_PROBE_WINDOW=0", "KC_LOCK_WAIT=2",
 				// The fakes stand for the node's programs: its PATH is the test's.
 				"KC_HOST_PATH=" + path + ":/node-path-marker"}, tc.env...)
@@ -687,8 +736,13 @@ func runScriptCase(t *testing.T, tc scriptCase, applets string, statusBefore []b
 				t.Logf("first Job, killed after %q:\n%s", tc.die, out)
 				assert.NilError(t, os.Remove(filepath.Join(fake, "calls")))
 			}
+			began := time.Now()
 			out, err := run(env)
-			t.Logf("the Job's log:\n%s", out)
+			took := time.Since(began)
+			t.Logf("the Job's log (%v):\n%s", took, out)
+			if tc.within > 0 {
+				assert.Check(t, took < tc.within, "the Job took %v, want less than %v", took, tc.within)
+			}
 			if tc.wantErr != "" {
 				assert.Check(t, err != nil, "want a failure, got success:\n%s", out)
 				assert.Check(t, is.Contains(string(out), tc.wantErr))
