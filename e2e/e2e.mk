@@ -48,9 +48,10 @@
 #   make e2e E2E_PROVIDER=kind E2E=fleet
 #                                 the fleet roll-out (issue 22 section 4): 1 control-plane node and 4 workers,
 #                                 1.30.14 -> 1.31.14 by system-upgrade-controller's Plans at concurrency 1 and 2,
-#                                 the drain-based roll as the anchor, a roll whose health gate fails on worker 3;
+#                                 the drain-based roll as the anchor, the naive in-place roll (SUC's Plans with the
+#                                 released kubelets, no drain) as the second, a roll whose health gate fails on worker 3;
 #                                 per node and in total: restarts, evictions, pod UIDs, the single replica's
-#                                 unavailable seconds, endpoint removals, seconds (E2E_ARGS='-fleet-runs drain,fault')
+#                                 unavailable seconds, endpoint removals, seconds (E2E_ARGS='-fleet-runs drain,naive,fault')
 #   make e2e E2E_ARGS='-pods 20'  anything else for e2e/cmd/e2e
 #   make e2e E2E_BUILD=false      use the binaries already in _output
 #   make e2e-cleanup          undo what a killed run's journal lists (.ci/run runs it first)
@@ -77,7 +78,7 @@ E2E_RELEASED_api := kube-controller-manager
 E2E_VERSIONS_admission := $(E2E_VERSIONS_ci)
 E2E_UNPATCHED_admission := $(E2E_UNPATCHED_ci)
 E2E_BINARIES_admission := $(E2E_BINARIES_api)
-# E2E=fleet (kind only): the drain roll swaps in the target as released.
+# E2E=fleet (kind only): the drain and naive rolls swap in the target as released.
 E2E_VERSIONS_fleet := 1.30.14,1.31.14
 E2E_UNPATCHED_fleet := 1.31.14
 E2E_VERSIONS_devices := 1.18.19,1.19.16,1.20.15,1.21.14

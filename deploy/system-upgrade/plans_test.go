@@ -17,7 +17,9 @@ import (
 func TestRender(t *testing.T) {
 	cordon := DefaultOptions("1.31.14")
 	cordon.Concurrency, cordon.Cordon, cordon.AllowLoss, cordon.GateTimeout = 2, true, true, 600
-	for name, o := range map[string]Options{"default-1.31.14": DefaultOptions("1.31.14"), "cordon-concurrency-2": cordon} {
+	naive := DefaultOptions("1.31.14")
+	naive.Naive = true
+	for name, o := range map[string]Options{"default-1.31.14": DefaultOptions("1.31.14"), "cordon-concurrency-2": cordon, "naive-1.31.14": naive} {
 		t.Run(name, func(t *testing.T) {
 			y, err := Render(o)
 			assert.NilError(t, err)
@@ -41,6 +43,25 @@ func TestPlans(t *testing.T) {
 		assert.Check(t, !p.Spec.Cordon, "no cordon by default")
 		assert.Check(t, is.Equal(p.Spec.Version, "1.31.14"))
 		assert.Check(t, is.Equal(p.Spec.Upgrade.Image, UpgradeImageName), "untagged: the controller tags it with the version")
+	}
+	// The naive roll: its own Plans and image, upgrade.sh naive, without
+	// the gate's and the preflight's settings.
+	o.Naive = true
+	plans, err = Plans(o)
+	assert.NilError(t, err)
+	assert.Assert(t, is.Len(plans, 2))
+	assert.Check(t, is.Equal(plans[0].Metadata.Name, NaiveControlPlanePlan))
+	assert.Check(t, is.Equal(plans[1].Metadata.Name, NaiveWorkersPlan))
+	assert.Check(t, is.DeepEqual(plans[1].Spec.Prepare.Args, []string{"wait-plan", NaiveControlPlanePlan}), "the workers wait for the naive control plane")
+	for _, p := range plans {
+		assert.Check(t, !p.Spec.Cordon, "no cordon, no drain")
+		assert.Check(t, is.Equal(p.Spec.Upgrade.Image, NaiveImageName))
+		assert.Check(t, is.DeepEqual(p.Spec.Upgrade.Args, []string{"naive"}))
+		var env []string
+		for _, e := range p.Spec.Upgrade.Env {
+			env = append(env, e.Name)
+		}
+		assert.Check(t, is.DeepEqual(env, []string{"KC_ROLE", "KC_NAMESPACE"}))
 	}
 	for _, bad := range []Options{{Version: "v1.31.14", Concurrency: 1, GateTimeout: 1}, {Version: "1.31", Concurrency: 1, GateTimeout: 1},
 		{Version: "1.31.14", Concurrency: 0, GateTimeout: 1}, {Version: "1.31.14", Concurrency: 1}} {

@@ -3,11 +3,16 @@
 #
 # Runs in the system-upgrade-controller's Job pod on the node it upgrades,
 # with the node's root at $KC_HOST (/host); every step on the node runs
-# there with chroot. Two modes:
+# there with chroot. Three modes:
 #
 #   upgrade.sh upgrade            upgrade this node to $SYSTEM_UPGRADE_PLAN_LATEST_VERSION
 #   upgrade.sh wait-plan PLAN     wait until the Plan PLAN is Complete for that
 #                                 version (the workers' prepare step)
+#   upgrade.sh naive              the naive in-place roll k3s and rke2 users run
+#                                 today (the e2e's anchor, with the packages as
+#                                 released): the packages, stage1, kubeadm, the
+#                                 kubelet swapped and restarted; no preflight, no
+#                                 record, no roll's state, no gate, no rollback
 #
 # The Job can be killed at any line and run again (SUC re-creates a failed
 # Job once its TTL has passed): the roll's state is kept on the node, in
@@ -764,8 +769,10 @@ rollback() {
 }
 
 # fail_roll WHY: a step failed after the backup; the node is put back and
-# the Job fails.
+# the Job fails. The naive roll has no backup and no way back: the Job
+# fails where the step failed.
 fail_roll() {
+	[ -z "$NAIVE" ] || die "$1: the naive roll has no rollback; node $NODE is left as it is and the Job fails"
 	log "$1"
 	rollback "$1"
 	die "$1: node $NODE rolled back to $PREVIOUS; the Job fails, which stops the Plan"
@@ -807,7 +814,7 @@ install_and_kubeadm() {
 	if [ "$ROLE" = control-plane ] && ! kubectl get configmap kubeadm-config -n kube-system \
 		-o jsonpath='{.data.ClusterConfiguration}' | grep -q "kubernetesVersion: v$TARGET\$"; then
 		log "first control-plane node of $TARGET: kubeadm upgrade apply"
-		st_set kubeadm=apply
+		[ -n "$NAIVE" ] || st_set kubeadm=apply
 		on_host kubeadm upgrade apply --yes ${KC_KUBEADM_ARGS:-} "v$TARGET" || fail_roll "kubeadm upgrade apply v$TARGET failed"
 	else
 		on_host kubeadm upgrade node ${KC_KUBEADM_ARGS:-} || fail_roll "kubeadm upgrade node failed"
@@ -827,7 +834,32 @@ record_and_swap() {
 	awk 'phase == 1 { if ($1 == "pod") p[$3] = 1; next } ($2 in p)' phase=1 "$R/before" phase=2 "$WORK/ready" | put "$R/ready-before"
 	log "the picture: $(grep -c '^pod ' "$R/before" || true) pod(s) the runtime runs, $(wc -l <"$R/ready-before" | tr -d ' ') of them Ready (the runtime, the kubelet's readiness probes): saved in $ROLL"
 	st_set phase=swapping "swapped_at=$(now)"
+	swap
+}
+
+# swap: the target's kubelet in place of the running one (kubernetes-select
+# switches stage2's links, then restarts the kubelet).
+swap() {
 	on_host kubernetes-select --restart-kubelet stage2 "$TARGET" || fail_roll "kubernetes-select --restart-kubelet stage2 $TARGET failed"
+}
+
+# naive: the in-place roll without kubelet-compat's record, gate or
+# rollback, as k3s's and rke2's upgrade images do it: the Job ends once the
+# new kubelet is started. A Job run again on a node whose stage2 serves the
+# target (the new kubelet restarted this very container) has nothing left
+# to do.
+naive() {
+	select_status
+	PREVIOUS=$(version_of stage2)
+	[ -n "$PREVIOUS" ] || die "kubernetes-select status names no version for stage2"
+	if [ "$PREVIOUS" = "$TARGET" ]; then
+		log "stage2 serves $TARGET already: node $NODE is upgraded (naive)"
+		return 0
+	fi
+	log "node $NODE ($ROLE): $PREVIOUS -> $TARGET, naive: in place, no record, no gate, no rollback"
+	install_and_kubeadm
+	swap
+	log "node $NODE: the kubelet of $TARGET started (naive: nothing judged)"
 }
 
 # gate_or_rollback: the gate's verdict, written on the node.
@@ -957,15 +989,20 @@ ROLE=${KC_ROLE:-worker}
 case $ROLE in control-plane | worker) ;; *) die "KC_ROLE must be control-plane or worker, not $ROLE" ;; esac
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
+NAIVE=
 
 case ${1:-upgrade} in
 upgrade) upgrade ;;
+naive)
+	NAIVE=1
+	naive
+	;;
 wait-plan)
 	[ $# -eq 2 ] || { echo "usage: $0 wait-plan PLAN" >&2; exit 2; }
 	wait_plan "$2"
 	;;
 *)
-	echo "usage: $0 [upgrade | wait-plan PLAN]" >&2
+	echo "usage: $0 [upgrade | wait-plan PLAN | naive]" >&2
 	exit 2
 	;;
 esac

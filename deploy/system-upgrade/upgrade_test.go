@@ -55,7 +55,9 @@ esac`,
 	// kubeadm rewrites what kubeadm upgrade rewrites on a node: the kubelet's
 	// configuration and, on a control-plane node, the static pods'
 	// manifests (keeping its own backup of them, as kubeadm does).
+	// KUBEADM_FAILS: kubeadm upgrade fails.
 	"kubeadm": `case "$*" in "upgrade "*)
+[ -z "${KUBEADM_FAILS:-}" ] || exit 1
 v=${CLUSTER_TARGET:-1.31.14}
 mkdir -p "$FAKE/host/var/lib/kubelet"
 echo "kubeadm's kubelet configuration for v$v" >"$FAKE/host/var/lib/kubelet/config.yaml"
@@ -263,6 +265,10 @@ func TestUpgradeScript(t *testing.T) {
 		probesCall,
 	}
 	const configmapCall = "kubectl get configmap kubeadm-config -n kube-system -o jsonpath={.data.ClusterConfiguration}"
+	// naiveNode is upgradeNode without the lock, the preflight, the
+	// settling, the record and the gate.
+	naiveNode := []string{"kubernetes-select status", upgradeNode[4], upgradeNode[5], upgradeNode[6], upgradeNode[7], upgradeNode[8], upgradeNode[9],
+		"kubernetes-select --restart-kubelet stage2 1.31.14"}
 	rollback := []string{"kubernetes-select status", "kubelet-compat record --kubeconfig /etc/kubernetes/kubelet.conf",
 		"kubernetes-select stage1 1.30.14", "kubernetes-select --restart-kubelet stage2 1.30.14"}
 	cat := func(parts ...[]string) []string {
@@ -596,6 +602,23 @@ func TestUpgradeScript(t *testing.T) {
 		{name: "prepare: waits for the control-plane Plan", args: []string{"wait-plan", ControlPlanePlan}, plan: "1.31.14 True", stage2: prev,
 			wantCalls: []string{"kubectl get plans.upgrade.cattle.io kubelet-compat-control-plane -n system-upgrade -o jsonpath={.status.latestVersion} {.status.conditions[?(@.type==\"Complete\")].status}"},
 			wantOut:   []string{"Plan system-upgrade/kubelet-compat-control-plane is complete for 1.31.14"}},
+		// The naive roll (the e2e's anchor): the same packages, kubeadm and
+		// swap, nothing of kubelet-compat around them.
+		{name: "naive, worker: the packages, stage1, kubeadm, the swap; no preflight, record, state or gate", args: []string{"naive"}, stage2: target,
+			wantCalls: naiveNode, wantStage1: target, wantNotOut: []string{"gate:", "the picture"},
+			wantOut: []string{"node node-1 (worker): 1.30.14 -> 1.31.14, naive: in place, no record, no gate, no rollback",
+				"node node-1: the kubelet of 1.31.14 started (naive: nothing judged)"}},
+		{name: "naive, first control-plane node: kubeadm upgrade apply", args: []string{"naive"}, env: []string{"KC_ROLE=control-plane"}, stage2: target,
+			wantCalls: cat(naiveNode[:6], []string{configmapCall, "kubeadm upgrade apply --yes v1.31.14"}, naiveNode[7:]),
+			wantOut:   []string{"first control-plane node of 1.31.14: kubeadm upgrade apply"}},
+		{name: "naive, run again after the new kubelet restarted its container: nothing left to do", args: []string{"naive"},
+			stage1Before: target, stage2Before: target, stage2: target, wantCalls: naiveNode[:1],
+			wantOut: []string{"stage2 serves 1.31.14 already: node node-1 is upgraded (naive)"}},
+		{name: "naive, killed after kubeadm: the next Job does it again", args: []string{"naive"}, die: "kubeadm upgrade node", stage2: target,
+			wantCalls: naiveNode, wantStage1: target},
+		{name: "naive, kubeadm fails: no rollback, the node is left as it is", args: []string{"naive"}, env: []string{"KUBEADM_FAILS=1"},
+			stage2: prev, wantStage1: target, wantCalls: naiveNode[:7], wantNotOut: []string{"rolling back", "rollback:"},
+			wantErr: "kubeadm upgrade node failed: the naive roll has no rollback; node node-1 is left as it is and the Job fails"},
 	} {
 		for _, shell := range shells(t) {
 			t.Run(shell.name+"/"+tc.name, func(t *testing.T) { runScriptCase(t, tc, shell.path, statusBefore) })

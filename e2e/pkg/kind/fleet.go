@@ -4,9 +4,11 @@ package kind
 // clusters of one control-plane node and FleetWorkers workers with the
 // fleet's workloads, rolled From -> To by system-upgrade-controller's Plans
 // running upgrade.sh (deploy/system-upgrade) at concurrency 1 and 2, the
-// drain-based roll operators use today as the anchor, and a roll whose
-// health gate fails on worker 3. Each roll is a list of small actions on a
-// cluster of its own, measured per node and in total (fleet_figures.go).
+// drain-based roll operators use today as the anchor, the naive in-place
+// roll k3s and rke2 users run today (SUC's Plans, the released packages,
+// no drain: the second anchor), and a roll whose health gate fails on
+// worker 3. Each roll is a list of small actions on a cluster of its own,
+// measured per node and in total (fleet_figures.go).
 
 import (
 	"context"
@@ -28,11 +30,12 @@ const (
 	FleetConcurrency1 = "concurrency-1"
 	FleetConcurrency2 = "concurrency-2"
 	FleetDrain        = "drain"
+	FleetNaive        = "naive"
 	FleetFault        = "fault"
 )
 
 // FleetRuns are every roll, the default.
-var FleetRuns = []string{FleetConcurrency1, FleetConcurrency2, FleetDrain, FleetFault}
+var FleetRuns = []string{FleetConcurrency1, FleetConcurrency2, FleetDrain, FleetNaive, FleetFault}
 
 // FleetWorkers is the fleet clusters' worker count.
 const FleetWorkers = 4
@@ -98,6 +101,8 @@ func fleetCluster(roll string) string {
 		return "kc-e2e-fleet-c2"
 	case FleetDrain:
 		return "kc-e2e-drain"
+	case FleetNaive:
+		return "kc-e2e-naive"
 	}
 	return "kc-e2e-fleet-fault"
 }
@@ -118,8 +123,11 @@ type fleetRun struct {
 	roll        string
 	concurrency int64
 	drain       bool
-	fault       bool
-	sucImages   []byte // the OCI layout of the controller's and the upgrade Job's images
+	// naive: SUC's Plans run upgrade.sh naive with the released packages
+	// (Options.Naive); clusterRun.patched is false, as for the drain roll.
+	naive     bool
+	fault     bool
+	sucImages []byte // the OCI layout of the controller's and the upgrade Job's images
 
 	snapBefore map[string]*snapshot.Snapshot
 	apiBefore  map[string]apiPod
@@ -138,50 +146,81 @@ func RunFleet(ctx context.Context, p *Provider, o FleetOptions, stack *cleanup.S
 		return err
 	}
 	st := o.Steps[0]
-	suc, drain := false, false
-	for _, r := range o.Runs {
-		suc = suc || r != FleetDrain
-		drain = drain || r == FleetDrain
-	}
-	if err := fleetPreflight(ctx, p, o, suc, drain); err != nil {
-		return err
-	}
-	var layout []byte
-	if suc {
-		var err error
-		if layout, err = sucImages(o.ControllerBinary, st.To, o.Output); err != nil {
-			return err
-		}
-	}
-	var runs []clusterRunner
+	var runs []*fleetRun
 	for _, roll := range o.Runs {
 		so := o.ScenarioOptions
 		so.Workers = FleetWorkers
-		f := &fleetRun{clusterRun: &clusterRun{p: p, o: so, rep: rep, name: fleetCluster(roll), steps: []Step{st}, patched: roll != FleetDrain},
-			roll: roll, concurrency: 1, drain: roll == FleetDrain, fault: roll == FleetFault, sucImages: layout}
-		if roll == FleetConcurrency2 {
-			f.concurrency = 2
-		}
-		runs = append(runs, f)
+		runs = append(runs, newFleetRun(p, so, rep, roll, st))
 	}
-	return runClusters(ctx, p, stack, runs)
+	if err := fleetPreflight(ctx, p, o, fleetNeeds(runs)); err != nil {
+		return err
+	}
+	// One layout for the patched SUC rolls, one for the naive roll.
+	layouts := map[bool][]byte{}
+	var clusters []clusterRunner
+	for _, f := range runs {
+		if !f.drain {
+			if layouts[f.naive] == nil {
+				layout, err := sucImages(o.ControllerBinary, st.To, o.Output, f.naive)
+				if err != nil {
+					return err
+				}
+				layouts[f.naive] = layout
+			}
+			f.sucImages = layouts[f.naive]
+		}
+		clusters = append(clusters, f)
+	}
+	return runClusters(ctx, p, stack, clusters)
+}
+
+// newFleetRun is one roll on its cluster, before its images are set.
+func newFleetRun(p *Provider, o ScenarioOptions, rep *report.Report, roll string, st Step) *fleetRun {
+	released := roll == FleetDrain || roll == FleetNaive
+	f := &fleetRun{clusterRun: &clusterRun{p: p, o: o, rep: rep, name: fleetCluster(roll), steps: []Step{st}, patched: !released},
+		roll: roll, concurrency: 1, drain: roll == FleetDrain, naive: roll == FleetNaive, fault: roll == FleetFault}
+	if roll == FleetConcurrency2 {
+		f.concurrency = 2
+	}
+	return f
+}
+
+// buildNeeds are what a fleet's rolls need built beyond the node image
+// and the target's images.
+type buildNeeds struct {
+	// patched: the target's patched packages (our SUC rolls); kubectl: the
+	// upgrade Job's image (every SUC roll); unpatched: the target's
+	// packages as released (the drain and naive rolls).
+	patched, kubectl, unpatched bool
+}
+
+func fleetNeeds(runs []*fleetRun) buildNeeds {
+	var n buildNeeds
+	for _, f := range runs {
+		n.patched = n.patched || f.patched
+		n.kubectl = n.kubectl || !f.drain
+		n.unpatched = n.unpatched || !f.patched
+	}
+	return n
 }
 
 // fleetPreflight checks that what the rolls need was built before any
 // cluster is made: the node image, the target's images, its patched
 // packages and kubectl (the upgrade Job's image) and its unpatched
-// packages (the drain roll swaps in the kubelet as released).
-func fleetPreflight(ctx context.Context, p *Provider, o FleetOptions, suc, drain bool) error {
+// packages (the drain and naive rolls swap in the kubelet as released).
+func fleetPreflight(ctx context.Context, p *Provider, o FleetOptions, needs buildNeeds) error {
 	st := o.Steps[0]
 	var m missingBuilds
 	need, exists := m.need, built
 	need(p.Engine.ImageExists(ctx, NodeImage(st.From)), "node image "+NodeImage(st.From))
 	need(exists(filepath.Join(o.Output, "kind", "images", st.To+".tar")), "images of "+st.To)
-	if suc {
+	if needs.patched {
 		need(exists(filepath.Join(nodeimage.PackageDir(o.Output, "patched"), nodeimage.NodePackages(st.To)[0])), "patched packages of "+st.To)
+	}
+	if needs.kubectl {
 		need(exists(filepath.Join(o.Output, st.To, "kubectl")), "kubectl of "+st.To)
 	}
-	if drain {
+	if needs.unpatched {
 		need(exists(filepath.Join(nodeimage.PackageDir(o.Output, "unpatched"), nodeimage.NodePackages(st.To)[0])), "unpatched packages of "+st.To)
 	}
 	return m.err("make kind-images E2E=fleet")
@@ -207,9 +246,14 @@ func (f *fleetRun) actions() []Action {
 		Action{"create the fleet's workloads and the static pods", f.do(f.createWorkloads)},
 		Action{"wait until every pod is ready", f.do(f.waitReady)},
 		Action{"baseline: snapshots, the API's pods, the pod ledger and the readiness watchers", f.do(f.baseline)})
-	if f.drain {
+	switch {
+	case f.drain:
 		out = append(out, Action{"the drain roll " + st.String() + ": node by node, cordon, kubectl drain, swap (the kubelet as released), uncordon", f.do(f.drainRoll)})
-	} else {
+	case f.naive:
+		out = append(out,
+			Action{"apply system-upgrade-controller", f.do(f.applyController)},
+			Action{fmt.Sprintf("the naive roll %s: apply the Plans (upgrade.sh naive, the packages as released, concurrency %d; no drain, no cordon, no record, no gate) and follow the roll until the workloads are Ready again", st, f.concurrency), f.do(f.sucRoll)})
+	default:
 		out = append(out,
 			Action{"apply system-upgrade-controller", f.do(f.applyController)},
 			Action{fmt.Sprintf("apply the Plans (%s, concurrency %d) and follow the roll", st.To, f.concurrency), f.do(f.sucRoll)})

@@ -34,8 +34,9 @@ type jobRecord struct {
 // followJobs reads the plans' Jobs, records their progress and keeps the
 // logs of each that ended.
 func (f *fleetRun) followJobs(ctx context.Context) error {
+	cp, workers := f.planOptions().PlanNames()
 	list, err := f.c.Client.BatchV1().Jobs(systemupgrade.Namespace).List(ctx, metav1.ListOptions{
-		LabelSelector: fmt.Sprintf("%s in (%s,%s)", sucLabelPlan, systemupgrade.ControlPlanePlan, systemupgrade.WorkersPlan)})
+		LabelSelector: fmt.Sprintf("%s in (%s,%s)", sucLabelPlan, cp, workers)})
 	if err != nil {
 		return err
 	}
@@ -78,8 +79,10 @@ func jobFinished(j *batchv1.Job) (complete, failed bool) {
 
 // upgradeRun is when upgrade.sh ran: its container's start and finish in
 // the Job's pod (a worker's Job begins by waiting for the control plane in
-// its prepare step, which is not the node's upgrade); the Job's own times
-// when the pod is gone.
+// its prepare step, which is not the node's upgrade), from its first run
+// when the kubelet restarted it (the released kubelet of the naive roll
+// may restart the container that swapped it in); the Job's own times when
+// the pod is gone.
 func (f *fleetRun) upgradeRun(ctx context.Context, j *batchv1.Job) (time.Time, time.Time) {
 	start, end := time.Time{}, time.Now()
 	if j.Status.StartTime != nil {
@@ -95,9 +98,19 @@ func (f *fleetRun) upgradeRun(ctx context.Context, j *batchv1.Job) (time.Time, t
 	for _, p := range pods.Items {
 		for _, cs := range p.Status.ContainerStatuses {
 			if cs.Name == "upgrade" && cs.State.Terminated != nil {
-				return cs.State.Terminated.StartedAt.Time, cs.State.Terminated.FinishedAt.Time
+				return containerRun(cs)
 			}
 		}
+	}
+	return start, end
+}
+
+// containerRun is a terminated container's run: its last finish, from the
+// start of the run before it when the kubelet restarted it.
+func containerRun(cs v1.ContainerStatus) (time.Time, time.Time) {
+	start, end := cs.State.Terminated.StartedAt.Time, cs.State.Terminated.FinishedAt.Time
+	if last := cs.LastTerminationState.Terminated; last != nil && !last.StartedAt.IsZero() && last.StartedAt.Time.Before(start) {
+		start = last.StartedAt.Time
 	}
 	return start, end
 }
@@ -123,7 +136,20 @@ func (f *fleetRun) saveJobLog(ctx context.Context, j *jobRecord) {
 			for _, c := range p.Spec.Containers {
 				names = append(names, c.Name)
 			}
+			restarted := map[string]bool{}
+			for _, cs := range append(append([]v1.ContainerStatus(nil), p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+				restarted[cs.Name] = cs.RestartCount > 0
+			}
 			for _, c := range names {
+				if restarted[c] {
+					// The run the kubelet restarted (the naive roll's released kubelet).
+					fmt.Fprintf(&b, "==> pod %s, container %s, the run before its restart\n", p.Name, c)
+					out, err := f.c.Client.CoreV1().Pods(systemupgrade.Namespace).GetLogs(p.Name, &v1.PodLogOptions{Container: c, Previous: true}).DoRaw(ctx)
+					if err != nil {
+						fmt.Fprintf(&b, "(logs: %v)\n", err)
+					}
+					b.Write(out)
+				}
 				fmt.Fprintf(&b, "==> pod %s, container %s (%s)\n", p.Name, c, p.Status.Phase)
 				out, err := f.c.Client.CoreV1().Pods(systemupgrade.Namespace).GetLogs(p.Name, &v1.PodLogOptions{Container: c}).DoRaw(ctx)
 				if err != nil {

@@ -30,14 +30,21 @@ const (
 )
 
 // sucImages is the OCI layout of the controller's image and the upgrade
-// Job's image for target (its patched packages and kubectl from output).
-func sucImages(controller, target, output string) ([]byte, error) {
+// Job's image for target (its patched packages and kubectl from output);
+// naive: the naive roll's image, with the target's packages as released
+// (those the drain roll installs).
+func sucImages(controller, target, output string, naive bool) ([]byte, error) {
 	ctl, err := systemupgrade.ControllerImage(systemupgrade.ControllerImageRef, controller)
 	if err != nil {
 		return nil, err
 	}
-	up, err := systemupgrade.UpgradeImage(systemupgrade.UpgradeImageName+":"+target, target, hostdeps.Busybox.Name,
-		filepath.Join(output, target, "kubectl"), nodeimage.PackageDir(output, "patched"))
+	o := systemupgrade.Options{Naive: naive}
+	variant := "patched"
+	if naive {
+		variant = "unpatched"
+	}
+	up, err := systemupgrade.UpgradeImage(o.ImageName()+":"+target, target, hostdeps.Busybox.Name,
+		filepath.Join(output, target, "kubectl"), nodeimage.PackageDir(output, variant))
 	if err != nil {
 		return nil, err
 	}
@@ -61,11 +68,13 @@ func (f *fleetRun) importSUCImages(ctx context.Context) error {
 }
 
 // planOptions are the Plans of this roll: the target, the concurrency,
-// the e2e's gate timeout; no cordon, no drain.
+// the e2e's gate timeout; no cordon, no drain; the naive roll's Plans
+// (upgrade.sh naive) on its cluster.
 func (f *fleetRun) planOptions() systemupgrade.Options {
 	o := systemupgrade.DefaultOptions(f.steps[0].To)
 	o.Concurrency = f.concurrency
 	o.GateTimeout = FleetGateTimeout
+	o.Naive = f.naive
 	return o
 }
 
@@ -182,6 +191,17 @@ func (f *fleetRun) sucRoll(ctx context.Context) error {
 	f.setWindows()
 	if err != nil {
 		return err
+	}
+	if f.naive {
+		// No gate held a node until its pods were back: the roll lasts,
+		// as the drain roll's does, until the workloads are Ready again
+		// (what the released kubelet restarted after the last Job ended
+		// counts in the total).
+		if _, err := f.c.WaitPodsReady(ctx, 10*time.Minute, fleetPods(len(f.c.Nodes), len(f.statics.Pods), false), Namespace); err != nil {
+			return fmt.Errorf("after the naive roll: %w", err)
+		}
+		f.data.rollEnd = time.Now()
+		f.logf("naive: the workloads Ready again %.0fs after the last Job ended", f.data.rollEnd.Sub(lastEnd(f.data.windows)).Seconds())
 	}
 	if !f.fault {
 		f.checkConcurrency()

@@ -31,8 +31,10 @@ func TestParseFleetRuns(t *testing.T) {
 		want    []string
 		wantErr string
 	}{
-		{in: "concurrency-1,concurrency-2,drain,fault", want: FleetRuns},
+		{in: "concurrency-1,concurrency-2,drain,naive,fault", want: FleetRuns},
 		{in: "fault, drain", want: []string{FleetDrain, FleetFault}},
+		{in: "naive,drain", want: []string{FleetDrain, FleetNaive}},
+		{in: "naive", want: []string{FleetNaive}},
 		{in: "concurrency-2", want: []string{FleetConcurrency2}},
 		{in: "concurrency-3", wantErr: `unknown roll "concurrency-3"`},
 		{in: "", wantErr: `unknown roll ""`},
@@ -349,15 +351,15 @@ func TestFleetPlans(t *testing.T) {
 	for _, tt := range []struct {
 		roll        string
 		concurrency string
+		// the Plans' names and the upgrade container's mode
+		cp, workers, mode string
 	}{
-		{FleetConcurrency1, "concurrency: 1"},
-		{FleetConcurrency2, "concurrency: 2"},
-		{FleetFault, "concurrency: 1"},
+		{FleetConcurrency1, "concurrency: 1", systemupgrade.ControlPlanePlan, systemupgrade.WorkersPlan, "upgrade"},
+		{FleetConcurrency2, "concurrency: 2", systemupgrade.ControlPlanePlan, systemupgrade.WorkersPlan, "upgrade"},
+		{FleetFault, "concurrency: 1", systemupgrade.ControlPlanePlan, systemupgrade.WorkersPlan, "upgrade"},
+		{FleetNaive, "concurrency: 1", systemupgrade.NaiveControlPlanePlan, systemupgrade.NaiveWorkersPlan, "naive"},
 	} {
-		f := &fleetRun{clusterRun: &clusterRun{steps: []Step{{From: "1.30.14", To: "1.31.14"}}}, roll: tt.roll, concurrency: 1}
-		if tt.roll == FleetConcurrency2 {
-			f.concurrency = 2
-		}
+		f := newFleetRun(nil, ScenarioOptions{}, nil, tt.roll, Step{From: "1.30.14", To: "1.31.14"})
 		o := f.planOptions()
 		assert.Check(t, is.Equal(o.GateTimeout, FleetGateTimeout))
 		assert.Check(t, !o.Cordon)
@@ -371,12 +373,14 @@ func TestFleetPlans(t *testing.T) {
 		assert.NilError(t, err)
 		docs := strings.Split(string(stream), "---\n")[1:]
 		assert.Equal(t, len(docs), 2)
-		assert.Check(t, is.Contains(docs[0], "name: "+systemupgrade.ControlPlanePlan))
+		assert.Check(t, is.Contains(docs[0], "name: "+tt.cp))
 		assert.Check(t, is.Contains(docs[0], "concurrency: 1"))
-		assert.Check(t, is.Contains(docs[1], "name: "+systemupgrade.WorkersPlan))
+		assert.Check(t, is.Contains(docs[1], "name: "+tt.workers))
 		assert.Check(t, is.Contains(docs[1], tt.concurrency), tt.roll)
-		assert.Check(t, is.Contains(docs[1], `value: "120"`))
 		assert.Check(t, is.Contains(docs[1], "version: 1.31.14"))
+		assert.Check(t, is.Contains(docs[1], "    - "+tt.mode+"\n"), tt.roll)
+		assert.Check(t, is.Equal(strings.Contains(docs[1], `value: "120"`), !f.naive), "the gate's timeout: %s", tt.roll)
+		assert.Check(t, !strings.Contains(docs[0]+docs[1], "cordon: true"), tt.roll)
 	}
 }
 
@@ -399,15 +403,29 @@ func TestSUCImages(t *testing.T) {
 		"kubernetes-1.31.14-client_1.31.14-1_amd64.deb", "kubernetes-unversioned_1.0.0-1_all.deb", "kubernetes-1.30.14-node_1.30.14-1_amd64.deb"} {
 		write(filepath.Join(nodeimage.PackageDir(out, "patched"), p))
 	}
-	layout, err := sucImages(controller, "1.31.14", out)
+	layout, err := sucImages(controller, "1.31.14", out, false)
 	assert.NilError(t, err)
 	for _, want := range []string{systemupgrade.ControllerImageRef, "kubelet-compat.local/system-upgrade/upgrade:1.31.14",
 		"packages/kubernetes-1.31.14-kubeadm_1.31.14-1_amd64.deb", "packages/kubernetes-unversioned_1.0.0-1_all.deb"} {
 		assert.Check(t, bytes.Contains(layout, []byte(want)), want)
 	}
 	assert.Check(t, !bytes.Contains(layout, []byte("packages/kubernetes-1.30.14-node")), "another version's package")
+	assert.Check(t, !bytes.Contains(layout, []byte("released-node")), "the released packages in our roll's image")
+
+	// The naive roll's image: the packages as released (the drain roll's).
+	_, err = sucImages(controller, "1.31.14", out, true)
+	assert.ErrorContains(t, err, "no package of Kubernetes 1.31.14 in "+nodeimage.PackageDir(out, "unpatched"))
+	write(filepath.Join(nodeimage.PackageDir(out, "unpatched"), "kubernetes-1.31.14-node_1.31.14-1_amd64.deb"))
+	assert.NilError(t, os.WriteFile(filepath.Join(nodeimage.PackageDir(out, "unpatched"), "kubernetes-1.31.14-node_1.31.14-1_amd64.deb"), []byte("released-node"), 0o644))
+	naive, err := sucImages(controller, "1.31.14", out, true)
+	assert.NilError(t, err)
+	for _, want := range []string{systemupgrade.ControllerImageRef, "kubelet-compat.local/system-upgrade/naive:1.31.14", "released-node"} {
+		assert.Check(t, bytes.Contains(naive, []byte(want)), want)
+	}
+	assert.Check(t, !bytes.Contains(naive, []byte("packages/kubernetes-1.31.14-kubeadm")), "a patched package in the naive image")
+
 	write(filepath.Join(out, "1.32.13", "kubectl"))
-	_, err = sucImages(controller, "1.32.13", out)
+	_, err = sucImages(controller, "1.32.13", out, false)
 	assert.ErrorContains(t, err, "no package of Kubernetes 1.32.13")
 }
 
@@ -449,5 +467,102 @@ func TestRequestsIn(t *testing.T) {
 		{"outside the samples", at(30), at(40), 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) { assert.Equal(t, requestsIn(samples, tt.from, tt.to), tt.want) })
+	}
+}
+
+// TestFleetRolls: each roll's cluster, variant and actions; the naive
+// roll is SUC's (the controller, the Plans, its own image) with the
+// released kubelet, no drain, and is reported as an anchor.
+func TestFleetRolls(t *testing.T) {
+	st := Step{From: "1.30.14", To: "1.31.14"}
+	names := func(f *fleetRun) string {
+		var out []string
+		for _, a := range f.actions() {
+			out = append(out, a.Name)
+		}
+		return strings.Join(out, "\n")
+	}
+	for _, tt := range []struct {
+		roll, cluster, variant, name string
+		concurrency                  int64
+		// want and wantNot are in, and not in, the actions' names.
+		want, wantNot []string
+	}{
+		{roll: FleetConcurrency1, cluster: "kc-e2e-fleet-c1", variant: "patched", name: "SUC, concurrency 1", concurrency: 1,
+			want: []string{"apply system-upgrade-controller", "apply the Plans (1.31.14, concurrency 1)"}, wantNot: []string{"drain", "naive", "the fault"}},
+		{roll: FleetConcurrency2, cluster: "kc-e2e-fleet-c2", variant: "patched", name: "SUC, concurrency 2", concurrency: 2,
+			want: []string{"apply the Plans (1.31.14, concurrency 2)"}},
+		{roll: FleetDrain, cluster: "kc-e2e-drain", variant: "unpatched", name: "drain (cordon, kubectl drain, swap, uncordon)", concurrency: 1,
+			want: []string{"the drain roll 1.30.14 -> 1.31.14"}, wantNot: []string{"system-upgrade-controller", "naive"}},
+		{roll: FleetNaive, cluster: "kc-e2e-naive", variant: "unpatched", name: "naive (SUC, concurrency 1, released kubelets, no drain)", concurrency: 1,
+			want: []string{"import system-upgrade-controller's and the upgrade Job's images", "apply system-upgrade-controller",
+				"the naive roll 1.30.14 -> 1.31.14: apply the Plans (upgrade.sh naive, the packages as released, concurrency 1; no drain, no cordon, no record, no gate)",
+				"the figures, per node and in total"},
+			wantNot: []string{"kubectl drain", "the fault"}},
+		{roll: FleetFault, cluster: "kc-e2e-fleet-fault", variant: "patched", name: "SUC, concurrency 1, gate fails on worker 3", concurrency: 1,
+			want: []string{"the fault: the gate failed on worker 3"}},
+	} {
+		t.Run(tt.roll, func(t *testing.T) {
+			f := newFleetRun(nil, ScenarioOptions{}, nil, tt.roll, st)
+			assert.Check(t, is.Equal(f.name, tt.cluster))
+			assert.Check(t, is.Equal(f.variant(), tt.variant))
+			assert.Check(t, is.Equal(f.rollName(), tt.name))
+			assert.Check(t, is.Equal(f.concurrency, tt.concurrency))
+			got := names(f)
+			for _, w := range tt.want {
+				assert.Check(t, is.Contains(got, w))
+			}
+			for _, w := range tt.wantNot {
+				assert.Check(t, !strings.Contains(got, w), "%q in:\n%s", w, got)
+			}
+		})
+	}
+	// Every roll on a cluster of its own.
+	seen := map[string]bool{}
+	for _, r := range FleetRuns {
+		assert.Check(t, !seen[fleetCluster(r)], "%s shares its cluster", r)
+		seen[fleetCluster(r)] = true
+	}
+}
+
+// TestFleetNeeds: what the rolls need built; the naive roll needs the
+// released packages and kubectl, not the patched packages.
+func TestFleetNeeds(t *testing.T) {
+	st := Step{From: "1.30.14", To: "1.31.14"}
+	for _, tt := range []struct {
+		rolls []string
+		want  buildNeeds
+	}{
+		{rolls: FleetRuns, want: buildNeeds{patched: true, kubectl: true, unpatched: true}},
+		{rolls: []string{FleetNaive}, want: buildNeeds{kubectl: true, unpatched: true}},
+		{rolls: []string{FleetDrain}, want: buildNeeds{unpatched: true}},
+		{rolls: []string{FleetConcurrency1, FleetFault}, want: buildNeeds{patched: true, kubectl: true}},
+	} {
+		var runs []*fleetRun
+		for _, r := range tt.rolls {
+			runs = append(runs, newFleetRun(nil, ScenarioOptions{}, nil, r, st))
+		}
+		assert.Check(t, is.Equal(fleetNeeds(runs), tt.want), "%v", tt.rolls)
+	}
+}
+
+// TestContainerRun: a container the kubelet restarted ran from its first
+// start (the naive roll's released kubelet restarts the Job's container).
+func TestContainerRun(t *testing.T) {
+	term := func(start, end int) *v1.ContainerStateTerminated {
+		return &v1.ContainerStateTerminated{StartedAt: metav1.NewTime(at(start)), FinishedAt: metav1.NewTime(at(end))}
+	}
+	for _, tt := range []struct {
+		name       string
+		cs         v1.ContainerStatus
+		start, end int
+	}{
+		{name: "one run", cs: v1.ContainerStatus{State: v1.ContainerState{Terminated: term(10, 70)}}, start: 10, end: 70},
+		{name: "restarted", cs: v1.ContainerStatus{RestartCount: 1, State: v1.ContainerState{Terminated: term(50, 55)},
+			LastTerminationState: v1.ContainerState{Terminated: term(10, 48)}}, start: 10, end: 55},
+	} {
+		start, end := containerRun(tt.cs)
+		assert.Check(t, is.Equal(start, at(tt.start)), tt.name)
+		assert.Check(t, is.Equal(end, at(tt.end)), tt.name)
 	}
 }

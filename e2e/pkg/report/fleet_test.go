@@ -9,7 +9,7 @@ import (
 	"gotest.tools/v3/golden"
 )
 
-// fleetReport is two rolls of a fleet as the kind e2e reports them (the
+// fleetReport is three rolls of a fleet as the kind e2e reports them (the
 // figures are made up for the table's shape, not measured).
 func fleetReport() *Report {
 	return &Report{Mode: "fleet", Provider: "kind", StartedAt: time.Date(2026, 12, 2, 1, 0, 0, 0, time.UTC),
@@ -21,6 +21,11 @@ func fleetReport() *Report {
 				Nodes: []FleetNode{{Node: "cp", Outcome: "upgraded", Restarts: 1, SystemRestarts: 10, Seconds: 120},
 					{Node: "w1", Outcome: "upgraded", Restarts: 9, Evicted: 3, Rescheduled: 3, UIDsChanged: 3, SoloUnavailableSeconds: 4.5, EndpointRemovals: 2, Seconds: 80}},
 				Total: FleetNode{Node: "total", Restarts: 10, Evicted: 3, Rescheduled: 3, UIDsChanged: 3, SoloUnavailableSeconds: 4.5, EndpointRemovals: 2, SystemRestarts: 10, Seconds: 230}},
+			// The naive anchor: restarts and recreated pods in place, nothing evicted.
+			{Name: "naive (SUC, concurrency 1, released kubelets, no drain)", Cluster: "n", Step: "1.30.14 -> 1.31.14", Variant: Unpatched, Order: []string{"cp", "w1"},
+				Nodes: []FleetNode{{Node: "cp", Outcome: "upgraded", Restarts: 1, SystemRestarts: 10, Seconds: 110, APIRequests: 1900},
+					{Node: "w1", Outcome: "upgraded", Restarts: 8, Recreated: 5, UIDsChanged: 5, SoloUnavailableSeconds: 2.5, EndpointRemovals: 4, Seconds: 20, APIRequests: 300}},
+				Total: FleetNode{Node: "total", Restarts: 9, Recreated: 5, UIDsChanged: 5, SoloUnavailableSeconds: 2.5, EndpointRemovals: 4, SystemRestarts: 10, Seconds: 150, APIRequests: 2300}, APIBackgroundPerSecond: 3.1},
 		},
 		Checks: []Check{{Name: "c1: 0 containers restarted", Passed: true, Detail: "..."}},
 	}

@@ -52,6 +52,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&o.AllowLoss, "allow-loss", o.AllowLoss, "go on when preflight says the patched kubelet would still lose a pod")
 	fs.IntVar(&o.GateTimeout, "gate-timeout", o.GateTimeout, "seconds the health gate waits for the node and its pods")
 	fs.Int64Var(&o.JobDeadline, "job-deadline", o.JobDeadline, "seconds each node's Job may run")
+	fs.BoolVar(&o.Naive, "naive", o.Naive, "plans, upgrade-image: the naive in-place roll (the e2e's anchor: give the packages as released; no preflight, record, gate or rollback)")
 	packages := fs.String("packages", "", "upgrade-image: the directory of the .debs and/or .rpms (make deb / make rpm output)")
 	kubectl := fs.String("kubectl", "", "upgrade-image: the target version's kubectl")
 	if err := fs.Parse(args[1:]); err != nil {
@@ -82,7 +83,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if o.Version == "" || *packages == "" || *kubectl == "" {
 			return fmt.Errorf("upgrade-image needs -version, -packages and -kubectl")
 		}
-		img, err := systemupgrade.UpgradeImage(systemupgrade.UpgradeImageName+":"+o.Version, o.Version, hostdeps.Busybox.Name, *kubectl, *packages)
+		img, err := systemupgrade.UpgradeImage(o.ImageName()+":"+o.Version, o.Version, hostdeps.Busybox.Name, *kubectl, *packages)
 		if err != nil {
 			return err
 		}
