@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"github.com/kubelet-compat/kubelet-compat/hack/gen-hash-goldens/golden"
+	"github.com/kubelet-compat/kubelet-compat/hack/internal/atomicfile"
 	"github.com/kubelet-compat/kubelet-compat/pkg/cachedir"
 	"github.com/kubelet-compat/kubelet-compat/pkg/matrix"
 	"github.com/kubelet-compat/kubelet-compat/pkg/modfetch"
@@ -103,34 +104,27 @@ func (r *report) did(format string, a ...any) {
 }
 
 func (r *report) print(w io.Writer) {
-	fmt.Fprintln(w, "== generated")
-	for _, s := range r.done {
-		fmt.Fprintln(w, "  -", s)
-	}
-	if len(r.hooks) > 0 {
-		fmt.Fprintln(w, "== hook variants that need a human (newest variant does not apply)")
-		for _, s := range r.hooks {
-			fmt.Fprintln(w, "  "+strings.ReplaceAll(s, "\n", "\n  "))
+	section := func(title, mark string, items []string) {
+		if len(items) == 0 {
+			return
+		}
+		fmt.Fprintln(w, "== "+title)
+		for _, s := range items {
+			fmt.Fprintln(w, "  "+mark+strings.ReplaceAll(s, "\n", "\n  "))
 		}
 	}
-	if len(r.facts) > 0 {
-		fmt.Fprintln(w, "== upstream facts to measure")
-		for _, s := range r.facts {
-			fmt.Fprintln(w, "  [ ]", s)
-		}
+	var findings, review []string
+	for _, f := range r.findings {
+		findings = append(findings, f.String())
 	}
-	if len(r.findings) > 0 {
-		fmt.Fprintln(w, "== hand-written tables this command does not update")
-		for _, f := range r.findings {
-			fmt.Fprintln(w, "  [ ]", f)
-		}
+	for _, f := range r.reviewAll {
+		review = append(review, fmt.Sprintf("%s:%d: %s", f.file, f.line, strings.TrimSpace(f.text)))
 	}
-	if len(r.reviewAll) > 0 {
-		fmt.Fprintln(w, "== prose that ends a range at the previous newest minor (review)")
-		for _, f := range r.reviewAll {
-			fmt.Fprintf(w, "  %s:%d: %s\n", f.file, f.line, strings.TrimSpace(f.text))
-		}
-	}
+	section("generated", "- ", r.done)
+	section("hook variants that need a human (newest variant does not apply)", "", r.hooks)
+	section("upstream facts to measure", "[ ] ", r.facts)
+	section("hand-written tables this command does not update", "[ ] ", findings)
+	section("prose that ends a range at the previous newest minor (review)", "", review)
 }
 
 var releaseRE = regexp.MustCompile(`^1\.[0-9]+\.[0-9]+$`)
@@ -169,7 +163,7 @@ func run(ctx context.Context, o options, r *report) error {
 	if err != nil {
 		return err
 	}
-	changed, err := writeIfChanged(matrixFile, edited)
+	changed, err := atomicfile.WriteIfChanged(matrixFile, edited)
 	if err != nil {
 		return err
 	}
@@ -305,7 +299,7 @@ func bumpKnownMinor(next int, r *report) error {
 	if err != nil {
 		return err
 	}
-	if _, err := writeIfChanged(schemaGo, out); err != nil {
+	if _, err := atomicfile.WriteIfChanged(schemaGo, out); err != nil {
 		return err
 	}
 	r.did("%s: lastKnownMinor %d -> %d (the golden shows 1.%d hashes every corpus container as 1.%d)", schemaGo, known, next, next, known)
@@ -398,28 +392,4 @@ func goRun(ctx context.Context, args ...string) error {
 	cmd := exec.CommandContext(ctx, "go", append([]string{"run"}, args...)...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	return cmd.Run()
-}
-
-// writeIfChanged writes data to path through a temporary file and a rename,
-// and only when it differs.
-func writeIfChanged(path string, data []byte) (bool, error) {
-	if have, err := os.ReadFile(path); err == nil && string(have) == string(data) {
-		return false, nil
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
-	if err != nil {
-		return false, err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return false, err
-	}
-	if err := tmp.Close(); err != nil {
-		return false, err
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return false, err
-	}
-	return true, os.Rename(tmp.Name(), path)
 }

@@ -115,3 +115,10 @@ func TestRenderRow(t *testing.T) {
       "build": true
     }`))
 }
+
+func readRepoFile(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile("../../" + path)
+	assert.NilError(t, err)
+	return string(data)
+}
