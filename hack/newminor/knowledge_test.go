@@ -106,3 +106,8 @@ func TestReportPrint(t *testing.T) {
         Last  = 37
 `))
 }
+
+func TestPatchgenFailure(t *testing.T) {
+	stderr := "[1.37.2] wrote nothing\npatchgen: [1.37.2] 1 hook(s) do not apply to v1.37.2\n  hook 3-admit (from v1.36.patch):\n    pkg/kubelet/kubelet.go: hunk #1 rejected\nexit status 1\n"
+	assert.Check(t, is.Equal(patchgenFailure(stderr), "[1.37.2] wrote nothing\n[1.37.2] 1 hook(s) do not apply to v1.37.2\n  hook 3-admit (from v1.36.patch):\n    pkg/kubelet/kubelet.go: hunk #1 rejected"))
+}

@@ -44,6 +44,7 @@ const (
 	matrixFile = "pkg/matrix/matrix.json"
 	schemaGo   = "kubelet-compat/schema.go"
 	goldenFile = "kubelet-compat/testdata/hashes.golden"
+	schemasGo  = "kubelet-compat/zz_generated.schemas.go"
 )
 
 type options struct {
@@ -180,19 +181,21 @@ func run(ctx context.Context, o options, r *report) error {
 	}
 
 	// 2. Schemas: every row's v1.Container layout, one file.
-	if err := goRun(ctx, "./hack/gen-schemas"); err != nil {
+	what, err := changes(schemasGo, func() error { return goRun(ctx, "./hack/gen-schemas") })
+	if err != nil {
 		return fmt.Errorf("gen-schemas: %w", err)
 	}
-	r.did("kubelet-compat/zz_generated.schemas.go regenerated (hack/gen-schemas)")
+	r.did("%s %s (hack/gen-schemas)", schemasGo, what)
 
 	// 3. Hash goldens for the new minor, in its real tree.
 	if o.skipHashes {
 		r.did("hash goldens skipped (-skip-hashes): run go run ./hack/gen-hash-goldens -versions 1.%d", next)
 	} else {
-		if err := goRun(ctx, "./hack/gen-hash-goldens", "-versions", row.Minor()); err != nil {
+		what, err := changes(goldenFile, func() error { return goRun(ctx, "./hack/gen-hash-goldens", "-versions", row.Minor()) })
+		if err != nil {
 			return fmt.Errorf("gen-hash-goldens: %w", err)
 		}
-		r.did("%s: minor %s regenerated in the v%s tree with go%s", goldenFile, row.Minor(), row.Kubernetes, row.Go)
+		r.did("%s %s: minor %s computed in the v%s tree with go%s", goldenFile, what, row.Minor(), row.Kubernetes, row.Go)
 	}
 
 	// 4. lastKnownMinor, when the golden shows the era goes on.
@@ -351,13 +354,25 @@ func updateSeries(ctx context.Context, rows []matrix.Row, row matrix.Row, r *rep
 		if !errors.As(err, &ee) {
 			return err
 		}
-		msg := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(stderr.String()), "patchgen: "))
-		r.hooks = append(r.hooks, msg)
+		r.hooks = append(r.hooks, patchgenFailure(stderr.String()))
 		r.did("patches/v%s: NOT written (hooks fail, below); the previous series, if any, is left as it was", row.Minor())
 		return nil
 	}
 	r.did("patches/v%s: series regenerated", row.Minor())
 	return nil
+}
+
+// patchgenFailure is patchgen's error without the prefix and go run's
+// "exit status" line.
+func patchgenFailure(stderr string) string {
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(stderr), "\n") {
+		if strings.HasPrefix(l, "exit status ") {
+			continue
+		}
+		lines = append(lines, strings.TrimPrefix(l, "patchgen: "))
+	}
+	return strings.Join(lines, "\n")
 }
 
 // findKnowledge names the hand-written tables and the prose that say the
@@ -385,6 +400,22 @@ func findKnowledge(prev, next int, r *report) error {
 		r.reviewAll = append(r.reviewAll, findRangeEnds(f, string(src), prev)...)
 	}
 	return nil
+}
+
+// changes runs gen and says whether it changed path.
+func changes(path string, gen func() error) (string, error) {
+	before, _ := os.ReadFile(path)
+	if err := gen(); err != nil {
+		return "", err
+	}
+	after, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	if string(before) == string(after) {
+		return "unchanged", nil
+	}
+	return "rewritten", nil
 }
 
 // goRun runs `go run args...` in the repository, its output on stderr.
