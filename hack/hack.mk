@@ -46,6 +46,13 @@ verify-generated:
 generate:
 	./hack/update-all
 
+# Add a Kubernetes release, every generated part of it: make new-minor
+# RELEASE=1.38.0 (hack/new-minor; docs/contributing.md, "Adding a minor").
+.PHONY: new-minor
+new-minor:
+	@test -n "$(RELEASE)" || { echo "usage: make new-minor RELEASE=1.38.0" >&2; exit 2; }
+	./hack/new-minor $(RELEASE)
+
 .PHONY: generate-hash-goldens
 generate-hash-goldens:
 	$(GO) run ./hack/gen-hash-goldens

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/kubelet-compat/kubelet-compat/hack/gen-hash-goldens/golden"
+	"github.com/kubelet-compat/kubelet-compat/hack/internal/atomicfile"
 	"github.com/kubelet-compat/kubelet-compat/pkg/cachedir"
 	"github.com/kubelet-compat/kubelet-compat/pkg/cachelock"
 	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
@@ -109,7 +110,7 @@ func run(versions, corpusPath, outPath, cacheDir string, treeTimeout time.Durati
 	if err := golden.Check(out, corpus, rows); err != nil {
 		return fmt.Errorf("internal error, refusing to write: %w", err)
 	}
-	if err := writeAtomic(outPath, out.Format()); err != nil {
+	if err := atomicfile.Write(outPath, out.Format()); err != nil {
 		return err
 	}
 	fmt.Fprintf(progress, "wrote %s (%d trees regenerated) in %s\n", outPath, len(selected), time.Since(total).Round(time.Second))
@@ -223,23 +224,4 @@ func parseOutput(row matrix.Row, out []byte, items []golden.CorpusItem) ([]golde
 		return nil, fmt.Errorf("%d hashes for %d corpus items", len(lines), len(items))
 	}
 	return lines, nil
-}
-
-func writeAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }

@@ -37,7 +37,7 @@ func TestHookVariants(t *testing.T) {
 			assert.NilError(t, err)
 			var got []string
 			for _, p := range paths {
-				data, err := os.ReadFile(p)
+				data, err := os.ReadFile(p.path)
 				assert.NilError(t, err)
 				got = append(got, string(data))
 			}

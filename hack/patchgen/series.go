@@ -67,12 +67,12 @@ func (g generator) seriesDir(row matrix.Row) string {
 // hookPatches writes into dir the hook patches of row's series, rendered
 // from the variants of the hook set that apply to it, and returns their
 // paths in order.
-func (g generator) hookPatches(row matrix.Row, dir string) ([]string, error) {
+func (g generator) hookPatches(row matrix.Row, dir string) ([]renderedHook, error) {
 	hooks, err := loadHooks(filepath.Join(g.patchesDir, hooksDir))
 	if err != nil {
 		return nil, err
 	}
-	var paths []string
+	var paths []renderedHook
 	for _, h := range hooks {
 		v, ok := h.variantFor(row)
 		if !ok {
@@ -86,7 +86,7 @@ func (g generator) hookPatches(row matrix.Row, dir string) ([]string, error) {
 		if err := os.WriteFile(p, data, 0o644); err != nil {
 			return nil, err
 		}
-		paths = append(paths, p)
+		paths = append(paths, renderedHook{hook: h.name, variant: v.path, path: p})
 	}
 	if len(paths) == 0 {
 		return nil, fmt.Errorf("no hook of %s applies to %s", filepath.Join(g.patchesDir, hooksDir), row.Tag())
@@ -120,7 +120,11 @@ func (g generator) render(ctx context.Context, row matrix.Row) (map[string][]byt
 	if err := git(ctx, nil, "init", "-q"); err != nil {
 		return nil, nil, err
 	}
-	touched, err := series.TouchedFiles(hooks)
+	hookPaths := make([]string, len(hooks))
+	for i, h := range hooks {
+		hookPaths[i] = h.path
+	}
+	touched, err := series.TouchedFiles(hookPaths)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -149,14 +153,26 @@ func (g generator) render(ctx context.Context, row matrix.Row) (map[string][]byt
 	if err := git(ctx, []string{"GIT_AUTHOR_DATE=" + libraryPatchDate}, "commit", "-q", "-m", librarySubject+"\n\n"+libraryBody); err != nil {
 		return nil, nil, err
 	}
+	var failed []hookFailure
 	for _, h := range hooks {
-		abs, err := filepath.Abs(h)
+		abs, err := filepath.Abs(h.path)
 		if err != nil {
 			return nil, nil, err
 		}
 		if err := git(ctx, nil, "am", "-q", "--keep-cr", abs); err != nil {
-			return nil, nil, fmt.Errorf("hook %s does not apply on top of the library patch: %w", strings.TrimSuffix(filepath.Base(h), ".patch"), err)
+			// Report every hook that does not apply, each with its
+			// rejected hunks, and go on with the next: a new minor's
+			// maintainer writes one variant per failure.
+			f := hookFailure{hook: h.hook, variant: h.variant, err: err}
+			f.rejects, err = rejectedHunks(ctx, git, abs)
+			if err != nil {
+				return nil, nil, err
+			}
+			failed = append(failed, f)
 		}
+	}
+	if len(failed) > 0 {
+		return nil, nil, &hooksError{tag: row.Tag(), failed: failed}
 	}
 	out := filepath.Join(repo, ".out")
 	if err := git(ctx, nil, "format-patch", "-q", "--no-signature", "--zero-commit", "--full-index", "-o", out, "HEAD~"+fmt.Sprint(len(hooks)+1)); err != nil {
