@@ -222,8 +222,6 @@ type scriptCase struct {
 	host, wantHost map[string]string
 
 	wantErr string
-	// within bounds how long the Job takes (not checked when zero).
-	within     time.Duration
 	wantCalls  []string
 	wantOut    []string
 	wantNotOut []string
@@ -569,7 +567,7 @@ func TestUpgradeScript(t *testing.T) {
 			wantOut:  []string{"rollback: /etc/kubernetes/manifests/etcd.yaml left at kubeadm's etcd 3.6 (was 3.5): a manifest does not downgrade etcd's data"}},
 		// Issue 33, 5: the gate ends as soon as its checks pass.
 		{name: "gate: passes at its first look, without a fixed settle, once the new kubelet's first syncs cover the pods",
-			preflight: "preflight-1.30-1.31.table.golden", stage2: target, within: 15 * time.Second,
+			preflight: "preflight-1.30-1.31.table.golden", stage2: target,
 			wantCalls: cat(upgradeNode, gateOK),
 			wantOut: []string{"gate: the kubelet's first syncs (3, kubelet_pod_worker_duration_seconds_count{operation_type=\"create\"}) cover the 3 pod(s) the runtime runs",
 				"gate: passed"},
@@ -592,9 +590,11 @@ func TestUpgradeScript(t *testing.T) {
 		{name: "gate: KC_GATE_SETTLE stays as an optional floor",
 			preflight: "preflight-1.30-1.31.table.golden", stage2: target, env: []string{"KC_GATE_SETTLE=1"},
 			wantOut: []string{"gate: waiting the floor KC_GATE_SETTLE 1s before the first look", "gate: passed"}},
+		// A window of 600 s against a timeout of 20 s: a Job that needed a
+		// window to prove readiness could not pass (no wall-clock bound).
 		{name: "readiness proven by the probe counters since the kubelet started: no probe window waited, before the record or in the gate",
-			preflight: "preflight-1.30-1.31.table.golden", stage2: target, env: []string{"KC_PROBE_WINDOW=30", "KC_GATE_TIMEOUT=120"},
-			within: 15 * time.Second, wantCalls: cat(upgradeNode, gateOK), wantOut: []string{"gate: passed"}},
+			preflight: "preflight-1.30-1.31.table.golden", stage2: target, env: []string{"KC_PROBE_WINDOW=600", "KC_GATE_TIMEOUT=20"},
+			wantCalls: cat(upgradeNode, gateOK), wantOut: []string{"gate: passed"}},
 		{name: "a readiness probe that failed since the kubelet started passes on a clean window",
 			preflight: "preflight-1.30-1.31.table.golden", stage2: target, env: []string{"KC_PROBE_WINDOW=1", "KC_GATE_TIMEOUT=10"},
 			probesAfter: "default plain-node-1 plain-uid app ready\nkube-system etcd-node-1 etcd-uid etcd flaky\n",
@@ -759,13 +759,8 @@ func runScriptCase(t *testing.T, tc scriptCase, applets string, statusBefore []b
 				t.Logf("first Job, killed after %q:\n%s", tc.die, out)
 				assert.NilError(t, os.Remove(filepath.Join(fake, "calls")))
 			}
-			began := time.Now()
 			out, err := run(env)
-			took := time.Since(began)
-			t.Logf("the Job's log (%v):\n%s", took, out)
-			if tc.within > 0 {
-				assert.Check(t, took < tc.within, "the Job took %v, want less than %v", took, tc.within)
-			}
+			t.Logf("the Job's log:\n%s", out)
 			if tc.wantErr != "" {
 				assert.Check(t, err != nil, "want a failure, got success:\n%s", out)
 				assert.Check(t, is.Contains(string(out), tc.wantErr))
