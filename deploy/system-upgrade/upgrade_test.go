@@ -221,7 +221,7 @@ type scriptCase struct {
 	// host are files on the node before the Job; wantHost after it.
 	host, wantHost map[string]string
 
-	wantErr string
+	wantErr    string
 	wantCalls  []string
 	wantOut    []string
 	wantNotOut []string
