@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -274,11 +275,11 @@ func overrides(l layout.Layout, name string, g layout.Group, p layout.Package) s
 			binaries = true
 		}
 	}
-	if binaries {
+	if binaries && !built(g.Component, usesCGO) {
 		b.WriteString("# Go binaries, shipped exactly as the harness built them (as the RPMs ship\n# them): statically linked, without manual pages.\n")
 		fmt.Fprintf(&b, "%s: statically-linked-binary [%s/*]\n", name, rel)
 	}
-	if binaries && unstripped(g.Component) {
+	if binaries && built(g.Component, unstripped) {
 		b.WriteString("# Shipped exactly as make runtime built them with the project's own build flags,\n# which do not strip (pkg/runtimebuild): the build checks each binary against the\n# sha256 that make runtime recorded, which stripping here would break.\n")
 		fmt.Fprintf(&b, "%s: unstripped-binary-or-object [%s/*]\n", name, rel)
 	}
@@ -338,12 +339,20 @@ func sortedKeys(m map[string]string) []string {
 	return keys
 }
 
-// unstripped tells whether make runtime builds the component without -s -w.
-func unstripped(component string) bool {
+// built tells whether make runtime builds component (a runtime group's;
+// "" for Kubernetes: false) as is says: without -s -w, with cgo (runc: a
+// dynamic PIE, so no statically-linked override).
+func built(component string, is func(runtimebuild.Component) bool) bool {
 	for _, c := range runtimebuild.Components {
 		if c.Name == component && component != "" {
-			return !c.Strip
+			return is(c)
 		}
 	}
 	return false
 }
+
+func usesCGO(c runtimebuild.Component) bool {
+	return slices.ContainsFunc(c.Binaries, func(b runtimebuild.Binary) bool { return b.CGO })
+}
+
+func unstripped(c runtimebuild.Component) bool { return !c.Strip }
