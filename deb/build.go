@@ -64,7 +64,8 @@ func (c *Config) setDefaults() {
 	def(&c.Arch, DefaultArch)
 	def(&c.Compression, DefaultCompression)
 	if len(c.Layout.Groups) == 0 {
-		c.Layout = layout.Default()
+		// An unknown set fails in Build.
+		c.Layout, _ = layout.ForSet(c.Set, layout.DefaultUnitDir)
 	}
 	if c.Shipped == nil {
 		c.Shipped = files.Shipped
@@ -104,7 +105,10 @@ type job struct {
 // .deb there. It returns the .debs it built, sorted.
 func Build(ctx context.Context, cfg Config) ([]string, error) {
 	cfg.setDefaults()
-	if err := cfg.Check("packages"); err != nil {
+	if len(cfg.Layout.Groups) == 0 {
+		return nil, fmt.Errorf("no package set %q", cfg.Set)
+	}
+	if err := cfg.Check("packages", cfg.Layout); err != nil {
 		return nil, err
 	}
 	if err := cfg.resolveRevisions(); err != nil {
@@ -151,23 +155,13 @@ func (c Config) jobs() ([]job, error) {
 			jobs = append(jobs, job{g, p, ""})
 		}
 	}
-	for _, v := range c.Versions {
-		for _, g := range c.Layout.Groups {
-			if !g.Versioned {
-				continue
-			}
-			if g.Optional {
-				has, err := g.HasInput(c.InputDir, v)
-				if err != nil {
-					return nil, err
-				}
-				if !has {
-					continue
-				}
-			}
-			for _, p := range g.Packages {
-				jobs = append(jobs, job{g, p, v})
-			}
+	versioned, err := c.Layout.Jobs(c.InputDir, c.Versions)
+	if err != nil {
+		return nil, err
+	}
+	for _, v := range versioned {
+		for _, p := range v.Group.Packages {
+			jobs = append(jobs, job{v.Group, p, v.Version})
 		}
 	}
 	return jobs, nil
@@ -456,8 +450,17 @@ func (c *Config) resolveRevisions() error {
 // BumpReleases returns table with the revision of every group whose
 // content changed raised by one, and the groups it raised.
 func BumpReleases(table []byte, cfg Config) ([]byte, []string, error) {
-	cfg.setDefaults()
-	return cfg.table().Bump(table, cfg.Layout)
+	if len(cfg.Layout.Groups) > 0 {
+		cfg.setDefaults()
+		return cfg.table().Bump(table, cfg.Layout)
+	}
+	// Every set's groups: the table is shared.
+	return packaging.BumpSets(table, func(set string) (packaging.Table, layout.Layout) {
+		c := cfg
+		c.Set = set
+		c.setDefaults()
+		return c.table(), c.Layout
+	})
 }
 
 func sortedKeysBytes(m map[string][]byte) []string {

@@ -9,12 +9,14 @@ import (
 	"bytes"
 	"compress/gzip"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/kubelet-compat/kubelet-compat/pkg/layout"
 	"github.com/kubelet-compat/kubelet-compat/pkg/packaging"
+	"github.com/kubelet-compat/kubelet-compat/pkg/runtimebuild"
 )
 
 // Defaults of Config.
@@ -41,8 +43,12 @@ type meta struct {
 }
 
 // debVars are the description's fields in a .deb: the values themselves.
-func debVars(version string) layout.Vars {
-	return layout.Vars{Version: version, KubeDir: layout.VersionDir(version), Current: layout.CurrentDir, EnvFile: layout.EnvFile(layout.Deb)}
+func debVars(l layout.Layout, g layout.Group, version string) layout.Vars {
+	current := l.Current
+	if current == "" {
+		current = layout.CurrentDir
+	}
+	return layout.Vars{Version: version, KubeDir: g.VersionDir(version), Current: current, EnvFile: layout.EnvFile(layout.Deb)}
 }
 
 // removing is the prerm's condition for a removal (not an upgrade, not a
@@ -55,7 +61,7 @@ const removing = `[ "$1" = remove ]`
 func packageMeta(l layout.Layout, g layout.Group, p layout.Package, version, debVersion, arch string, date time.Time) (meta, error) {
 	name := g.PackageName(p, version)
 	m := meta{Name: name, Version: debVersion, Scripts: map[string]string{}, Docs: map[string][]byte{}}
-	vars := debVars(version)
+	vars := debVars(l, g, version)
 	expand := func(s string) (string, error) { return layout.Expand(s, vars.Map(), nil) }
 	summary, err := expand(p.Summary)
 	if err != nil {
@@ -72,7 +78,10 @@ func packageMeta(l layout.Layout, g layout.Group, p layout.Package, version, deb
 		}
 	}
 	source := name
-	if g.Versioned {
+	switch {
+	case g.Versioned && g.Prefix != "":
+		source = strings.TrimSuffix(g.NamePrefix(), "-")
+	case g.Versioned:
 		source = "kubernetes-" + version
 	}
 	var c strings.Builder
@@ -94,7 +103,7 @@ func packageMeta(l layout.Layout, g layout.Group, p layout.Package, version, deb
 	if p.Provides != "" {
 		fmt.Fprintf(&c, "Provides: %s (= %s)\n", p.Provides, debVersion)
 	}
-	c.WriteString("Section: admin\nPriority: optional\nHomepage: https://kubernetes.io\n")
+	fmt.Fprintf(&c, "Section: admin\nPriority: optional\nHomepage: %s\n", g.Project().Homepage)
 	fmt.Fprintf(&c, "Description: %s\n", summary)
 	for i, para := range strings.Split(long, "\n\n") {
 		if i > 0 {
@@ -116,7 +125,7 @@ func packageMeta(l layout.Layout, g layout.Group, p layout.Package, version, deb
 		if err != nil {
 			return m, err
 		}
-		m.Scripts["prerm"] = script(name, "prerm", "Refuses to remove the version that kubernetes-select made current (pkg/layout's\n# removal guard, as the RPM's %preun).", guard)
+		m.Scripts["prerm"] = script(name, "prerm", "Refuses to remove the version that "+l.Selector+" made current (pkg/layout's\n# removal guard, as the RPM's %preun).", guard)
 	}
 	if len(p.EnableUnits) > 0 {
 		postinst, prerm, postrm := unitScripts(p.EnableUnits)
@@ -126,7 +135,7 @@ func packageMeta(l layout.Layout, g layout.Group, p layout.Package, version, deb
 	}
 
 	doc := "/usr/share/doc/" + name
-	m.Docs[doc+"/copyright"] = []byte(copyright)
+	m.Docs[doc+"/copyright"] = []byte(copyrightOf(g))
 	entry := strings.Join(wrap(summary+", built by kubelet-compat from the description in pkg/layout.", 74), "\n    ")
 	changelog, err := gzipMax([]byte(fmt.Sprintf("%s (%s) stable; urgency=medium\n\n  * %s\n\n -- %s  %s\n",
 		source, debVersion, entry, Maintainer, date.UTC().Format(time.RFC1123Z))))
@@ -134,7 +143,7 @@ func packageMeta(l layout.Layout, g layout.Group, p layout.Package, version, deb
 		return m, err
 	}
 	m.Docs[doc+"/changelog.Debian.gz"] = changelog
-	m.Docs["/usr/share/lintian/overrides/"+name] = []byte(overrides(name, g, p))
+	m.Docs["/usr/share/lintian/overrides/"+name] = []byte(overrides(l, name, g, p))
 	return m, nil
 }
 
@@ -185,6 +194,32 @@ func unitScripts(units []string) (postinst, prerm, postrm string) {
 	return pi.String(), pr.String(), po.String()
 }
 
+// copyrightOf is the copyright file of a group's packages: copyright for
+// Kubernetes, the same text with the upstream's name, source and authors
+// for the runtime's.
+func copyrightOf(g layout.Group) string {
+	u := g.Project()
+	if u == layout.Kubernetes {
+		return copyright
+	}
+	return fmt.Sprintf(`Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
+Upstream-Name: %s
+Source: %s
+Comment: %s built from the Go module proxy by kubelet-compat (make runtime),
+ and the kubelet-compat packaging, in the side-by-side runtime layout.
+
+Files: *
+Copyright: %s
+ 2026 The kubelet-compat authors
+License: Apache-2.0
+ Licensed under the Apache License, Version 2.0 (the "License"); you may not
+ use this file except in compliance with the License.
+ .
+ On Debian systems, the full text of the Apache License, Version 2.0 can be
+ found in the file /usr/share/common-licenses/Apache-2.0.
+`, u.Name, u.Homepage, u.Name, u.Copyright)
+}
+
 const copyright = `Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
 Upstream-Name: Kubernetes
 Source: https://kubernetes.io
@@ -204,21 +239,28 @@ License: Apache-2.0
 
 // overrides are the lintian tags the layout raises by design, each with
 // the reason (lintian prints the comment with the override).
-func overrides(name string, g layout.Group, p layout.Package) string {
+func overrides(l layout.Layout, name string, g layout.Group, p layout.Package) string {
 	var b strings.Builder
-	b.WriteString("# The StarlingX layout: every Kubernetes version lives under\n# /usr/local/kubernetes/<version> so that versions install side by side, and\n# kubernetes-unversioned owns the selection points there.\n")
-	fmt.Fprintf(&b, "%s: dir-in-usr-local [usr/local/kubernetes/*]\n", name)
+	root := layout.KubeRoot
+	if l.Set == layout.SetRuntime {
+		root = layout.RuntimeRoot
+		b.WriteString("# The side-by-side runtime layout: every version of a runtime component lives\n# under /usr/local/runtime/<component>/<version> so that versions install side\n# by side, and runtime-unversioned owns the selection points there.\n")
+	} else {
+		b.WriteString("# The StarlingX layout: every Kubernetes version lives under\n# /usr/local/kubernetes/<version> so that versions install side by side, and\n# kubernetes-unversioned owns the selection points there.\n")
+	}
+	rel := strings.TrimPrefix(root, "/")
+	fmt.Fprintf(&b, "%s: dir-in-usr-local [%s/*]\n", name, rel)
 	b.WriteString("# Not an upload to Debian's archive: no ITP bug to close.\n")
 	fmt.Fprintf(&b, "%s: initial-upload-closes-no-bugs *\n", name)
 	hasFiles := false
 	for _, e := range g.Entries(p, "x", layout.Deb) {
-		if e.Type != layout.Dir && strings.HasPrefix(e.Path, layout.KubeRoot+"/") {
+		if e.Type != layout.Dir && strings.HasPrefix(e.Path, root+"/") {
 			hasFiles = true
 		}
 	}
 	if hasFiles {
-		fmt.Fprintf(&b, "%s: file-in-usr-local [usr/local/kubernetes/*]\n", name)
-		fmt.Fprintf(&b, "%s: file-in-unusual-dir [usr/local/kubernetes/*]\n", name)
+		fmt.Fprintf(&b, "%s: file-in-usr-local [%s/*]\n", name, rel)
+		fmt.Fprintf(&b, "%s: file-in-unusual-dir [%s/*]\n", name, rel)
 	}
 	for _, f := range p.Files {
 		if f.Type == layout.Symlink && strings.HasPrefix(f.Path, "/usr/bin/") || f.Type == layout.Regular && strings.HasPrefix(f.Path, "/usr/bin/") {
@@ -233,9 +275,13 @@ func overrides(name string, g layout.Group, p layout.Package) string {
 			binaries = true
 		}
 	}
-	if binaries {
+	if binaries && !built(g.Component, usesCGO) {
 		b.WriteString("# Go binaries, shipped exactly as the harness built them (as the RPMs ship\n# them): statically linked, without manual pages.\n")
-		fmt.Fprintf(&b, "%s: statically-linked-binary [usr/local/kubernetes/*]\n", name)
+		fmt.Fprintf(&b, "%s: statically-linked-binary [%s/*]\n", name, rel)
+	}
+	if binaries && built(g.Component, unstripped) {
+		b.WriteString("# Shipped exactly as make runtime built them with the project's own build flags,\n# which do not strip (pkg/runtimebuild): the build checks each binary against the\n# sha256 that make runtime recorded, which stripping here would break.\n")
+		fmt.Fprintf(&b, "%s: unstripped-binary-or-object [%s/*]\n", name, rel)
 	}
 	return b.String()
 }
@@ -292,3 +338,21 @@ func sortedKeys(m map[string]string) []string {
 	sort.Strings(keys)
 	return keys
 }
+
+// built tells whether make runtime builds component (a runtime group's;
+// "" for Kubernetes: false) as is says: without -s -w, with cgo (runc: a
+// dynamic PIE, so no statically-linked override).
+func built(component string, is func(runtimebuild.Component) bool) bool {
+	for _, c := range runtimebuild.Components {
+		if c.Name == component && component != "" {
+			return is(c)
+		}
+	}
+	return false
+}
+
+func usesCGO(c runtimebuild.Component) bool {
+	return slices.ContainsFunc(c.Binaries, func(b runtimebuild.Binary) bool { return b.CGO })
+}
+
+func unstripped(c runtimebuild.Component) bool { return !c.Strip }

@@ -83,7 +83,8 @@ func (c *Config) setDefaults() {
 	def(&c.Payload, DefaultPayload)
 	def(&c.Rpmbuild, hostdeps.Rpmbuild.Name)
 	if len(c.Layout.Groups) == 0 {
-		c.Layout = layout.New(c.UnitDir)
+		// An unknown set fails in Build (Check).
+		c.Layout, _ = layout.ForSet(c.Set, c.UnitDir)
 	}
 	if c.Templates == nil {
 		c.Templates = Templates
@@ -101,7 +102,10 @@ func (c *Config) setDefaults() {
 // OutputDir/SHA256SUMS over every RPM there. It returns the RPMs it built.
 func Build(ctx context.Context, cfg Config) ([]string, error) {
 	cfg.setDefaults()
-	if err := cfg.Check("RPMs"); err != nil {
+	if len(cfg.Layout.Groups) == 0 {
+		return nil, fmt.Errorf("no package set %q", cfg.Set)
+	}
+	if err := cfg.Check("RPMs", cfg.Layout); err != nil {
 		return nil, err
 	}
 	if err := cfg.resolveReleases(); err != nil {
@@ -136,22 +140,12 @@ func (c Config) builds() ([]func(context.Context) ([]string, error), error) {
 	builds := []func(context.Context) ([]string, error){
 		func(ctx context.Context) ([]string, error) { return buildUnversioned(ctx, c) },
 	}
-	for _, v := range c.Versions {
-		for _, g := range c.Layout.Groups {
-			if !g.Versioned {
-				continue
-			}
-			if g.Optional {
-				has, err := g.HasInput(c.InputDir, v)
-				if err != nil {
-					return nil, err
-				}
-				if !has {
-					continue
-				}
-			}
-			builds = append(builds, func(ctx context.Context) ([]string, error) { return buildVersioned(ctx, c, g, v) })
-		}
+	jobs, err := c.Layout.Jobs(c.InputDir, c.Versions)
+	if err != nil {
+		return nil, err
+	}
+	for _, j := range jobs {
+		builds = append(builds, func(ctx context.Context) ([]string, error) { return buildVersioned(ctx, c, j.Group, j.Version) })
 	}
 	return builds, nil
 }
@@ -170,7 +164,10 @@ func buildVersioned(ctx context.Context, cfg Config, g layout.Group, version str
 		return nil, err
 	}
 	name := "kubernetes-" + version + ".spec"
-	if g.Key != layout.VersionedKey {
+	switch {
+	case g.Prefix != "":
+		name = g.NamePrefix() + version + ".spec"
+	case g.Key != layout.VersionedKey:
 		name = "kubernetes-" + version + "-" + strings.TrimPrefix(g.Key, "kubernetes-") + ".spec"
 	}
 	return rpmbuild(ctx, cfg, top, name, spec, "--target", cfg.Arch)
@@ -189,11 +186,11 @@ func buildUnversioned(ctx context.Context, cfg Config) ([]string, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(top)
-	g, _ := cfg.Layout.Group(layout.UnversionedKey)
+	g, _ := cfg.Layout.Unversioned()
 	if err := cfg.inputs().Stage(ctx, g, "", filepath.Join(top, "SOURCES"), top); err != nil {
 		return nil, err
 	}
-	return rpmbuild(ctx, cfg, top, UnversionedName+".spec", spec)
+	return rpmbuild(ctx, cfg, top, g.Key+".spec", spec)
 }
 
 // inputs are the build's inputs as pkg/layout stages them.

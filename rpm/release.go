@@ -124,6 +124,15 @@ func (c *Config) resolveReleases() error {
 // template not in the table starts at 1), and its new digest; the rest as
 // it was. It also returns the templates it bumped.
 func BumpReleases(table []byte, cfg Config) ([]byte, []string, error) {
-	cfg.setDefaults()
-	return cfg.table().Bump(table, cfg.Layout)
+	if len(cfg.Layout.Groups) > 0 {
+		cfg.setDefaults()
+		return cfg.table().Bump(table, cfg.Layout)
+	}
+	// Every set's groups: the table is shared.
+	return packaging.BumpSets(table, func(set string) (packaging.Table, layout.Layout) {
+		c := cfg
+		c.Set = set
+		c.setDefaults()
+		return c.table(), c.Layout
+	})
 }

@@ -136,9 +136,11 @@ func TestBumpReleases(t *testing.T) {
 		{name: "nothing changed"},
 		{name: "kubernetes-select", file: "files/kubernetes-select", edit: func(s string) string { return s + "# changed\n" }, wantBumped: []string{unversionedKey}},
 		{name: "a unit", file: "files/kubelet.service", edit: func(s string) string { return s + "# changed\n" }, wantBumped: []string{unversionedKey}},
-		{name: "the unversioned spec", file: "templates/" + unversionedTemplate, edit: func(s string) string { return s + "# changed\n" }, wantBumped: []string{unversionedKey}},
+		// The runtime's packages are built from the same templates.
+		{name: "the unversioned spec", file: "templates/" + unversionedTemplate, edit: func(s string) string { return s + "# changed\n" }, wantBumped: []string{unversionedKey, "runtime-unversioned"}},
+		{name: "runtime-select", file: "files/runtime-select", edit: func(s string) string { return s + "# changed\n" }, wantBumped: []string{"runtime-unversioned"}},
 		{name: "the versioned %preun", guard: func(s string) string { return strings.Replace(s, "refusing to erase", "will not erase", 1) }, wantBumped: []string{versionedKey}},
-		{name: "the versioned spec template", file: "templates/" + versionedTemplate, edit: func(s string) string { return s + "# changed\n" }, wantBumped: []string{versionedKey, masterKey}},
+		{name: "the versioned spec template", file: "templates/" + versionedTemplate, edit: func(s string) string { return s + "# changed\n" }, wantBumped: []string{versionedKey, masterKey, "runtime-containerd", "runtime-runc", "runtime-crictl", "runtime-cni"}},
 		{name: "the drop-in", file: "files/10-kubeadm.conf", edit: func(s string) string { return s + "# changed\n" }, wantBumped: []string{versionedKey}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

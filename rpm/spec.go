@@ -88,9 +88,9 @@ func renderUnversioned(sources fs.FS, l layout.Layout, s UnversionedSpec) ([]byt
 	if s.Version == "" || s.Release == "" {
 		return nil, fmt.Errorf("unversioned spec: version and release must be set")
 	}
-	g, ok := l.Group(layout.UnversionedKey)
+	g, ok := l.Unversioned()
 	if !ok {
-		return nil, fmt.Errorf("no group %s in the description", layout.UnversionedKey)
+		return nil, fmt.Errorf("no unversioned group in the description of %s", l.Set)
 	}
 	data, err := specData(l, g, "", s.Release)
 	if err != nil {
@@ -107,12 +107,17 @@ const placeholderVersion = "@VERSION@"
 // The spec's view of the description.
 type spec struct {
 	Version, Release, Arch string
-	Subs                   string // "{node,kubeadm,client}", or the one package's name
-	Description            string
-	Sources                []string
-	InstallDirs            []string
-	Installs               []string
-	Packages               []specPackage
+	// Root holds the versions, Current the selection points; MainName is
+	// the spec's Name, Title and URL the upstream's; Component is empty for
+	// the Kubernetes packages, else the runtime component (the runtime's
+	// unversioned spec: "runtime").
+	Root, Current, MainName, Title, URL, Component string
+	Subs                                           string // "{node,kubeadm,client}", or the one package's name
+	Description                                    string
+	Sources                                        []string
+	InstallDirs                                    []string
+	Installs                                       []string
+	Packages                                       []specPackage
 }
 
 type specPackage struct {
@@ -130,7 +135,20 @@ var rpmVars = layout.Vars{Version: "%{kube_version}", KubeDir: "%{kube_dir}", Cu
 func escapePercent(s string) string { return strings.ReplaceAll(s, "%", "%%") }
 
 func specData(l layout.Layout, g layout.Group, version, release string) (spec, error) {
-	d := spec{Version: version, Release: release}
+	d := spec{Version: version, Release: release, Root: g.RootDir(), Current: l.Current,
+		MainName: "kubernetes-%{kube_version}", Title: g.Project().Name, URL: g.Project().Homepage}
+	if l.Current == "" {
+		d.Current = layout.CurrentDir
+	}
+	if g.Prefix != "" {
+		d.MainName = strings.TrimSuffix(g.Prefix, "-")
+	}
+	if l.Set == layout.SetRuntime {
+		d.Component = l.Set
+		if g.Versioned {
+			d.Component = strings.TrimPrefix(g.Key, "runtime-")
+		}
+	}
 	vars := rpmVars
 	if !g.Versioned {
 		vars = layout.Vars{Current: "%{current}", EnvFile: layout.EnvFile(layout.RPM)}
@@ -143,7 +161,7 @@ func specData(l layout.Layout, g layout.Group, version, release string) (spec, e
 	// In the spec, the version's directory is %{kube_dir}.
 	where := func(abs string) string {
 		if g.Versioned {
-			return "%{kube_dir}" + strings.TrimPrefix(abs, layout.VersionDir(version))
+			return "%{kube_dir}" + strings.TrimPrefix(abs, g.VersionDir(version))
 		}
 		return abs
 	}
@@ -158,6 +176,12 @@ func specData(l layout.Layout, g layout.Group, version, release string) (spec, e
 	for _, p := range g.Packages {
 		names = append(names, p.Name)
 		sp := specPackage{Name: p.Name, Provides: p.Provides, EnableUnits: p.EnableUnits}
+		if p.Name == "" {
+			// A package named after the group and version alone: a
+			// subpackage with its whole name (the spec's Name, without the
+			// version, is never built).
+			sp.Name = "-n " + g.NamePrefix() + "%{kube_version}"
+		}
 		if sp.Summary, err = expand(p.Summary); err != nil {
 			return d, err
 		}
@@ -209,6 +233,9 @@ func specData(l layout.Layout, g layout.Group, version, release string) (spec, e
 	}
 	if len(names) == 1 {
 		d.Subs = names[0]
+		if names[0] == "" {
+			d.Subs = strings.TrimPrefix(g.NamePrefix(), "kubernetes-")
+		}
 	} else {
 		d.Subs = "{" + strings.Join(names, ",") + "}"
 	}

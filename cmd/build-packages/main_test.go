@@ -60,31 +60,8 @@ func TestGoldenChecksums(t *testing.T) {
 		assert.NilError(t, err)
 		got.WriteString(strings.ReplaceAll(string(b), "  ", "  "+dir+"/"))
 	}
-	tools := toolVersions(t)
-	if *updateGolden {
-		header := "# sha256 of the packages of the fake harness (packagingtest.FakeHarness: 1.20.15, 1.21.14 with\n" +
-			"# the control-plane binaries), SOURCE_DATE_EPOCH=1622505600, by build-packages -format all, with:\n"
-		assert.NilError(t, os.WriteFile(goldenFile, []byte(header+tools+"\n"+got.String()), 0o644))
-		return
-	}
-	golden, err := os.ReadFile(goldenFile)
-	assert.NilError(t, err)
-	var want strings.Builder
-	recordedWith := ""
-	s := bufio.NewScanner(bytes.NewReader(golden))
-	for s.Scan() {
-		switch line := s.Text(); {
-		case strings.HasPrefix(line, "# tools: "):
-			recordedWith = line
-		case !strings.HasPrefix(line, "#"):
-			want.WriteString(line + "\n")
-		}
-	}
-	if recordedWith != tools {
-		t.Skipf("%s was recorded with %q, this host has %q: other tools may write other bytes", goldenFile, recordedWith, tools)
-	}
-	assert.Check(t, is.Equal(got.String(), want.String()),
-		"the packages changed: if that is meant (a new release, another file), go test ./cmd/build-packages -run TestGoldenChecksums -update-golden")
+	checkGolden(t, goldenFile, "# sha256 of the packages of the fake harness (packagingtest.FakeHarness: 1.20.15, 1.21.14 with\n"+
+		"# the control-plane binaries), SOURCE_DATE_EPOCH=1622505600, by build-packages -format all, with:\n", got.String(), "TestGoldenChecksums")
 	assert.Check(t, is.Contains(stdout.String(), "built 8 RPMs into "+filepath.Join(out, "rpms")))
 	assert.Check(t, is.Contains(stdout.String(), "built 8 .debs into "+filepath.Join(out, "debs")))
 }
@@ -112,7 +89,7 @@ func TestFlags(t *testing.T) {
 	}
 	var stderr bytes.Buffer
 	assert.Check(t, run(context.Background(), []string{"-h"}, &bytes.Buffer{}, &stderr))
-	for _, f := range []string{"-format", "-input", "-output", "-versions", "-release", "-revision", "-rpm-arch", "-deb-arch", "-payload", "-compression"} {
+	for _, f := range []string{"-format", "-set", "-input", "-output", "-versions", "-release", "-revision", "-rpm-arch", "-deb-arch", "-payload", "-compression"} {
 		assert.Check(t, is.Contains(stderr.String(), "  "+f+" "), "-h lists %s", f)
 	}
 }
@@ -170,4 +147,35 @@ func TestInterruptStopsThePackagers(t *testing.T) {
 	assert.Check(t, is.Len(left, 0), "work directories left behind")
 	_, err = os.Stat(filepath.Join(out, "SHA256SUMS"))
 	assert.Check(t, os.IsNotExist(err), "an interrupted build wrote SHA256SUMS")
+}
+
+// checkGolden wants got (sha256sum lines) to be the lines of the golden
+// file, recorded with this host's rpmbuild and dpkg-deb (else it skips:
+// other tools may write other bytes); -update-golden rewrites the file
+// with header instead.
+func checkGolden(t *testing.T, file, header, got, test string) {
+	t.Helper()
+	tools := toolVersions(t)
+	if *updateGolden {
+		assert.NilError(t, os.WriteFile(file, []byte(header+tools+"\n"+got), 0o644))
+		return
+	}
+	golden, err := os.ReadFile(file)
+	assert.NilError(t, err)
+	var want strings.Builder
+	recordedWith := ""
+	s := bufio.NewScanner(bytes.NewReader(golden))
+	for s.Scan() {
+		switch line := s.Text(); {
+		case strings.HasPrefix(line, "# tools: "):
+			recordedWith = line
+		case !strings.HasPrefix(line, "#"):
+			want.WriteString(line + "\n")
+		}
+	}
+	if recordedWith != tools {
+		t.Skipf("%s was recorded with %q, this host has %q: other tools may write other bytes", file, recordedWith, tools)
+	}
+	assert.Check(t, is.Equal(got, want.String()),
+		"the packages changed: if that is meant (a new release, another file), go test ./cmd/build-packages -run "+test+" -update-golden")
 }

@@ -4,6 +4,9 @@ package layout
 // unitDir (DefaultUnitDir on the nodes).
 func New(unitDir string) Layout {
 	return Layout{
+		Set:         SetKubernetes,
+		Current:     CurrentDir,
+		Selector:    "kubernetes-select",
 		UnitDir:     unitDir,
 		Groups:      []Group{unversioned(unitDir), versioned(), master()},
 		GuardScript: guardScript,
@@ -186,17 +189,17 @@ run them as services rather than as kubeadm's static pods.`,
 const guardScript = `if {{.Removing}}; then
   if [ -d {{.Current}} ] && exec 9<{{.Current}}; then
     if ! flock -n 9; then
-      echo "erasing Kubernetes {{.Version}}: waiting for kubernetes-select to finish" >&2
+      echo "erasing {{.What}}: waiting for {{.Selector}} to finish" >&2
       if ! flock -w 300 9; then
-        echo "refusing to erase Kubernetes {{.Version}}: kubernetes-select still holds the lock on {{.Current}} after 300s; try again when it has finished" >&2
+        echo "refusing to erase {{.What}}: {{.Selector}} still holds the lock on {{.Current}} after 300s; try again when it has finished" >&2
         exit 1
       fi
     fi
   fi
   selected=$(stat -L -c %d:%i {{.Current}}/{{.Stage}} 2>/dev/null) || selected=
-  this=$(stat -c %d:%i {{.KubeDir}}/{{.Stage}} 2>/dev/null) || this=
+  this=$(stat -c %d:%i {{.This}} 2>/dev/null) || this=
   if [ -n "$selected" ] && [ "$selected" = "$this" ]; then
-    echo "refusing to erase Kubernetes {{.Version}}: it is the selected {{.Stage}}; select another version first (kubernetes-select {{.Stage}} VERSION)" >&2
+    echo "refusing to erase {{.What}}: it is the selected {{.Stage}}; select another version first ({{.Selector}} {{.Stage}} VERSION)" >&2
     exit 1
   fi
 fi

@@ -11,6 +11,8 @@ import (
 
 	"github.com/kubelet-compat/kubelet-compat/pkg/binversion"
 	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
+	"github.com/kubelet-compat/kubelet-compat/pkg/filehash"
+	"github.com/kubelet-compat/kubelet-compat/pkg/runtimebuild"
 )
 
 var versionPattern = regexp.MustCompile(`^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)$`)
@@ -33,7 +35,11 @@ type BuildRequest struct {
 	InputDir        string
 	KubeletCompat   string
 	SourceDateEpoch int64
-	Versions        []string
+	// Versions are Kubernetes versions, or component@version for the
+	// runtime (NeedsCLI false).
+	Versions []string
+	// NeedsCLI: the packages ship the kubelet-compat CLI.
+	NeedsCLI bool
 }
 
 // CheckBuild refuses a request no format can build reproducibly: no output
@@ -48,7 +54,11 @@ func CheckBuild(r BuildRequest) error {
 	}
 	seen := map[string]bool{}
 	for _, v := range r.Versions {
-		if err := CheckVersion(v); err != nil {
+		if component, version, ok := strings.Cut(v, "@"); ok {
+			if component == "" || !versionPattern.MatchString(version) {
+				return fmt.Errorf("invalid runtime component %q: want name@major.minor.patch, e.g. containerd@1.7.35", v)
+			}
+		} else if err := CheckVersion(v); err != nil {
 			return err
 		}
 		if seen[v] {
@@ -59,6 +69,9 @@ func CheckBuild(r BuildRequest) error {
 	if len(r.Versions) > 0 {
 		if r.InputDir == "" {
 			return errors.New("no input directory")
+		}
+		if !r.NeedsCLI {
+			return nil
 		}
 		if err := CheckExecutable(r.KubeletCompat); err != nil {
 			return fmt.Errorf("kubelet-compat CLI: %w", err)
@@ -94,7 +107,7 @@ func CheckExecutable(path string) error {
 func (g Group) HasInput(inputDir, version string) (bool, error) {
 	var have, missing []string
 	for _, b := range g.HarnessBinaries() {
-		if _, err := os.Stat(filepath.Join(inputDir, version, b)); err == nil {
+		if _, err := os.Stat(filepath.Join(g.Input(inputDir, version), b)); err == nil {
 			have = append(have, b)
 		} else {
 			missing = append(missing, b)
@@ -128,7 +141,16 @@ func (in Inputs) Stage(ctx context.Context, g Group, version, dir, home string) 
 		dst := filepath.Join(dir, src.StageName())
 		switch src.Kind {
 		case Harness:
-			bin := filepath.Join(in.InputDir, version, src.Name)
+			bin := filepath.Join(g.Input(in.InputDir, version), src.Name)
+			if g.Component != "" {
+				if err := checkRuntimeBinary(g.Component, version, bin); err != nil {
+					return err
+				}
+				if err := linkSource(bin, dst); err != nil {
+					return err
+				}
+				continue
+			}
 			if err := CheckExecutable(bin); err != nil {
 				return fmt.Errorf("kubernetes %s: %w (is the harness output there?)", version, err)
 			}
@@ -194,4 +216,37 @@ func firstLine(s string) string {
 		s = s[:i]
 	}
 	return s
+}
+
+// checkRuntimeBinary checks a binary of make runtime's output against the
+// BUILDINFO.json beside it: the build must be of component@version and
+// record the binary with the sha256 it has, so a mixed-up or changed
+// input fails the build instead of making a package that lies (running the
+// binaries would not do: runc prints its version without the v, the CNI
+// plugins answer only CNI_COMMAND=VERSION).
+func checkRuntimeBinary(component, version, bin string) error {
+	want := component + "@" + version
+	if err := CheckExecutable(bin); err != nil {
+		return fmt.Errorf("%s: %w (is make runtime's output there?)", want, err)
+	}
+	info, err := runtimebuild.ReadInfo(filepath.Dir(bin))
+	if err != nil {
+		return fmt.Errorf("%s: %w", want, err)
+	}
+	if info.Component != want {
+		return fmt.Errorf("%s: %s records a build of %s", want, filepath.Join(filepath.Dir(bin), runtimebuild.InfoFile), info.Component)
+	}
+	sum, err := filehash.SHA256(bin)
+	if err != nil {
+		return err
+	}
+	for _, b := range info.Binaries {
+		if b.Name == filepath.Base(bin) {
+			if b.SHA256 != sum {
+				return fmt.Errorf("%s: %s has sha256 %s, its build recorded %s", want, bin, sum, b.SHA256)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("%s: the build records no %s", want, filepath.Base(bin))
 }

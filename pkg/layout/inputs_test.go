@@ -11,7 +11,7 @@ import (
 func TestCheckBuild(t *testing.T) {
 	cli := filepath.Join(t.TempDir(), "kubelet-compat")
 	assert.NilError(t, os.WriteFile(cli, []byte("#!/bin/sh\n"), 0o755))
-	ok := BuildRequest{What: "RPMs", OutputDir: "out", InputDir: "in", KubeletCompat: cli, SourceDateEpoch: 1, Versions: []string{"1.21.14"}}
+	ok := BuildRequest{What: "RPMs", OutputDir: "out", InputDir: "in", KubeletCompat: cli, SourceDateEpoch: 1, Versions: []string{"1.21.14"}, NeedsCLI: true}
 	for _, tc := range []struct {
 		name   string
 		change func(r *BuildRequest)
@@ -25,6 +25,11 @@ func TestCheckBuild(t *testing.T) {
 		{"twice", func(r *BuildRequest) { r.Versions = []string{"1.21.14", "1.21.14"} }, "given twice"},
 		{"no input", func(r *BuildRequest) { r.InputDir = "" }, "no input directory"},
 		{"no CLI", func(r *BuildRequest) { r.KubeletCompat = filepath.Join(t.TempDir(), "missing") }, "kubelet-compat CLI"},
+		{"runtime needs no CLI", func(r *BuildRequest) {
+			r.Versions, r.KubeletCompat, r.NeedsCLI = []string{"containerd@1.7.35", "cni-plugins@1.10.0"}, "", false
+		}, ""},
+		{"runtime bad version", func(r *BuildRequest) { r.Versions, r.NeedsCLI = []string{"containerd@v1.7.35"}, false }, "invalid runtime component"},
+		{"runtime no name", func(r *BuildRequest) { r.Versions, r.NeedsCLI = []string{"@1.7.35"}, false }, "invalid runtime component"},
 	} {
 		r := ok
 		tc.change(&r)

@@ -146,6 +146,10 @@ type Dep struct {
 type Guard struct {
 	Stage        string
 	Unselectable string
+	// Whole: current/Stage points at the version's directory itself (the
+	// runtime's current/containerd -> ../containerd/<ver>), not at a
+	// Stage directory inside it; Stage names the component.
+	Whole bool
 }
 
 // Package is one package.
@@ -183,16 +187,146 @@ type Group struct {
 	// Description of the spec's main package, which has no files.
 	Description string
 	Packages    []Package
+
+	// The fields below are unset for the Kubernetes groups and set for the
+	// runtime's (Runtime): a group's versions live in Root/<version>
+	// (unset: KubeRoot), its versioned packages are named
+	// Prefix<version>[-<name>] (unset: "kubernetes-"), and Component names
+	// it in -versions (component@version) and names its input directory
+	// <input>/<Component>-<version> (unset: <input>/<version>).
+	Root      string
+	Prefix    string
+	Component string
+	// Upstream is the project whose software the group ships (unset:
+	// Kubernetes).
+	Upstream Upstream
+}
+
+// Upstream is the project a group's binaries come from: the packages'
+// homepage and Debian copyright file.
+type Upstream struct {
+	Name, Homepage, Copyright string
+}
+
+// Kubernetes is the upstream of the Kubernetes groups.
+var Kubernetes = Upstream{Name: "Kubernetes", Homepage: "https://kubernetes.io", Copyright: "2014 The Kubernetes Authors"}
+
+// Project returns the group's upstream.
+func (g Group) Project() Upstream {
+	if g.Upstream.Name == "" {
+		return Kubernetes
+	}
+	return g.Upstream
+}
+
+// RootDir is the directory of the group's versions.
+func (g Group) RootDir() string {
+	if g.Root == "" {
+		return KubeRoot
+	}
+	return g.Root
+}
+
+// VersionDir is the directory of one version of the group.
+func (g Group) VersionDir(version string) string { return g.RootDir() + "/" + version }
+
+// NamePrefix is what the names of the group's versioned packages start with.
+func (g Group) NamePrefix() string {
+	if g.Prefix == "" {
+		return "kubernetes-"
+	}
+	return g.Prefix
+}
+
+// Input is the directory of the input of version: the harness output of
+// a Kubernetes version, make runtime's output of a runtime component.
+func (g Group) Input(inputDir, version string) string {
+	if g.Component == "" {
+		return filepath.Join(inputDir, version)
+	}
+	return filepath.Join(inputDir, g.Component+"-"+version)
 }
 
 // Layout is the description of every package.
 type Layout struct {
+	// Set names the packages in cmd/build-packages -set (SetKubernetes,
+	// SetRuntime).
+	Set     string
 	UnitDir string
-	Groups  []Group
+	// Current is the directory of the selection points, which the
+	// selection tool locks (CurrentDir, RuntimeCurrent).
+	Current string
+	// Selector is the selection tool (kubernetes-select, runtime-select).
+	Selector string
+	Groups   []Group
 	// GuardScript is the text of the removal guard (Guard), with the
 	// fields of ScriptVars; each format wraps it in its own condition for
 	// "the package is being removed, not upgraded".
 	GuardScript string
+}
+
+// Unversioned returns the group built once (kubernetes-unversioned,
+// runtime-unversioned).
+func (l Layout) Unversioned() (Group, bool) {
+	for _, g := range l.Groups {
+		if !g.Versioned {
+			return g, true
+		}
+	}
+	return Group{}, false
+}
+
+// UsesCLI tells whether a package ships the kubelet-compat CLI.
+func (l Layout) UsesCLI() bool {
+	for _, g := range l.Groups {
+		for _, s := range g.Sources() {
+			if s.Kind == CLI {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Job is one version of one versioned group to build.
+type Job struct {
+	Group   Group
+	Version string
+}
+
+// Jobs returns the versioned groups to build for versions, in order: every
+// versioned group for each Kubernetes version (an optional group where
+// inputDir has its binaries); for component@version, the group of that
+// component.
+func (l Layout) Jobs(inputDir string, versions []string) ([]Job, error) {
+	var jobs []Job
+	for _, v := range versions {
+		component, version, isComponent := strings.Cut(v, "@")
+		if !isComponent {
+			version, component = v, ""
+		}
+		found := false
+		for _, g := range l.Groups {
+			if !g.Versioned || g.Component != component {
+				continue
+			}
+			found = true
+			if g.Optional {
+				has, err := g.HasInput(inputDir, version)
+				if err != nil {
+					return nil, err
+				}
+				if !has {
+					continue
+				}
+			}
+			jobs = append(jobs, Job{g, version})
+		}
+		if !found {
+			return nil, fmt.Errorf("%s: no package of the %s set for it", v, l.Set)
+		}
+	}
+	return jobs, nil
 }
 
 // Group returns the group called key.
@@ -221,7 +355,10 @@ func (g Group) PackageName(p Package, version string) string {
 	if !g.Versioned {
 		return p.Name
 	}
-	return "kubernetes-" + version + "-" + p.Name
+	if p.Name == "" {
+		return g.NamePrefix() + version
+	}
+	return g.NamePrefix() + version + "-" + p.Name
 }
 
 // AbsPath returns the absolute path of f in group g for version.
@@ -229,7 +366,7 @@ func (g Group) AbsPath(f File, version string) string {
 	if !g.Versioned {
 		return f.Path
 	}
-	return path.Join(VersionDir(version), f.Path)
+	return path.Join(g.VersionDir(version), f.Path)
 }
 
 // HarnessBinaries returns the harness binaries the group's packages ship.
@@ -288,7 +425,7 @@ func (g Group) Entries(p Package, version string, f Format) []Entry {
 		}
 		byPath[abs] = Entry{Path: abs, Type: file.Type, Mode: mode, Target: file.Target, Config: file.Config}
 		if g.Versioned {
-			top := VersionDir(version)
+			top := g.VersionDir(version)
 			for d := path.Dir(abs); strings.HasPrefix(d, top); d = path.Dir(d) {
 				if _, ok := byPath[d]; !ok {
 					byPath[d] = Entry{Path: d, Type: Dir, Mode: 0o755}
@@ -308,9 +445,9 @@ func (g Group) Entries(p Package, version string, f Format) []Entry {
 // descriptions, scripts). Each format fills them its way: the RPM spec
 // with its macros (%{kube_version}), Debian with the values.
 type Vars struct {
-	Version string // the Kubernetes version
-	KubeDir string // /usr/local/kubernetes/<ver>
-	Current string // /usr/local/kubernetes/current
+	Version string // the Kubernetes version (the component's)
+	KubeDir string // /usr/local/kubernetes/<ver> (the group's VersionDir)
+	Current string // /usr/local/kubernetes/current (the layout's Current)
 	EnvFile string // the kubelet's environment file
 }
 
@@ -327,12 +464,17 @@ type ScriptVars struct {
 	Removing     string
 	Stage        string
 	Unselectable string
+	// This is the directory current/Stage points at when this version is
+	// selected; What names the version in messages ("Kubernetes 1.21.14");
+	// Selector is the selection tool.
+	This, What, Selector string
 }
 
 // Map returns the fields by name.
 func (v ScriptVars) Map() map[string]string {
 	m := v.Vars.Map()
 	m["Removing"], m["Stage"], m["Unselectable"] = v.Removing, v.Stage, v.Unselectable
+	m["This"], m["What"], m["Selector"] = v.This, v.What, v.Selector
 	return m
 }
 

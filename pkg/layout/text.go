@@ -47,6 +47,17 @@ func Expand(text string, vars map[string]string, escape func(string) string) (st
 
 // GuardText is the removal guard of a package in a format's terms.
 func (l Layout) GuardText(g Guard, v Vars, removing string, escape func(string) string) (string, error) {
-	sv := ScriptVars{Vars: v, Removing: removing, Stage: g.Stage, Unselectable: g.Unselectable}
+	sv := ScriptVars{Vars: v, Removing: removing, Stage: g.Stage, Unselectable: g.Unselectable,
+		This: v.KubeDir + "/" + g.Stage, What: "Kubernetes " + v.Version, Selector: l.selector()}
+	if g.Whole {
+		sv.This, sv.What = v.KubeDir, g.Stage+" "+v.Version
+	}
 	return Expand(l.GuardScript, sv.Map(), escape)
+}
+
+func (l Layout) selector() string {
+	if l.Selector == "" {
+		return "kubernetes-select"
+	}
+	return l.Selector
 }

@@ -9,19 +9,45 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kubelet-compat/kubelet-compat/pkg/layout"
 	"github.com/kubelet-compat/kubelet-compat/pkg/matrix"
+	"github.com/kubelet-compat/kubelet-compat/pkg/runtimebuild"
 )
+
+// RuntimeVersions reads the runtime set's -versions: make runtime's
+// components (name@version, a bare name for its newest, all; space or
+// comma separated; empty: all, none: only runtime-unversioned) as
+// component@version.
+func RuntimeVersions(s string) ([]string, error) {
+	s = strings.Join(strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' }), ",")
+	switch s {
+	case "none":
+		return nil, nil
+	case "":
+		s = "all"
+	}
+	cs, err := runtimebuild.ParseRequests(s)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, c.String())
+	}
+	return out, nil
+}
 
 // Flags are the flags every format's build takes; Options turns them into
 // the build's Options.
 type Flags struct {
-	input, output, versions, cli, epoch, unversioned string
-	jobs                                             int
-	verbose                                          bool
+	input, output, versions, cli, epoch, unversioned, set string
+	jobs                                                  int
+	verbose                                               bool
 }
 
 // AddFlags registers the shared flags on fs.
 func (f *Flags) AddFlags(fs *flag.FlagSet) {
+	fs.StringVar(&f.set, "set", layout.SetKubernetes, "the packages: kubernetes (-versions are Kubernetes versions, -input the harness output) or runtime (-versions are make runtime's components, name@version or all, -input its output _output/runtime)")
 	fs.StringVar(&f.input, "input", "_output", "harness output: `dir`/<ver>/{kubelet,kubeadm,kubectl[,kube-apiserver,...]}")
 	fs.StringVar(&f.output, "output", "", "where the packages go, flat (default: the format's, _output/rpms or _output/debs); with -format all, `dir`/rpms and dir/debs")
 	fs.StringVar(&f.versions, "versions", "", "Kubernetes versions to package, space or comma separated: releases (1.21.14), minors of the matrix (1.21) or its sets (default, ci, all); none builds only kubernetes-unversioned")
@@ -37,8 +63,18 @@ func (f *Flags) AddFlags(fs *flag.FlagSet) {
 func (f *Flags) Options() (Options, error) {
 	o := Options{InputDir: f.input, KubeletCompat: f.cli, UnversionedVersion: f.unversioned, Jobs: f.jobs}
 	var err error
-	if o.Versions, err = matrix.Releases(strings.FieldsFunc(f.versions, func(r rune) bool { return r == ',' || r == ' ' })); err != nil {
-		return o, err
+	switch f.set {
+	case "", layout.SetKubernetes:
+		if o.Versions, err = matrix.Releases(strings.FieldsFunc(f.versions, func(r rune) bool { return r == ',' || r == ' ' })); err != nil {
+			return o, err
+		}
+	case layout.SetRuntime:
+		o.Set = layout.SetRuntime
+		if o.Versions, err = RuntimeVersions(f.versions); err != nil {
+			return o, err
+		}
+	default:
+		return o, fmt.Errorf("-set %q: want %s or %s", f.set, layout.SetKubernetes, layout.SetRuntime)
 	}
 	if f.epoch == "" {
 		return o, errors.New("set -source-date-epoch or SOURCE_DATE_EPOCH")
@@ -54,9 +90,12 @@ func (f *Flags) Options() (Options, error) {
 
 // FormatOutput is the output directory of format p in a build of formats
 // formats: -output itself for one format, <-output>/<format>s for more;
-// unset, the format's default (_output/rpms, _output/debs).
+// unset, the format's default (_output/rpms, _output/debs; for the
+// runtime set _output/runtime-rpms, _output/runtime-debs).
 func (f *Flags) FormatOutput(p Packager, formats int) string {
 	switch {
+	case f.output == "" && f.set == layout.SetRuntime:
+		return strings.Replace(p.DefaultOutput(), "_output/", "_output/runtime-", 1)
 	case f.output == "":
 		return p.DefaultOutput()
 	case formats == 1:

@@ -50,6 +50,9 @@ type Options struct {
 	Jobs int
 	// Log, when set, receives the packaging tools' output.
 	Log io.Writer
+	// Set is the package set (layout.ForSet): kubernetes (default) or
+	// runtime, whose Versions are component@version.
+	Set string
 }
 
 // Packager builds the packages of one format from the description; the
@@ -79,9 +82,9 @@ func (o *Options) SetDefaults() {
 
 // Check refuses a build no format can make reproducibly (layout.CheckBuild);
 // what names the packages in messages.
-func (o Options) Check(what string) error {
+func (o Options) Check(what string, l layout.Layout) error {
 	return layout.CheckBuild(layout.BuildRequest{What: what, OutputDir: o.OutputDir, InputDir: o.InputDir,
-		KubeletCompat: o.KubeletCompat, SourceDateEpoch: o.SourceDateEpoch, Versions: o.Versions})
+		KubeletCompat: o.KubeletCompat, SourceDateEpoch: o.SourceDateEpoch, Versions: o.Versions, NeedsCLI: l.UsesCLI()})
 }
 
 // Absolutise makes the input, output and CLI paths absolute, so that no

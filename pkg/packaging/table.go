@@ -144,7 +144,8 @@ func (t Table) Release(table []byte, key string) (string, error) {
 func (t Table) Resolve(table []byte, l layout.Layout, buildsVersioned bool, unversioned, versioned string) (string, map[string]string, error) {
 	var err error
 	if unversioned == "" {
-		if unversioned, err = t.Release(table, layout.UnversionedKey); err != nil {
+		u, _ := l.Unversioned()
+		if unversioned, err = t.Release(table, u.Key); err != nil {
 			return "", nil, err
 		}
 	}
@@ -172,4 +173,21 @@ func (t Table) Bump(table []byte, l layout.Layout) ([]byte, []string, error) {
 		keys = append(keys, g.Key)
 	}
 	return BumpTable(t.Name, t.Header, table, keys, t.Digest)
+}
+
+// BumpSets bumps table over the groups of every package set
+// (layout.Sets), which share a format's release table; of returns the
+// format's table and description of a set.
+func BumpSets(table []byte, of func(set string) (Table, layout.Layout)) ([]byte, []string, error) {
+	var all []string
+	for _, set := range layout.Sets {
+		t, l := of(set)
+		var bumped []string
+		var err error
+		if table, bumped, err = t.Bump(table, l); err != nil {
+			return nil, nil, err
+		}
+		all = append(all, bumped...)
+	}
+	return table, all, nil
 }

@@ -6,12 +6,16 @@ package packagingtest
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -119,4 +123,58 @@ func RunResult(t testing.TB, env []string, name string, args ...string) Result {
 		r.Code = exitErr.ExitCode()
 	}
 	return r
+}
+
+// RuntimeComponents are the components of FakeRuntime's output by
+// default: two containerds, so that two versions install side by side.
+var RuntimeComponents = []string{"containerd@1.7.35", "containerd@2.4.2", "runc@1.5.3", "crictl@1.34.0", "cni-plugins@1.10.0"}
+
+// runtimeBinaries are the binaries make runtime writes per component.
+var runtimeBinaries = map[string][]string{
+	"containerd":  {"containerd", "containerd-shim-runc-v2", "ctr"},
+	"runc":        {"runc"},
+	"crictl":      {"crictl"},
+	"cni-plugins": {"bridge", "host-local", "loopback", "portmap"},
+}
+
+// FakeRuntime writes what make runtime writes into dir for components
+// (name@version): <dir>/<name>-<version>/ with small scripts for its
+// binaries, printing "fake <binary> <version>", and the BUILDINFO.json
+// that records them.
+func FakeRuntime(t testing.TB, dir string, components ...string) {
+	t.Helper()
+	if len(components) == 0 {
+		components = RuntimeComponents
+	}
+	for _, c := range components {
+		name, version, _ := strings.Cut(c, "@")
+		out := filepath.Join(dir, name+"-"+version)
+		var bins []string
+		for _, bin := range runtimeBinaries[name] {
+			content := fmt.Sprintf("#!/bin/sh\necho \"fake %s %s $*\"\n", bin, version)
+			WriteExecutable(t, filepath.Join(out, bin), content)
+			sum := sha256.Sum256([]byte(content))
+			bins = append(bins, fmt.Sprintf(`{"name":%q,"sha256":%q}`, bin, hex.EncodeToString(sum[:])))
+		}
+		info := fmt.Sprintf(`{"component":%q,"binaries":[%s]}`, c, strings.Join(bins, ","))
+		if err := os.WriteFile(filepath.Join(out, "BUILDINFO.json"), []byte(info), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// HoldLock holds flock(1) on path, as another run of a selection tool
+// would, until the test ends.
+func HoldLock(t testing.TB, path string) {
+	t.Helper()
+	holder := exec.Command("flock", path, "sleep", "30")
+	holder.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		syscall.Kill(-holder.Process.Pid, syscall.SIGKILL)
+		holder.Wait()
+	})
+	time.Sleep(200 * time.Millisecond)
 }
