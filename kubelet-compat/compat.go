@@ -237,6 +237,21 @@ func (c *Compat) StaticPodStatus(manifestPath string, data []byte, uid string) (
 	return c.decider().StaticPodStatus(manifestPath, data, uid)
 }
 
+// SetStaticPodStatus gives pod, the static pod the kubelet decoded from the
+// manifest at manifestPath (bytes data), the conditions and container
+// statuses its previous kubelet last reported (StaticPodStatus), as an API
+// pod comes with the status its previous kubelet wrote; the rest of its
+// status (the phase the decoder set) stays. It does nothing without them.
+func (c *Compat) SetStaticPodStatus(manifestPath string, data []byte, pod *v1.Pod) {
+	if pod == nil {
+		return
+	}
+	if status, ok := c.StaticPodStatus(manifestPath, data, string(pod.UID)); ok {
+		pod.Status.Conditions = status.Conditions
+		pod.Status.ContainerStatuses = status.ContainerStatuses
+	}
+}
+
 // decider returns the decisions for the file as it is now; a nil or
 // disabled Compat decides as upstream.
 func (c *Compat) decider() *Decider {

@@ -553,6 +553,12 @@ func TestStaticPodStatus(t *testing.T) {
 			if len(status.Conditions) != 1 || status.Conditions[0].Type != v1.PodReady || status.Conditions[0].Status != v1.ConditionTrue {
 				t.Errorf("conditions = %+v, want the recorded Ready condition", status.Conditions)
 			}
+			decoded := &v1.Pod{Status: v1.PodStatus{Phase: v1.PodPending}}
+			decoded.UID = "recorded-uid"
+			n.compat("v1.34.12", time.Hour).SetStaticPodStatus(path, tc.data, decoded)
+			if decoded.Status.Phase != v1.PodPending || len(decoded.Status.ContainerStatuses) != 2 || len(decoded.Status.Conditions) != 1 {
+				t.Errorf("SetStaticPodStatus: status %+v, want the decoded phase kept and the recorded conditions and containers", decoded.Status)
+			}
 		})
 	}
 }
