@@ -94,11 +94,12 @@ var (
 var (
 	// RPM: `make rpm`, cmd/build-packages -format rpm, and the RPM tests of
 	// `make test`.
-	RPM = Path{"rpm", []Program{Go, Git, Rpmbuild, Rpm}}
+	// cp and chmod: the runtime set's inputs come through pkg/runtimebuild.
+	RPM = Path{"rpm", []Program{Go, Git, Cp, Chmod, Rpmbuild, Rpm}}
 	// Deb: `make deb`, cmd/build-packages -format deb and the Debian package tests of
 	// `make test`: dpkg-deb builds (no fakeroot: --root-owner-group), dpkg
 	// reads them back, lintian checks them.
-	Deb = Path{"deb", []Program{Go, Git, DpkgDeb, Dpkg, Lintian}}
+	Deb = Path{"deb", []Program{Go, Git, Cp, Chmod, DpkgDeb, Dpkg, Lintian}}
 	// DebTestReal: `make deb-test-real` installs the .debs into a Debian
 	// root that debootstrap makes.
 	DebTestReal = Path{"deb-test-real", []Program{Go, Git, DpkgDeb, Dpkg, Debootstrap}}

@@ -113,9 +113,9 @@ func TestEnsure(t *testing.T) {
 		wantInstall []string
 		wantErr     string
 	}{
-		{name: "nothing missing", present: []string{"go", "git", "rpmbuild", "rpm"}, paths: []Path{RPM}},
-		{name: "one package for two programs", present: []string{"go", "git"}, paths: []Path{RPM}, wantInstall: []string{"rpm"}},
-		{name: "packages of several paths, once each", present: []string{"go", "git"},
+		{name: "nothing missing", present: []string{"go", "git", "cp", "chmod", "rpmbuild", "rpm"}, paths: []Path{RPM}},
+		{name: "one package for two programs", present: []string{"go", "git", "cp", "chmod"}, paths: []Path{RPM}, wantInstall: []string{"rpm"}},
+		{name: "packages of several paths, once each", present: []string{"go", "git", "cp", "chmod"},
 			paths: []Path{RPM, {Name: "x", Programs: []Program{Docker, Dockerd, Rpmbuild}}}, wantInstall: []string{"docker.io", "rpm"}},
 		{name: "a missing precondition is an error, nothing installed", present: []string{"git"}, paths: []Path{RPM},
 			wantErr: "go: not found in PATH"},
