@@ -249,17 +249,21 @@ const StaticStatusMaxAge = time.Hour
 // was recorded before this kubelet started, at most StaticStatusMaxAge
 // before, for this manifest (same bytes) and this UID.
 func (d *Decider) StaticPodStatus(manifestPath string, data []byte, uid string) (v1.PodStatus, bool) {
-	recorded, ok, _ := d.StaticPodUID(manifestPath, data)
-	if !ok || recorded != uid {
+	// The file source re-reads every manifest every 20 s for as long as the
+	// file is in force: the cheap checks first, and the manifest is hashed
+	// only for a pod that can get a status.
+	if !d.InForce() {
 		return v1.PodStatus{}, false
 	}
-	age := d.start.Sub(d.file.RecordedAt)
-	if age <= 0 || age > StaticStatusMaxAge {
+	if age := d.start.Sub(d.file.RecordedAt); age <= 0 || age > StaticStatusMaxAge {
 		return v1.PodStatus{}, false
 	}
-	abs, _ := filepath.Abs(manifestPath) // StaticPodUID resolved it
-	sp := d.pods[abs]
-	if len(sp.Containers) == 0 {
+	abs, err := filepath.Abs(manifestPath)
+	if err != nil {
+		return v1.PodStatus{}, false
+	}
+	sp, ok := d.pods[abs]
+	if !ok || sp.UID != uid || len(sp.Containers) == 0 || ManifestSHA256(data) != sp.SHA256 {
 		return v1.PodStatus{}, false
 	}
 	var status v1.PodStatus

@@ -266,10 +266,22 @@ func (idx *specIndex) lookup(sb *cri.Sandbox, c cri.Container) (podSpec, bool) {
 	if p, ok := idx.byUID[uid]; ok {
 		return podSpec{pod: p, source: "API server"}, true
 	}
-	if p, ok := idx.mirrors[uid]; ok && p.Namespace == ns && p.Name == name && (sb == nil || sb.IsStatic()) {
+	if p, ok := idx.mirror(uid, ns, name); ok && (sb == nil || sb.IsStatic()) {
 		return podSpec{pod: p, source: "API server"}, true
 	}
 	return podSpec{}, false
+}
+
+// mirror returns the mirror pod of the static pod that runs under uid as
+// ns/name: the API pod whose config.mirror annotation names uid and that
+// has the static pod's namespace and name, never one when an API pod has
+// the UID itself (any pod creator can set the annotation).
+func (idx *specIndex) mirror(uid, ns, name string) (*v1.Pod, bool) {
+	p, ok := idx.mirrors[uid]
+	if !ok || idx.byUID[uid] != nil || p.Namespace != ns || p.Name != name {
+		return nil, false
+	}
+	return p, true
 }
 
 // container returns the named container of a pod spec (regular or init).

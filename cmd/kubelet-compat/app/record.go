@@ -126,7 +126,7 @@ func runRecord(ctx context.Context, env Env, o *nodeOptions) error {
 			warnf(env, "%s: metadata.uid %s differs from the running pod's UID %s; recording the running UID", s.Path, s.Pod.UID, uid)
 		}
 		sp := kubeletcompat.StaticPod{ManifestPath: s.Path, SHA256: kubeletcompat.ManifestSHA256(s.Data), UID: uid}
-		sp.Ready, sp.Containers = mirrorStatus(idx, st, uid, podName)
+		sp.Ready, sp.Containers = mirrorStatus(idx, st, uid, manifest.Namespace(s.Pod), manifest.StaticPodName(s.Pod.Name, node))
 		f.StaticPods = append(f.StaticPods, sp)
 		names = append(names, fmt.Sprintf("  %s  uid %s  %s%s", podName, uid, s.Path, readySummary(sp)))
 	}

@@ -11,7 +11,7 @@ import (
 )
 
 // mirrorStatus returns what the previous kubelet last reported for the
-// static pod that runs under uid as podName (namespace/name): its mirror
+// static pod that runs under uid as ns/name: its mirror
 // pod's Ready condition, and the Ready and Started of each container the
 // mirror names by an ID under which the runtime runs that container in a
 // sandbox of this pod now. The next kubelet gives the static pod this status
@@ -19,16 +19,15 @@ import (
 // status its previous kubelet wrote; the prober keeps those very containers
 // Ready only until their first probe result.
 //
-// Any user who may create pods can set the config.mirror annotation, so a
-// mirror counts only with the static pod's namespace and name and when no
-// API pod has the static UID (specIndex.lookup's rule), and the runtime,
-// not the mirror, says which containers run.
-func mirrorStatus(idx *specIndex, st *nodeState, uid, podName string) (ready bool, containers []kubeletcompat.StaticPodContainer) {
-	if idx == nil || idx.byUID[uid] != nil {
+// The mirror is specIndex.mirror's (any pod creator can set the
+// config.mirror annotation), and the runtime, not the mirror, says which
+// containers run.
+func mirrorStatus(idx *specIndex, st *nodeState, uid, ns, name string) (ready bool, containers []kubeletcompat.StaticPodContainer) {
+	if idx == nil {
 		return false, nil
 	}
-	mirror, ok := idx.mirrors[uid]
-	if !ok || mirror.Namespace+"/"+mirror.Name != podName {
+	mirror, ok := idx.mirror(uid, ns, name)
+	if !ok {
 		return false, nil
 	}
 	running := map[string]string{} // container ID -> name
