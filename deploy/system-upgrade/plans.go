@@ -50,6 +50,10 @@ type Options struct {
 	GateTimeout int
 	// JobDeadline bounds each node's Job, in seconds.
 	JobDeadline int64
+	// JobTTL is how long SUC keeps a finished Job, in seconds (0: SUC's
+	// 900). SUC creates a failed node's Job again once it has deleted it:
+	// the TTL is also the pause between two runs on a failed node.
+	JobTTL int64
 	// Naive makes the Plans the naive in-place roll (the e2e's anchor,
 	// issue 33 section 6): NaiveImageName's Jobs run upgrade.sh naive (the
 	// packages, kubeadm, the kubelet swapped and restarted; no preflight,
@@ -126,7 +130,18 @@ func (o Options) validate() error {
 	if o.GateTimeout < 1 {
 		return fmt.Errorf("gate timeout %d: want at least 1 second", o.GateTimeout)
 	}
+	if o.JobTTL < 0 {
+		return fmt.Errorf("job TTL %d: want 0 (SUC's 900 s) or more seconds", o.JobTTL)
+	}
 	return nil
+}
+
+// jobTTL is JobTTL, SUC's 900 s when unset.
+func (o Options) jobTTL() int64 {
+	if o.JobTTL == 0 {
+		return 900
+	}
+	return o.JobTTL
 }
 
 // Plans are the two Plans: the control-plane nodes one at a time, then the
@@ -212,7 +227,7 @@ func Controller(o Options) ([]interface{}, error) {
 				"SYSTEM_UPGRADE_JOB_IMAGE_PULL_POLICY":        "IfNotPresent",
 				"SYSTEM_UPGRADE_JOB_KUBECTL_IMAGE":            o.ImageName() + ":" + o.Version,
 				"SYSTEM_UPGRADE_JOB_PRIVILEGED":               "true",
-				"SYSTEM_UPGRADE_JOB_TTL_SECONDS_AFTER_FINISH": "900",
+				"SYSTEM_UPGRADE_JOB_TTL_SECONDS_AFTER_FINISH": strconv.FormatInt(o.jobTTL(), 10),
 				"SYSTEM_UPGRADE_PLAN_POLLING_INTERVAL":        "15m",
 			}},
 		appsv1.Deployment{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}, ObjectMeta: meta("system-upgrade-controller"),

@@ -10,6 +10,7 @@ import (
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 	"gotest.tools/v3/golden"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // TestRender pins the manifests: go test ./deploy/system-upgrade -update
@@ -67,6 +68,40 @@ func TestPlans(t *testing.T) {
 		{Version: "1.31.14", Concurrency: 0, GateTimeout: 1}, {Version: "1.31.14", Concurrency: 1}} {
 		_, err := Plans(bad)
 		assert.Check(t, err != nil, "%+v", bad)
+	}
+}
+
+// TestJobTTL: SUC deletes a finished Job once its TTL has passed, and
+// creates a failed node's Job again then (the re-run upgrade.sh is built
+// for); the TTL is 900 s unless set, and never negative.
+func TestJobTTL(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		ttl     int64
+		want    string
+		wantErr string
+	}{
+		{name: "SUC's default", want: "900"},
+		{name: "set", ttl: 30, want: "30"},
+		{name: "negative", ttl: -1, wantErr: "job TTL -1: want 0 (SUC's 900 s) or more seconds"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := DefaultOptions("1.31.14")
+			o.JobTTL = tc.ttl
+			objs, err := Controller(o)
+			if tc.wantErr != "" {
+				assert.Error(t, err, tc.wantErr)
+				return
+			}
+			assert.NilError(t, err)
+			var got string
+			for _, obj := range objs {
+				if cm, ok := obj.(corev1.ConfigMap); ok {
+					got = cm.Data["SYSTEM_UPGRADE_JOB_TTL_SECONDS_AFTER_FINISH"]
+				}
+			}
+			assert.Check(t, is.Equal(got, tc.want))
+		})
 	}
 }
 

@@ -52,6 +52,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&o.AllowLoss, "allow-loss", o.AllowLoss, "go on when preflight says the patched kubelet would still lose a pod")
 	fs.IntVar(&o.GateTimeout, "gate-timeout", o.GateTimeout, "seconds the health gate waits for the node and its pods")
 	fs.Int64Var(&o.JobDeadline, "job-deadline", o.JobDeadline, "seconds each node's Job may run")
+	fs.Int64Var(&o.JobTTL, "job-ttl", o.JobTTL, "seconds SUC keeps a finished Job; a failed node's Job runs again after it (0: SUC's 900)")
 	fs.BoolVar(&o.Naive, "naive", o.Naive, "plans, upgrade-image: the naive in-place roll (the e2e's anchor: give the packages as released; no preflight, record, gate or rollback)")
 	packages := fs.String("packages", "", "upgrade-image: the directory of the .debs and/or .rpms (make deb / make rpm output)")
 	kubectl := fs.String("kubectl", "", "upgrade-image: the target version's kubectl")
