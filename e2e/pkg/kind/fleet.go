@@ -8,7 +8,9 @@ package kind
 // roll k3s and rke2 users run today (SUC's Plans, the released packages,
 // no drain: the second anchor), and a roll whose health gate fails on
 // worker 3. Each roll is a list of small actions on a cluster of its own,
-// measured per node and in total (fleet_figures.go).
+// measured per node and in total (fleet_figures.go); the fault roll also
+// kills the control plane's Job after its swap and ends with the
+// operator's retry (fleet_fault.go).
 
 import (
 	"context"
@@ -136,8 +138,11 @@ type fleetRun struct {
 	api        *apiSampler
 	data       rollData
 	order      []string
-	// jobs are the upgrade Jobs seen, per node (SUC rolls).
+	// jobs are the upgrade Jobs seen, per node (SUC rolls): the last one
+	// of each node, with the earlier ones.
 	jobs map[string]*jobRecord
+	// faults: the fault roll's (fleet_fault.go).
+	faults faultState
 }
 
 // RunFleet runs o.Runs, each on a cluster of its own, one after the other.
@@ -253,6 +258,12 @@ func (f *fleetRun) actions() []Action {
 		out = append(out,
 			Action{"apply system-upgrade-controller", f.do(f.applyController)},
 			Action{fmt.Sprintf("the naive roll %s: apply the Plans (upgrade.sh naive, the packages as released, concurrency %d; no drain, no cordon, no record, no gate) and follow the roll until the workloads are Ready again", st, f.concurrency), f.do(f.sucRoll)})
+	case f.fault:
+		out = append(out,
+			Action{"apply system-upgrade-controller (Jobs kept " + fmt.Sprint(FleetJobTTL) + " s after they end)", f.do(f.applyController)},
+			Action{fmt.Sprintf("apply the Plans (%s, concurrency %d) and follow the roll: the control plane's Job killed right after its swap, the gate failing on worker %d", st.To, f.concurrency, FleetFaultWorker), f.do(f.sucRoll)},
+			Action{fmt.Sprintf("the faults: the control plane gated by SUC's re-run; worker %d rolled back with its configuration, re-runs refused; the roll stopped there", FleetFaultWorker), f.do(f.checkFault)},
+			Action{fmt.Sprintf("the operator's retry: the canary deleted, worker %d's roll state and marker removed; the roll goes on to its end", FleetFaultWorker), f.do(f.retryRoll)})
 	default:
 		out = append(out,
 			Action{"apply system-upgrade-controller", f.do(f.applyController)},
@@ -263,7 +274,7 @@ func (f *fleetRun) actions() []Action {
 		Action{"the Job that ran across the roll completes", f.do(f.completeBatch)},
 		Action{"the figures, per node and in total", f.do(f.reportRoll)})
 	if f.fault {
-		out = append(out, Action{fmt.Sprintf("the fault: the gate failed on worker %d, which rolled back; the roll stopped there", FleetFaultWorker), f.do(f.checkFault)})
+		out = append(out, Action{fmt.Sprintf("the retry: worker %d upgraded through its gate, nothing restarted over the rollback and the retry", FleetFaultWorker), f.do(f.checkRetry)})
 	}
 	return out
 }

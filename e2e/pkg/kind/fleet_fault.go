@@ -1,19 +1,31 @@
 package kind
 
-// The fault roll's checks: the canary on worker 3 makes upgrade.sh's health
-// gate fail there; the Job's own rollback (record, stage2 back) must have
-// put the previous kubelet back without a restart, the Job must have
-// failed, which stops the Plan: the nodes the roll had not reached stay
-// untouched.
+// The fault roll (issue 33 sections 1 and 3): two faults an unattended roll
+// meets, then the operator's retry.
+//   - The control plane's Job is killed right after its swap
+//     (fleet_kill.go); SUC creates it again after its TTL and the re-run
+//     gates the node against the picture the first run saved.
+//   - The canary on worker 3 makes upgrade.sh's health gate fail there: the
+//     Job's own rollback must have put the previous kubelet and its
+//     configuration back without a restart and failed the Job, which stops
+//     the Plan (the nodes the roll had not reached stay untouched); SUC's
+//     re-runs of that Job refuse at once on the node's state.
+//   - The retry: the operator removes the canary and, as the README says,
+//     the node's roll state and marker; SUC's next Job rolls the node and
+//     the roll goes on to its end.
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // gateFailedMarker is where upgrade.sh marks a node whose gate failed.
@@ -21,17 +33,149 @@ func gateFailedMarker(target string) string {
 	return "/var/lib/kubelet-compat/upgrade/" + target + ".gate-failed"
 }
 
+// kubeletFiles are what kubeadm upgrade rewrites on every node and a
+// rollback puts back (upgrade.sh's KUBELET_FILES).
+var kubeletFiles = []string{"/var/lib/kubelet/config.yaml", "/var/lib/kubelet/kubeadm-flags.env"}
+
+// faultState is what the fault roll keeps beside a fleetRun's.
+type faultState struct {
+	mu     sync.Mutex
+	killed *killedJob
+	// config: the faulty worker's kubeletFiles before the roll.
+	config map[string][]byte
+	// canaryRetired: the retry deleted the canary (left out of the
+	// figures: the fault's instrument, not a workload).
+	canaryRetired bool
+}
+
+func (s *faultState) setKilled(k killedJob) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.killed = &k
+}
+
+func (s *faultState) kill() *killedJob {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.killed
+}
+
+func (f *fleetRun) faultyWorker() *Node { return f.c.Workers()[FleetFaultWorker-1] }
+
+// failureExpected says whether a failed Job is one of the fault roll's:
+// the faulty worker's, or the Job the e2e killed.
+func (f *fleetRun) failureExpected(j *jobRecord) bool {
+	if !f.fault {
+		return false
+	}
+	k := f.faults.kill()
+	return j.Node == f.faultyWorker().name || (k != nil && k.JobUID == j.UID)
+}
+
+// saveFaultyConfig keeps the faulty worker's kubelet configuration before
+// the roll.
+func (f *fleetRun) saveFaultyConfig(ctx context.Context) error {
+	f.faults.config = map[string][]byte{}
+	for _, p := range kubeletFiles {
+		b, err := f.faultyWorker().ReadFile(ctx, p)
+		if err != nil {
+			return fmt.Errorf("%s: %w", f.faultyWorker().name, err)
+		}
+		f.faults.config[p] = b
+	}
+	return nil
+}
+
+// faultRoll follows the roll, killing the control plane's Job right after
+// its swap, until the faulty worker's first Job failed and a minute has
+// passed in which the controller should (not) start another node.
+func (f *fleetRun) faultRoll(ctx context.Context) error {
+	kctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go f.killAfterSwap(kctx, f.c.ControlPlane(), f.steps[0].To)
+	faulty := f.faultyWorker().name
+	var stopAt time.Time
+	return f.followRoll(ctx, func() error {
+		if k := f.faults.kill(); k != nil && k.Err != nil {
+			return stopPolling{fmt.Errorf("killing %s's Job after the swap: %w", k.Node, k.Err)}
+		}
+		j, ok := f.jobs[faulty]
+		if !ok {
+			return fmt.Errorf("waiting for the Job on %s", faulty)
+		}
+		first := j.first()
+		switch {
+		case !first.Done:
+			return fmt.Errorf("waiting for the Job on %s", faulty)
+		case !first.Failed:
+			return stopPolling{fmt.Errorf("the Job on %s, whose gate must fail, succeeded (see %s)", faulty, f.jobLogPath(first))}
+		case stopAt.IsZero():
+			// A minute for the controller to (not) start the next node;
+			// SUC creates the failed Job again after FleetJobTTL.
+			stopAt = time.Now().Add(time.Minute)
+			f.logf("the Job on %s failed: watching for a minute that no other node starts", faulty)
+		}
+		if time.Now().Before(stopAt) {
+			return fmt.Errorf("watching the roll stay stopped")
+		}
+		return nil
+	})
+}
+
+// checkFault checks the roll as the faults left it, before the retry.
 func (f *fleetRun) checkFault(ctx context.Context) error {
+	if err := f.checkKilled(ctx); err != nil {
+		return err
+	}
+	if err := f.checkRolledBack(ctx); err != nil {
+		return err
+	}
+	f.checkStopped(ctx)
+	return nil
+}
+
+// checkKilled: the control plane's Job was killed after its swap, and a
+// re-run gated the node against the first run's picture.
+func (f *fleetRun) checkKilled(ctx context.Context) error {
+	cp := f.c.ControlPlane()
+	prefix := fmt.Sprintf("%s %s", f.name, f.roll)
+	k := f.faults.kill()
+	j := f.jobs[cp.name]
+	s2, err := stage2(ctx, cp)
+	if err != nil {
+		return err
+	}
+	detail := "the kill never happened: the gate's verdict came before the e2e saw the new kubelet"
+	passed := false
+	if k != nil && j != nil {
+		logText := readLog(f.jobLogPath(j))
+		killedLog := readLog(f.jobLogPath(j.first()))
+		rerun := strings.Contains(logText, "died after the swap, before its gate's verdict") && strings.Contains(logText, "gate: passed")
+		passed = j.Run >= 2 && j.first().Failed && j.Done && !j.Failed && rerun && s2 == f.steps[0].To &&
+			!strings.Contains(killedLog, "gate: passed")
+		detail = fmt.Sprintf("container %s of Job %s stopped %s after the swap was seen (%.1fs of looking); the killed run logged no verdict: %t; Job runs on the node: %d, the last %s; its log: gated against the saved picture and passed: %t; stage2 %s",
+			k.Container, k.Job, k.At.Format("15:04:05"), k.SwappedAfter.Seconds(), !strings.Contains(killedLog, "gate: passed"), j.Run, jobOutcome(j), rerun, s2)
+	}
+	f.record(report.Check{Name: fmt.Sprintf("%s: %s's Job killed right after its swap; SUC's re-run gated the node against the saved picture, not certified without a gate", prefix, cp.name),
+		Passed: passed, Detail: detail})
+	return nil
+}
+
+// checkRolledBack: the gate failed on the faulty worker, which is back on
+// the previous kubelet and configuration with nothing restarted, and SUC's
+// re-runs of its Job refused at once.
+func (f *fleetRun) checkRolledBack(ctx context.Context) error {
 	st := f.steps[0]
-	faulty := f.c.Workers()[FleetFaultWorker-1]
+	faulty := f.faultyWorker()
 	prefix := fmt.Sprintf("%s %s", f.name, f.roll)
 
 	// The gate failed there, and said why.
-	j := f.jobs[faulty.name]
+	last := f.jobs[faulty.name]
+	var j *jobRecord
 	logText := ""
-	if j != nil {
-		b, _ := os.ReadFile(f.jobLogPath(j))
-		logText = string(b)
+	if last != nil {
+		j = last.first()
+		logText = readLog(f.jobLogPath(j))
 	}
 	_, markErr := faulty.ReadFile(ctx, gateFailedMarker(st.To))
 	f.record(report.Check{Name: fmt.Sprintf("%s: the health gate failed on %s (worker %d), its Job failed", prefix, faulty.name, FleetFaultWorker),
@@ -39,19 +183,54 @@ func (f *fleetRun) checkFault(ctx context.Context) error {
 		Detail: fmt.Sprintf("Job failed: %t; marker %s: %s; the Job's log names the canary: %t", j != nil && j.Failed, gateFailedMarker(st.To), errText(markErr),
 			strings.Contains(logText, Namespace+"/"+CanaryName))})
 
-	// Back on the previous kubelet, nothing restarted.
+	// Back on the previous kubelet and its configuration, nothing
+	// restarted (the runtime, now against before the roll).
 	s2, err := stage2(ctx, faulty)
 	if err != nil {
 		return err
 	}
 	verr := f.waitKubelet(ctx, faulty, st.From, true, time.Time{}, 2*time.Minute)
-	fig := f.data.nodeFigures(f.windowOf(faulty.name))
-	f.record(report.Check{Name: fmt.Sprintf("%s: %s rolled back to %s with 0 restarts", prefix, faulty.name, st.From),
-		Passed: s2 == st.From && verr == nil && fig.Restarts == 0 && fig.Recreated == 0 && fig.UIDsChanged == 0 && fig.Evicted == 0,
-		Detail: fmt.Sprintf("stage2 %s; kubelet: %s; %s", s2, errText(verr), describe(fig))})
+	now, err := snapshotNode(ctx, faulty)
+	if err != nil {
+		return err
+	}
+	diff := snapshot.Compare(workloadsOnly(f.snapBefore[faulty.name]), workloadsOnly(now))
+	var changed []string
+	for _, p := range kubeletFiles {
+		b, err := faulty.ReadFile(ctx, p)
+		if err != nil || !bytes.Equal(b, f.faults.config[p]) {
+			changed = append(changed, p)
+		}
+	}
+	f.record(report.Check{Name: fmt.Sprintf("%s: %s rolled back to %s and its kubelet configuration, 0 restarts", prefix, faulty.name, st.From),
+		Passed: s2 == st.From && verr == nil && diff.Restarts == 0 && diff.RecreatedPods == 0 && len(changed) == 0,
+		Detail: fmt.Sprintf("stage2 %s; kubelet: %s; %d restarts, %d pods recreated (the runtime); %s not as before the roll: %s",
+			s2, errText(verr), diff.Restarts, diff.RecreatedPods, strings.Join(kubeletFiles, " "), list(changed))})
 
-	// The roll stopped there: the nodes it had not reached are untouched,
-	// the ones before upgraded without a restart.
+	// SUC created the failed Job again after its TTL: each re-run refused.
+	var reruns, refused int
+	if last != nil {
+		for _, r := range append(append([]*jobRecord(nil), last.Earlier...), last)[1:] {
+			if !r.Done {
+				continue
+			}
+			reruns++
+			if r.Failed && strings.Contains(readLog(f.jobLogPath(r)), "not trying again") {
+				refused++
+			}
+		}
+	}
+	f.record(report.Check{Name: fmt.Sprintf("%s: SUC's re-runs on %s (TTL %d s) refused at once, the node stayed on %s", prefix, faulty.name, FleetJobTTL, st.From),
+		Passed: reruns >= 1 && refused == reruns && s2 == st.From,
+		Detail: fmt.Sprintf("%d re-runs ended in the minute watched, %d refused on the node's state", reruns, refused)})
+	return nil
+}
+
+// checkStopped: the roll stopped at the faulty worker; the nodes it had not
+// reached are untouched, the ones before upgraded.
+func (f *fleetRun) checkStopped(ctx context.Context) {
+	st := f.steps[0]
+	faulty := f.faultyWorker()
 	var untouched, upgraded, wrong []string
 	for _, w := range f.data.windows {
 		n := f.nodeNamed(w.Node)
@@ -60,11 +239,9 @@ func (f *fleetRun) checkFault(ctx context.Context) error {
 			untouched = append(untouched, w.Node)
 			s, err := stage2(ctx, n)
 			if err != nil {
-				return err
-			}
-			fig := f.data.nodeFigures(w)
-			if s != st.From || fig.Restarts != 0 || fig.Recreated != 0 {
-				wrong = append(wrong, fmt.Sprintf("%s: stage2 %s, %d restarts", w.Node, s, fig.Restarts))
+				wrong = append(wrong, err.Error())
+			} else if s != st.From {
+				wrong = append(wrong, fmt.Sprintf("%s: stage2 %s", w.Node, s))
 			}
 		case outcomeUpgraded:
 			upgraded = append(upgraded, w.Node)
@@ -77,11 +254,83 @@ func (f *fleetRun) checkFault(ctx context.Context) error {
 		}
 	}
 	reached := len(f.c.Workers()) - len(untouched)
-	f.record(report.Check{Name: fmt.Sprintf("%s: the roll stopped at %s, the workers after it untouched", prefix, faulty.name),
+	f.record(report.Check{Name: fmt.Sprintf("%s %s: the roll stopped at %s, the workers after it untouched", f.name, f.roll, faulty.name),
 		Passed: len(wrong) == 0 && f.lastStarted() == faulty.name,
-		Detail: fmt.Sprintf("order %s; upgraded %s; untouched (no Job, stage2 %s, 0 restarts) %s; %d of %d workers reached; wrong: %s",
+		Detail: fmt.Sprintf("order %s; upgraded %s; untouched (no Job, stage2 %s) %s; %d of %d workers reached; wrong: %s",
 			strings.Join(f.order, " "), list(upgraded), st.From, list(untouched), reached, len(f.c.Workers()), list(wrong))})
+}
+
+// retryRoll is the operator's retry after the failed gate: the canary
+// deleted, the node's roll state and marker removed under the roll's lock
+// (README, "The roll's state"); SUC's next Job on the node (after the TTL)
+// rolls it and the roll goes on to its end.
+func (f *fleetRun) retryRoll(ctx context.Context) error {
+	defer f.saveControllerLog(ctx)
+	faulty := f.faultyWorker()
+	grace := int64(0)
+	if err := f.c.Client.CoreV1().Pods(Namespace).Delete(ctx, CanaryName, metav1.DeleteOptions{GracePeriodSeconds: &grace}); err != nil {
+		return fmt.Errorf("deleting the canary: %w", err)
+	}
+	if err := poll(ctx, 2*time.Minute, func() error {
+		if _, err := f.c.Client.CoreV1().Pods(Namespace).Get(ctx, CanaryName, metav1.GetOptions{}); err == nil {
+			return fmt.Errorf("the canary is still there")
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	f.faults.canaryRetired = true
+	out, err := faulty.Exec(ctx, nil, "flock", "/var/lib/kubelet-compat/roll/lock", "rm", "-f", rollStatePath, gateFailedMarker(f.steps[0].To))
+	if err != nil {
+		return fmt.Errorf("%s: removing the roll's state: %w: %s", faulty.name, err, strings.TrimSpace(string(out)))
+	}
+	f.logf("retry: the canary deleted, %s and %s removed on %s: SUC's next Job rolls it", rollStatePath, gateFailedMarker(f.steps[0].To), faulty.name)
+	err = f.followRoll(ctx, f.allDone())
+	f.data.rollEnd = time.Now()
+	f.setWindows()
+	return err
+}
+
+// checkRetry: the retry upgraded the faulty worker, its gate passed, and
+// nothing restarted on it over the rollback and the retry.
+func (f *fleetRun) checkRetry(ctx context.Context) error {
+	faulty := f.faultyWorker()
+	j := f.jobs[faulty.name]
+	s2, err := stage2(ctx, faulty)
+	if err != nil {
+		return err
+	}
+	fig := f.data.nodeFigures(f.windowOf(faulty.name))
+	gated := j != nil && strings.Contains(readLog(f.jobLogPath(j)), "gate: passed")
+	f.record(report.Check{Name: fmt.Sprintf("%s %s: the retry rolled %s to %s through its gate, 0 restarts over the rollback and the retry", f.name, f.roll, faulty.name, f.steps[0].To),
+		Passed: j != nil && j.Done && !j.Failed && gated && s2 == f.steps[0].To && fig.Restarts == 0 && fig.Recreated == 0 && fig.UIDsChanged == 0 && fig.Evicted == 0,
+		Detail: fmt.Sprintf("Job runs on the node: %d, the last %s, gate passed: %t; stage2 %s; %s", runs(j), jobOutcome(j), gated, s2, describe(fig))})
 	return nil
+}
+
+func runs(j *jobRecord) int {
+	if j == nil {
+		return 0
+	}
+	return j.Run
+}
+
+// jobOutcome names how a Job ended.
+func jobOutcome(j *jobRecord) string {
+	switch {
+	case j == nil:
+		return "none"
+	case !j.Done:
+		return "running"
+	case j.Failed:
+		return "failed"
+	}
+	return "complete"
+}
+
+func readLog(path string) string {
+	b, _ := os.ReadFile(path)
+	return string(b)
 }
 
 // lastStarted is the last node the roll started.

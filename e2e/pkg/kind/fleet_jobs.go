@@ -18,17 +18,57 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // jobRecord is one node's upgrade Job as the roll saw it.
 type jobRecord struct {
 	Name, Node, Plan string
+	UID              types.UID
+	// Run counts the node's Jobs (SUC creates a failed Job again, under
+	// the same name, once its TTL has passed): 1 for the first.
+	Run int
+	// Earlier are the node's Jobs before this one, first first.
+	Earlier []*jobRecord
 	// Start and End: the upgrade container's run (upgrade.sh), else the
 	// Job's; Failed: the Job failed.
 	Start, End time.Time
 	Done       bool
 	Failed     bool
 	logged     bool
+}
+
+// first is the node's first Job.
+func (j *jobRecord) first() *jobRecord {
+	if len(j.Earlier) > 0 {
+		return j.Earlier[0]
+	}
+	return j
+}
+
+// firstStart is when the node's first Job began upgrade.sh (zero: none
+// began).
+func (j *jobRecord) firstStart() time.Time {
+	for _, e := range append(append([]*jobRecord(nil), j.Earlier...), j) {
+		if !e.Start.IsZero() {
+			return e.Start
+		}
+	}
+	return time.Time{}
+}
+
+// nextJob is the record of Job j of node: rec when it is rec's Job, else a
+// new one after rec (nil: none before).
+func nextJob(rec *jobRecord, j *batchv1.Job, node string) (*jobRecord, bool) {
+	if rec != nil && rec.UID == j.UID {
+		return rec, false
+	}
+	next := &jobRecord{Name: j.Name, UID: j.UID, Node: node, Plan: j.Labels[sucLabelPlan], Run: 1}
+	if rec != nil {
+		next.Earlier = append(append([]*jobRecord(nil), rec.Earlier...), rec)
+		next.Run = rec.Run + 1
+	}
+	return next, true
 }
 
 // followJobs reads the plans' Jobs, records their progress and keeps the
@@ -43,11 +83,10 @@ func (f *fleetRun) followJobs(ctx context.Context) error {
 	for i := range list.Items {
 		j := &list.Items[i]
 		node := j.Labels[sucLabelNode]
-		rec, ok := f.jobs[node]
-		if !ok || rec.Name != j.Name {
-			rec = &jobRecord{Name: j.Name, Node: node, Plan: j.Labels[sucLabelPlan]}
+		rec, created := nextJob(f.jobs[node], j, node)
+		if created {
 			f.jobs[node] = rec
-			f.logf("%s: Job %s created (%s)", node, j.Name, rec.Plan)
+			f.logf("%s: Job %s created (%s, run %d on the node)", node, j.Name, rec.Plan, rec.Run)
 		}
 		complete, failed := jobFinished(j)
 		if rec.Done || !(complete || failed) {
@@ -116,6 +155,9 @@ func containerRun(cs v1.ContainerStatus) (time.Time, time.Time) {
 }
 
 func (f *fleetRun) jobLogPath(j *jobRecord) string {
+	if j.Run > 1 {
+		return filepath.Join(f.o.LogDir, f.name, fmt.Sprintf("job-%s-run%d.log", j.Node, j.Run))
+	}
 	return filepath.Join(f.o.LogDir, f.name, "job-"+j.Node+".log")
 }
 
@@ -169,8 +211,10 @@ func (f *fleetRun) saveJobLog(ctx context.Context, j *jobRecord) {
 // Jobs' pods with the controller's label too: those have a plan label.
 func (f *fleetRun) saveControllerLog(ctx context.Context) {
 	for _, j := range f.jobs {
-		if !j.logged {
-			f.saveJobLog(ctx, j)
+		for _, e := range append(append([]*jobRecord(nil), j.Earlier...), j) {
+			if !e.logged {
+				f.saveJobLog(ctx, e)
+			}
 		}
 	}
 	pods, err := f.c.Client.CoreV1().Pods(systemupgrade.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "upgrade.cattle.io/controller=system-upgrade-controller,!" + sucLabelPlan})
@@ -222,14 +266,14 @@ func jobWindows(nodes []*Node, jobs map[string]*jobRecord) ([]nodeWindow, []stri
 		case !j.Done:
 			windows = append(windows, nodeWindow{Node: n.name, Outcome: outcomeFailed})
 		case j.Failed:
-			windows = append(windows, nodeWindow{Node: n.name, Start: j.Start, End: j.End, Outcome: outcomeRolledBack})
+			windows = append(windows, nodeWindow{Node: n.name, Start: j.firstStart(), End: j.End, Outcome: outcomeRolledBack})
 			started = append(started, j)
 		default:
-			windows = append(windows, nodeWindow{Node: n.name, Start: j.Start, End: j.End, Outcome: outcomeUpgraded})
+			windows = append(windows, nodeWindow{Node: n.name, Start: j.firstStart(), End: j.End, Outcome: outcomeUpgraded})
 			started = append(started, j)
 		}
 	}
-	sort.SliceStable(started, func(a, b int) bool { return started[a].Start.Before(started[b].Start) })
+	sort.SliceStable(started, func(a, b int) bool { return started[a].firstStart().Before(started[b].firstStart()) })
 	var order []string
 	for _, j := range started {
 		order = append(order, j.Node)

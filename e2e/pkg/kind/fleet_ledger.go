@@ -31,6 +31,9 @@ type podRecord struct {
 	// Deleted is when it was first seen terminating or gone (zero: it
 	// stays).
 	Deleted time.Time
+	// Retired: the e2e deleted it itself (the fault roll's canary, at the
+	// retry): not counted as evicted.
+	Retired bool
 }
 
 type podLedger struct {
@@ -123,7 +126,7 @@ func within(t, from, to time.Time) bool {
 func deletedFrom(records []podRecord, node string, from, to time.Time) int {
 	n := 0
 	for _, r := range records {
-		if (node == "" || r.Node == node) && within(r.Deleted, from, to) {
+		if (node == "" || r.Node == node) && within(r.Deleted, from, to) && !r.Retired {
 			n++
 		}
 	}
@@ -151,6 +154,15 @@ func deletedUIDs(records []podRecord) map[string]bool {
 		}
 	}
 	return out
+}
+
+// retire marks app's records Retired.
+func retire(records []podRecord, app string) {
+	for i := range records {
+		if records[i].App == app {
+			records[i].Retired = true
+		}
+	}
 }
 
 // podsOfApp counts the records of one workload (its pods over the roll).

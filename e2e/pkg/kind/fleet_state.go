@@ -113,6 +113,11 @@ func (f *fleetRun) baseline(ctx context.Context) error {
 	}
 	f.data.quietEnd = time.Now()
 	var err error
+	if f.fault {
+		if err := f.saveFaultyConfig(ctx); err != nil {
+			return err
+		}
+	}
 	if f.snapBefore, err = f.snapshotNodes(ctx); err != nil {
 		return err
 	}
@@ -133,11 +138,12 @@ func (f *fleetRun) baseline(ctx context.Context) error {
 	return nil
 }
 
-// afterRoll waits until the workloads are Ready again (the canary too,
-// back on the previous kubelet), two quiet sync periods, then takes the
+// afterRoll waits until the workloads are Ready again (the canary too
+// while it is there), two quiet sync periods, then takes the
 // runtimes and the API and ends the watchers.
 func (f *fleetRun) afterRoll(ctx context.Context) error {
-	if _, err := f.c.WaitPodsReady(ctx, 5*time.Minute, fleetPods(len(f.c.Nodes), len(f.statics.Pods), f.fault), Namespace); err != nil {
+	canary := f.fault && !f.faults.canaryRetired
+	if _, err := f.c.WaitPodsReady(ctx, 5*time.Minute, fleetPods(len(f.c.Nodes), len(f.statics.Pods), canary), Namespace); err != nil {
 		return err
 	}
 	if err := ctxtime.Sleep(ctx, 2*f.o.SyncFrequency); err != nil {
@@ -160,6 +166,12 @@ func (f *fleetRun) afterRoll(ctx context.Context) error {
 	f.data.before, f.data.after = f.snapBefore, after
 	f.data.apiBefore, f.data.apiAfter = f.apiBefore, apiAfter
 	f.data.records = f.ledger.end()
+	if f.faults.canaryRetired {
+		// The retry deleted the canary: the fault's instrument, not a
+		// pod the roll evicted or lost.
+		retire(f.data.records, CanaryName)
+		delete(f.data.apiBefore, CanaryName)
+	}
 	f.data.samples, f.data.app = samples, app
 	return nil
 }

@@ -75,6 +75,11 @@ func (f *fleetRun) planOptions() systemupgrade.Options {
 	o.Concurrency = f.concurrency
 	o.GateTimeout = FleetGateTimeout
 	o.Naive = f.naive
+	if f.fault {
+		// SUC creates a failed Job again after its TTL: the killed Job's
+		// re-run and the faulty worker's refusals within the roll.
+		o.JobTTL = FleetJobTTL
+	}
 	return o
 }
 
@@ -119,7 +124,7 @@ func (f *fleetRun) applyController(ctx context.Context) error {
 
 // sucRoll applies the Plans (retried until the controller has made its
 // CRD) and follows the Jobs until every node's Job completed or, on the
-// fault roll, the faulty worker's Job failed.
+// fault roll, the faulty worker's Job failed (faultRoll).
 func (f *fleetRun) sucRoll(ctx context.Context) error {
 	plans, err := systemupgrade.Plans(f.planOptions())
 	if err != nil {
@@ -139,54 +144,11 @@ func (f *fleetRun) sucRoll(ctx context.Context) error {
 	}
 	f.data.rollStart = time.Now()
 	f.jobs = map[string]*jobRecord{}
-	faulty := ""
 	if f.fault {
-		faulty = f.c.Workers()[FleetFaultWorker-1].name
+		err = f.faultRoll(ctx)
+	} else {
+		err = f.followRoll(ctx, f.allDone())
 	}
-	var stopAt time.Time
-	lastLog := time.Now()
-	err = pollStop(ctx, 45*time.Minute, func() error {
-		if err := f.followJobs(ctx); err != nil {
-			return err
-		}
-		for _, j := range f.jobs {
-			if j.Failed && j.Node != faulty {
-				return stopPolling{fmt.Errorf("the upgrade Job on %s failed (see %s)", j.Node, f.jobLogPath(j))}
-			}
-		}
-		if faulty != "" {
-			j, ok := f.jobs[faulty]
-			switch {
-			case !ok || !j.Done:
-				return fmt.Errorf("waiting for the Job on %s", faulty)
-			case !j.Failed:
-				return stopPolling{fmt.Errorf("the Job on %s, whose gate must fail, succeeded (see %s)", faulty, f.jobLogPath(j))}
-			case stopAt.IsZero():
-				// A minute for the controller to (not) start the next node.
-				stopAt = time.Now().Add(time.Minute)
-				f.logf("the Job on %s failed: watching for a minute that no other node starts", faulty)
-			}
-			if time.Now().Before(stopAt) {
-				return fmt.Errorf("watching the roll stay stopped")
-			}
-			return nil
-		}
-		var waiting []string
-		for _, n := range f.c.Nodes {
-			if j, ok := f.jobs[n.name]; !ok || !j.Done {
-				waiting = append(waiting, n.name)
-			}
-		}
-		if len(waiting) > 0 {
-			// A line a minute, so that a stuck roll shows where.
-			if time.Since(lastLog) > time.Minute {
-				lastLog = time.Now()
-				f.logf("roll: nodes not done: %s", strings.Join(waiting, " "))
-			}
-			return fmt.Errorf("nodes not done: %s", strings.Join(waiting, " "))
-		}
-		return nil
-	})
 	f.data.rollEnd = time.Now()
 	f.setWindows()
 	if err != nil {
@@ -207,6 +169,45 @@ func (f *fleetRun) sucRoll(ctx context.Context) error {
 		f.checkConcurrency()
 	}
 	return nil
+}
+
+// followRoll follows the Plans' Jobs (followJobs) until until says the
+// roll is where it waits for; a Job that fails and is not one of the fault
+// roll's ends it at once.
+func (f *fleetRun) followRoll(ctx context.Context, until func() error) error {
+	return pollStop(ctx, 45*time.Minute, func() error {
+		if err := f.followJobs(ctx); err != nil {
+			return err
+		}
+		for _, j := range f.jobs {
+			if j.Failed && !f.failureExpected(j) {
+				return stopPolling{fmt.Errorf("the upgrade Job on %s failed (see %s)", j.Node, f.jobLogPath(j))}
+			}
+		}
+		return until()
+	})
+}
+
+// allDone is followRoll's end of a roll: every node's last Job completed.
+func (f *fleetRun) allDone() func() error {
+	lastLog := time.Now()
+	return func() error {
+		var waiting []string
+		for _, n := range f.c.Nodes {
+			if j, ok := f.jobs[n.name]; !ok || !j.Done || j.Failed {
+				waiting = append(waiting, n.name)
+			}
+		}
+		if len(waiting) == 0 {
+			return nil
+		}
+		// A line a minute, so that a stuck roll shows where.
+		if time.Since(lastLog) > time.Minute {
+			lastLog = time.Now()
+			f.logf("roll: nodes not done: %s", strings.Join(waiting, " "))
+		}
+		return fmt.Errorf("nodes not done: %s", strings.Join(waiting, " "))
+	}
 }
 
 // stopPolling ends pollStop at once with its error.

@@ -322,6 +322,74 @@ func TestJobWindows(t *testing.T) {
 	assert.Check(t, lastEnd(windows[4:]).IsZero())
 }
 
+// TestJobWindowsOverReruns: a node whose Job SUC created again (the
+// killed one, a retry) has one window from its first Job's start to its
+// last Job's end, and its outcome is its last Job's.
+func TestJobWindowsOverReruns(t *testing.T) {
+	nodes := []*Node{{name: "cp"}, {name: "w1"}}
+	killed := &jobRecord{Node: "cp", Run: 1, Start: at(0), End: at(40), Done: true, Failed: true}
+	failed := &jobRecord{Node: "w1", Run: 1, Start: at(100), End: at(200), Done: true, Failed: true}
+	refused := &jobRecord{Node: "w1", Run: 2, Earlier: []*jobRecord{failed}, Start: at(230), End: at(231), Done: true, Failed: true}
+	jobs := map[string]*jobRecord{
+		"cp": {Node: "cp", Run: 2, Earlier: []*jobRecord{killed}, Start: at(70), End: at(90), Done: true},
+		"w1": {Node: "w1", Run: 3, Earlier: []*jobRecord{failed, refused}, Start: at(300), End: at(360), Done: true},
+	}
+	windows, order := jobWindows(nodes, jobs)
+	assert.DeepEqual(t, order, []string{"cp", "w1"})
+	assert.DeepEqual(t, windows, []nodeWindow{
+		{Node: "cp", Start: at(0), End: at(90), Outcome: outcomeUpgraded},
+		{Node: "w1", Start: at(100), End: at(360), Outcome: outcomeUpgraded},
+	})
+	assert.Check(t, jobs["w1"].first() == failed)
+	assert.Check(t, failed.first() == failed)
+	// A Job not begun yet after earlier ones: the first's start.
+	assert.Equal(t, (&jobRecord{Earlier: []*jobRecord{{}, failed}}).firstStart(), at(100))
+}
+
+// TestNextJob: SUC creates a failed Job again under the same name: the
+// record follows the Job's UID.
+func TestNextJob(t *testing.T) {
+	j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "apply-x-on-cp", UID: "u1", Labels: map[string]string{sucLabelPlan: "kubelet-compat-control-plane"}}}
+	first, created := nextJob(nil, j, "cp")
+	assert.Check(t, created)
+	assert.Check(t, is.Equal(first.Run, 1))
+	assert.Check(t, is.Equal(first.Plan, "kubelet-compat-control-plane"))
+	same, created := nextJob(first, j, "cp")
+	assert.Check(t, !created)
+	assert.Check(t, same == first)
+	again := j.DeepCopy()
+	again.UID = "u2"
+	second, created := nextJob(first, again, "cp")
+	assert.Check(t, created)
+	assert.Check(t, is.Equal(second.Run, 2))
+	assert.Check(t, is.Equal(second.Name, "apply-x-on-cp"), "the same name")
+	assert.Check(t, second.first() == first)
+}
+
+// TestSwappedTo: the kill waits for the roll's state "swapping" to the
+// target and the kubelet's process on the target's binary.
+func TestSwappedTo(t *testing.T) {
+	state := "target=1.31.14\nprevious=1.30.14\nphase=swapping\nswapped_at=2026-12-03T18:00:00Z\n"
+	newKubelet := "kubelet-exe=/usr/local/kubernetes/1.31.14/stage2/usr/bin/kubelet\n"
+	oldKubelet := "kubelet-exe=/usr/local/kubernetes/1.30.14/stage2/usr/bin/kubelet\n"
+	for _, tc := range []struct {
+		name, out string
+		want      bool
+	}{
+		{"swapped: the new kubelet runs", state + newKubelet, true},
+		{"the swap not yet: the old kubelet runs", state + oldKubelet, false},
+		{"the kubelet restarting (no process)", state + "kubelet-exe=\n", false},
+		{"the gate's verdict written", strings.Replace(state, "phase=swapping", "phase=passed", 1) + newKubelet, false},
+		{"before the swap", strings.Replace(state, "phase=swapping", "phase=begun", 1) + oldKubelet, false},
+		{"another target", strings.Replace(state, "target=1.31.14", "target=1.31.15", 1) + newKubelet, false},
+		{"no roll", newKubelet, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Check(t, is.Equal(swappedTo(tc.out, "1.31.14"), tc.want))
+		})
+	}
+}
+
 func TestIsKubelet(t *testing.T) {
 	for _, tt := range []struct {
 		reported, version string
@@ -489,7 +557,7 @@ func TestFleetRolls(t *testing.T) {
 		want, wantNot []string
 	}{
 		{roll: FleetConcurrency1, cluster: "kc-e2e-fleet-c1", variant: "patched", name: "SUC, concurrency 1", concurrency: 1,
-			want: []string{"apply system-upgrade-controller", "apply the Plans (1.31.14, concurrency 1)"}, wantNot: []string{"drain", "naive", "the fault"}},
+			want: []string{"apply system-upgrade-controller", "apply the Plans (1.31.14, concurrency 1)"}, wantNot: []string{"drain", "naive", "the faults", "killed", "retry"}},
 		{roll: FleetConcurrency2, cluster: "kc-e2e-fleet-c2", variant: "patched", name: "SUC, concurrency 2", concurrency: 2,
 			want: []string{"apply the Plans (1.31.14, concurrency 2)"}},
 		{roll: FleetDrain, cluster: "kc-e2e-drain", variant: "unpatched", name: "drain (cordon, kubectl drain, swap, uncordon)", concurrency: 1,
@@ -500,7 +568,10 @@ func TestFleetRolls(t *testing.T) {
 				"the figures, per node and in total"},
 			wantNot: []string{"kubectl drain", "the fault"}},
 		{roll: FleetFault, cluster: "kc-e2e-fleet-fault", variant: "patched", name: "SUC, concurrency 1, gate fails on worker 3", concurrency: 1,
-			want: []string{"the fault: the gate failed on worker 3"}},
+			want: []string{"Jobs kept 30 s after they end", "the control plane's Job killed right after its swap, the gate failing on worker 3",
+				"worker 3 rolled back with its configuration, re-runs refused; the roll stopped there",
+				"the operator's retry: the canary deleted, worker 3's roll state and marker removed",
+				"the retry: worker 3 upgraded through its gate"}},
 	} {
 		t.Run(tt.roll, func(t *testing.T) {
 			f := newFleetRun(nil, ScenarioOptions{}, nil, tt.roll, st)
@@ -565,4 +636,17 @@ func TestContainerRun(t *testing.T) {
 		assert.Check(t, is.Equal(start, at(tt.start)), tt.name)
 		assert.Check(t, is.Equal(end, at(tt.end)), tt.name)
 	}
+}
+
+// TestRetiredNotEvicted: the canary the fault roll's retry deletes is not
+// counted as an eviction; any other deletion is.
+func TestRetiredNotEvicted(t *testing.T) {
+	records := []podRecord{
+		{Name: CanaryName, UID: "c", Node: "w3", App: CanaryName, Deleted: at(10)},
+		{Name: "web-1", UID: "w", Node: "w3", App: "web", Deleted: at(11)},
+	}
+	assert.Equal(t, deletedFrom(records, "w3", at(0), at(20)), 2)
+	retire(records, CanaryName)
+	assert.Equal(t, deletedFrom(records, "w3", at(0), at(20)), 1)
+	assert.Check(t, deletedUIDs(records)["c"], "still left out of the runtime's comparison")
 }
