@@ -72,6 +72,32 @@ func (f *fleetRun) failureExpected(j *jobRecord) bool {
 	return j.Node == f.faultyWorker().name || (k != nil && k.JobUID == j.UID)
 }
 
+// recreateGrace is how long after a failed Job's TTL the roll waits for
+// SUC to create it again before it says SUC did not.
+const recreateGrace = 90 * time.Second
+
+// recreationOverdue says which node of the fault roll waits past
+// FleetJobTTL + recreateGrace, at now, for SUC to create its killed Job
+// again (the faulty worker's only once the retry has begun: before it,
+// the roll watches one minute and ends).
+func (f *fleetRun) recreationOverdue(now time.Time) error {
+	if !f.fault {
+		return nil
+	}
+	for _, j := range f.jobs {
+		if !j.Done || !j.Failed || j.End.IsZero() {
+			continue
+		}
+		if j.Node == f.faultyWorker().name && !f.faults.canaryRetired {
+			continue
+		}
+		if wait := now.Sub(j.End); wait > FleetJobTTL*time.Second+recreateGrace {
+			return fmt.Errorf("%s: SUC has not created the failed Job %s again %.0fs after it ended (its TTL is %d s)", j.Node, j.Name, wait.Seconds(), FleetJobTTL)
+		}
+	}
+	return nil
+}
+
 // saveFaultyConfig keeps the faulty worker's kubelet configuration before
 // the roll.
 func (f *fleetRun) saveFaultyConfig(ctx context.Context) error {

@@ -184,6 +184,9 @@ func (f *fleetRun) followRoll(ctx context.Context, until func() error) error {
 				return stopPolling{fmt.Errorf("the upgrade Job on %s failed (see %s)", j.Node, f.jobLogPath(j))}
 			}
 		}
+		if err := f.recreationOverdue(time.Now()); err != nil {
+			return stopPolling{err}
+		}
 		return until()
 	})
 }

@@ -2,6 +2,7 @@ package kind
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -649,4 +650,25 @@ func TestRetiredNotEvicted(t *testing.T) {
 	retire(records, CanaryName)
 	assert.Equal(t, deletedFrom(records, "w3", at(0), at(20)), 1)
 	assert.Check(t, deletedUIDs(records)["c"], "still left out of the runtime's comparison")
+}
+
+// TestRecreationOverdue: the fault roll stops, rather than wait out its
+// 45 minutes, when SUC does not create a failed Job again within its TTL
+// and a grace; the faulty worker's failure waits only once the retry began.
+func TestRecreationOverdue(t *testing.T) {
+	end := at(0)
+	killed := &jobRecord{Name: "apply-cp", Node: "cp", Done: true, Failed: true, End: end}
+	faulty := &jobRecord{Name: "apply-w3", Node: "w3", Done: true, Failed: true, End: end}
+	f := &fleetRun{fault: true, clusterRun: &clusterRun{c: &Cluster{Nodes: []*Node{{name: "cp"}, {name: "w1"}, {name: "w2"}, {name: "w3"}}}},
+		jobs: map[string]*jobRecord{"cp": killed, "w3": faulty}}
+	limit := FleetJobTTL*time.Second + recreateGrace
+	assert.NilError(t, f.recreationOverdue(end.Add(limit)))
+	assert.Error(t, f.recreationOverdue(end.Add(limit+time.Second)),
+		fmt.Sprintf("cp: SUC has not created the failed Job apply-cp again %.0fs after it ended (its TTL is 30 s)", (limit+time.Second).Seconds()))
+	f.jobs["cp"] = &jobRecord{Node: "cp", Done: true, End: end, Run: 2, Earlier: []*jobRecord{killed}}
+	assert.NilError(t, f.recreationOverdue(end.Add(time.Hour)), "the faulty worker before the retry")
+	f.faults.canaryRetired = true
+	assert.ErrorContains(t, f.recreationOverdue(end.Add(time.Hour)), "w3: SUC has not created the failed Job apply-w3 again")
+	f.fault = false
+	assert.NilError(t, f.recreationOverdue(end.Add(time.Hour)), "not the fault roll")
 }
