@@ -1,0 +1,206 @@
+package main
+
+// The e2e's flags, and from them the plan and the provider that carries it
+// out: run (main.go) reads the flags here and hands the plan over.
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/plan"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/scenario"
+	"github.com/kubelet-compat/kubelet-compat/pkg/cachedir"
+)
+
+// options are the e2e's flags.
+type options struct {
+	mode, provider, output, reportDir, root, nodeName string
+	steps, versions                                   string
+	kindImages, imagesOf, save                        string
+	resizePending, cpVersion, fleetRuns               string
+	recordAfterSwap, toGates, cliPath                 string
+	api, faults, patched, controls                    bool
+	admissionRace, resizeGate, readiness              bool
+	pods                                              int
+	syncFreq, pluginGap                               time.Duration
+}
+
+// parseFlags reads args; flag's own message goes to stderr.
+func parseFlags(args []string, stderr io.Writer) (*options, error) {
+	o := &options{}
+	fl := flag.NewFlagSet("e2e", flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	fl.StringVar(&o.mode, "mode", "ci", "ci (1.20 -> 1.21, 10 pods), steps (the chain of -versions or the -steps, 10 pods), full (1.18 -> 1.19 -> 1.20 -> 1.21, 30 pods), api (ci against etcd and kube-apiserver), admission (API pods upstream rejects at re-admission: node label removed, cpu reserved, --max-pods lowered), devices (API pods using the e2e's device plugin's extended resource, 1.18 -> 1.19 -> 1.20 -> 1.21), bench (1.20 -> 1.21, 100 pods), node (the node up and down), cleanup (undo what a killed run's journal under -root lists), or with -provider kind: images (build the kind images of -images-of's plan or of -steps/-versions) and versions (print, comma-separated, every version that plan needs built)")
+	fl.BoolVar(&o.api, "api", false, "API mode for any mode: etcd and kube-apiserver, pods through the API")
+	fl.IntVar(&o.pods, "pods", 0, "pods in the corpus (default: the mode's)")
+	fl.StringVar(&o.provider, "provider", "local", "local (the host is the node), or kind (kubeadm clusters of kind nodes: the Docker engine that answers, else a private dockerd from Debian)")
+	fl.StringVar(&o.output, "output", "_output", "the repository's _output: kubelets in <ver>/ and <ver>-unpatched/, the CLI")
+	fl.StringVar(&o.reportDir, "report-dir", "_output/e2e", "where report.json, report.txt and logs/ go")
+	fl.StringVar(&o.root, "root", "/var/lib/kubelet-compat-e2e", "private state directory of the node (removed afterwards)")
+	fl.StringVar(&o.nodeName, "node-name", "kc-e2e-node", "the kubelet's --hostname-override")
+	fl.StringVar(&o.steps, "steps", "", "override the mode's steps: from:to,from:to (e.g. 1.18.19:1.21.14); a step that goes down is a rollback (e.g. 1.31.14:1.30.14: the newer kubelet swapped back to the older one; static pods, local provider)")
+	fl.StringVar(&o.versions, "versions", "", "override the mode's steps with a chain: v1,v2,v3 means v1 -> v2 and v2 -> v3 (e.g. 1.21.14,1.22.17,1.23.17; a pair that goes down is a rollback step)")
+	fl.BoolVar(&o.faults, "faults", false, "kind provider: also run the first step patched on a cluster of its own with faults (containerd restarted between the kubelets on worker 1, the new kubelet SIGKILLed during its first sync on worker 2); always in the modes with extras (ci, full)")
+	fl.BoolVar(&o.patched, "patched", true, "run the patched chain (false: only the unpatched controls)")
+	fl.BoolVar(&o.controls, "controls", true, "run the mode's unpatched controls (false: only the patched chain, e.g. while a target's unpatched build is missing; -mode images: only what that chain needs, its .debs and its first node image)")
+	fl.DurationVar(&o.syncFreq, "sync-frequency", 10*time.Second, "the kubelet's --sync-frequency")
+	fl.StringVar(&o.kindImages, "kind-images", "build", "kind provider: build (the images the plan needs, incrementally, before the clusters) or use (those the engine holds, e.g. docker load-ed from -mode images -save)")
+	fl.StringVar(&o.imagesOf, "images-of", "ci", "-mode images: the plan whose versions to build (ci, full)")
+	fl.StringVar(&o.save, "save", "", "-mode images: also write the node images to this docker-archive file (docker save), for machines with Docker but no build tools")
+	fl.BoolVar(&o.admissionRace, "admission-race", false, "-mode admission: leave the node's pod capacity to the new kubelet's first status update, which races its first admissions (default: set through the API between the kubelets)")
+	fl.BoolVar(&o.resizeGate, "resize-gate", false, "API mode: InPlacePodVerticalScaling=true on kube-apiserver and kubelet 1.27 .. 1.32 (alpha, off by default; on from 1.33), so the old API server keeps the resize pod's resizePolicy")
+	fl.StringVar(&o.resizePending, "resize-pending", "", "API mode, a step to 1.33+: raise the resize pod's cpu limit (100m -> 200m) through the new kube-apiserver (pods/resize) before the new kubelet starts: while-old-kubelet (kubelet vN still runs) or between-kubelets (none runs); the patched kubelet must then run that container, not restarted, at 200m (the control's outcome is reported)")
+	fl.BoolVar(&o.readiness, "readiness", true, "API mode (not admission, devices), local provider: run kube-controller-manager (endpointslice only), pods with readiness probes of period 10 s and 30 s behind a Service, and watch every pod's Ready condition and the Service's EndpointSlices across each swap (patched: no Ready->NotReady, no endpoint removed before 1.35; a probe failing from the swap on: NotReady within a period); kind provider: watch the Ready condition of the workloads' pods and the EndpointSlices of their Services across each node's swap, counting each pod for its own node's swap (patched: no Ready->NotReady of a static pod at any step, and no Ready->NotReady, no endpoint removed for API pods before 1.35; the control reported); false: without them")
+	fl.StringVar(&o.cpVersion, "control-plane-version", "", "API mode (not admission, devices), local provider: hold kube-apiserver and kube-controller-manager at this version for every step instead of upgrading them to the step's (for a step whose control plane the harness cannot build; a kubelet newer than kube-apiserver is outside upstream's skew policy)")
+	fl.StringVar(&o.fleetRuns, "fleet-runs", strings.Join(kind.FleetRuns, ","), "-mode fleet: the rolls to run, each on a cluster of its own (concurrency-1, concurrency-2: our roll by system-upgrade-controller's Plans; drain: the anchor; naive: the second anchor, SUC's Plans with the released kubelets and no drain, the in-place roll k3s/rke2 users run; fault: the control plane's Job killed after its swap, the gate failing on worker 3, the operator's retry)")
+	fl.DurationVar(&o.pluginGap, "device-plugin-gap", 0, "-mode devices: stop the device plugin before each swap and start it again this long after the new kubelet started (0: it runs throughout)")
+	fl.StringVar(&o.recordAfterSwap, "record-after-swap", "auto", "local provider, static pods: after each swap's settling, `kubelet-compat record` against the NEW kubelet and three more sync periods before the snapshot (as an operator records after every swap), and in the patched chain a static pod born under each kubelet but the last, carried by the later steps; auto: on when a step goes down (a rollback), true, false")
+	fl.StringVar(&o.toGates, "to-feature-gates", "", "local provider: feature gates of the kubelet each step swaps in (patched and control), e.g. RestartAllContainersOnContainerExits=false: that target refuses the corpus's restartall pod (plans whose kubelets are all 1.36+), and both variants must lose it")
+	fl.StringVar(&o.cliPath, "cli", "", "local provider: the kubelet-compat the scenario runs (default: <output>/kubelet-compat), e.g. one built from an older commit as a negative control")
+	if err := fl.Parse(args); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// modePlan is the mode's plan with the flags that change it, and the
+// fleet's rolls; an error for a mode, a provider or a combination of
+// flags the e2e cannot run.
+func (o *options) modePlan() (modePlan, []string, error) {
+	pl, ok := plans[o.mode]
+	if o.mode == "images" || o.mode == "versions" {
+		// The kind images only (make kind-images), or the versions they
+		// need built: those of -images-of's plan, or of -steps.
+		pl, ok = plans[o.imagesOf]
+		ok = ok && o.provider == "kind"
+	}
+	if o.mode == "node" {
+		// Brings the local node up and down again: a quick check of the
+		// provider and its cleanup, without kubelets.
+		ok = o.provider == "local"
+		pl.steps = []scenario.Step{{}}
+	}
+	if !ok {
+		return pl, nil, fmt.Errorf("unknown mode %q (ci, steps, full, api, admission, devices, bench, fleet, node, cleanup; node with -provider local; fleet, images and versions with -provider kind)", o.mode)
+	}
+	if o.pods > 0 {
+		pl.pods = o.pods
+	}
+	if o.api {
+		pl.api = true
+	}
+	if o.steps != "" || o.versions != "" {
+		steps, err := plan.ParseSteps(o.versions, o.steps)
+		if err != nil {
+			return pl, nil, err
+		}
+		pl.steps = steps
+	}
+	if len(pl.steps) == 0 && o.mode != "node" {
+		return pl, nil, fmt.Errorf("mode %s needs -versions v1,v2,... or -steps from:to,...", o.mode)
+	}
+	if !o.controls {
+		pl.controls = false
+	}
+	if !o.patched {
+		if !o.controls {
+			return pl, nil, errors.New("-patched=false and -controls=false leave nothing to run")
+		}
+		pl.extras = false
+		pl.controls = true
+	}
+	if err := o.checkModeFlags(pl); err != nil {
+		return pl, nil, err
+	}
+	var rolls []string
+	if pl.fleet && o.mode == "fleet" {
+		var err error
+		if rolls, err = kind.ParseFleetRuns(o.fleetRuns); err != nil {
+			return pl, nil, err
+		}
+	}
+	if pl.devices && o.provider != "local" {
+		return pl, nil, errors.New("-mode devices runs on the local provider only")
+	}
+	if o.provider != "local" && o.provider != "kind" {
+		return pl, nil, fmt.Errorf("unknown provider %q", o.provider)
+	}
+	return pl, rolls, nil
+}
+
+// checkModeFlags refuses the flags that only some modes or one provider
+// take.
+func (o *options) checkModeFlags(pl modePlan) error {
+	local := o.provider == "local"
+	switch {
+	case o.resizeGate && (!pl.api || !local):
+		return errors.New("-resize-gate needs API mode (-mode api, or -api) on the local provider")
+	case o.resizePending != "" && (!pl.api || !local || pl.admission || pl.devices):
+		return errors.New("-resize-pending needs API mode (-mode api, or -api) on the local provider")
+	case o.resizePending != "" && o.resizePending != scenario.ResizeWhileOldKubelet && o.resizePending != scenario.ResizeBetweenKubelets:
+		return fmt.Errorf("-resize-pending is %s or %s", scenario.ResizeWhileOldKubelet, scenario.ResizeBetweenKubelets)
+	case o.cpVersion != "" && (!pl.api || !local || pl.admission || pl.devices || !releaseVersion.MatchString(o.cpVersion)):
+		return errors.New("-control-plane-version 1.<minor>.<patch> needs API mode (-mode api, or -api) on the local provider, not admission or devices")
+	case pl.fleet && o.provider != "kind" && o.mode == "fleet":
+		return errors.New("-mode fleet runs on the kind provider only (-provider kind)")
+	}
+	return nil
+}
+
+// planAndProvider is the one plan and the provider asked for, checked
+// against each other.
+func (o *options) planAndProvider(pl modePlan, rolls []string, rootPath, repoRoot string, log io.Writer) (plan.Plan, plan.Provider, error) {
+	abs := func(p string) string {
+		if filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(repoRoot, p)
+	}
+	p := plan.Plan{Mode: o.mode, Steps: pl.steps, Controls: planControls(o.mode, pl.controls, o.controls), SkipPatched: !o.patched, Extras: pl.extras,
+		SyncFrequency: o.syncFreq, Output: abs(o.output), ReportDir: abs(o.reportDir), Log: log}
+	var err error
+	if p.RecordAfterSwap, err = plan.ParseRecordAfterSwap(o.recordAfterSwap, p.Steps); err != nil {
+		return p, nil, err
+	}
+	cli := o.cliPath
+	if cli != "" {
+		cli = abs(cli)
+	}
+	gates, err := toFeatureGates(o.toGates, o.provider)
+	if err != nil {
+		return p, nil, fmt.Errorf("-to-feature-gates: %w", err)
+	}
+	var prov plan.Provider
+	switch o.provider {
+	case "kind":
+		if cli != "" {
+			return p, nil, errors.New("-cli is the local provider's (the kind node images carry the CLI the harness builds)")
+		}
+		if o.kindImages != "build" && o.kindImages != "use" {
+			return p, nil, fmt.Errorf("-kind-images must be build or use, not %q", o.kindImages)
+		}
+		p.Readiness = o.readiness
+		k := &kind.Runner{Root: rootPath, CacheDir: cachedir.Resolve(os.Getenv(cachedir.Env)), RepoRoot: repoRoot,
+			BuildImages: o.kindImages == "build", Faults: o.patched && (pl.extras || o.faults), Workers: 2, FleetRuns: rolls}
+		if len(rolls) > 0 {
+			k.Workers = kind.FleetWorkers
+		}
+		prov = k
+	default:
+		p.Readiness = o.readiness && pl.api && !pl.admission && !pl.devices
+		prov = &scenario.Local{Options: scenario.Options{Pods: pl.pods, Root: rootPath, RepoRoot: repoRoot, NodeName: o.nodeName,
+			API: pl.api, Admission: pl.admission, AdmissionRace: o.admissionRace, Devices: pl.devices, DevicePluginGap: o.pluginGap,
+			ResizeGate: o.resizeGate, ResizePending: o.resizePending, ControlPlaneVersion: o.cpVersion, CLI: cli, ToFeatureGates: gates}}
+	}
+	if err := prov.Check(p); err != nil {
+		return p, nil, err
+	}
+	return p, prov, nil
+}
