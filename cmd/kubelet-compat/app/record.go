@@ -96,7 +96,6 @@ func runRecord(ctx context.Context, env Env, o *nodeOptions) error {
 		return err
 	}
 	defer client.Close()
-	sandboxes := st.sandboxes
 	f := &kubeletcompat.File{
 		APIVersion:      kubeletcompat.APIVersion,
 		Kind:            kubeletcompat.Kind,
@@ -113,22 +112,8 @@ func runRecord(ctx context.Context, env Env, o *nodeOptions) error {
 		}
 	}
 	var names []string
-	for _, s := range statics {
-		uid, podName, err := staticPodUID(sandboxes, s, node)
-		if err != nil {
-			return err
-		}
-		if uid == "" {
-			warnf(env, "%s: no sandbox of static pod %s runs on node %s; not recorded", s.Path, podName, node)
-			continue
-		}
-		if s.Pod.UID != "" && string(s.Pod.UID) != uid {
-			warnf(env, "%s: metadata.uid %s differs from the running pod's UID %s; recording the running UID", s.Path, s.Pod.UID, uid)
-		}
-		sp := kubeletcompat.StaticPod{ManifestPath: s.Path, SHA256: kubeletcompat.ManifestSHA256(s.Data), UID: uid}
-		sp.Ready, sp.Containers = mirrorStatus(idx, st, uid, manifest.Namespace(s.Pod), manifest.StaticPodName(s.Pod.Name, node))
-		f.StaticPods = append(f.StaticPods, sp)
-		names = append(names, fmt.Sprintf("  %s  uid %s  %s%s", podName, uid, s.Path, readySummary(sp)))
+	if f.StaticPods, names, err = recordStaticPods(env, statics, st, idx, node); err != nil {
+		return err
 	}
 	path := o.compatPath()
 	hist, err := existingHistory(env, path, version, o.rolledBackTo(ctx, env, version))
@@ -164,6 +149,42 @@ func runRecord(ctx context.Context, env Env, o *nodeOptions) error {
 			warnf(env, "%s", in.warning)
 		}
 	}
+	if err := writeRecord(env, path, f); err != nil {
+		return err
+	}
+	printRecord(env, path, f, version, hist, inferred, names)
+	return nil
+}
+
+// recordStaticPods are the static pods of the manifests that run on node
+// (their running UID from the runtime's sandboxes), with their mirror
+// pod's status when idx holds it, and a line for each.
+func recordStaticPods(env Env, statics []manifest.Static, st *nodeState, idx *specIndex, node string) ([]kubeletcompat.StaticPod, []string, error) {
+	var out []kubeletcompat.StaticPod
+	var names []string
+	for _, s := range statics {
+		uid, podName, err := staticPodUID(st.sandboxes, s, node)
+		if err != nil {
+			return nil, nil, err
+		}
+		if uid == "" {
+			warnf(env, "%s: no sandbox of static pod %s runs on node %s; not recorded", s.Path, podName, node)
+			continue
+		}
+		if s.Pod.UID != "" && string(s.Pod.UID) != uid {
+			warnf(env, "%s: metadata.uid %s differs from the running pod's UID %s; recording the running UID", s.Path, s.Pod.UID, uid)
+		}
+		sp := kubeletcompat.StaticPod{ManifestPath: s.Path, SHA256: kubeletcompat.ManifestSHA256(s.Data), UID: uid}
+		sp.Ready, sp.Containers = mirrorStatus(idx, st, uid, manifest.Namespace(s.Pod), manifest.StaticPodName(s.Pod.Name, node))
+		out = append(out, sp)
+		names = append(names, fmt.Sprintf("  %s  uid %s  %s%s", podName, uid, s.Path, readySummary(sp)))
+	}
+	return out, names, nil
+}
+
+// writeRecord writes the file, owned by root (the kubelet ignores it
+// otherwise).
+func writeRecord(env Env, path string, f *kubeletcompat.File) error {
 	if err := kubeletcompat.WriteFile(path, f); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
@@ -174,6 +195,11 @@ func runRecord(ctx context.Context, env Env, o *nodeOptions) error {
 	} else {
 		warnf(env, "not running as root: the kubelet ignores %s unless root owns it", path)
 	}
+	return nil
+}
+
+// printRecord says what record wrote.
+func printRecord(env Env, path string, f *kubeletcompat.File, version kubeletcompat.Version, hist *compatHistory, inferred []inference, names []string) {
 	fmt.Fprintf(env.Stdout, "recorded %s: previous kubelet %s at %s, %d container(s), %d static pod(s)\n", path, version, f.RecordedAt.Format("2006-01-02T15:04:05Z07:00"), len(f.Containers), len(f.StaticPods))
 	if hist != nil && hist.apiVersion != kubeletcompat.APIVersion {
 		fmt.Fprintf(env.Stdout, "  migrated from %s (previous kubelet %s), which lists no containers\n", hist.apiVersion, hist.previous)
@@ -190,7 +216,6 @@ func runRecord(ctx context.Context, env Env, o *nodeOptions) error {
 	for _, n := range names {
 		fmt.Fprintln(env.Stdout, n)
 	}
-	return nil
 }
 
 // rolledBackTo says whether the node was rolled back to kubelet version
