@@ -188,22 +188,7 @@ func specData(l layout.Layout, g layout.Group, version, release string) (spec, e
 		if sp.Description, err = expand(p.Description); err != nil {
 			return d, err
 		}
-		for _, dep := range p.Depends {
-			if dep.RPM == "" {
-				continue
-			}
-			if dep.Note != "" {
-				sp.Requires = append(sp.Requires, "# "+strings.ReplaceAll(dep.Note, "\n", "\n# "))
-			}
-			tag := "Requires:"
-			if dep.Phase != "" {
-				tag = "Requires(" + dep.Phase + "):"
-			}
-			if !g.Versioned {
-				tag = fmt.Sprintf("%-10s", tag)
-			}
-			sp.Requires = append(sp.Requires, tag+" "+dep.RPM)
-		}
+		sp.Requires = specRequires(p.Depends, g.Versioned)
 		if p.Guard != nil {
 			if sp.Preun, err = l.GuardText(*p.Guard, vars, "[ $1 -eq 0 ]", escapePercent); err != nil {
 				return d, err
@@ -239,7 +224,38 @@ func specData(l layout.Layout, g layout.Group, version, release string) (spec, e
 	} else {
 		d.Subs = "{" + strings.Join(names, ",") + "}"
 	}
-	// install -d for the deepest directories only: it makes their parents.
+	d.InstallDirs = deepestDirs(dirs)
+	return d, nil
+}
+
+// specRequires are a package's Requires lines (with their notes as
+// comments); the unversioned package's tags are padded as its spec aligns
+// them.
+func specRequires(deps []layout.Dep, versioned bool) []string {
+	var out []string
+	for _, dep := range deps {
+		if dep.RPM == "" {
+			continue
+		}
+		if dep.Note != "" {
+			out = append(out, "# "+strings.ReplaceAll(dep.Note, "\n", "\n# "))
+		}
+		tag := "Requires:"
+		if dep.Phase != "" {
+			tag = "Requires(" + dep.Phase + "):"
+		}
+		if !versioned {
+			tag = fmt.Sprintf("%-10s", tag)
+		}
+		out = append(out, tag+" "+dep.RPM)
+	}
+	return out
+}
+
+// deepestDirs are the directories of dirs no other one is under, sorted:
+// install -d makes their parents.
+func deepestDirs(dirs map[string]bool) []string {
+	var out []string
 	for dir := range dirs {
 		deepest := true
 		for other := range dirs {
@@ -249,11 +265,11 @@ func specData(l layout.Layout, g layout.Group, version, release string) (spec, e
 			}
 		}
 		if deepest {
-			d.InstallDirs = append(d.InstallDirs, dir)
+			out = append(out, dir)
 		}
 	}
-	sort.Strings(d.InstallDirs)
-	return d, nil
+	sort.Strings(out)
+	return out
 }
 
 // filesLine is the %files line of e, at spec path p; %defattr(0644,root,root,0755)
