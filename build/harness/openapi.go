@@ -39,6 +39,55 @@ const (
 // directory on openapi-gen's input list.
 var tagLine = regexp.MustCompile(`(?m)^// *\+k8s:`)
 
+// openAPIGenArgs are openapi-gen's arguments for inputs, writing its
+// report to report and its file under out (the gengo v2 flags from 1.30),
+// and the file it writes.
+func openAPIGenArgs(gengoV2 bool, inputs []string, boilerplate, report, out string) ([]string, string) {
+	if gengoV2 {
+		return append([]string{"--go-header-file", boilerplate,
+			"--output-file", openAPIBase + ".go",
+			"--output-dir", out,
+			"--output-pkg", openAPIPackage,
+			"--report-filename", report}, inputs...), filepath.Join(out, openAPIBase+".go")
+	}
+	return []string{"--logtostderr",
+		"-i", strings.Join(inputs, ","),
+		"-p", openAPIPackage,
+		"-O", openAPIBase,
+		"-h", boilerplate,
+		"-r", report,
+		"-o", out}, filepath.Join(out, filepath.FromSlash(openAPIPackage), openAPIBase+".go")
+}
+
+// installOpenAPI checks the API rule report against the tree's known
+// violations (the input packages are upstream's), then puts the generated
+// file in place (a temporary file renamed over it) and the stamp beside.
+func (t *Tree) installOpenAPI(report, generated, dst, stamp, logPath string) error {
+	got, err := os.ReadFile(report)
+	if err != nil {
+		return err
+	}
+	known, err := os.ReadFile(filepath.Join(t.Dir, openAPIViolations))
+	if err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	if !bytes.Equal(got, known) {
+		os.WriteFile(logPath+".report", got, 0o644)
+		return fmt.Errorf("the API rule report (%s.report) differs from the tree's %s: the input packages differ from upstream's", logPath, openAPIViolations)
+	}
+	data, err := os.ReadFile(generated)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(dst+".tmp", data, 0o644); err != nil {
+		return err
+	}
+	if err := os.Rename(dst+".tmp", dst); err != nil {
+		return err
+	}
+	return os.WriteFile(stamp, []byte(t.Fingerprint), 0o644)
+}
+
 // GenerateOpenAPI writes pkg/generated/openapi/zz_generated.openapi.go into
 // the work tree as build/root/Makefile.generated_files does (KUBE target):
 // the openapi-gen of the tree's own k8s.io/kube-openapi, run with the row's
@@ -124,50 +173,12 @@ func (t *Tree) GenerateOpenAPI(ctx context.Context) error {
 	fmt.Fprintf(logFile, "%d input packages from %d roots:\n%s\n", len(inputs), len(roots), strings.Join(inputs, "\n"))
 
 	report := filepath.Join(tmp, "violations.report")
-	out := filepath.Join(tmp, "out")
-	generated := filepath.Join(out, filepath.FromSlash(openAPIPackage), openAPIBase+".go")
-	args := []string{"--logtostderr",
-		"-i", strings.Join(inputs, ","),
-		"-p", openAPIPackage,
-		"-O", openAPIBase,
-		"-h", boilerplate,
-		"-r", report,
-		"-o", out}
-	if gengoV2 {
-		generated = filepath.Join(out, openAPIBase+".go")
-		args = append([]string{"--go-header-file", boilerplate,
-			"--output-file", openAPIBase + ".go",
-			"--output-dir", out,
-			"--output-pkg", openAPIPackage,
-			"--report-filename", report}, inputs...)
-	}
+	args, generated := openAPIGenArgs(gengoV2, inputs, boilerplate, report, filepath.Join(tmp, "out"))
 	if _, err := run(true, gen, args...); err != nil {
 		return fail(err)
 	}
-	got, err := os.ReadFile(report)
-	if err != nil {
+	if err := t.installOpenAPI(report, generated, dst, stamp, logPath); err != nil {
 		return fail(err)
-	}
-	known, err := os.ReadFile(filepath.Join(t.Dir, openAPIViolations))
-	if err != nil && !os.IsNotExist(err) {
-		return fail(err)
-	}
-	if !bytes.Equal(got, known) {
-		os.WriteFile(logPath+".report", got, 0o644)
-		return fail(fmt.Errorf("the API rule report (%s.report) differs from the tree's %s: the input packages differ from upstream's", logPath, openAPIViolations))
-	}
-	data, err := os.ReadFile(generated)
-	if err != nil {
-		return fail(err)
-	}
-	if err := os.WriteFile(dst+".tmp", data, 0o644); err != nil {
-		return err
-	}
-	if err := os.Rename(dst+".tmp", dst); err != nil {
-		return err
-	}
-	if err := os.WriteFile(stamp, []byte(t.Fingerprint), 0o644); err != nil {
-		return err
 	}
 	t.h.logf(t.Row, "generated openapi from %d packages in %s", len(inputs), time.Since(start).Round(time.Second))
 	return nil

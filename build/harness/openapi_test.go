@@ -3,6 +3,8 @@ package harness
 import (
 	"path/filepath"
 	"testing"
+
+	"gotest.tools/v3/assert"
 )
 
 // TestOpenAPIHeader: the header file of each era's openapi-gen run. The
@@ -28,4 +30,17 @@ func TestOpenAPIHeader(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestOpenAPIGenArgs: the flags of openapi-gen before gengo v2 (1.29 and
+// older) and from it (1.30), and where each writes the file.
+func TestOpenAPIGenArgs(t *testing.T) {
+	args, file := openAPIGenArgs(false, []string{"k8s.io/api/core/v1", "k8s.io/apimachinery/pkg/apis/meta/v1"}, "/h.txt", "/tmp/r", "/tmp/out")
+	assert.DeepEqual(t, args, []string{"--logtostderr", "-i", "k8s.io/api/core/v1,k8s.io/apimachinery/pkg/apis/meta/v1",
+		"-p", "k8s.io/kubernetes/pkg/generated/openapi", "-O", "zz_generated.openapi", "-h", "/h.txt", "-r", "/tmp/r", "-o", "/tmp/out"})
+	assert.Equal(t, file, "/tmp/out/k8s.io/kubernetes/pkg/generated/openapi/zz_generated.openapi.go")
+	args, file = openAPIGenArgs(true, []string{"k8s.io/api/core/v1"}, "/h.txt", "/tmp/r", "/tmp/out")
+	assert.DeepEqual(t, args, []string{"--go-header-file", "/h.txt", "--output-file", "zz_generated.openapi.go", "--output-dir", "/tmp/out",
+		"--output-pkg", "k8s.io/kubernetes/pkg/generated/openapi", "--report-filename", "/tmp/r", "k8s.io/api/core/v1"})
+	assert.Equal(t, file, "/tmp/out/zz_generated.openapi.go")
 }
