@@ -60,8 +60,7 @@ type killedJob struct {
 	Err          error
 }
 
-// killAfterSwap watches n every 250 ms until its roll to target is past the
-// swap, then stops its upgrade Job's container through the runtime (crictl
+// killAfterSwap watches n until its roll to target is past the swap, then stops its upgrade Job's container through the runtime (crictl
 // stop, no grace period: a SIGKILL), and keeps what it did in f.faults. It
 // gives up when ctx ends.
 func (f *fleetRun) killAfterSwap(ctx context.Context, n *Node, target string) {
@@ -72,10 +71,16 @@ func (f *fleetRun) killAfterSwap(ctx context.Context, n *Node, target string) {
 			f.killJob(ctx, n, time.Since(first))
 			return
 		}
+		// Once a second until the swap begins (each look is a process in
+		// the node), then every 250 ms: the gate needs seconds at least.
+		every := time.Second
+		if strings.Contains(string(out), "\nphase=swapping\n") || strings.HasPrefix(string(out), "phase=swapping\n") {
+			every = 250 * time.Millisecond
+		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(250 * time.Millisecond):
+		case <-time.After(every):
 		}
 	}
 }
