@@ -15,7 +15,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kubelet-compat/kubelet-compat/cmd/kubelet-compat/internal/filelock"
 	"github.com/kubelet-compat/kubelet-compat/pkg/etcdbridge"
 	"github.com/spf13/cobra"
 )
@@ -129,11 +128,11 @@ func runEtcdBridge(ctx context.Context, env Env, o *etcdBridgeOptions) error {
 	if err := os.MkdirAll(o.stateDir, 0o700); err != nil {
 		return err
 	}
-	lock, err := filelock.Acquire(ctx, filelock.PathFor(filepath.Join(o.stateDir, bridgeStateFile)), o.lockTimeout)
+	release, err := o.lockBridgeState(ctx) // lock.go
 	if err != nil {
 		return err
 	}
-	defer lock.Release()
+	defer release()
 	r := &etcdBridgeRun{env: env, o: o, client: &http.Client{Timeout: 5 * time.Second}}
 	return r.run(ctx)
 }

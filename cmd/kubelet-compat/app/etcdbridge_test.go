@@ -12,7 +12,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/kubelet-compat/kubelet-compat/cmd/kubelet-compat/internal/filelock"
 	"github.com/kubelet-compat/kubelet-compat/pkg/cri"
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
@@ -377,4 +379,19 @@ func TestEtcdBridgeManifestChangedMeanwhile(t *testing.T) {
 	assert.Equal(t, code, 1)
 	assertOneErrorLine(t, errOut, "is neither kubeadm's manifest the bridge began from nor the bridge's: not touching it")
 	assert.Equal(t, n.manifestNow(), other)
+}
+
+// Two etcd-bridge never edit the manifest at once: the second waits for
+// the lock, at most --lock-timeout, then fails having changed nothing.
+func TestEtcdBridgeWaitsForTheLock(t *testing.T) {
+	n := newEtcdNode(t, kubeadmEtcd36)
+	assert.NilError(t, os.MkdirAll(n.stateDir, 0o700))
+	held, err := filelock.Acquire(context.Background(), filepath.Join(n.stateDir, ".state.lock"), time.Second)
+	assert.NilError(t, err)
+	defer held.Release()
+	code, _, errOut := n.run("--target-etcd-image", kubeadmEtcd37, "--bridge-image", bridgeEtcd, "--lock-timeout", "100ms")
+	assert.Equal(t, code, 1)
+	assertOneErrorLine(t, errOut, "is still held after 100ms")
+	assert.Check(t, is.Contains(errOut, "etcd-bridge?"))
+	assert.Equal(t, n.manifestNow(), n.kubeadm)
 }
