@@ -11,6 +11,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubelet-compat/kubelet-compat/pkg/etcdbridge"
 )
 
 // Names shared by the manifests, the Plans and upgrade.sh.
@@ -60,6 +62,12 @@ type Options struct {
 	// no record, no gate, no rollback). AllowLoss and GateTimeout do not
 	// apply.
 	Naive bool
+	// EtcdBridgeImage is the bridge etcd's image (a 3.6 of 3.6.11 or
+	// later, e.g. registry.k8s.io/etcd:3.6.16-0) for the control-plane
+	// Plan's Jobs (KC_ETCD_BRIDGE_IMAGE): a node whose kubeadm step moves
+	// its etcd from 3.6 to 3.7 runs kubelet-compat etcd-bridge with it
+	// first; without it such a step is refused. Not for the naive roll.
+	EtcdBridgeImage string
 }
 
 // PlanNames are the control-plane Plan's and the workers' Plan's names.
@@ -130,6 +138,15 @@ func (o Options) validate() error {
 	if o.GateTimeout < 1 {
 		return fmt.Errorf("gate timeout %d: want at least 1 second", o.GateTimeout)
 	}
+	if o.EtcdBridgeImage != "" {
+		rel, err := etcdbridge.ImageRelease(o.EtcdBridgeImage)
+		switch {
+		case err != nil:
+			return fmt.Errorf("etcd bridge image %q: want a tagged etcd image: %v", o.EtcdBridgeImage, err)
+		case rel.Minor != 6 || rel.Below(etcdbridge.MinRelease):
+			return fmt.Errorf("etcd bridge image %q: want a 3.6 etcd of %s or later", o.EtcdBridgeImage, etcdbridge.MinRelease)
+		}
+	}
 	if o.JobTTL < 0 {
 		return fmt.Errorf("job TTL %d: want 0 (SUC's 900 s) or more seconds", o.JobTTL)
 	}
@@ -171,12 +188,16 @@ func Plans(o Options) ([]Plan, error) {
 		return Plan{APIVersion: "upgrade.cattle.io/v1", Kind: "Plan", Spec: spec,
 			Metadata: metav1.ObjectMeta{Name: name, Namespace: Namespace, Labels: map[string]string{"app.kubernetes.io/part-of": "kubelet-compat"}}}
 	}
+	cpUpgrade := upgrade("control-plane")
+	if o.EtcdBridgeImage != "" && !o.Naive {
+		cpUpgrade.Env = append(cpUpgrade.Env, corev1.EnvVar{Name: "KC_ETCD_BRIDGE_IMAGE", Value: o.EtcdBridgeImage})
+	}
 	cp := plan(cpName, PlanSpec{
 		Concurrency:  1,
 		NodeSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: controlPlaneRole, Operator: metav1.LabelSelectorOpExists}}},
 		// The control-plane nodes are tainted NoSchedule.
 		Tolerations: []corev1.Toleration{{Key: controlPlaneRole, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
-		Upgrade:     upgrade("control-plane"),
+		Upgrade:     cpUpgrade,
 	})
 	workers := plan(workersName, PlanSpec{
 		Concurrency:  o.Concurrency,

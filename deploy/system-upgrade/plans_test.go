@@ -135,3 +135,41 @@ func TestUpgradeImage(t *testing.T) {
 	_, err = UpgradeImage("x", "1.32.0", filepath.Join(dir, "busybox"), filepath.Join(dir, "kubectl"), dir)
 	assert.Check(t, is.ErrorContains(err, "no package of Kubernetes 1.32.0"))
 }
+
+// TestEtcdBridgeImage: the control-plane Plan's Jobs get the bridge etcd's
+// image (KC_ETCD_BRIDGE_IMAGE) when the roll-out names one; the workers and
+// the naive roll never do, and a bridge image is a tagged etcd reference.
+func TestEtcdBridgeImage(t *testing.T) {
+	envOf := func(c *ContainerSpec) map[string]string {
+		m := map[string]string{}
+		for _, e := range c.Env {
+			m[e.Name] = e.Value
+		}
+		return m
+	}
+	o := DefaultOptions("1.37.0")
+	plans, err := Plans(o)
+	assert.NilError(t, err)
+	_, set := envOf(plans[0].Spec.Upgrade)["KC_ETCD_BRIDGE_IMAGE"]
+	assert.Check(t, !set, "no bridge image unless given")
+
+	o.EtcdBridgeImage = "registry.k8s.io/etcd:3.6.16-0"
+	plans, err = Plans(o)
+	assert.NilError(t, err)
+	assert.Check(t, is.Equal(envOf(plans[0].Spec.Upgrade)["KC_ETCD_BRIDGE_IMAGE"], "registry.k8s.io/etcd:3.6.16-0"))
+	_, set = envOf(plans[1].Spec.Upgrade)["KC_ETCD_BRIDGE_IMAGE"]
+	assert.Check(t, !set, "the workers run no etcd")
+
+	o.Naive = true
+	plans, err = Plans(o)
+	assert.NilError(t, err)
+	_, set = envOf(plans[0].Spec.Upgrade)["KC_ETCD_BRIDGE_IMAGE"]
+	assert.Check(t, !set, "the naive roll runs no bridge")
+
+	for _, bad := range []string{"registry.k8s.io/etcd", "etcd:3.6.16-0 x", "registry.k8s.io/etcd@sha256:abc"} {
+		o := DefaultOptions("1.37.0")
+		o.EtcdBridgeImage = bad
+		_, err := Plans(o)
+		assert.Check(t, is.ErrorContains(err, "etcd bridge image"), bad)
+	}
+}

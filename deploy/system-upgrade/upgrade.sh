@@ -47,6 +47,12 @@
 #   KC_TOKEN_FILE     the Job's credentials for the kubelet (its service account token)
 #   KC_NAMESPACE      the Plans' namespace (system-upgrade)
 #   KC_KUBEADM_ARGS   more arguments for kubeadm upgrade (none)
+#   KC_ETCD_BRIDGE_IMAGE  the bridge etcd's image, a 3.6 of 3.6.11 or later (e.g.
+#                     registry.k8s.io/etcd:3.6.16-0), which the control-plane nodes
+#                     must have or be able to pull: a control-plane node whose
+#                     kubeadm step moves its etcd from 3.6 to 3.7 runs kubelet-compat
+#                     etcd-bridge with it before kubeadm; without it such a step is
+#                     refused (none; see README.md, "etcd 3.6 -> 3.7: the bridge")
 #   KC_HOST_PATH      PATH of the commands run on the node (root's on Debian and RPM hosts)
 #
 # Exit status: 0 upgraded and its gate passed (by this Job or one before it
@@ -71,6 +77,7 @@ TOKEN_FILE=${KC_TOKEN_FILE:-/var/run/secrets/kubernetes.io/serviceaccount/token}
 # maintainer scripts and kubeadm expect root's PATH.
 HOST_PATH=${KC_HOST_PATH:-/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin}
 POLL=${KC_POLL:-5}
+ETCD_BRIDGE_IMAGE=${KC_ETCD_BRIDGE_IMAGE:-}
 # Where the Job stages the packages on the node, as the node sees it.
 STATE=/var/lib/kubelet-compat/upgrade
 # The roll's state on the node, as the node sees it, and as the Job does.
@@ -778,6 +785,52 @@ fail_roll() {
 	die "$1: node $NODE rolled back to $PREVIOUS; the Job fails, which stops the Plan"
 }
 
+# etcd_bridge: on a control-plane node whose manifest runs a 3.6 etcd (only
+# a 3.6 can need the bridge), before kubeadm moves it: the etcd image the
+# target's kubeadm wants, and kubelet-compat etcd-bridge, which decides and
+# bridges when 3.6 -> 3.7 (see README.md, "etcd 3.6 -> 3.7: the bridge").
+# The image comes from `kubeadm config images list` of stage1's kubeadm,
+# which is the target's by now and the very binary that runs the upgrade: it
+# names the etcd from the same table kubeadm upgrade writes into the
+# manifest. The manifest kubeadm writes would be exact too, but it is there
+# only once kubeadm has started 3.7, which is what panics: too late. The
+# list reads no ClusterConfiguration: a cluster that pins etcd's image tag
+# (etcd.local.imageTag) gets a bridge it may not need, which is harmless.
+# The roll's state notes etcd_bridge=begun, then done once etcd-bridge
+# ended 0 (bridged, or no bridge needed): a re-run after a kill runs it again
+# while begun (it goes on from its own state on the node), not once done.
+etcd_bridge() {
+	[ -z "$NAIVE" ] && [ "$ROLE" = control-plane ] && [ -f "$HOST$MANIFESTS/etcd.yaml" ] || return 0
+	case $(etcd_minor "$HOST$MANIFESTS/etcd.yaml") in 3.6) ;; *) return 0 ;; esac
+	case $(st etcd_bridge) in
+	done)
+		log "etcd: bridged by a Job before this one (the roll's state): not again"
+		return 0
+		;;
+	begun) log "a Job before this one died in kubelet-compat etcd-bridge: it goes on from its own state" ;;
+	esac
+	running=$(sed -n 's/^[[:space:]]*image:[[:space:]]*\([^[:space:]]*etcd:[^[:space:]]*\).*/\1/p' "$HOST$MANIFESTS/etcd.yaml" | head -n 1)
+	want=$(on_host kubeadm config images list --kubernetes-version "v$TARGET" 2>"$WORK/kubeadm-images.err" |
+		awk -F/ '$NF ~ /^etcd:/ { print; exit }') || true
+	[ -n "$want" ] || fail_roll "kubeadm config images list --kubernetes-version v$TARGET named no etcd image ($(sed -n '$p' "$WORK/kubeadm-images.err"))"
+	case $want in
+	*:3.6.* | *:v3.6.*)
+		log "etcd: kubeadm v$TARGET wants $want, the node runs $running: within 3.6, no bridge"
+		return 0
+		;;
+	esac
+	log "etcd: kubeadm v$TARGET wants $want, the node runs $running: kubelet-compat etcd-bridge first"
+	set -- --target-etcd-image "$want"
+	[ -z "$ETCD_BRIDGE_IMAGE" ] || set -- "$@" --bridge-image "$ETCD_BRIDGE_IMAGE"
+	st_set etcd_bridge=begun
+	if ! on_host kubelet-compat etcd-bridge "$@"; then
+		why="etcd $running -> $want"
+		[ -n "$ETCD_BRIDGE_IMAGE" ] || why="$why; KC_ETCD_BRIDGE_IMAGE is not set"
+		fail_roll "kubelet-compat etcd-bridge failed ($why)"
+	fi
+	st_set etcd_bridge=done
+}
+
 # install_and_kubeadm: the target's packages side by side, stage1, kubeadm.
 # Each step is idempotent: a re-run after a Job killed in the middle does
 # them again.
@@ -810,6 +863,7 @@ install_and_kubeadm() {
 	fi
 
 	on_host kubernetes-select stage1 "$TARGET" || fail_roll "kubernetes-select stage1 $TARGET failed"
+	etcd_bridge
 	# shellcheck disable=SC2086 # KC_KUBEADM_ARGS is a list of words
 	if [ "$ROLE" = control-plane ] && ! kubectl get configmap kubeadm-config -n kube-system \
 		-o jsonpath='{.data.ClusterConfiguration}' | grep -q "kubernetesVersion: v$TARGET\$"; then
@@ -965,6 +1019,12 @@ upgrade() {
 				die "preflight: the patched kubelet would still lose $losses container(s) or pod(s) (above); the Plan does not allow it (KC_ALLOW_LOSS): nothing changed"
 			fi
 			log "preflight: the patched kubelet loses $losses container(s) or pod(s); the Plan allows it (KC_ALLOW_LOSS=true)"
+		fi
+		# preflight's note of a step whose kubeadm moves etcd from 3.6 to 3.7
+		# (kubelet-compat preflight, app/preflight_etcd.go): without the
+		# bridge's image, refused now rather than after the packages.
+		if [ "$ROLE" = control-plane ] && [ -z "$ETCD_BRIDGE_IMAGE" ] && grep -q '^note: etcd: ' "$WORK/preflight"; then
+			die "preflight: this step's kubeadm moves etcd from 3.6 to 3.7, which needs the bridge etcd first (above), and the Plan names no bridge image (KC_ETCD_BRIDGE_IMAGE): nothing changed"
 		fi
 
 		# 2. the roll's state on the node: what kubeadm rewrites, saved,

@@ -56,7 +56,12 @@ esac`,
 	// configuration and, on a control-plane node, the static pods'
 	// manifests (keeping its own backup of them, as kubeadm does).
 	// KUBEADM_FAILS: kubeadm upgrade fails.
-	"kubeadm": `case "$*" in "upgrade "*)
+	// kubeadm config images list: the target's images, its etcd
+	// KUBEADM_ETCD (3.5.16-0 unless said).
+	"kubeadm": `case "$*" in "config images list --kubernetes-version v"*)
+for c in kube-apiserver kube-controller-manager kube-scheduler kube-proxy; do echo "registry.k8s.io/$c:$4"; done
+echo "registry.k8s.io/coredns/coredns:v1.11.3"; echo "registry.k8s.io/pause:3.10"; echo "${KUBEADM_ETCD:-registry.k8s.io/etcd:3.5.16-0}" ;;
+"upgrade "*)
 [ -z "${KUBEADM_FAILS:-}" ] || exit 1
 v=${CLUSTER_TARGET:-1.31.14}
 mkdir -p "$FAKE/host/var/lib/kubelet"
@@ -74,8 +79,12 @@ esac`,
 "inspect "*) awk -v id="$2" '$2 == id { printf "{\n  \"status\": {\n    \"id\": \"%s\",\n    \"state\": \"CONTAINER_EXITED\",\n    \"exitCode\": %s,\n", $2, $3 }' "$FAKE/crictl" ;;
 *) exit 2 ;;
 esac`,
+	// kubelet-compat etcd-bridge refuses without --bridge-image, as the
+	// CLI does when a bridge is needed (the fake always needs one).
 	"kubelet-compat": `case $1 in
 preflight) cat "$FAKE/preflight" ;;
+etcd-bridge) case "$*" in *" --bridge-image "*) echo "etcd-bridge: bridged: etcd 3.6.16 serves with kubeadm's flags" ;;
+	*) echo "kubelet-compat: etcd $ETCD_BEFORE -> $KUBEADM_ETCD crosses 3.6 -> 3.7: the bridge etcd (3.6.11 or later) must run first; give --bridge-image" >&2; exit 1 ;; esac ;;
 status) if [ "$(cat "$FAKE/stage2")" = "$PREV" ]; then cat "$FAKE/status-before.json"; else cat "$FAKE/status-after.json"; fi ;;
 esac`,
 	// kubectl: the API server, and the kubelet's own endpoint for its
@@ -173,7 +182,9 @@ type scriptCase struct {
 	format    string // deb or rpm
 	cluster   string // kubeadm-config's kubernetesVersion
 	preflight string // a golden of the CLI
-	after     func(string) string
+	// preflightNotes are lines preflight prints after the golden's.
+	preflightNotes string
+	after          func(string) string
 	// before changes status-before.json (the status at the record).
 	before    func(string) string
 	nodeReady string
@@ -263,6 +274,11 @@ func TestUpgradeScript(t *testing.T) {
 		probesCall,
 	}
 	const configmapCall = "kubectl get configmap kubeadm-config -n kube-system -o jsonpath={.data.ClusterConfiguration}"
+	const etcd36, etcd37, etcdBridge = "registry.k8s.io/etcd:3.6.8-0", "registry.k8s.io/etcd:3.7.0-0", "registry.k8s.io/etcd:3.6.16-0"
+	// etcdNote is preflight's note of a step whose kubeadm moves etcd to 3.7.
+	const etcdNote = "note: etcd: kubeadm v1.37 moves etcd " + etcd36 + " (kube-system/etcd-node-1) to 3.7, which needs the bridge etcd first (...)\n"
+	bridgeCalls := []string{"kubeadm config images list --kubernetes-version v1.31.14",
+		"kubelet-compat etcd-bridge --target-etcd-image " + etcd37 + " --bridge-image " + etcdBridge}
 	// naiveNode is upgradeNode without the lock, the preflight, the
 	// settling, the record and the gate.
 	naiveNode := []string{"kubernetes-select status", upgradeNode[4], upgradeNode[5], upgradeNode[6], upgradeNode[7], upgradeNode[8], upgradeNode[9],
@@ -565,6 +581,51 @@ func TestUpgradeScript(t *testing.T) {
 			wantHost: map[string]string{"etc/kubernetes/manifests/etcd.yaml": "image: registry.k8s.io/etcd:3.6.4-0\n"},
 			wantErr:  "the health gate failed",
 			wantOut:  []string{"rollback: /etc/kubernetes/manifests/etcd.yaml left at kubeadm's etcd 3.6 (was 3.5): a manifest does not downgrade etcd's data"}},
+		// Issue 33, 4: etcd 3.6 -> 3.7, the bridge before kubeadm.
+		{name: "control-plane node, etcd 3.6 -> 3.7: kubelet-compat etcd-bridge before kubeadm upgrade apply",
+			preflight: "preflight-1.30-1.31.table.golden", preflightNotes: etcdNote, stage2: target,
+			env:       []string{"KC_ROLE=control-plane", "KUBEADM_ETCD=" + etcd37, "ETCD_IMAGE=" + etcd37, "KC_ETCD_BRIDGE_IMAGE=" + etcdBridge},
+			host:      map[string]string{"etc/kubernetes/manifests/etcd.yaml": "image: " + etcd36 + "\n"},
+			wantHost:  map[string]string{"etc/kubernetes/manifests/etcd.yaml": "image: " + etcd37 + "\n"},
+			wantCalls: cat(upgradeNode[:9], bridgeCalls, []string{configmapCall, "kubeadm upgrade apply --yes v1.31.14"}, upgradeNode[10:], gateOK),
+			wantOut:   []string{"etcd: kubeadm v1.31.14 wants " + etcd37 + ", the node runs " + etcd36 + ": kubelet-compat etcd-bridge first", "etcd-bridge: bridged", "gate: passed"}},
+		{name: "next control-plane node, etcd 3.6 -> 3.7: the bridge before kubeadm upgrade node too", cluster: target,
+			preflight: "preflight-1.30-1.31.table.golden", preflightNotes: etcdNote, stage2: target,
+			env:       []string{"KC_ROLE=control-plane", "KUBEADM_ETCD=" + etcd37, "KC_ETCD_BRIDGE_IMAGE=" + etcdBridge},
+			host:      map[string]string{"etc/kubernetes/manifests/etcd.yaml": "image: " + etcd36 + "\n"},
+			wantCalls: cat(upgradeNode[:9], bridgeCalls, []string{configmapCall}, upgradeNode[9:], gateOK)},
+		{name: "control-plane node, etcd 3.6 -> 3.7 and the Plan has no bridge image: refused before anything changed",
+			preflight: "preflight-1.30-1.31.table.golden", preflightNotes: etcdNote, stage2: prev,
+			env:       []string{"KC_ROLE=control-plane", "KUBEADM_ETCD=" + etcd37},
+			host:      map[string]string{"etc/kubernetes/manifests/etcd.yaml": "image: " + etcd36 + "\n"},
+			wantHost:  map[string]string{"etc/kubernetes/manifests/etcd.yaml": "image: " + etcd36 + "\n"},
+			wantCalls: upgradeNode[:4],
+			wantErr:   "preflight: this step's kubeadm moves etcd from 3.6 to 3.7, which needs the bridge etcd first (above), and the Plan names no bridge image (KC_ETCD_BRIDGE_IMAGE): nothing changed"},
+		{name: "control-plane node, kubeadm's list says etcd 3.7 where preflight did not: no bridge image, the step fails and rolls back",
+			preflight: "preflight-1.30-1.31.table.golden", stage2: prev, wantStage1: prev, failedMark: true,
+			env:       []string{"KC_ROLE=control-plane", "KUBEADM_ETCD=" + etcd37, "ETCD_BEFORE=" + etcd36},
+			host:      map[string]string{"etc/kubernetes/manifests/etcd.yaml": "image: " + etcd36 + "\n"},
+			wantHost:  map[string]string{"etc/kubernetes/manifests/etcd.yaml": "image: " + etcd36 + "\n"},
+			wantCalls: cat(upgradeNode[:9], []string{"kubeadm config images list --kubernetes-version v1.31.14", "kubelet-compat etcd-bridge --target-etcd-image " + etcd37}, rollback[:1], rollback[2:3]),
+			wantErr:   "kubelet-compat etcd-bridge failed (etcd " + etcd36 + " -> " + etcd37 + "; KC_ETCD_BRIDGE_IMAGE is not set): node node-1 rolled back to 1.30.14"},
+		{name: "control-plane node, etcd stays within 3.6: no bridge, kubeadm's own step",
+			preflight: "preflight-1.30-1.31.table.golden", stage2: target,
+			env:       []string{"KC_ROLE=control-plane", "KUBEADM_ETCD=registry.k8s.io/etcd:3.6.9-0"},
+			host:      map[string]string{"etc/kubernetes/manifests/etcd.yaml": "image: " + etcd36 + "\n"},
+			wantCalls: cat(upgradeNode[:9], bridgeCalls[:1], []string{configmapCall, "kubeadm upgrade apply --yes v1.31.14"}, upgradeNode[10:], gateOK),
+			wantOut:   []string{"etcd: kubeadm v1.31.14 wants registry.k8s.io/etcd:3.6.9-0, the node runs " + etcd36 + ": within 3.6, no bridge"}},
+		{name: "re-run after a Job killed in etcd-bridge: the bridge goes on, then kubeadm",
+			preflight: "preflight-1.30-1.31.table.golden", preflightNotes: etcdNote, stage2: target, die: "kubelet-compat etcd-bridge",
+			env:       []string{"KC_ROLE=control-plane", "KUBEADM_ETCD=" + etcd37, "ETCD_IMAGE=" + etcd37, "KC_ETCD_BRIDGE_IMAGE=" + etcdBridge},
+			host:      map[string]string{"etc/kubernetes/manifests/etcd.yaml": "image: " + etcd36 + "\n"},
+			wantCalls: cat(upgradeNode[:1], []string{"kubernetes-select status"}, upgradeNode[4:9], bridgeCalls, []string{configmapCall, "kubeadm upgrade apply --yes v1.31.14"}, upgradeNode[10:], gateOK),
+			wantOut:   []string{"a Job before this one died in kubelet-compat etcd-bridge: it goes on from its own state"}},
+		{name: "re-run after a Job killed once the bridge was done, before kubeadm: not bridged again",
+			preflight: "preflight-1.30-1.31.table.golden", preflightNotes: etcdNote, stage2: target, die: "kubectl get configmap kubeadm-config",
+			env:       []string{"KC_ROLE=control-plane", "KUBEADM_ETCD=" + etcd37, "ETCD_IMAGE=" + etcd37, "KC_ETCD_BRIDGE_IMAGE=" + etcdBridge},
+			host:      map[string]string{"etc/kubernetes/manifests/etcd.yaml": "image: " + etcdBridge + "\n"},
+			wantCalls: cat(upgradeNode[:1], []string{"kubernetes-select status"}, upgradeNode[4:9], []string{configmapCall, "kubeadm upgrade apply --yes v1.31.14"}, upgradeNode[10:], gateOK),
+			wantOut:   []string{"etcd: bridged by a Job before this one (the roll's state): not again"}},
 		// Issue 33, 5: the gate ends as soon as its checks pass.
 		{name: "gate: passes at its first look, without a fixed settle, once the new kubelet's first syncs cover the pods",
 			preflight: "preflight-1.30-1.31.table.golden", stage2: target,
@@ -675,7 +736,7 @@ func runScriptCase(t *testing.T, tc scriptCase, applets string, statusBefore []b
 			if tc.preflight != "" {
 				data, err := os.ReadFile(cliTestdata + tc.preflight)
 				assert.NilError(t, err)
-				write("preflight", string(data))
+				write("preflight", string(data)+tc.preflightNotes)
 			}
 			if tc.after == nil {
 				tc.after = same

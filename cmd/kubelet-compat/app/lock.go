@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/kubelet-compat/kubelet-compat/cmd/kubelet-compat/internal/filelock"
@@ -19,6 +20,17 @@ const defaultLockTimeout = 2 * time.Minute
 // and change the compat file at path: <dir>/.<name>.lock.
 func (o *nodeOptions) lockCompatFile(ctx context.Context, path string) (release func(), err error) {
 	l, err := filelock.Acquire(ctx, filelock.PathFor(path), o.lockTimeout)
+	if err != nil {
+		return nil, err
+	}
+	return func() { l.Release() }, nil
+}
+
+// lockBridgeState takes the lock of etcd-bridge's state,
+// <state-dir>/.state.lock, for the whole bridge: two etcd-bridge never edit
+// the manifest at once (a Job and an operator, or two Jobs).
+func (o *etcdBridgeOptions) lockBridgeState(ctx context.Context) (release func(), err error) {
+	l, err := filelock.Acquire(ctx, filelock.PathFor(filepath.Join(o.stateDir, bridgeStateFile)), o.lockTimeout)
 	if err != nil {
 		return nil, err
 	}

@@ -85,6 +85,11 @@ NotEvictPodOnKubeletRestart):
                      --extra-args-file) with --version appended
                      (it exits after parsing, before touching anything), and
                      its --help lists the flags and feature gates it knows.
+etcd: on a control-plane node (--node, or -f with kubeadm's manifests), a
+step from below 1.37 to 1.37 or later whose etcd static pod runs a 3.6 is
+one note "etcd: ...": kubeadm 1.37 moves etcd to 3.7.0, which needs the
+bridge etcd first (kubelet-compat etcd-bridge; the roll of deploy/system-upgrade
+runs it with the Plan's KC_ETCD_BRIDGE_IMAGE).
 A check whose inputs are missing (no --kubeconfig, no config file, no
 --target-kubelet) is one "note: not checked: ..." line.
 
@@ -161,6 +166,7 @@ func runPreflight(ctx context.Context, env Env, o *preflightOptions) error {
 		return err
 	}
 	report.Notes = append(append(report.Notes, notes...), runtimeNotes...)
+	report.Notes = append(report.Notes, etcdBridgeNotes(from, to, pods)...) // preflight_etcd.go
 	if o.onNode {
 		o.nodeKillers(ctx, env, from, to, pods, api, report)
 	} else {

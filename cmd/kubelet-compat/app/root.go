@@ -1,6 +1,6 @@
-// Package app holds the kubelet-compat commands: record, status, sweep and
-// preflight. The logic lives in the library and in small packages; the
-// commands wire flags, the runtime and the output together.
+// Package app holds the kubelet-compat commands: record, status, sweep,
+// preflight and etcd-bridge. The logic lives in the library and in small
+// packages; the commands wire flags, the runtime and the output together.
 package app
 
 import (
@@ -72,6 +72,8 @@ built with the kubelet-compat patches.
   status     after the swap: which containers the compat file keeps
   sweep      delete the compat file once nothing needs it
   preflight  predict what an upgrade restarts, with and without the patches
+  etcd-bridge  on a control-plane node, before kubeadm moves etcd 3.6 -> 3.7:
+             the bridge etcd until a snapshot covers what etcd applied
 
 The running kubelet is --kubelet-pid, else the PID in --kubelet-pidfile, else
 the MainPID of systemd's kubelet.service, else the only root process of the
@@ -87,7 +89,7 @@ Errors are one line on stderr prefixed "kubelet-compat: " and exit 1.`,
 	root.SetOut(env.Stdout)
 	root.SetErr(env.Stderr)
 	root.CompletionOptions.DisableDefaultCmd = true
-	root.AddCommand(newRecordCommand(env), newStatusCommand(env), newSweepCommand(env), newPreflightCommand(env))
+	root.AddCommand(newRecordCommand(env), newStatusCommand(env), newSweepCommand(env), newPreflightCommand(env), newEtcdBridgeCommand(env))
 	return root
 }
 

@@ -4,10 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net/url"
 	"path"
-	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
@@ -16,6 +13,7 @@ import (
 
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind/nodeimage"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
+	"github.com/kubelet-compat/kubelet-compat/pkg/etcdbridge"
 )
 
 // bridgeEtcd takes the control plane's etcd across 3.6 -> 3.7 as etcd's
@@ -24,7 +22,9 @@ import (
 // with --snapshot-count=1 until it has written a snapshot at or past every
 // entry the old etcd had applied, so that 3.7 replays none of the 3.5 era
 // from its WAL; then to kubeadm's manifest with only the bridge's image.
-// It does nothing when the apply stays within a minor of etcd.
+// It does nothing when the apply stays within a minor of etcd. The logic
+// is the product's (pkg/etcdbridge, which kubelet-compat etcd-bridge runs
+// on a node); the e2e brings its own evidence through the node's exec.
 func (r *clusterRun) bridgeEtcd(ctx context.Context, version string) error {
 	cp := r.c.ControlPlane()
 	want, err := nodeimage.KubeadmEtcdImage(ctx, r.o.Output, version)
@@ -36,21 +36,21 @@ func (r *clusterRun) bridgeEtcd(ctx context.Context, version string) error {
 	if err != nil {
 		return err
 	}
-	pod, err := decodeEtcdManifest(raw)
+	pod, err := etcdbridge.DecodeManifest(raw)
 	if err != nil {
 		return fmt.Errorf("%s: %w", manifestPath, err)
 	}
 	running := pod.Spec.Containers[0].Image
-	bridge, need, err := nodeimage.EtcdBridge(running, want)
+	bridge, need, err := etcdbridge.Bridge(running, want)
 	if err != nil || !need {
 		return err
 	}
-	flags := commandFlags(pod.Spec.Containers[0].Command)
+	flags := etcdbridge.CommandFlags(pod.Spec.Containers[0].Command)
 	dataDir := flags["data-dir"]
 	if dataDir == "" {
 		return fmt.Errorf("%s: no --data-dir", manifestPath)
 	}
-	metrics, err := metricsPort(flags["listen-metrics-urls"])
+	metrics, err := etcdbridge.MetricsPort(flags["listen-metrics-urls"])
 	if err != nil {
 		return fmt.Errorf("%s: %w", manifestPath, err)
 	}
@@ -67,19 +67,19 @@ func (r *clusterRun) bridgeEtcd(ctx context.Context, version string) error {
 	}
 	start := time.Now()
 	r.logf("etcd %s -> %s before kubeadm's %s: with --snapshot-count=1 until a snapshot reaches applied index %d", running, bridge, want, applied)
-	if err := writeEtcd(bridgePod(pod, bridge, "1")); err != nil {
+	if err := writeEtcd(etcdbridge.Pod(pod, bridge, "1")); err != nil {
 		return err
 	}
 	var snap uint64
 	err = poll(ctx, 3*time.Minute, func() error {
-		if err := etcdServes(ctx, cp, metrics, nodeimage.EtcdBridgeVersion); err != nil {
+		if err := etcdServes(ctx, cp, metrics, etcdbridge.Version); err != nil {
 			return err
 		}
 		out, err := cp.Exec(ctx, nil, "ls", "-1", path.Join(dataDir, "member", "snap"))
 		if err != nil {
 			return err
 		}
-		if snap = newestSnapshotIndex(strings.Fields(string(out))); snap < applied {
+		if snap = etcdbridge.NewestSnapshotIndex(strings.Fields(string(out))); snap < applied {
 			return fmt.Errorf("etcd's newest snapshot is at index %d, below the applied index %d", snap, applied)
 		}
 		return nil
@@ -87,20 +87,20 @@ func (r *clusterRun) bridgeEtcd(ctx context.Context, version string) error {
 	if err != nil {
 		return fmt.Errorf("etcd %s: %w", bridge, err)
 	}
-	if err := writeEtcd(bridgePod(pod, bridge, "")); err != nil {
+	if err := writeEtcd(etcdbridge.Pod(pod, bridge, "")); err != nil {
 		return err
 	}
 	// Serving again, from the one process of the manifest kubeadm wrote:
 	// kubeadm's snapshot count, not the bridge's 1.
 	err = poll(ctx, 3*time.Minute, func() error {
-		if err := etcdServes(ctx, cp, metrics, nodeimage.EtcdBridgeVersion); err != nil {
+		if err := etcdServes(ctx, cp, metrics, etcdbridge.Version); err != nil {
 			return err
 		}
 		out, err := cp.Exec(ctx, nil, "pgrep", "-a", "-x", "etcd")
 		if err != nil {
 			return fmt.Errorf("no etcd process: %w", err)
 		}
-		return oneEtcdWithout(string(out), "--snapshot-count=1")
+		return etcdbridge.OneProcessWithout(etcdbridge.ParsePgrep(string(out)), "--snapshot-count=1")
 	})
 	if err != nil {
 		return fmt.Errorf("etcd %s with kubeadm's flags: %w", bridge, err)
@@ -116,63 +116,6 @@ func (r *clusterRun) bridgeEtcd(ctx context.Context, version string) error {
 		Detail: fmt.Sprintf("a snapshot at index %d, at or past the applied index %d; healthy again with kubeadm's flags after %s", snap, applied, time.Since(start).Round(time.Second)),
 	})
 	return nil
-}
-
-// decodeEtcdManifest reads kubeadm's etcd manifest: a pod of one
-// container.
-func decodeEtcdManifest(raw []byte) (*v1.Pod, error) {
-	var pod v1.Pod
-	if err := yaml.UnmarshalStrict(raw, &pod); err != nil {
-		return nil, err
-	}
-	if len(pod.Spec.Containers) != 1 {
-		return nil, fmt.Errorf("want one container, found %d", len(pod.Spec.Containers))
-	}
-	return &pod, nil
-}
-
-// commandFlags are the --name=value arguments of a command.
-func commandFlags(command []string) map[string]string {
-	flags := map[string]string{}
-	for _, arg := range command {
-		if a, ok := strings.CutPrefix(arg, "--"); ok {
-			name, value, _ := strings.Cut(a, "=")
-			flags[name] = value
-		}
-	}
-	return flags
-}
-
-// bridgePod is kubeadm's etcd pod running image and, unless snapshotCount
-// is empty, --snapshot-count=snapshotCount (replaced, or added).
-func bridgePod(kubeadm *v1.Pod, image, snapshotCount string) *v1.Pod {
-	pod := kubeadm.DeepCopy()
-	c := &pod.Spec.Containers[0]
-	c.Image = image
-	if snapshotCount == "" {
-		return pod
-	}
-	flag := "--snapshot-count=" + snapshotCount
-	for i, arg := range c.Command {
-		if strings.HasPrefix(arg, "--snapshot-count=") {
-			c.Command[i] = flag
-			return pod
-		}
-	}
-	c.Command = append(c.Command, flag)
-	return pod
-}
-
-// metricsPort is the port of kubeadm's plain-HTTP etcd metrics listener on
-// the node's loopback (--listen-metrics-urls=http://127.0.0.1:2381).
-func metricsPort(urls string) (string, error) {
-	for _, s := range strings.Split(urls, ",") {
-		u, err := url.Parse(s)
-		if err == nil && u.Scheme == "http" && u.Hostname() == "127.0.0.1" && u.Port() != "" {
-			return u.Port(), nil
-		}
-	}
-	return "", fmt.Errorf("no http://127.0.0.1:<port> in --listen-metrics-urls=%q", urls)
 }
 
 // etcdGet GETs path from the etcd metrics listener inside the node (the
@@ -196,33 +139,7 @@ func etcdAppliedIndex(ctx context.Context, n *Node, port string) (uint64, error)
 	if err != nil {
 		return 0, err
 	}
-	return parseAppliedIndex(out)
-}
-
-// parseAppliedIndex reads etcd_server_proposals_applied_total (a gauge of
-// the applied index) from etcd's metrics.
-func parseAppliedIndex(metrics []byte) (uint64, error) {
-	const name = "etcd_server_proposals_applied_total "
-	v, ok := metricLine(metrics, name)
-	if !ok {
-		return 0, fmt.Errorf("etcd's metrics have no %s", strings.TrimSpace(name))
-	}
-	f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-	if err != nil || f < 1 {
-		return 0, fmt.Errorf("%s%q is not an index", name, v)
-	}
-	return uint64(f), nil
-}
-
-// metricLine is the rest of the first line of metrics that starts with
-// prefix.
-func metricLine(metrics []byte, prefix string) (string, bool) {
-	for _, line := range strings.Split(string(metrics), "\n") {
-		if rest, ok := strings.CutPrefix(line, prefix); ok {
-			return rest, true
-		}
-	}
-	return "", false
+	return etcdbridge.ParseAppliedIndex(out)
 }
 
 // etcdServes asks the etcd on the metrics port for /health, as kubeadm's
@@ -232,38 +149,14 @@ func etcdServes(ctx context.Context, n *Node, port, version string) error {
 	if err != nil {
 		return err
 	}
-	if !bytes.Contains(out, []byte(`"health":"true"`)) {
+	if !etcdbridge.Healthy(out) {
 		return fmt.Errorf("etcd is not healthy: %s", lastLine(out))
 	}
 	if out, err = etcdGet(ctx, n, port, "/metrics"); err != nil {
 		return err
 	}
-	if got := etcdServerVersion(out); got != version {
+	if got := etcdbridge.ServerVersion(out); got != version {
 		return fmt.Errorf("etcd %q serves, want %s", got, version)
-	}
-	return nil
-}
-
-// etcdServerVersion reads etcd_server_version{server_version="3.6.16"} 1.
-func etcdServerVersion(metrics []byte) string {
-	v, _ := metricLine(metrics, `etcd_server_version{server_version="`)
-	v, _, _ = strings.Cut(v, `"`)
-	return v
-}
-
-// oneEtcdWithout checks `pgrep -a -x etcd` lists one process, without arg.
-func oneEtcdWithout(pgrep, arg string) error {
-	var lines []string
-	if out := strings.TrimSpace(pgrep); out != "" {
-		lines = strings.Split(out, "\n")
-	}
-	if len(lines) != 1 {
-		return fmt.Errorf("want one etcd process, found %d", len(lines))
-	}
-	for _, f := range strings.Fields(lines[0]) {
-		if f == arg {
-			return fmt.Errorf("etcd still runs with %s", arg)
-		}
 	}
 	return nil
 }
@@ -271,22 +164,4 @@ func oneEtcdWithout(pgrep, arg string) error {
 func lastLine(b []byte) []byte {
 	b = bytes.TrimSpace(b)
 	return b[bytes.LastIndexByte(b, '\n')+1:]
-}
-
-var snapName = regexp.MustCompile(`^[0-9a-f]{16}-([0-9a-f]{16})\.snap$`)
-
-// newestSnapshotIndex is the highest raft index among etcd's snapshot
-// files (<term>-<index>.snap, in hex), 0 with none.
-func newestSnapshotIndex(names []string) uint64 {
-	var newest uint64
-	for _, name := range names {
-		m := snapName.FindStringSubmatch(name)
-		if m == nil {
-			continue
-		}
-		if i, err := strconv.ParseUint(m[1], 16, 64); err == nil && i > newest {
-			newest = i
-		}
-	}
-	return newest
 }

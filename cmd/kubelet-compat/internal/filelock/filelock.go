@@ -61,7 +61,7 @@ func Acquire(ctx context.Context, lockPath string, timeout time.Duration) (*Lock
 		if left <= 0 {
 			holder := holderOf(f)
 			f.Close()
-			return nil, fmt.Errorf("lock %s is still held after %s%s (another kubelet-compat record or sweep?): try again later, or give --lock-timeout", lockPath, timeout, holder)
+			return nil, fmt.Errorf("lock %s is still held after %s%s (another kubelet-compat record, sweep or etcd-bridge?): try again later, or give --lock-timeout", lockPath, timeout, holder)
 		}
 		select {
 		case <-ctx.Done():

@@ -121,7 +121,7 @@ func TestAcquireWaits(t *testing.T) {
 		wantAtLeast time.Duration
 	}{
 		{name: "until released", timeout: 5 * time.Second, releaseIn: 150 * time.Millisecond, wantAtLeast: 150 * time.Millisecond},
-		{name: "bounded", timeout: 300 * time.Millisecond, wantErr: fmt.Sprintf("is still held after 300ms by pid %d (another kubelet-compat record or sweep?)", os.Getpid()), wantAtLeast: 300 * time.Millisecond},
+		{name: "bounded", timeout: 300 * time.Millisecond, wantErr: fmt.Sprintf("is still held after 300ms by pid %d (another kubelet-compat record, sweep or etcd-bridge?)", os.Getpid()), wantAtLeast: 300 * time.Millisecond},
 		{name: "until cancelled", timeout: time.Minute, cancelIn: 100 * time.Millisecond, wantErr: "context canceled", wantAtLeast: 100 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
