@@ -66,21 +66,16 @@ func Run(ctx context.Context, p *Provider, o ScenarioOptions, stack *cleanup.Sta
 	if err := checkDisk(ctx, p, o); err != nil {
 		return err
 	}
-	var runs []*clusterRun
-	if o.Controls {
-		for i, st := range o.Steps {
-			runs = append(runs, &clusterRun{p: p, o: o, rep: rep, name: fmt.Sprintf("kc-e2e-control-%d", i+1), steps: []Step{st}, patched: false})
-		}
-	}
-	if !o.SkipPatched {
-		runs = append(runs, &clusterRun{p: p, o: o, rep: rep, name: "kc-e2e-patched", steps: o.Steps, patched: true})
-		if o.Faults {
-			runs = append(runs, &clusterRun{p: p, o: o, rep: rep, name: "kc-e2e-faults", steps: o.Steps[:1], patched: true, faults: true})
-		}
-	}
 	var clusters []clusterRunner
-	for _, r := range runs {
-		clusters = append(clusters, r)
+	for i, r := range plan.Runs(o.Steps, o.Controls, o.SkipPatched) {
+		if !r.Patched {
+			clusters = append(clusters, &clusterRun{p: p, o: o, rep: rep, name: fmt.Sprintf("kc-e2e-control-%d", i+1), steps: r.Steps, patched: false})
+			continue
+		}
+		clusters = append(clusters, &clusterRun{p: p, o: o, rep: rep, name: "kc-e2e-patched", steps: r.Steps, patched: true})
+		if o.Faults {
+			clusters = append(clusters, &clusterRun{p: p, o: o, rep: rep, name: "kc-e2e-faults", steps: r.Steps[:1], patched: true, faults: true})
+		}
 	}
 	return runClusters(ctx, p, stack, clusters)
 }

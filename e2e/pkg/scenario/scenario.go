@@ -310,18 +310,16 @@ func Run(ctx context.Context, o Options, stack *cleanup.Stack, rep *report.Repor
 		}
 		return nil
 	}
-	if o.Controls {
-		for _, st := range o.Steps {
-			if err := s.controlRun(ctx, st); err != nil {
+	for _, r := range plan.Runs(o.Steps, o.Controls, o.SkipPatched) {
+		if !r.Patched {
+			if err := s.controlRun(ctx, r.Steps[0]); err != nil {
 				return err
 			}
+			continue
 		}
-	}
-	if o.SkipPatched {
-		return nil
-	}
-	if err := s.patchedChain(ctx); err != nil {
-		return err
+		if err := s.patchedChain(ctx); err != nil {
+			return err
+		}
 	}
 	return errors.Join(s.patchedErrs...)
 }
