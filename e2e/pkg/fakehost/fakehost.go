@@ -235,33 +235,7 @@ func (h *Host) Docker(_ context.Context, host string, args ...string) ([]byte, e
 		}
 		return nil, nil
 	case len(args) >= 3 && args[0] == "network" && args[1] == "create":
-		name := args[len(args)-1]
-		if e.Networks[name] != nil {
-			return fail("Error response from daemon: network with name %s already exists", name)
-		}
-		labels := map[string]string{}
-		bridge := ""
-		for i := 2; i < len(args)-1; i++ {
-			if args[i] == "--label" && i+1 < len(args)-1 {
-				k, v, _ := strings.Cut(args[i+1], "=")
-				labels[k] = v
-				i++
-			} else if args[i] == "--opt" && i+1 < len(args)-1 {
-				bridge, _ = strings.CutPrefix(args[i+1], "com.docker.network.bridge.name=")
-				i++
-			}
-		}
-		h.seq++
-		id := fmt.Sprintf("%064x", h.seq)
-		n := &Network{ID: id, Labels: labels}
-		e.Networks[name] = n
-		// The bridge driver makes the network's bridge (or takes the
-		// existing one of that name, which it leaves on removal).
-		if _, ok := h.Links[bridge]; bridge != "" && !ok {
-			h.Links[bridge] = ""
-			n.Bridge = bridge
-		}
-		return []byte(id + "\n"), nil
+		return h.networkCreate(e, args, fail)
 	case len(args) >= 2 && args[0] == "ps":
 		filters := map[string][]string{}
 		for i := 1; i < len(args); i++ {
@@ -295,6 +269,38 @@ func (h *Host) Docker(_ context.Context, host string, args ...string) ([]byte, e
 		return nil, nil
 	}
 	return fail("not faked")
+}
+
+// networkCreate is docker network create [--label k=v] [--opt
+// com.docker.network.bridge.name=B] NAME.
+func (h *Host) networkCreate(e *Engine, args []string, fail func(string, ...interface{}) ([]byte, error)) ([]byte, error) {
+	name := args[len(args)-1]
+	if e.Networks[name] != nil {
+		return fail("Error response from daemon: network with name %s already exists", name)
+	}
+	labels := map[string]string{}
+	bridge := ""
+	for i := 2; i < len(args)-1; i++ {
+		if args[i] == "--label" && i+1 < len(args)-1 {
+			k, v, _ := strings.Cut(args[i+1], "=")
+			labels[k] = v
+			i++
+		} else if args[i] == "--opt" && i+1 < len(args)-1 {
+			bridge, _ = strings.CutPrefix(args[i+1], "com.docker.network.bridge.name=")
+			i++
+		}
+	}
+	h.seq++
+	id := fmt.Sprintf("%064x", h.seq)
+	n := &Network{ID: id, Labels: labels}
+	e.Networks[name] = n
+	// The bridge driver makes the network's bridge (or takes the
+	// existing one of that name, which it leaves on removal).
+	if _, ok := h.Links[bridge]; bridge != "" && !ok {
+		h.Links[bridge] = ""
+		n.Bridge = bridge
+	}
+	return []byte(id + "\n"), nil
 }
 
 func (e *Engine) networkName(x string) string {

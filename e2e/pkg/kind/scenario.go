@@ -25,6 +25,7 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/statuscheck"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/swap"
 	"github.com/kubelet-compat/kubelet-compat/pkg/hostdeps"
 	"github.com/kubelet-compat/kubelet-compat/pkg/images"
 	"github.com/kubelet-compat/kubelet-compat/pkg/layout"
@@ -65,21 +66,16 @@ func Run(ctx context.Context, p *Provider, o ScenarioOptions, stack *cleanup.Sta
 	if err := checkDisk(ctx, p, o); err != nil {
 		return err
 	}
-	var runs []*clusterRun
-	if o.Controls {
-		for i, st := range o.Steps {
-			runs = append(runs, &clusterRun{p: p, o: o, rep: rep, name: fmt.Sprintf("kc-e2e-control-%d", i+1), steps: []Step{st}, patched: false})
-		}
-	}
-	if !o.SkipPatched {
-		runs = append(runs, &clusterRun{p: p, o: o, rep: rep, name: "kc-e2e-patched", steps: o.Steps, patched: true})
-		if o.Faults {
-			runs = append(runs, &clusterRun{p: p, o: o, rep: rep, name: "kc-e2e-faults", steps: o.Steps[:1], patched: true, faults: true})
-		}
-	}
 	var clusters []clusterRunner
-	for _, r := range runs {
-		clusters = append(clusters, r)
+	for i, r := range plan.Runs(o.Steps, o.Controls, o.SkipPatched) {
+		if !r.Patched {
+			clusters = append(clusters, &clusterRun{p: p, o: o, rep: rep, name: fmt.Sprintf("kc-e2e-control-%d", i+1), steps: r.Steps, patched: false})
+			continue
+		}
+		clusters = append(clusters, &clusterRun{p: p, o: o, rep: rep, name: "kc-e2e-patched", steps: r.Steps, patched: true})
+		if o.Faults {
+			clusters = append(clusters, &clusterRun{p: p, o: o, rep: rep, name: "kc-e2e-faults", steps: r.Steps[:1], patched: true, faults: true})
+		}
 	}
 	return runClusters(ctx, p, stack, clusters)
 }
@@ -609,14 +605,20 @@ func (r *clusterRun) upgradeControlPlane(ctx context.Context, version string) er
 	if err := r.waitAllReady(ctx, 5*time.Minute); err != nil {
 		return err
 	}
-	// What restarted since the step began restarted by design: kubeadm
-	// rewrote its manifest or updated its DaemonSet/Deployment. A static
-	// pod whose manifest it left alone must not have moved.
 	now, err := r.snapshotCluster(ctx)
 	if err != nil {
 		return err
 	}
-	diff := snapshot.Compare(start, now)
+	r.checkApplyRestarts(version, snapshot.Compare(start, now), rewritten, untouched, restartedByKubeadm)
+	return nil
+}
+
+// checkApplyRestarts: what restarted since the step began restarted by
+// design (kubeadm rewrote its manifest or updated its DaemonSet or
+// Deployment); a static pod whose manifest it left alone must not have
+// moved, nor any workload. The pods restarted by design are reported with
+// the control-plane node's swap.
+func (r *clusterRun) checkApplyRestarts(version string, diff snapshot.Diff, rewritten, untouched []string, restartedByKubeadm map[string]bool) {
 	check := report.Check{Name: fmt.Sprintf("%s %s: kubeadm upgrade apply v%s restarts only what it changed", r.name, r.step, version), Passed: true}
 	var byDesign []string
 	r.byDesign = nil
@@ -642,7 +644,6 @@ func (r *clusterRun) upgradeControlPlane(ctx context.Context, version string) er
 	if !check.Passed {
 		r.failures = append(r.failures, check.Name+": "+check.Detail)
 	}
-	return nil
 }
 
 // waitRollouts waits for kube-proxy's DaemonSet and coredns's Deployment,
@@ -679,22 +680,9 @@ func (r *clusterRun) waitRollouts(ctx context.Context, timeout time.Duration) er
 // after status, and the node's pods are reported (readiness.go).
 func (r *clusterRun) upgradeNode(ctx context.Context, n *Node, st Step) error {
 	if n.role != "control-plane" {
-		if _, err := r.execLogged(ctx, n, "select-stage1-"+st.To, selectArgs(st.SkipLevel(), "stage1", st.To)...); err != nil {
+		if err := r.upgradeNodeConfig(ctx, n, st); err != nil {
 			return err
 		}
-		before, err := readKubeadmFiles(ctx, n)
-		if err != nil {
-			return err
-		}
-		node := append([]string{"kubeadm", "upgrade", "node", "--v=1"}, cgroupV1PreflightArgs(st.To)...)
-		if _, err := r.execLogged(ctx, n, "kubeadm-upgrade-node-"+st.To, node...); err != nil {
-			return err
-		}
-		after, err := readKubeadmFiles(ctx, n)
-		if err != nil {
-			return err
-		}
-		r.kubeadmChanged(n, "kubeadm upgrade node v"+st.To, nil, before, after)
 	}
 	// The readiness watchers cover the whole swap: from before record
 	// until after the checks below.
@@ -711,27 +699,16 @@ func (r *clusterRun) upgradeNode(ctx context.Context, n *Node, st Step) error {
 			}
 		}()
 	}
-	if _, err := r.execLogged(ctx, n, "record-"+st.To, "kubelet-compat", "record", "--kubeconfig", "/etc/kubernetes/kubelet.conf"); err != nil {
-		return err
-	}
-	before, err := snapshotNode(ctx, n)
-	if err != nil {
-		return err
+	h := swap.Hooks{
+		Wait: func(ctx context.Context, before *snapshot.Snapshot, started time.Time) (time.Time, error) {
+			window, err := r.waitNodeSettled(ctx, n, before, started, 4*time.Minute)
+			return started.Add(window), err
+		},
+		// Three sync periods: anything the new kubelet restarts, it has by then.
+		Settle: swap.SettleFor(3 * r.o.SyncFrequency),
 	}
 	k := node.Kubelet{Version: st.To, Patched: r.patched, SkipLevel: st.SkipLevel()}
-	start := time.Now()
-	if err := r.swap(ctx, n, k); err != nil {
-		return err
-	}
-	window, err := r.waitNodeSettled(ctx, n, before, start, 4*time.Minute)
-	if err != nil {
-		return err
-	}
-	// Three sync periods: anything the new kubelet restarts, it has by then.
-	if err := ctxtime.Sleep(ctx, 3*r.o.SyncFrequency); err != nil {
-		return err
-	}
-	after, err := snapshotNode(ctx, n)
+	res, err := swap.Run(ctx, kindNode{r: r, n: n, to: st.To}, r.swapTo(n, k), h)
 	if err != nil {
 		return err
 	}
@@ -746,19 +723,46 @@ func (r *clusterRun) upgradeNode(ctx context.Context, n *Node, st Step) error {
 		r.record(statuscheck.Check(fmt.Sprintf("%s %s %s: kubelet-compat status keeps what the kubelet kept", r.name, n.name, st), status, statusErr, crossesNameImageHash(from, to)))
 	}
 	kept := 0
-	if out, err := n.Exec(ctx, nil, "journalctl", "-u", "kubelet", "--since", "@"+fmt.Sprint(start.Unix()), "-o", "cat", "--no-pager"); err == nil {
+	if out, err := n.Exec(ctx, nil, "journalctl", "-u", "kubelet", "--since", "@"+fmt.Sprint(res.Started.Unix()), "-o", "cat", "--no-pager"); err == nil {
 		kept = bytes.Count(out, []byte(kubelet.KeptMessage))
 		r.nodeLog(n, "kubelet-"+st.To, out)
 	}
 	var ready []report.ReadyGroup
 	if watch != nil {
-		ready = r.endReadiness(ctx, watch, n, start)
+		ready = r.endReadiness(ctx, watch, n, res.Started)
 		watch = nil
 	}
-	diff := snapshot.Compare(before, after)
 	run := report.Run{Step: st.String(), From: st.From, To: st.To, Variant: r.variant(), Node: n.name,
-		Pods: diff.Pods, Containers: diff.Containers, Restarts: diff.Restarts, RecreatedPods: diff.RecreatedPods,
-		WindowSeconds: window.Seconds(), KeptLogLines: kept, Diff: diff, Readiness: ready}
+		Pods: res.Diff.Pods, Containers: res.Diff.Containers, Restarts: res.Diff.Restarts, RecreatedPods: res.Diff.RecreatedPods,
+		WindowSeconds: res.Window.Seconds(), KeptLogLines: kept, Diff: res.Diff, Readiness: ready}
+	return r.judgeNodeRun(ctx, n, st, run)
+}
+
+// upgradeNodeConfig is a worker's part before its swap: stage1 on the
+// target, then kubeadm upgrade node (the kubelet's configuration).
+func (r *clusterRun) upgradeNodeConfig(ctx context.Context, n *Node, st Step) error {
+	if _, err := r.execLogged(ctx, n, "select-stage1-"+st.To, selectArgs(st.SkipLevel(), "stage1", st.To)...); err != nil {
+		return err
+	}
+	before, err := readKubeadmFiles(ctx, n)
+	if err != nil {
+		return err
+	}
+	upgrade := append([]string{"kubeadm", "upgrade", "node", "--v=1"}, cgroupV1PreflightArgs(st.To)...)
+	if _, err := r.execLogged(ctx, n, "kubeadm-upgrade-node-"+st.To, upgrade...); err != nil {
+		return err
+	}
+	after, err := readKubeadmFiles(ctx, n)
+	if err != nil {
+		return err
+	}
+	r.kubeadmChanged(n, "kubeadm upgrade node v"+st.To, nil, before, after)
+	return nil
+}
+
+// judgeNodeRun asserts a node's swap (the patched kubelet keeps all; the
+// control loses what upstream loses) and its readiness, and reports them.
+func (r *clusterRun) judgeNodeRun(ctx context.Context, n *Node, st Step, run report.Run) error {
 	if n.role == "control-plane" {
 		run.ByDesign = r.byDesign
 	}
@@ -786,6 +790,31 @@ func (r *clusterRun) upgradeNode(ctx context.Context, n *Node, st Step) error {
 		r.record(c)
 	}
 	return nil
+}
+
+// kindNode is a kind node as the swap sequence's node.
+type kindNode struct {
+	r  *clusterRun
+	n  *Node
+	to string
+}
+
+func (k kindNode) Record(ctx context.Context) error {
+	_, err := k.r.execLogged(ctx, k.n, "record-"+k.to, "kubelet-compat", "record", "--kubeconfig", "/etc/kubernetes/kubelet.conf")
+	return err
+}
+
+func (k kindNode) Snapshot(ctx context.Context) (*snapshot.Snapshot, error) {
+	return snapshotNode(ctx, k.n)
+}
+
+// swapTo swaps n's kubelet for k (with the cluster's faults); the sequence
+// starts when the swap begins.
+func (r *clusterRun) swapTo(n *Node, k node.Kubelet) swap.Swapper {
+	return func(ctx context.Context) (time.Time, error) {
+		start := time.Now()
+		return start, r.swap(ctx, n, k)
+	}
 }
 
 // expectations are the pods of n that upstream's kubelet restarts on the

@@ -189,6 +189,28 @@ func versionKey(v string) []int {
 	return out
 }
 
+// Run is one run of a plan on a baseline of its own: a control (one step,
+// its target's kubelet as released) or the patched chain (every step).
+type Run struct {
+	Steps   []Step
+	Patched bool
+}
+
+// Runs expands a plan's steps, for every provider: with controls, each
+// step's control first, then (unless skipped) the patched chain.
+func Runs(steps []Step, controls, skipPatched bool) []Run {
+	var out []Run
+	if controls {
+		for _, st := range steps {
+			out = append(out, Run{Steps: []Step{st}})
+		}
+	}
+	if !skipPatched && len(steps) > 0 {
+		out = append(out, Run{Steps: steps, Patched: true})
+	}
+	return out
+}
+
 // Versions are what steps need built: every version they name (patched),
 // and with controls each step's target unpatched. A rollback step is no
 // different: its from (newer) kubelet runs the baseline patched, its to

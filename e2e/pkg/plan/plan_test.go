@@ -165,3 +165,23 @@ func TestControlPlaneVersions(t *testing.T) {
 	assert.NilError(t, err)
 	assert.Assert(t, got == nil)
 }
+
+// TestRuns: the controls, one per step, then the patched chain, as every
+// provider runs them.
+func TestRuns(t *testing.T) {
+	a, b := Step{From: "1.20.15", To: "1.21.14"}, Step{From: "1.21.14", To: "1.22.17"}
+	for _, tc := range []struct {
+		name                  string
+		controls, skipPatched bool
+		want                  []Run
+	}{
+		{"controls then the chain", true, false, []Run{{Steps: []Step{a}}, {Steps: []Step{b}}, {Steps: []Step{a, b}, Patched: true}}},
+		{"the chain alone", false, false, []Run{{Steps: []Step{a, b}, Patched: true}}},
+		{"the controls alone", true, true, []Run{{Steps: []Step{a}}, {Steps: []Step{b}}}},
+		{"nothing", false, true, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.DeepEqual(t, Runs([]Step{a, b}, tc.controls, tc.skipPatched), tc.want)
+		})
+	}
+}

@@ -299,23 +299,17 @@ func (s *Scenario) admissionRun(ctx context.Context, st Step, patched bool) erro
 		variant = report.Patched
 	}
 	run := &report.Run{Step: st.String() + " (admission)", From: st.From, To: st.To, Variant: variant}
-	if err := s.record(ctx); err != nil {
-		return err
-	}
-	before, err := s.rt.Take(ctx, corpus.Namespace)
-	if err != nil {
-		return err
-	}
-	poller := startReadyPoller(ctx, cs, 250*time.Millisecond)
-	forgeries, err := s.admissionSwap(ctx, cs, st, patched, plan, before)
-	if err != nil {
-		poller.stop()
-		return err
-	}
-	started := s.kubelet.Started
-	obs, err := s.observeAfterSwap(ctx, cs, st, run, before, poller, started, afterSwap{
-		what: "admission",
-		back: "settled",
+	var before *snapshot.Snapshot
+	var forgeries []forgery
+	obs, err := s.observedSwap(ctx, cs, st, run, afterSwap{
+		what:    "admission",
+		back:    "settled",
+		prepare: func(_ context.Context, b *snapshot.Snapshot) error { before = b; return nil },
+		swap: func(ctx context.Context) (time.Time, error) {
+			var err error
+			forgeries, err = s.admissionSwap(ctx, cs, st, patched, plan, before)
+			return s.kubelet.Started, err
+		},
 		wait: func(ctx context.Context) (time.Time, error) {
 			return s.waitAdmitted(ctx, cs, patched, expect, forged)
 		},

@@ -19,6 +19,7 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/node"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/proc"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
 	"github.com/kubelet-compat/kubelet-compat/pkg/devicecheckpoint"
 	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
 	v1 "k8s.io/api/core/v1"
@@ -209,54 +210,36 @@ func (s *Scenario) deviceSwap(ctx context.Context, st Step, patched bool) error 
 		label = fmt.Sprintf("%s (devices, plugin down until %s after the kubelet started)", st, s.opts.DevicePluginGap)
 	}
 	run := &report.Run{Step: label, From: st.From, To: st.To, Variant: variant}
-	if err := s.record(ctx); err != nil {
-		return err
-	}
-	before, err := s.rt.Take(ctx, corpus.Namespace)
-	if err != nil {
-		return err
-	}
-	checkpointBefore := checkpointSummary(readCheckpoint())
-	regsBefore, allocsBefore, _, err := s.pluginCounts()
-	if err != nil {
-		return err
-	}
-	poller := startReadyPoller(ctx, cs, 250*time.Millisecond)
-	s.logf("devices %s (%s): upgrading kube-apiserver, then the kubelet", st, variant)
-	if err := s.cp.UpgradeAPIServer(ctx, st.To); err != nil {
-		poller.stop()
-		return err
-	}
-	if s.opts.DevicePluginGap > 0 {
-		// The plugin is down when the new kubelet re-admits the pods, as
-		// a plugin pod that restarts with the node's upgrade would be.
-		if err := s.plugin.Stop(ctx, 10*time.Second); err != nil {
-			poller.stop()
-			return err
-		}
-		s.logf("devices: device plugin stopped before the swap; started again %s after the new kubelet", s.opts.DevicePluginGap)
-	}
-	if err := s.host.SwapKubelet(ctx, node.Kubelet{Version: st.To, Patched: patched}); err != nil {
-		poller.stop()
-		return err
-	}
-	started := s.kubelet.Started
+	var checkpointBefore string
+	var regsBefore, allocsBefore int
 	pluginBack := make(chan error, 1)
-	if s.opts.DevicePluginGap > 0 {
-		go func() {
-			if err := ctxtime.Sleep(ctx, time.Until(started.Add(s.opts.DevicePluginGap))); err != nil {
-				pluginBack <- err
-				return
-			}
-			pluginBack <- s.runPlugin()
-		}()
-	} else {
-		pluginBack <- nil
-	}
-	obs, err := s.observeAfterSwap(ctx, cs, st, run, before, poller, started, afterSwap{
+	obs, err := s.observedSwap(ctx, cs, st, run, afterSwap{
 		what:      "devices",
 		back:      "every pod back",
 		errPrefix: "devices: ",
+		prepare: func(ctx context.Context, _ *snapshot.Snapshot) error {
+			checkpointBefore = checkpointSummary(readCheckpoint())
+			var err error
+			if regsBefore, allocsBefore, _, err = s.pluginCounts(); err != nil {
+				return err
+			}
+			return s.beforeDeviceSwap(ctx, st, variant)
+		},
+		swap: s.swapKubeletTo(node.Kubelet{Version: st.To, Patched: patched}),
+		started: func(ctx context.Context, started time.Time) error {
+			if s.opts.DevicePluginGap == 0 {
+				pluginBack <- nil
+				return nil
+			}
+			go func() {
+				if err := ctxtime.Sleep(ctx, time.Until(started.Add(s.opts.DevicePluginGap))); err != nil {
+					pluginBack <- err
+					return
+				}
+				pluginBack <- s.runPlugin()
+			}()
+			return nil
+		},
 		wait: func(ctx context.Context) (time.Time, error) {
 			return s.waitReady(ctx, 3*time.Minute, true)
 		},
@@ -283,31 +266,15 @@ func (s *Scenario) deviceSwap(ctx context.Context, st Step, patched bool) error 
 	}
 
 	expect := upstreamDeviceLosses(st)
-	var order []string
-	for _, p := range s.pods() {
-		order = append(order, p.Name)
-	}
 	first := len(s.Report.Checks)
-	for _, p := range s.extraPods {
-		c := admissionCheck(variant, p.Name, expect[p.Name], obs.pods[p.Name], before, obs.after, obs.windows[p.Name], obs.admitted[p.Name])
-		c.Name = fmt.Sprintf("devices %s %s: %s (one %s)", st, variant, p.Name, deviceplugin.Resource)
-		s.check(c)
-	}
-	for _, p := range s.corpus.Pods {
-		c := admissionCheck(variant, p.Name, "", obs.pods[p.Name], before, obs.after, obs.windows[p.Name], obs.admitted[p.Name])
-		c.Name = fmt.Sprintf("devices %s %s: %s (no device)", st, variant, p.Name)
-		s.check(c)
-	}
+	s.devicePodChecks(st, variant, expect, obs)
 	s.check(report.Check{
 		Name:   fmt.Sprintf("devices %s %s: the device plugin registered with the new kubelet", st, variant),
 		Passed: regsAfter > regsBefore,
 		Detail: fmt.Sprintf("%d registrations (the last %.1fs after the kubelet started), %d Allocate calls since the swap (0: no device allocated again); node allocatable %s = %s; checkpoint before %s, after %s; %q logged %d times",
-			regsAfter-regsBefore, lastReg.Sub(started).Seconds(), allocsAfter-allocsBefore, deviceplugin.Resource, allocatable, checkpointBefore, checkpointSummary(readCheckpoint()), V1CheckpointMessage, v1Read),
+			regsAfter-regsBefore, lastReg.Sub(obs.started).Seconds(), allocsAfter-allocsBefore, deviceplugin.Resource, allocatable, checkpointBefore, checkpointSummary(readCheckpoint()), V1CheckpointMessage, v1Read),
 	})
-	ready := readinessSummary(variant, order, expect, obs.windows)
-	ready.Name = fmt.Sprintf("devices %s %s: Ready False across the swap (API polled every 250 ms)", st, variant)
-	s.check(ready)
-
+	s.check(s.deviceReadyCheck(st, variant, expect, obs))
 	failed := 0
 	for _, c := range s.Report.Checks[first:] {
 		if !c.Passed {
@@ -321,6 +288,49 @@ func (s *Scenario) deviceSwap(ctx context.Context, st Step, patched bool) error 
 		return fmt.Errorf("devices %s %s: %s", st, variant, run.Verdict)
 	}
 	return nil
+}
+
+// beforeDeviceSwap upgrades kube-apiserver first and, with a plugin gap,
+// stops the device plugin: it is down when the new kubelet re-admits the
+// pods, as a plugin pod that restarts with the node's upgrade would be.
+func (s *Scenario) beforeDeviceSwap(ctx context.Context, st Step, variant string) error {
+	s.logf("devices %s (%s): upgrading kube-apiserver, then the kubelet", st, variant)
+	if err := s.cp.UpgradeAPIServer(ctx, st.To); err != nil {
+		return err
+	}
+	if s.opts.DevicePluginGap > 0 {
+		if err := s.plugin.Stop(ctx, 10*time.Second); err != nil {
+			return err
+		}
+		s.logf("devices: device plugin stopped before the swap; started again %s after the new kubelet", s.opts.DevicePluginGap)
+	}
+	return nil
+}
+
+// devicePodChecks are the per-pod checks of a device swap: the pods with
+// a device, those without.
+func (s *Scenario) devicePodChecks(st Step, variant string, expect map[string]string, obs *swapObservation) {
+	for _, p := range s.extraPods {
+		c := admissionCheck(variant, p.Name, expect[p.Name], obs.pods[p.Name], obs.before, obs.after, obs.windows[p.Name], obs.admitted[p.Name])
+		c.Name = fmt.Sprintf("devices %s %s: %s (one %s)", st, variant, p.Name, deviceplugin.Resource)
+		s.check(c)
+	}
+	for _, p := range s.corpus.Pods {
+		c := admissionCheck(variant, p.Name, "", obs.pods[p.Name], obs.before, obs.after, obs.windows[p.Name], obs.admitted[p.Name])
+		c.Name = fmt.Sprintf("devices %s %s: %s (no device)", st, variant, p.Name)
+		s.check(c)
+	}
+}
+
+// deviceReadyCheck is the Ready windows across a device swap.
+func (s *Scenario) deviceReadyCheck(st Step, variant string, expect map[string]string, obs *swapObservation) report.Check {
+	var order []string
+	for _, p := range s.pods() {
+		order = append(order, p.Name)
+	}
+	ready := readinessSummary(variant, order, expect, obs.windows)
+	ready.Name = fmt.Sprintf("devices %s %s: Ready False across the swap (API polled every 250 ms)", st, variant)
+	return ready
 }
 
 // assertDevices sets the run's verdict. Unpatched: every pod as upstream

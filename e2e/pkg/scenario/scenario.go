@@ -29,6 +29,7 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/readiness"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/swap"
 	"github.com/kubelet-compat/kubelet-compat/pkg/hostdeps"
 )
 
@@ -309,18 +310,16 @@ func Run(ctx context.Context, o Options, stack *cleanup.Stack, rep *report.Repor
 		}
 		return nil
 	}
-	if o.Controls {
-		for _, st := range o.Steps {
-			if err := s.controlRun(ctx, st); err != nil {
+	for _, r := range plan.Runs(o.Steps, o.Controls, o.SkipPatched) {
+		if !r.Patched {
+			if err := s.controlRun(ctx, r.Steps[0]); err != nil {
 				return err
 			}
+			continue
 		}
-	}
-	if o.SkipPatched {
-		return nil
-	}
-	if err := s.patchedChain(ctx); err != nil {
-		return err
+		if err := s.patchedChain(ctx); err != nil {
+			return err
+		}
 	}
 	return errors.Join(s.patchedErrs...)
 }
@@ -617,102 +616,132 @@ func (s *Scenario) swap(ctx context.Context, st Step, patched bool, faults []str
 	// A rollback step (st.To older than st.From) runs the same way: the
 	// running (newer) kubelet records, the older one takes over.
 	run := &report.Run{Step: st.String(), From: st.From, To: st.To, Rollback: st.Rollback(), Variant: variant, Faults: faults}
-	if err := s.record(ctx); err != nil {
-		return nil, err
-	}
-	before, err := s.rt.Take(ctx, corpus.Namespace)
-	if err != nil {
-		return nil, err
-	}
-	refusals := s.refusalsBefore(ctx, st, patched)
-	if s.cp != nil && s.cpVersion(st.To) != s.cp.Version {
-		// As upstream's upgrade order: the control plane first, while the
-		// old kubelet keeps running against it (a supported skew).
-		s.logf("swap %s: upgrading kube-apiserver first (%s -> %s), kubelet %s still running", st, s.cp.Version, st.To, st.From)
-		if err := s.cp.UpgradeAPIServer(ctx, st.To); err != nil {
-			return nil, err
-		}
-	} else if s.cp != nil {
-		s.logf("swap %s: the control plane stays at %s (-control-plane-version)", st, s.cp.Version)
-	}
+	var refused *refusals
 	var watch *readiness.Watch
-	if s.cp != nil && s.opts.Readiness {
-		if watch, err = s.readinessPrepare(ctx); err != nil {
-			return nil, err
-		}
+	var pending *pendingResize
+	h := swap.Hooks{
+		Prepare: func(ctx context.Context, before *snapshot.Snapshot) error {
+			refused = s.refusalsBefore(ctx, st, patched)
+			var err error
+			if watch, pending, err = s.beforeStop(ctx, st, before); err != nil {
+				return err
+			}
+			s.logf("swap %s (%s): stopping kubelet %s", st, variant, st.From)
+			s.setBetweenKubelets(st, faults, watch != nil, before, &pending)
+			return nil
+		},
+		Started: func(ctx context.Context, _ time.Time) error {
+			if has(faults, FaultSigkillMidSync) {
+				return s.killMidFirstSync(ctx, st.To, patched)
+			}
+			return nil
+		},
+		Wait: func(ctx context.Context, _ *snapshot.Snapshot, _ time.Time) (time.Time, error) {
+			return s.waitReady(ctx, 4*time.Minute, true)
+		},
+		WaitFailed: swap.FailPatched(patched, s.logf, fmt.Sprintf("after the swap to %s %s: ", st.To, variant)),
+		Settle: func(ctx context.Context, window time.Duration) error {
+			return s.settle(ctx, st, variant, window.Seconds())
+		},
+		Alive: func(ctx context.Context) error {
+			if watch != nil {
+				s.readinessObserve(ctx, watch, run, s.kubelet.Started)
+				watch = nil
+			}
+			return s.kubelet.Alive()
+		},
 		// Whatever ends the swap early stops the informers.
-		defer func() {
+		Cleanup: func() {
 			if watch != nil {
 				watch.End()
 			}
-		}()
+		},
 	}
-	var pending *pendingResize
-	if s.cp != nil && s.opts.ResizePending == ResizeWhileOldKubelet {
-		if pending, err = s.resizeBeforeNewKubelet(ctx, st, before, ResizeWhileOldKubelet); err != nil {
-			return nil, err
-		}
-	}
-	s.logf("swap %s (%s): stopping kubelet %s", st, variant, st.From)
-	s.setBetweenKubelets(st, faults, watch != nil, before, &pending)
-	if err := s.host.SwapKubelet(ctx, node.Kubelet{Version: st.To, Patched: patched}); err != nil {
-		return nil, err
-	}
-	started := s.kubelet.Started
-	if has(faults, FaultSigkillMidSync) {
-		if err := s.killMidFirstSync(ctx, st.To, patched); err != nil {
-			return nil, err
-		}
-	}
-	window, err := s.waitReady(ctx, 4*time.Minute, true)
-	run.WindowSeconds = time.Since(started).Seconds()
-	if err != nil {
-		if patched {
-			return nil, fmt.Errorf("after the swap to %s %s: %w", st.To, variant, err)
-		}
-		s.logf("control: not every pod is back after 4 minutes (%v); reporting what is there", err)
-	} else {
-		run.WindowSeconds = window.Sub(started).Seconds()
-	}
-	if err := s.settle(ctx, st, variant, run.WindowSeconds); err != nil {
-		return nil, err
-	}
-	if watch != nil {
-		s.readinessObserve(ctx, watch, run, started)
-		watch = nil
-	}
-	if err := s.kubelet.Alive(); err != nil {
-		return nil, err
-	}
-	after, err := s.rt.Take(ctx, corpus.Namespace)
+	res, err := swap.Run(ctx, s.swapNode(), s.swapKubeletTo(node.Kubelet{Version: st.To, Patched: patched}), h)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.serving(ctx, after); err != nil && patched {
+	if err := s.serving(ctx, res.After); err != nil && patched {
 		return nil, fmt.Errorf("pods not serving after the swap: %w", err)
 	}
+	fill(run, res)
 	// A recreated pod may look ready while its old sandbox still runs: the
 	// window also lasts until the last container this kubelet started.
-	if last := lastStartAfter(after, started); last.Sub(started).Seconds() > run.WindowSeconds {
-		run.WindowSeconds = last.Sub(started).Seconds()
+	if last := lastStartAfter(res.After, res.Started); last.Sub(res.Started).Seconds() > run.WindowSeconds {
+		run.WindowSeconds = last.Sub(res.Started).Seconds()
 	}
 	if run.KeptLogLines, err = s.kubelet.CountLines(kubelet.KeptMessage); err != nil {
 		return nil, err
 	}
 	if pending != nil {
-		s.check(pending.check(ctx, s, variant, after))
+		s.check(pending.check(ctx, s, variant, res.After))
 	}
-	run.Diff = snapshot.Compare(before, after)
-	run.Pods, run.Containers, run.Restarts, run.RecreatedPods = run.Diff.Pods, run.Diff.Containers, run.Diff.Restarts, run.Diff.RecreatedPods
-	s.refusalsAfter(refusals, run)
+	s.refusalsAfter(refused, run)
 	s.logf("swap %s (%s): %d pods, %d containers, %d restarts, %d pods recreated, %d pod UIDs changed, %d containers kept by the compat path", st, variant, run.Pods, run.Containers, run.Restarts, run.RecreatedPods, run.Diff.UIDChanges, run.KeptLogLines)
 	return run, nil
 }
 
-// setBetweenKubelets sets what runs between stopping the old kubelet and
-// starting the new one: the containerd fault, the readiness probes made to
-// fail (watched), the resize through the new kube-apiserver (its result
-// into *pending).
+// beforeStop is what runs between the picture before and the old
+// kubelet's stop: as upstream's upgrade order, the control plane first,
+// while the old kubelet keeps running against it (a supported skew); the
+// readiness watchers; a resize the new kubelet must find pending.
+func (s *Scenario) beforeStop(ctx context.Context, st Step, before *snapshot.Snapshot) (*readiness.Watch, *pendingResize, error) {
+	if s.cp != nil && s.cpVersion(st.To) != s.cp.Version {
+		s.logf("swap %s: upgrading kube-apiserver first (%s -> %s), kubelet %s still running", st, s.cp.Version, st.To, st.From)
+		if err := s.cp.UpgradeAPIServer(ctx, st.To); err != nil {
+			return nil, nil, err
+		}
+	} else if s.cp != nil {
+		s.logf("swap %s: the control plane stays at %s (-control-plane-version)", st, s.cp.Version)
+	}
+	var watch *readiness.Watch
+	var err error
+	if s.cp != nil && s.opts.Readiness {
+		if watch, err = s.readinessPrepare(ctx); err != nil {
+			return nil, nil, err
+		}
+	}
+	var pending *pendingResize
+	if s.cp != nil && s.opts.ResizePending == ResizeWhileOldKubelet {
+		if pending, err = s.resizeBeforeNewKubelet(ctx, st, before, ResizeWhileOldKubelet); err != nil {
+			if watch != nil {
+				watch.End()
+			}
+			return nil, nil, err
+		}
+	}
+	return watch, pending, nil
+}
+
+// localNode is the host as the swap sequence's node.
+type localNode struct{ s *Scenario }
+
+func (n localNode) Record(ctx context.Context) error { return n.s.record(ctx) }
+
+func (n localNode) Snapshot(ctx context.Context) (*snapshot.Snapshot, error) {
+	return n.s.rt.Take(ctx, corpus.Namespace)
+}
+
+func (s *Scenario) swapNode() swap.Node { return localNode{s} }
+
+// swapKubeletTo swaps the host's kubelet for k: the new kubelet's process
+// start is the sequence's start.
+func (s *Scenario) swapKubeletTo(k node.Kubelet) swap.Swapper {
+	return func(ctx context.Context) (time.Time, error) {
+		if err := s.host.SwapKubelet(ctx, k); err != nil {
+			return time.Time{}, err
+		}
+		return s.kubelet.Started, nil
+	}
+}
+
+// fill sets run's figures from what the sequence saw.
+func fill(run *report.Run, res *swap.Result) {
+	run.WindowSeconds = res.Window.Seconds()
+	run.Diff = res.Diff
+	run.Pods, run.Containers, run.Restarts, run.RecreatedPods = run.Diff.Pods, run.Diff.Containers, run.Diff.Restarts, run.Diff.RecreatedPods
+}
+
 func (s *Scenario) setBetweenKubelets(st Step, faults []string, watched bool, before *snapshot.Snapshot, pending **pendingResize) {
 	s.betweenKubelets = nil
 	if has(faults, FaultContainerdRestart) {
