@@ -737,9 +737,9 @@ restore() {
 }
 
 # rollback WHY puts the node back as it was before the roll: the kubelet's
-# configuration and the manifests kubeadm rewrote (restore), stage1, then
-# stage2 with a kubelet restart (so that the previous kubelet starts on its
-# own configuration). Every step is idempotent: a Job killed in the middle
+# configuration and the manifests kubeadm rewrote (restore), stage2 with a
+# kubelet restart (so that the previous kubelet starts on its own
+# configuration), then stage1. Every step is idempotent: a Job killed in the middle
 # leaves the state "rolling-back", and the next one does it again. The
 # verdict "rolled-back" is written once all of it is done.
 rollback() {
@@ -753,14 +753,15 @@ rollback() {
 			log "warning: kubelet-compat record before the rollback failed: the way back restarts what upstream restarts"
 	fi
 	restore
-	if [ "$(version_of stage1)" != "$PREV_STAGE1" ]; then
-		log "rollback: kubernetes-select stage1 $PREV_STAGE1"
-		on_host kubernetes-select stage1 "$PREV_STAGE1" || die "the rollback failed: kubernetes-select stage1 $PREV_STAGE1 failed (the next Job tries again)"
-	fi
+	# stage2 first: kubernetes-select refuses a stage1 older than stage2.
 	if [ "$(version_of stage2)" != "$PREVIOUS" ]; then
 		log "rollback: kubernetes-select --restart-kubelet stage2 $PREVIOUS"
 		on_host kubernetes-select --restart-kubelet stage2 "$PREVIOUS" ||
 			die "the rollback failed: kubernetes-select --restart-kubelet stage2 $PREVIOUS failed (the next Job tries again)"
+	fi
+	if [ "$(version_of stage1)" != "$PREV_STAGE1" ]; then
+		log "rollback: kubernetes-select stage1 $PREV_STAGE1"
+		on_host kubernetes-select stage1 "$PREV_STAGE1" || die "the rollback failed: kubernetes-select stage1 $PREV_STAGE1 failed (the next Job tries again)"
 	fi
 	st_set phase=rolled-back "rolled_back_at=$(now)"
 	# The marker of a failed gate, as before the roll's state (the e2e and

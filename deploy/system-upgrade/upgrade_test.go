@@ -38,7 +38,13 @@ shift; exec "$@"`,
 	"flock": `[ -z "${FLOCK_MISSING:-}" ] || exit 127; exec /usr/bin/flock "$@"`,
 	"kubernetes-select": `case "$*" in
 status) echo "stage1: $(cat "$FAKE/stage1") (symlink)"; echo "stage2: $(cat "$FAKE/stage2") (symlink)" ;;
-"stage1 "*) echo "$2" >"$FAKE/stage1" ;;
+"stage1 "*)
+	# As the real one: stage1 never older than stage2.
+	s2=$(cat "$FAKE/stage2")
+	if [ "$2" != "$s2" ] && [ "$(printf '%s\n%s\n' "$2" "$s2" | sort -V | head -n 1)" = "$2" ]; then
+		echo "kubernetes-select: refusing stage1 $2: older than stage2 $s2, select stage2 first (use --force to override)" >&2; exit 1
+	fi
+	echo "$2" >"$FAKE/stage1" ;;
 "stage2 "*) echo "$2" >"$FAKE/stage2" ;;
 "--restart-kubelet stage2 "*) echo "$3" >"$FAKE/stage2" ;;
 *) exit 2 ;;
@@ -284,7 +290,7 @@ func TestUpgradeScript(t *testing.T) {
 	naiveNode := []string{"kubernetes-select status", upgradeNode[4], upgradeNode[5], upgradeNode[6], upgradeNode[7], upgradeNode[8], upgradeNode[9],
 		"kubernetes-select --restart-kubelet stage2 1.31.14"}
 	rollback := []string{"kubernetes-select status", "kubelet-compat record --kubeconfig /etc/kubernetes/kubelet.conf",
-		"kubernetes-select stage1 1.30.14", "kubernetes-select --restart-kubelet stage2 1.30.14"}
+		"kubernetes-select --restart-kubelet stage2 1.30.14", "kubernetes-select stage1 1.30.14"}
 	cat := func(parts ...[]string) []string {
 		var all []string
 		for _, p := range parts {
@@ -466,18 +472,17 @@ func TestUpgradeScript(t *testing.T) {
 			die: "kubectl get node", stage2: target,
 			wantCalls: cat([]string{"flock -n 9", "kubernetes-select status"}, gateOK),
 			wantOut:   []string{"a Job before this one died after the swap, before its gate's verdict", "gate: passed"}},
-		{name: "re-run after a Job killed during the rollback (stage1 back, stage2 not yet): the rollback is finished", preflight: "preflight-1.30-1.31.table.golden",
-			die: "kubernetes-select stage1 1.30.14", after: func(s string) string {
+		{name: "re-run after a Job killed during the rollback (stage2 back, stage1 not yet): the rollback is finished", preflight: "preflight-1.30-1.31.table.golden",
+			die: "kubernetes-select --restart-kubelet stage2 1.30.14", after: func(s string) string {
 				return strings.Replace(s, "          \"c-pinned-uid-app\"\n", "          \"c-pinned-uid-app-2\"\n", 1)
 			},
 			host:     map[string]string{"var/lib/kubelet/config.yaml": "the 1.30 configuration\n"},
 			wantHost: map[string]string{"var/lib/kubelet/config.yaml": "the 1.30 configuration\n"},
 			wantErr:  "the health gate failed: node node-1 is back on 1.30.14", failedMark: true, stage2: prev, wantStage1: prev,
-			wantCalls: []string{"flock -n 9", "kubernetes-select status", "kubernetes-select status", "kubelet-compat record --kubeconfig /etc/kubernetes/kubelet.conf",
-				"kubernetes-select --restart-kubelet stage2 1.30.14"},
-			wantOut: []string{"a Job before this one died while rolling back: finishing the rollback"}},
-		{name: "re-run after a Job killed right after the rollback's swap, before its verdict: finished, the verdict written", preflight: "preflight-1.30-1.31.table.golden",
-			die: "kubernetes-select --restart-kubelet stage2 1.30.14", after: func(s string) string {
+			wantCalls: []string{"flock -n 9", "kubernetes-select status", "kubernetes-select status", "kubernetes-select stage1 1.30.14"},
+			wantOut:   []string{"a Job before this one died while rolling back: finishing the rollback"}},
+		{name: "re-run after a Job killed right after the rollback's stage1, before its verdict: finished, the verdict written", preflight: "preflight-1.30-1.31.table.golden",
+			die: "kubernetes-select stage1 1.30.14", after: func(s string) string {
 				return strings.Replace(s, "          \"c-pinned-uid-app\"\n", "          \"c-pinned-uid-app-2\"\n", 1)
 			},
 			wantErr: "the health gate failed: node node-1 is back on 1.30.14", failedMark: true, stage2: prev, wantStage1: prev,
@@ -606,7 +611,7 @@ func TestUpgradeScript(t *testing.T) {
 			env:       []string{"KC_ROLE=control-plane", "KUBEADM_ETCD=" + etcd37, "ETCD_BEFORE=" + etcd36},
 			host:      map[string]string{"etc/kubernetes/manifests/etcd.yaml": "image: " + etcd36 + "\n"},
 			wantHost:  map[string]string{"etc/kubernetes/manifests/etcd.yaml": "image: " + etcd36 + "\n"},
-			wantCalls: cat(upgradeNode[:9], []string{"kubeadm config images list --kubernetes-version v1.31.14", "kubelet-compat etcd-bridge --target-etcd-image " + etcd37}, rollback[:1], rollback[2:3]),
+			wantCalls: cat(upgradeNode[:9], []string{"kubeadm config images list --kubernetes-version v1.31.14", "kubelet-compat etcd-bridge --target-etcd-image " + etcd37}, rollback[:1], rollback[3:4]),
 			wantErr:   "kubelet-compat etcd-bridge failed (etcd " + etcd36 + " -> " + etcd37 + "; KC_ETCD_BRIDGE_IMAGE is not set): node node-1 rolled back to 1.30.14"},
 		{name: "control-plane node, etcd stays within 3.6: no bridge, kubeadm's own step",
 			preflight: "preflight-1.30-1.31.table.golden", stage2: target,
