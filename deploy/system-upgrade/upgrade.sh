@@ -896,6 +896,11 @@ install_and_kubeadm() {
 # node; then the swap. This pod's own container runs on the kubelet it
 # replaces: the patched kubelet keeps it (record listed it).
 record_and_swap() {
+	# kubelet-compat status lists the pods the runtime runs only while a
+	# file is in force: a first record gives settle the pods to judge (on
+	# kind, settle judged none without it, and so the gate judged no
+	# pod's readiness); the record that counts is the one after it.
+	on_host kubelet-compat record --kubeconfig "$NODE_KUBECONFIG" || fail_roll "kubelet-compat record failed"
 	settle
 	on_host kubelet-compat record --kubeconfig "$NODE_KUBECONFIG" || fail_roll "kubelet-compat record failed"
 	on_host kubelet-compat status -o json --kubeconfig "$NODE_KUBECONFIG" >"$WORK/status-before.json" ||
