@@ -154,9 +154,9 @@ func (o *options) checkModeFlags(pl modePlan) error {
 	return nil
 }
 
-// planAndProvider is the one plan and the provider asked for, checked
-// against each other.
-func (o *options) planAndProvider(pl modePlan, rolls []string, rootPath, repoRoot string, log io.Writer) (plan.Plan, plan.Provider, error) {
+// planAndRunner is the one plan and the runner of the provider asked for
+// (-provider: the infrastructure), checked against each other.
+func (o *options) planAndRunner(pl modePlan, rolls []string, rootPath, repoRoot string, log io.Writer) (plan.Plan, plan.Runner, error) {
 	abs := func(p string) string {
 		if filepath.IsAbs(p) {
 			return p
@@ -177,7 +177,7 @@ func (o *options) planAndProvider(pl modePlan, rolls []string, rootPath, repoRoo
 	if err != nil {
 		return p, nil, fmt.Errorf("-to-feature-gates: %w", err)
 	}
-	var prov plan.Provider
+	var runner plan.Runner
 	switch o.provider {
 	case "kind":
 		if cli != "" {
@@ -192,15 +192,15 @@ func (o *options) planAndProvider(pl modePlan, rolls []string, rootPath, repoRoo
 		if len(rolls) > 0 {
 			k.Workers = kind.FleetWorkers
 		}
-		prov = k
+		runner = k
 	default:
 		p.Readiness = o.readiness && pl.api && !pl.admission && !pl.devices
-		prov = &scenario.Local{Options: scenario.Options{Pods: pl.pods, Root: rootPath, RepoRoot: repoRoot, NodeName: o.nodeName,
+		runner = &scenario.Local{Options: scenario.Options{Pods: pl.pods, Root: rootPath, RepoRoot: repoRoot, NodeName: o.nodeName,
 			API: pl.api, Admission: pl.admission, AdmissionRace: o.admissionRace, Devices: pl.devices, DevicePluginGap: o.pluginGap,
 			ResizeGate: o.resizeGate, ResizePending: o.resizePending, ControlPlaneVersion: o.cpVersion, CLI: cli, ToFeatureGates: gates}}
 	}
-	if err := prov.Check(p); err != nil {
+	if err := runner.Check(p); err != nil {
 		return p, nil, err
 	}
-	return p, prov, nil
+	return p, runner, nil
 }

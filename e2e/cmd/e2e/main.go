@@ -98,21 +98,21 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "e2e:", err)
 		return 1
 	}
-	p, prov, err := o.planAndProvider(pl, rolls, rootPath, repoRoot, stdout)
+	p, runner, err := o.planAndRunner(pl, rolls, rootPath, repoRoot, stdout)
 	if err != nil {
 		fmt.Fprintf(stderr, "e2e: %v\n", err)
 		return 2
 	}
-	return execute(o, prov, p, stdout, stderr)
+	return execute(o, runner, p, stdout, stderr)
 }
 
 // execute carries out the plan with the provider: the versions it needs
 // (-mode versions), the kind images (-mode images), the node up and down
 // (-mode node), or the run, its report and its exit status.
-func execute(o *options, prov plan.Provider, p plan.Plan, stdout, stderr io.Writer) int {
+func execute(o *options, runner plan.Runner, p plan.Plan, stdout, stderr io.Writer) int {
 	if o.mode == "versions" {
 		// make e2e-binaries-kind: every version the plan needs built.
-		patched, unpatched, err := prov.Versions(p)
+		patched, unpatched, err := runner.Versions(p)
 		if err != nil {
 			fmt.Fprintf(stderr, "e2e: %v\n", err)
 			return 2
@@ -122,18 +122,18 @@ func execute(o *options, prov plan.Provider, p plan.Plan, stdout, stderr io.Writ
 	}
 	stack := cleanup.New(stdout)
 	if o.mode == "images" {
-		return imagesMode(prov.(*kind.Runner), p, o.save, stack, stdout, stderr)
+		return imagesMode(runner.(*kind.Runner), p, o.save, stack, stdout, stderr)
 	}
 	if o.mode == "node" {
-		return nodeMode(prov.(*scenario.Local), p, stack, stdout, stderr)
+		return nodeMode(runner.(*scenario.Local), p, stack, stdout, stderr)
 	}
 	var steps []string
 	for _, s := range p.Steps {
 		steps = append(steps, s.String())
 	}
-	fmt.Fprintf(stdout, "e2e %s: %s, %s\n", o.mode, strings.Join(steps, ", "), prov.Describe(p))
-	rep := &report.Report{Mode: o.mode, Provider: prov.Name(), StartedAt: time.Now()}
-	runErr, cleanErr := cleanup.Guard(stack, func(ctx context.Context) error { return prov.Run(ctx, p, stack, rep) })
+	fmt.Fprintf(stdout, "e2e %s: %s, %s\n", o.mode, strings.Join(steps, ", "), runner.Describe(p))
+	rep := &report.Report{Mode: o.mode, Provider: runner.Name(), StartedAt: time.Now()}
+	runErr, cleanErr := cleanup.Guard(stack, func(ctx context.Context) error { return runner.Run(ctx, p, stack, rep) })
 	if runErr != nil {
 		fmt.Fprintf(stderr, "e2e: %v\n", runErr)
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
 )
 
-// Runner is the kind provider of plans (plan.Provider): kubeadm clusters
+// Runner is the kind provider's runner of plans (plan.Runner): kubeadm clusters
 // of kind nodes on a Docker engine, installed from our .debs; the controls
 // each on a cluster of their own, then the patched chain on one cluster.
 type Runner struct {
@@ -33,7 +33,7 @@ type Runner struct {
 	FleetRuns []string
 }
 
-var _ plan.Provider = (*Runner)(nil)
+var _ plan.Runner = (*Runner)(nil)
 
 // Name is "kind".
 func (k *Runner) Name() string { return "kind" }

@@ -72,10 +72,12 @@ func ParseRecordAfterSwap(value string, steps []Step) (bool, error) {
 // RollbackLocalOnly is why a provider refuses rollback steps.
 const RollbackLocalOnly = "rollback steps (to older than from) run with static pods on the local provider only (-mode steps, ci, full, bench), not with -provider kind nor in API mode"
 
-// Provider carries a plan out on its nodes: the local host as the node
-// (package scenario) or kubeadm clusters of kind nodes (package kind).
-type Provider interface {
-	// Name is the provider's -provider name.
+// Runner carries a plan out on the nodes of one provider (-provider: the
+// infrastructure alone, as in kind): the local host as the node (package
+// scenario over package local) or kubeadm clusters of kind nodes (package
+// kind over its Docker engine).
+type Runner interface {
+	// Name is its provider's -provider name.
 	Name() string
 	// Describe is the run's header after its steps: its nodes, its pods,
 	// where its state lives.

@@ -11,7 +11,7 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
 )
 
-// Local is the local provider of plans (plan.Provider): the host is the
+// Local is the local provider's runner of plans (plan.Runner): the host is the
 // node, the kubelets run on it one after the other.
 type Local struct {
 	// Options are what the local node adds to a plan; Run replaces their
@@ -19,7 +19,7 @@ type Local struct {
 	Options Options
 }
 
-var _ plan.Provider = (*Local)(nil)
+var _ plan.Runner = (*Local)(nil)
 
 // Name is "local".
 func (l *Local) Name() string { return "local" }
