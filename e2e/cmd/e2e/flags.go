@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/local/scenario"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/plan"
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/scenario"
 	"github.com/kubelet-compat/kubelet-compat/pkg/cachedir"
 )
 
