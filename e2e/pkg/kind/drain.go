@@ -24,11 +24,11 @@ func drainArgs(n string) []string {
 }
 
 func (f *fleetRun) drainRoll(ctx context.Context) error {
-	st := f.steps[0]
-	f.step = st
+	st := f.Steps[0]
+	f.Step = st
 	f.data.rollStart = time.Now()
 	defer func() { f.data.rollEnd = time.Now() }()
-	for i, n := range f.c.Nodes {
+	for i, n := range f.Cluster.Nodes {
 		start := time.Now()
 		if err := f.stageDebs(ctx, n, st.To); err != nil {
 			return err
@@ -36,13 +36,13 @@ func (f *fleetRun) drainRoll(ctx context.Context) error {
 		if i == 0 {
 			// kubernetes-select stage1, kubeadm upgrade apply, the rollouts
 			// of kube-proxy and CoreDNS (the scenario's, with its check).
-			if err := f.upgradeControlPlane(ctx, st.To); err != nil {
+			if err := f.UpgradeControlPlane(ctx, st.To); err != nil {
 				return err
 			}
 		} else if err := f.kubeadmUpgradeNode(ctx, n, st.To); err != nil {
 			return err
 		}
-		if _, err := f.execLogged(ctx, f.c.ControlPlane(), "drain-"+n.name, drainArgs(n.name)...); err != nil {
+		if _, err := f.ExecLogged(ctx, f.Cluster.ControlPlane(), "drain-"+n.name, drainArgs(n.name)...); err != nil {
 			return err
 		}
 		swapped := time.Now()
@@ -52,19 +52,19 @@ func (f *fleetRun) drainRoll(ctx context.Context) error {
 		if err := f.waitKubelet(ctx, n, st.To, false, swapped, 4*time.Minute); err != nil {
 			return err
 		}
-		if _, err := f.execLogged(ctx, f.c.ControlPlane(), "uncordon-"+n.name, "kubectl", "--kubeconfig", adminConf, "uncordon", n.name); err != nil {
+		if _, err := f.ExecLogged(ctx, f.Cluster.ControlPlane(), "uncordon-"+n.name, "kubectl", "--kubeconfig", adminConf, "uncordon", n.name); err != nil {
 			return err
 		}
 		end := time.Now()
 		f.data.windows = append(f.data.windows, nodeWindow{Node: n.name, Start: start, End: end, Outcome: outcomeUpgraded})
 		f.order = append(f.order, n.name)
-		f.logf("%s: drained, swapped and uncordoned in %.0fs", n.name, end.Sub(start).Seconds())
+		f.Logf("%s: drained, swapped and uncordoned in %.0fs", n.name, end.Sub(start).Seconds())
 		// As operators do: the workloads whole again before the next node.
-		if _, err := f.c.WaitPodsReady(ctx, 10*time.Minute, fleetPods(len(f.c.Nodes), len(f.statics.Pods), false), Namespace); err != nil {
+		if _, err := f.Cluster.WaitPodsReady(ctx, 10*time.Minute, fleetPods(len(f.Cluster.Nodes), len(f.Statics.Pods), false), Namespace); err != nil {
 			return fmt.Errorf("after %s: %w", n.name, err)
 		}
 		if i == 0 {
-			if err := f.waitControlPlane(ctx); err != nil {
+			if err := f.WaitControlPlane(ctx); err != nil {
 				return fmt.Errorf("after %s: %w", n.name, err)
 			}
 		}
@@ -72,31 +72,31 @@ func (f *fleetRun) drainRoll(ctx context.Context) error {
 	return nil
 }
 
-// waitControlPlane waits, as operators do before they go on, until the
+// WaitControlPlane waits, as operators do before they go on, until the
 // control plane serves again: after the released kubelet recreated the
 // static pods under new UIDs, or etcd restarted under the API server. An
 // API server whose authorizers have not synced yet refuses kubernetes-admin
 // (seen: "cannot get resource configmaps ... kubeadm-config", "cannot
 // list resource nodes").
-func (r *clusterRun) waitControlPlane(ctx context.Context) error {
-	if err := poll(ctx, 5*time.Minute, func() error {
-		_, err := r.c.Client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+func (r *ClusterRun) WaitControlPlane(ctx context.Context) error {
+	if err := Poll(ctx, 5*time.Minute, func() error {
+		_, err := r.Cluster.Client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
 		return err
 	}); err != nil {
 		return fmt.Errorf("the API server's /readyz: %w", err)
 	}
-	_, err := r.c.WaitPodsReady(ctx, 5*time.Minute, 4+len(r.c.Nodes)+2, "kube-system")
+	_, err := r.Cluster.WaitPodsReady(ctx, 5*time.Minute, 4+len(r.Cluster.Nodes)+2, "kube-system")
 	return err
 }
 
 // kubeadmUpgradeNode is a worker's kubeadm step: stage1, kubeadm upgrade
 // node.
 func (f *fleetRun) kubeadmUpgradeNode(ctx context.Context, n *Node, version string) error {
-	if _, err := f.execLogged(ctx, n, "select-stage1-"+version, "kubernetes-select", "stage1", version); err != nil {
+	if _, err := f.ExecLogged(ctx, n, "select-stage1-"+version, "kubernetes-select", "stage1", version); err != nil {
 		return err
 	}
-	args := append([]string{"kubeadm", "upgrade", "node", "--v=1"}, cgroupV1PreflightArgs(version)...)
-	_, err := f.execLogged(ctx, n, "kubeadm-upgrade-node-"+version, args...)
+	args := append([]string{"kubeadm", "upgrade", "node", "--v=1"}, CgroupV1PreflightArgs(version)...)
+	_, err := f.ExecLogged(ctx, n, "kubeadm-upgrade-node-"+version, args...)
 	return err
 }
 
@@ -104,5 +104,5 @@ func (f *fleetRun) kubeadmUpgradeNode(ctx context.Context, n *Node, version stri
 // the running version with dpkg, as an operator does before the node's
 // turn (the images were imported before the roll).
 func (f *fleetRun) stageDebs(ctx context.Context, n *Node, version string) error {
-	return f.installDebs(ctx, n, "unpatched", version)
+	return f.InstallDebs(ctx, n, "unpatched", version)
 }

@@ -91,7 +91,7 @@ func CheckFleet(steps []Step) error {
 	if st.Rollback() || st.SkipLevel() {
 		return fmt.Errorf("the fleet rolls one minor up, not %s", st)
 	}
-	return checkSkew(st)
+	return CheckSkew(st)
 }
 
 // fleetCluster names each roll's cluster.
@@ -121,12 +121,12 @@ type FleetOptions struct {
 // fleetRun is one roll on its cluster; it reuses the scenario's cluster
 // pieces (create, network, images, snapshots, logs).
 type fleetRun struct {
-	*clusterRun
+	*ClusterRun
 	roll        string
 	concurrency int64
 	drain       bool
 	// naive: SUC's Plans run upgrade.sh naive with the released packages
-	// (Options.Naive); clusterRun.patched is false, as for the drain roll.
+	// (Options.Naive); ClusterRun.Patched is false, as for the drain roll.
 	naive     bool
 	fault     bool
 	sucImages []byte // the OCI layout of the controller's and the upgrade Job's images
@@ -162,7 +162,7 @@ func RunFleet(ctx context.Context, p *Provider, o FleetOptions, stack *cleanup.S
 	}
 	// One layout for the patched SUC rolls, one for the naive roll.
 	layouts := map[bool][]byte{}
-	var clusters []clusterRunner
+	var clusters []ClusterRunner
 	for _, f := range runs {
 		if !f.drain {
 			if layouts[f.naive] == nil {
@@ -176,13 +176,13 @@ func RunFleet(ctx context.Context, p *Provider, o FleetOptions, stack *cleanup.S
 		}
 		clusters = append(clusters, f)
 	}
-	return runClusters(ctx, p, stack, clusters)
+	return RunClusters(ctx, p, stack, clusters)
 }
 
 // newFleetRun is one roll on its cluster, before its images are set.
 func newFleetRun(p *Provider, o ScenarioOptions, rep *report.Report, roll string, st Step) *fleetRun {
 	released := roll == FleetDrain || roll == FleetNaive
-	f := &fleetRun{clusterRun: &clusterRun{p: p, o: o, rep: rep, name: fleetCluster(roll), steps: []Step{st}, patched: !released},
+	f := &fleetRun{ClusterRun: &ClusterRun{Provider: p, Options: o, Report: rep, Name: fleetCluster(roll), Steps: []Step{st}, Patched: !released},
 		roll: roll, concurrency: 1, drain: roll == FleetDrain, naive: roll == FleetNaive, fault: roll == FleetFault}
 	if roll == FleetConcurrency2 {
 		f.concurrency = 2
@@ -202,9 +202,9 @@ type buildNeeds struct {
 func fleetNeeds(runs []*fleetRun) buildNeeds {
 	var n buildNeeds
 	for _, f := range runs {
-		n.patched = n.patched || f.patched
+		n.patched = n.patched || f.Patched
 		n.kubectl = n.kubectl || !f.drain
-		n.unpatched = n.unpatched || !f.patched
+		n.unpatched = n.unpatched || !f.Patched
 	}
 	return n
 }
@@ -215,8 +215,8 @@ func fleetNeeds(runs []*fleetRun) buildNeeds {
 // packages (the drain and naive rolls swap in the kubelet as released).
 func fleetPreflight(ctx context.Context, p *Provider, o FleetOptions, needs buildNeeds) error {
 	st := o.Steps[0]
-	var m missingBuilds
-	need, exists := m.need, built
+	var m MissingBuilds
+	need, exists := m.Need, Built
 	need(p.Engine.ImageExists(ctx, NodeImage(st.From)), "node image "+NodeImage(st.From))
 	need(exists(filepath.Join(o.Output, "kind", "images", st.To+".tar")), "images of "+st.To)
 	if needs.patched {
@@ -228,20 +228,20 @@ func fleetPreflight(ctx context.Context, p *Provider, o FleetOptions, needs buil
 	if needs.unpatched {
 		need(exists(filepath.Join(nodeimage.PackageDir(o.Output, "unpatched"), nodeimage.NodePackages(st.To)[0])), "unpatched packages of "+st.To)
 	}
-	return m.err("make kind-images E2E=fleet")
+	return m.Err("make kind-images E2E=fleet")
 }
 
 // do adapts a fleetRun method to an Action.
-func (f *fleetRun) do(fn func(ctx context.Context) error) func(*clusterRun, context.Context) error {
-	return func(_ *clusterRun, ctx context.Context) error { return fn(ctx) }
+func (f *fleetRun) do(fn func(ctx context.Context) error) func(*ClusterRun, context.Context) error {
+	return func(_ *ClusterRun, ctx context.Context) error { return fn(ctx) }
 }
 
 func (f *fleetRun) actions() []Action {
-	st := f.steps[0]
+	st := f.Steps[0]
 	out := []Action{
-		{"create the cluster on " + NodeImage(st.From), (*clusterRun).create},
-		{"install the pod network", func(r *clusterRun, ctx context.Context) error { return r.c.InstallCNI(ctx) }},
-		{"import the workload images into every node", (*clusterRun).importImages},
+		{"create the cluster on " + NodeImage(st.From), (*ClusterRun).Create},
+		{"install the pod network", func(r *ClusterRun, ctx context.Context) error { return r.Cluster.InstallCNI(ctx) }},
+		{"import the workload images into every node", (*ClusterRun).ImportImages},
 		{"import the images of " + st.To + " into every node (no registry: pre-loaded, as air-gapped fleets do)", f.do(f.importTargetImages)},
 	}
 	if !f.drain {
@@ -279,8 +279,8 @@ func (f *fleetRun) actions() []Action {
 	return out
 }
 
-func (f *fleetRun) run(ctx context.Context, stack *cleanup.Stack) error {
-	return f.runThenDelete(ctx, stack, f.actions(), f.stopWatchers)
+func (f *fleetRun) Run(ctx context.Context, stack *cleanup.Stack) error {
+	return f.RunThenDelete(ctx, stack, f.actions(), f.stopWatchers)
 }
 
 // stopWatchers ends the ledger and the readiness watchers, whatever ended
@@ -300,7 +300,7 @@ func (f *fleetRun) stopWatchers() {
 // runFleet brings the engine and the images up, builds the controller
 // when a roll needs it (cached), and runs the fleet.
 func (k *Runner) runFleet(ctx context.Context, p plan.Plan, stack *cleanup.Stack, rep *report.Report) error {
-	prov, err := k.up(ctx, p, stack)
+	prov, err := k.Up(ctx, p, stack)
 	if err != nil {
 		return err
 	}

@@ -92,7 +92,7 @@ func (f *fleetRun) killJob(ctx context.Context, n *Node, looked time.Duration) {
 	k := killedJob{Node: n.name, SwappedAfter: looked}
 	defer func() { f.faults.setKilled(k) }()
 	cp, _ := f.planOptions().PlanNames()
-	jobs, err := f.c.Client.BatchV1().Jobs(systemupgrade.Namespace).List(ctx, metav1.ListOptions{
+	jobs, err := f.Cluster.Client.BatchV1().Jobs(systemupgrade.Namespace).List(ctx, metav1.ListOptions{
 		LabelSelector: fmt.Sprintf("%s=%s,%s=%s", sucLabelNode, n.name, sucLabelPlan, cp)})
 	if err != nil {
 		k.Err = err
@@ -108,7 +108,7 @@ func (f *fleetRun) killJob(ctx context.Context, n *Node, looked time.Duration) {
 		k.Err = fmt.Errorf("no running Job of Plan %s on %s", cp, n.name)
 		return
 	}
-	pods, err := f.c.Client.CoreV1().Pods(systemupgrade.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "job-name=" + k.Job})
+	pods, err := f.Cluster.Client.CoreV1().Pods(systemupgrade.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "job-name=" + k.Job})
 	if err != nil {
 		k.Err = fmt.Errorf("the pod of Job %s: %w", k.Job, err)
 		return
@@ -129,5 +129,5 @@ func (f *fleetRun) killJob(ctx context.Context, n *Node, looked time.Duration) {
 		k.Err = fmt.Errorf("crictl stop %s on %s: %w: %s", k.Container, n.name, err, strings.TrimSpace(string(out)))
 	}
 	k.At = time.Now()
-	f.logf("%s: the upgrade container %s of Job %s stopped (SIGKILL) right after the swap", n.name, k.Container, k.Job)
+	f.Logf("%s: the upgrade container %s of Job %s stopped (SIGKILL) right after the swap", n.name, k.Container, k.Job)
 }

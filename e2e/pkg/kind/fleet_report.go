@@ -20,7 +20,7 @@ const adminConf = "/etc/kubernetes/admin.conf"
 
 // kubeletVersions are the nodes' kubelet versions, by node.
 func (f *fleetRun) kubeletVersions(ctx context.Context) (map[string]string, error) {
-	list, err := f.c.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	list, err := f.Cluster.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -43,13 +43,13 @@ func isKubelet(reported, version string, patched bool) bool {
 // anchors' (drain, naive) are reported.
 func (f *fleetRun) reportRoll(ctx context.Context) error {
 	nodes, total := f.data.figures()
-	roll := report.FleetRoll{Name: f.rollName(), Cluster: f.name, Step: f.steps[0].String(), Variant: f.variant(), Order: f.order, Nodes: nodes, Total: total,
+	roll := report.FleetRoll{Name: f.rollName(), Cluster: f.Name, Step: f.Steps[0].String(), Variant: f.Variant(), Order: f.order, Nodes: nodes, Total: total,
 		APIBackgroundPerSecond: f.data.apiBackground()}
-	f.rep.Fleet = append(f.rep.Fleet, roll)
+	f.Report.Fleet = append(f.Report.Fleet, roll)
 	for _, n := range nodes {
-		f.logf("%s: %s: %s", n.Node, n.Outcome, describe(n))
+		f.Logf("%s: %s: %s", n.Node, n.Outcome, describe(n))
 	}
-	f.logf("total: %s; the API server's background before the roll: %.1f requests/s", describe(total), roll.APIBackgroundPerSecond)
+	f.Logf("total: %s; the API server's background before the roll: %.1f requests/s", describe(total), roll.APIBackgroundPerSecond)
 
 	versions, err := f.kubeletVersions(ctx)
 	if err != nil {
@@ -57,28 +57,28 @@ func (f *fleetRun) reportRoll(ctx context.Context) error {
 	}
 	var wrong []string
 	for _, w := range f.data.windows {
-		want, patched := f.steps[0].To, f.patched
+		want, patched := f.Steps[0].To, f.Patched
 		if w.Outcome != outcomeUpgraded {
-			want, patched = f.steps[0].From, true
+			want, patched = f.Steps[0].From, true
 		}
 		if !isKubelet(versions[w.Node], want, patched) {
 			wrong = append(wrong, fmt.Sprintf("%s %s (%s: want v%s)", w.Node, versions[w.Node], w.Outcome, want))
 		}
 	}
 	sort.Strings(wrong)
-	f.record(report.Check{Name: fmt.Sprintf("%s %s: every node's kubelet as the roll left it", f.name, f.roll), Passed: len(wrong) == 0,
+	f.Record(report.Check{Name: fmt.Sprintf("%s %s: every node's kubelet as the roll left it", f.Name, f.roll), Passed: len(wrong) == 0,
 		Detail: fmt.Sprintf("order %s; wrong: %s", strings.Join(f.order, " "), list(wrong))})
 
 	figures := describe(total)
 	removed := endpointRemovals(f.data.samples, f.data.member(fleetServices...), f.data.rollStart, f.data.rollEnd)
-	if !f.patched {
+	if !f.Patched {
 		detail := figures + "; endpoints removed: " + list(removed)
 		if f.naive {
 			// No drain: whatever the API deleted in the roll was not
 			// evicted by it (a static pod's mirror under a new UID, say).
 			detail += fmt.Sprintf("; no drain: %d pods deleted in the roll, UIDs changed: %s", total.Evicted, list(uidsChanged(f.data.apiBefore, f.data.apiAfter, "")))
 		}
-		f.record(report.Check{Name: fmt.Sprintf("%s %s: the anchor's cost (reported)", f.name, f.roll), Passed: true, Detail: detail})
+		f.Record(report.Check{Name: fmt.Sprintf("%s %s: the anchor's cost (reported)", f.Name, f.roll), Passed: true, Detail: detail})
 		return nil
 	}
 	var restarted []string
@@ -87,13 +87,13 @@ func (f *fleetRun) reportRoll(ctx context.Context) error {
 			restarted = append(restarted, n.Node+": "+n.Detail)
 		}
 	}
-	f.record(report.Check{Name: fmt.Sprintf("%s %s: 0 containers restarted, 0 pods recreated (CRI, every node)", f.name, f.roll),
+	f.Record(report.Check{Name: fmt.Sprintf("%s %s: 0 containers restarted, 0 pods recreated (CRI, every node)", f.Name, f.roll),
 		Passed: total.Restarts == 0 && total.Recreated == 0, Detail: figures + "; " + list(restarted)})
 	changed := uidsChanged(f.data.apiBefore, f.data.apiAfter, "")
-	f.record(report.Check{Name: fmt.Sprintf("%s %s: 0 pods evicted or created, 0 pod UIDs changed (API)", f.name, f.roll),
+	f.Record(report.Check{Name: fmt.Sprintf("%s %s: 0 pods evicted or created, 0 pod UIDs changed (API)", f.Name, f.roll),
 		Passed: total.Evicted == 0 && total.Rescheduled == 0 && len(changed) == 0,
 		Detail: fmt.Sprintf("%d deleted, %d created, UIDs changed: %s", total.Evicted, total.Rescheduled, list(changed))})
-	f.record(report.Check{Name: fmt.Sprintf("%s %s: readiness across the roll (reported)", f.name, f.roll), Passed: true,
+	f.Record(report.Check{Name: fmt.Sprintf("%s %s: readiness across the roll (reported)", f.Name, f.roll), Passed: true,
 		Detail: fmt.Sprintf("single replica without a ready endpoint %.1fs, %d endpoint removals (Services %s): %s", total.SoloUnavailableSeconds, total.EndpointRemovals, strings.Join(fleetServices, " "), list(removed))})
 	return nil
 }
@@ -113,8 +113,8 @@ func (f *fleetRun) rollName() string {
 // waitKubelet waits until the API has n Ready from a kubelet of version
 // (patched or not) that posted its status after since.
 func (f *fleetRun) waitKubelet(ctx context.Context, n *Node, version string, patched bool, since time.Time, timeout time.Duration) error {
-	return poll(ctx, timeout, func() error {
-		nd, err := f.c.Client.CoreV1().Nodes().Get(ctx, n.name, metav1.GetOptions{})
+	return Poll(ctx, timeout, func() error {
+		nd, err := f.Cluster.Client.CoreV1().Nodes().Get(ctx, n.name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}

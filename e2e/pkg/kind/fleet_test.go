@@ -88,7 +88,7 @@ func TestFleetObjects(t *testing.T) {
 				assert.Equal(t, x.Spec.StorageClassName, fleetStorageClass)
 			case *policyv1.PodDisruptionBudget:
 				assert.Equal(t, x.Spec.MinAvailable.IntValue(), 3)
-				assert.DeepEqual(t, x.Spec.Selector.MatchLabels, appLabel(DeploymentName))
+				assert.DeepEqual(t, x.Spec.Selector.MatchLabels, AppLabel(DeploymentName))
 			case *appsv1.Deployment:
 				kinds["deployment/"+x.Name] = int(*x.Spec.Replicas)
 			case *appsv1.StatefulSet:
@@ -576,8 +576,8 @@ func TestFleetRolls(t *testing.T) {
 	} {
 		t.Run(tt.roll, func(t *testing.T) {
 			f := newFleetRun(nil, ScenarioOptions{}, nil, tt.roll, st)
-			assert.Check(t, is.Equal(f.name, tt.cluster))
-			assert.Check(t, is.Equal(f.variant(), tt.variant))
+			assert.Check(t, is.Equal(f.Name, tt.cluster))
+			assert.Check(t, is.Equal(f.Variant(), tt.variant))
 			assert.Check(t, is.Equal(f.rollName(), tt.name))
 			assert.Check(t, is.Equal(f.concurrency, tt.concurrency))
 			got := names(f)
@@ -659,7 +659,7 @@ func TestRecreationOverdue(t *testing.T) {
 	end := at(0)
 	killed := &jobRecord{Name: "apply-cp", Node: "cp", Done: true, Failed: true, End: end}
 	faulty := &jobRecord{Name: "apply-w3", Node: "w3", Done: true, Failed: true, End: end}
-	f := &fleetRun{fault: true, clusterRun: &clusterRun{c: &Cluster{Nodes: []*Node{{name: "cp"}, {name: "w1"}, {name: "w2"}, {name: "w3"}}}},
+	f := &fleetRun{fault: true, ClusterRun: &ClusterRun{Cluster: &Cluster{Nodes: []*Node{{name: "cp"}, {name: "w1"}, {name: "w2"}, {name: "w3"}}}},
 		jobs: map[string]*jobRecord{"cp": killed, "w3": faulty}}
 	limit := FleetJobTTL*time.Second + recreateGrace
 	assert.NilError(t, f.recreationOverdue(end.Add(limit)))

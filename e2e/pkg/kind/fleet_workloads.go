@@ -74,17 +74,17 @@ func fleetObjects(workers []string, canaryNode, target string) ([]interface{}, e
 	}
 	objs = append(objs,
 		&v1.Service{ObjectMeta: metav1.ObjectMeta{Name: WebService, Namespace: Namespace},
-			Spec: v1.ServiceSpec{Selector: appLabel(DeploymentName), Ports: []v1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt(8080)}}}},
+			Spec: v1.ServiceSpec{Selector: AppLabel(DeploymentName), Ports: []v1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt(8080)}}}},
 		&v1.Service{ObjectMeta: metav1.ObjectMeta{Name: StatefulSetName, Namespace: Namespace},
-			Spec: v1.ServiceSpec{ClusterIP: v1.ClusterIPNone, Selector: appLabel(StatefulSetName), Ports: []v1.ServicePort{{Port: 8080}}}},
+			Spec: v1.ServiceSpec{ClusterIP: v1.ClusterIPNone, Selector: AppLabel(StatefulSetName), Ports: []v1.ServicePort{{Port: 8080}}}},
 		&v1.Service{ObjectMeta: metav1.ObjectMeta{Name: SoloName, Namespace: Namespace},
-			Spec: v1.ServiceSpec{Selector: appLabel(SoloName), Ports: []v1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt(8080)}}}},
+			Spec: v1.ServiceSpec{Selector: AppLabel(SoloName), Ports: []v1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt(8080)}}}},
 		&policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: DeploymentName, Namespace: Namespace},
-			Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: intstrp(intstr.FromInt(fleetWebMinAvailable)), Selector: &metav1.LabelSelector{MatchLabels: appLabel(DeploymentName)}}},
+			Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: intstrp(intstr.FromInt(fleetWebMinAvailable)), Selector: &metav1.LabelSelector{MatchLabels: AppLabel(DeploymentName)}}},
 		webDeployment(), soloDeployment(), dbStatefulSet(),
 		&appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: DaemonSetName, Namespace: Namespace},
-			Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: appLabel(DaemonSetName)},
-				Template: podTemplate(DaemonSetName, httpd("agent", "/www"), true)}},
+			Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: AppLabel(DaemonSetName)},
+				Template: PodTemplate(DaemonSetName, HTTPD("agent", "/www"), true)}},
 		batchJob())
 	if canaryNode != "" {
 		objs = append(objs, canaryPod(canaryNode, target))
@@ -112,29 +112,29 @@ func localVolume(node string) *v1.PersistentVolume {
 
 // webDeployment spreads its 4 replicas over the workers.
 func webDeployment() *appsv1.Deployment {
-	t := podTemplate(DeploymentName, httpd("httpd", "/www"), false)
+	t := PodTemplate(DeploymentName, HTTPD("httpd", "/www"), false)
 	t.Spec.TopologySpreadConstraints = []v1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: v1.LabelHostname,
-		WhenUnsatisfiable: v1.ScheduleAnyway, LabelSelector: &metav1.LabelSelector{MatchLabels: appLabel(DeploymentName)}}}
+		WhenUnsatisfiable: v1.ScheduleAnyway, LabelSelector: &metav1.LabelSelector{MatchLabels: AppLabel(DeploymentName)}}}
 	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: DeploymentName, Namespace: Namespace},
-		Spec: appsv1.DeploymentSpec{Replicas: int32p(fleetWebReplicas), Selector: &metav1.LabelSelector{MatchLabels: appLabel(DeploymentName)}, Template: t}}
+		Spec: appsv1.DeploymentSpec{Replicas: int32p(fleetWebReplicas), Selector: &metav1.LabelSelector{MatchLabels: AppLabel(DeploymentName)}, Template: t}}
 }
 
 // soloDeployment is the single replica: any move is an outage.
 func soloDeployment() *appsv1.Deployment {
 	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: SoloName, Namespace: Namespace},
-		Spec: appsv1.DeploymentSpec{Replicas: int32p(1), Selector: &metav1.LabelSelector{MatchLabels: appLabel(SoloName)},
-			Template: podTemplate(SoloName, httpd("httpd", "/www"), false)}}
+		Spec: appsv1.DeploymentSpec{Replicas: int32p(1), Selector: &metav1.LabelSelector{MatchLabels: AppLabel(SoloName)},
+			Template: PodTemplate(SoloName, HTTPD("httpd", "/www"), false)}}
 }
 
 // dbStatefulSet: 2 pods, each on its node's local volume.
 func dbStatefulSet() *appsv1.StatefulSet {
-	c := httpd("db", "/data")
+	c := HTTPD("db", "/data")
 	c.Command = []string{"sh", "-c", "date >> /data/starts && hostname > /data/index.html && exec httpd -f -p 8080 -h /data"}
 	c.VolumeMounts = []v1.VolumeMount{{Name: "data", MountPath: "/data"}}
 	return &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: StatefulSetName, Namespace: Namespace},
 		Spec: appsv1.StatefulSetSpec{Replicas: int32p(fleetDBReplicas), ServiceName: StatefulSetName, PodManagementPolicy: appsv1.ParallelPodManagement,
-			Selector: &metav1.LabelSelector{MatchLabels: appLabel(StatefulSetName)},
-			Template: podTemplate(StatefulSetName, c, false),
+			Selector: &metav1.LabelSelector{MatchLabels: AppLabel(StatefulSetName)},
+			Template: PodTemplate(StatefulSetName, c, false),
 			VolumeClaimTemplates: []v1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data"},
 				Spec: v1.PersistentVolumeClaimSpec{AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}, StorageClassName: strp(fleetStorageClass),
 					Resources: v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse("64Mi")}}}}}}}
@@ -148,7 +148,7 @@ func batchJob() *batchv1.Job {
 	c := v1.Container{Name: "work", Image: corpus.BusyboxImage,
 		Command:   []string{"sh", "-c", "until test -e " + batchDoneFile + "; do sleep 1; done; echo done"},
 		Resources: v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("10m"), v1.ResourceMemory: resource.MustParse("16Mi")}}}
-	t := podTemplate(BatchName, c, false)
+	t := PodTemplate(BatchName, c, false)
 	t.Spec.RestartPolicy = v1.RestartPolicyNever
 	return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: BatchName, Namespace: Namespace},
 		Spec: batchv1.JobSpec{BackoffLimit: int32p(6), ActiveDeadlineSeconds: int64p(4 * 3600), Template: t}}
@@ -176,16 +176,16 @@ func canaryPod(node, target string) *v1.Pod {
 			PeriodSeconds: 2, FailureThreshold: 1},
 		VolumeMounts: []v1.VolumeMount{{Name: "kubernetes", MountPath: kubeRoot, ReadOnly: true}},
 		Resources:    v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("10m"), v1.ResourceMemory: resource.MustParse("16Mi")}}}
-	spec := podTemplate(CanaryName, c, false).Spec
+	spec := PodTemplate(CanaryName, c, false).Spec
 	spec.NodeName = node
 	spec.Volumes = []v1.Volume{{Name: "kubernetes", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: kubeRoot, Type: hostPathType(v1.HostPathDirectory)}}}}
-	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: CanaryName, Namespace: Namespace, Labels: appLabel(CanaryName)}, Spec: spec}
+	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: CanaryName, Namespace: Namespace, Labels: AppLabel(CanaryName)}, Spec: spec}
 }
 
 // createFleetObjects creates the namespace and the objects through the API.
 func (c *Cluster) createFleetObjects(ctx context.Context, objs []interface{}) error {
 	cs := c.Client
-	if err := c.createNamespace(ctx); err != nil {
+	if err := c.CreateNamespace(ctx); err != nil {
 		return err
 	}
 	for _, obj := range objs {
