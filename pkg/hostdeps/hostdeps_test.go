@@ -47,7 +47,7 @@ var entryPoints = []struct {
 		notRun: map[string]string{"docker": "leftovers removes a docker network only for a journal that has one: a kind run's"}},
 	{name: "deploy/system-upgrade", roots: []string{"./deploy/system-upgrade/cmd/system-upgrade"}, ensured: []Path{SystemUpgrade}},
 	{name: "make runtime (build-runtime)", roots: []string{"./runtime/cmd/build-runtime"}, ensured: []Path{Runtime}},
-	{name: "the kind e2e and its images", roots: []string{"./e2e/pkg/kind", "./e2e/pkg/kind/nodeimage", "./e2e/cmd/e2e-oci-runtime", "./cmd/build-packages"}, ensured: []Path{Kind, KindPrivateEngine},
+	{name: "the kind e2e and its images", roots: []string{"./e2e/pkg/kind", "./e2e/pkg/kind/fleet", "./e2e/pkg/kind/nodeimage", "./e2e/cmd/e2e-oci-runtime", "./cmd/build-packages"}, ensured: []Path{Kind, KindPrivateEngine},
 		notRun: map[string]string{Rpmbuild.Name: "the image builder runs build-packages -format deb: " + onlyRPM}},
 }
 

@@ -189,9 +189,9 @@ func settledOn(pods func() map[string]*v1.Pod, node string) func(readiness.Sampl
 	}
 }
 
-// watchClient is a client of the cluster without the 30 s timeout of its
+// WatchClient is a client of the cluster without the 30 s timeout of its
 // Client, which would cut every watch after 30 s.
-func (c *Cluster) watchClient() (kubernetes.Interface, error) {
+func (c *Cluster) WatchClient() (kubernetes.Interface, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
 	if err != nil {
 		return nil, err
@@ -202,7 +202,7 @@ func (c *Cluster) watchClient() (kubernetes.Interface, error) {
 // watchReadiness starts the watchers before n's swap and begins the
 // samples once every pod on n is Ready with its endpoints.
 func (r *ClusterRun) watchReadiness(ctx context.Context, n *Node) (*readiness.Watch, error) {
-	cs, err := r.Cluster.watchClient()
+	cs, err := r.Cluster.WatchClient()
 	if err != nil {
 		return nil, err
 	}

@@ -28,9 +28,6 @@ type Runner struct {
 	// (ScenarioOptions.Faults).
 	Faults  bool
 	Workers int
-	// FleetRuns, when set, runs the fleet instead (make e2e E2E=fleet,
-	// fleet.go): these rolls, each on a cluster of its own.
-	FleetRuns []string
 }
 
 var _ plan.Runner = (*Runner)(nil)
@@ -51,9 +48,6 @@ func (k *Runner) Check(p plan.Plan) error {
 	}
 	if p.RecordAfterSwap {
 		return errors.New(plan.RecordAfterSwapLocalOnly)
-	}
-	if len(k.FleetRuns) > 0 {
-		return CheckFleet(p.Steps)
 	}
 	for _, st := range p.Steps {
 		if err := CheckSkew(st); err != nil {
@@ -116,9 +110,6 @@ func (k *Runner) Up(ctx context.Context, p plan.Plan, stack *cleanup.Stack) (*Pr
 
 // Run builds the images (BuildImages), then runs the plan's clusters.
 func (k *Runner) Run(ctx context.Context, p plan.Plan, stack *cleanup.Stack, rep *report.Report) error {
-	if len(k.FleetRuns) > 0 {
-		return k.runFleet(ctx, p, stack, rep)
-	}
 	prov, err := k.Up(ctx, p, stack)
 	if err != nil {
 		return err

@@ -160,6 +160,10 @@ func preflight(ctx context.Context, p *Provider, o ScenarioOptions) error {
 	return m.Err("make kind-images")
 }
 
+// workloadsOnly keeps the sandboxes and containers of the workloads'
+// namespace.
+func workloadsOnly(s *snapshot.Snapshot) *snapshot.Snapshot { return s.InNamespace(Namespace) }
+
 // CheckSkew refuses a step whose kubelets would lag the control plane by
 // more than upstream's version skew policy allows (package upstream);
 // Runner.Check runs it on every step before anything is made.
@@ -693,6 +697,23 @@ func (r *ClusterRun) waitRollouts(ctx context.Context, timeout time.Duration) er
 		}
 		return nil
 	})
+}
+
+// WaitControlPlane waits, as operators do before they go on, until the
+// control plane serves again: after the released kubelet recreated the
+// static pods under new UIDs, or etcd restarted under the API server. An
+// API server whose authorizers have not synced yet refuses kubernetes-admin
+// (seen: "cannot get resource configmaps ... kubeadm-config", "cannot
+// list resource nodes").
+func (r *ClusterRun) WaitControlPlane(ctx context.Context) error {
+	if err := Poll(ctx, 5*time.Minute, func() error {
+		_, err := r.Cluster.Client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		return err
+	}); err != nil {
+		return fmt.Errorf("the API server's /readyz: %w", err)
+	}
+	_, err := r.Cluster.WaitPodsReady(ctx, 5*time.Minute, 4+len(r.Cluster.Nodes)+2, "kube-system")
+	return err
 }
 
 // upgradeNode is what an operator does on each node: kubeadm upgrade node

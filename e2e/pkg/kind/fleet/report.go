@@ -1,4 +1,4 @@
-package kind
+package fleet
 
 // A fleet roll's report (its figures and checks) and what it reads of the
 // nodes: their kubelets in the API, kubernetes-select's stage2.
@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -112,29 +113,29 @@ func (f *fleetRun) rollName() string {
 
 // waitKubelet waits until the API has n Ready from a kubelet of version
 // (patched or not) that posted its status after since.
-func (f *fleetRun) waitKubelet(ctx context.Context, n *Node, version string, patched bool, since time.Time, timeout time.Duration) error {
-	return Poll(ctx, timeout, func() error {
-		nd, err := f.Cluster.Client.CoreV1().Nodes().Get(ctx, n.name, metav1.GetOptions{})
+func (f *fleetRun) waitKubelet(ctx context.Context, n *kind.Node, version string, patched bool, since time.Time, timeout time.Duration) error {
+	return kind.Poll(ctx, timeout, func() error {
+		nd, err := f.Cluster.Client.CoreV1().Nodes().Get(ctx, n.Name(), metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
 		if !isKubelet(nd.Status.NodeInfo.KubeletVersion, version, patched) {
-			return fmt.Errorf("%s reports kubelet %s", n.name, nd.Status.NodeInfo.KubeletVersion)
+			return fmt.Errorf("%s reports kubelet %s", n.Name(), nd.Status.NodeInfo.KubeletVersion)
 		}
 		for _, c := range nd.Status.Conditions {
 			if c.Type == v1.NodeReady && c.Status == v1.ConditionTrue && c.LastHeartbeatTime.Time.After(since.Add(-time.Second)) {
 				return nil
 			}
 		}
-		return fmt.Errorf("%s not Ready since %s", n.name, since.Format("15:04:05"))
+		return fmt.Errorf("%s not Ready since %s", n.Name(), since.Format("15:04:05"))
 	})
 }
 
 // stage2 is the version kubernetes-select serves as stage2 on n.
-func stage2(ctx context.Context, n *Node) (string, error) {
+func stage2(ctx context.Context, n *kind.Node) (string, error) {
 	out, err := n.Exec(ctx, nil, "kubernetes-select", "status")
 	if err != nil {
-		return "", fmt.Errorf("%s: kubernetes-select status: %w", n.name, err)
+		return "", fmt.Errorf("%s: kubernetes-select status: %w", n.Name(), err)
 	}
 	return stageVersion(string(out), "stage2"), nil
 }
@@ -148,4 +149,12 @@ func stageVersion(status, stage string) string {
 		}
 	}
 	return ""
+}
+
+// list is xs, space-separated, or "none".
+func list(xs []string) string {
+	if len(xs) == 0 {
+		return "none"
+	}
+	return strings.Join(xs, " ")
 }

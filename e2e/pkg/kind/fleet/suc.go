@@ -1,4 +1,4 @@
-package kind
+package fleet
 
 // Our roll: system-upgrade-controller (deploy/system-upgrade) and its two
 // Plans, upgrade.sh in each node's Job, nothing but the API and the nodes'
@@ -15,6 +15,7 @@ import (
 	"time"
 
 	systemupgrade "github.com/kubelet-compat/kubelet-compat/deploy/system-upgrade"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind/nodeimage"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
 	"github.com/kubelet-compat/kubelet-compat/pkg/hostdeps"
@@ -61,7 +62,7 @@ func (f *fleetRun) importSUCImages(ctx context.Context) error {
 			return err
 		}
 		if _, err := images.Import(ctx, fmt.Sprintf("/proc/%d/root/run/containerd/containerd.sock", pid), f.sucImages, "overlayfs"); err != nil {
-			return fmt.Errorf("%s: %w", n.name, err)
+			return fmt.Errorf("%s: %w", n.Name(), err)
 		}
 	}
 	return nil
@@ -110,7 +111,7 @@ func (f *fleetRun) applyController(ctx context.Context) error {
 	if err := f.kubectlApply(ctx, "suc-controller", stream); err != nil {
 		return err
 	}
-	return Poll(ctx, 3*time.Minute, func() error {
+	return kind.Poll(ctx, 3*time.Minute, func() error {
 		d, err := f.Cluster.Client.AppsV1().Deployments(systemupgrade.Namespace).Get(ctx, "system-upgrade-controller", metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -139,7 +140,7 @@ func (f *fleetRun) sucRoll(ctx context.Context) error {
 		return err
 	}
 	defer f.saveControllerLog(ctx)
-	if err := Poll(ctx, 3*time.Minute, func() error { return f.kubectlApply(ctx, "suc-plans", stream) }); err != nil {
+	if err := kind.Poll(ctx, 3*time.Minute, func() error { return f.kubectlApply(ctx, "suc-plans", stream) }); err != nil {
 		return err
 	}
 	f.data.rollStart = time.Now()
@@ -159,7 +160,7 @@ func (f *fleetRun) sucRoll(ctx context.Context) error {
 		// as the drain roll's does, until the workloads are Ready again
 		// (what the released kubelet restarted after the last Job ended
 		// counts in the total).
-		if _, err := f.Cluster.WaitPodsReady(ctx, 10*time.Minute, fleetPods(len(f.Cluster.Nodes), len(f.Statics.Pods), false), Namespace); err != nil {
+		if _, err := f.Cluster.WaitPodsReady(ctx, 10*time.Minute, fleetPods(len(f.Cluster.Nodes), len(f.Statics.Pods), false), kind.Namespace); err != nil {
 			return fmt.Errorf("after the naive roll: %w", err)
 		}
 		f.data.rollEnd = time.Now()
@@ -197,8 +198,8 @@ func (f *fleetRun) allDone() func() error {
 	return func() error {
 		var waiting []string
 		for _, n := range f.Cluster.Nodes {
-			if j, ok := f.jobs[n.name]; !ok || !j.Done || j.Failed {
-				waiting = append(waiting, n.name)
+			if j, ok := f.jobs[n.Name()]; !ok || !j.Done || j.Failed {
+				waiting = append(waiting, n.Name())
 			}
 		}
 		if len(waiting) == 0 {
@@ -219,7 +220,7 @@ type stopPolling struct{ error }
 // pollStop is Poll, ended at once by an error wrapped in stopPolling.
 func pollStop(ctx context.Context, timeout time.Duration, f func() error) error {
 	var stop error
-	err := Poll(ctx, timeout, func() error {
+	err := kind.Poll(ctx, timeout, func() error {
 		err := f()
 		if sp, ok := err.(stopPolling); ok {
 			stop = sp.error

@@ -1,4 +1,4 @@
-package kind
+package fleet
 
 // What a fleet roll sets up and reads before and after the roll: the
 // target's images, the workloads, the runtimes' and the API's state, the
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/ctxtime"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/readiness"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
@@ -30,7 +31,7 @@ func (f *fleetRun) importTargetImages(ctx context.Context) error {
 		_, err = n.Exec(ctx, file, "ctr", "-n", "k8s.io", "images", "import", "-")
 		file.Close()
 		if err != nil {
-			return fmt.Errorf("%s: importing %s: %w", n.name, tar, err)
+			return fmt.Errorf("%s: importing %s: %w", n.Name(), tar, err)
 		}
 	}
 	return nil
@@ -39,7 +40,7 @@ func (f *fleetRun) importTargetImages(ctx context.Context) error {
 func (f *fleetRun) createWorkloads(ctx context.Context) error {
 	var workers []string
 	for _, w := range f.Cluster.Workers() {
-		workers = append(workers, w.name)
+		workers = append(workers, w.Name())
 	}
 	canary := ""
 	if f.fault {
@@ -54,18 +55,18 @@ func (f *fleetRun) createWorkloads(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := f.Cluster.createFleetObjects(ctx, objs); err != nil {
+	if err := createFleetObjects(ctx, f.Cluster, objs); err != nil {
 		return err
 	}
-	f.Statics = StaticPods(f.StaticNode.name)
-	return WriteStaticPods(ctx, f.StaticNode, f.Statics)
+	f.Statics = kind.StaticPods(f.StaticNode.Name())
+	return kind.WriteStaticPods(ctx, f.StaticNode, f.Statics)
 }
 
 // waitReady waits until every pod of the workloads and of kube-system is
 // Ready: the control plane's four, kube-proxy per node, two CoreDNS.
 func (f *fleetRun) waitReady(ctx context.Context) error {
 	nodes := len(f.Cluster.Nodes)
-	if _, err := f.Cluster.WaitPodsReady(ctx, 5*time.Minute, fleetPods(nodes, len(f.Statics.Pods), f.fault), Namespace); err != nil {
+	if _, err := f.Cluster.WaitPodsReady(ctx, 5*time.Minute, fleetPods(nodes, len(f.Statics.Pods), f.fault), kind.Namespace); err != nil {
 		return err
 	}
 	_, err := f.Cluster.WaitPodsReady(ctx, 5*time.Minute, 4+nodes+2, "kube-system")
@@ -76,18 +77,18 @@ func (f *fleetRun) waitReady(ctx context.Context) error {
 func (f *fleetRun) snapshotNodes(ctx context.Context) (map[string]*snapshot.Snapshot, error) {
 	out := map[string]*snapshot.Snapshot{}
 	for _, n := range f.Cluster.Nodes {
-		s, err := SnapshotNode(ctx, n)
+		s, err := kind.SnapshotNode(ctx, n)
 		if err != nil {
 			return nil, err
 		}
-		out[n.name] = s
+		out[n.Name()] = s
 	}
 	return out, nil
 }
 
 // listAPIPods is the namespace's pods in the API, by name.
 func (f *fleetRun) listAPIPods(ctx context.Context) (map[string]apiPod, error) {
-	list, err := f.Cluster.Client.CoreV1().Pods(Namespace).List(ctx, metav1.ListOptions{})
+	list, err := f.Cluster.Client.CoreV1().Pods(kind.Namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -124,14 +125,14 @@ func (f *fleetRun) baseline(ctx context.Context) error {
 	if f.apiBefore, err = f.listAPIPods(ctx); err != nil {
 		return err
 	}
-	cs, err := f.Cluster.watchClient()
+	cs, err := f.Cluster.WatchClient()
 	if err != nil {
 		return err
 	}
-	if f.ledger, err = startLedger(ctx, cs, Namespace); err != nil {
+	if f.ledger, err = startLedger(ctx, cs, kind.Namespace); err != nil {
 		return err
 	}
-	if f.watch, err = readiness.Start(ctx, cs, readiness.Options{Namespace: Namespace, Services: fleetServices}); err != nil {
+	if f.watch, err = readiness.Start(ctx, cs, readiness.Options{Namespace: kind.Namespace, Services: fleetServices}); err != nil {
 		return fmt.Errorf("readiness watchers: %w", err)
 	}
 	f.watch.Begin()
@@ -143,7 +144,7 @@ func (f *fleetRun) baseline(ctx context.Context) error {
 // runtimes and the API and ends the watchers.
 func (f *fleetRun) afterRoll(ctx context.Context) error {
 	canary := f.fault && !f.faults.canaryRetired
-	if _, err := f.Cluster.WaitPodsReady(ctx, 5*time.Minute, fleetPods(len(f.Cluster.Nodes), len(f.Statics.Pods), canary), Namespace); err != nil {
+	if _, err := f.Cluster.WaitPodsReady(ctx, 5*time.Minute, fleetPods(len(f.Cluster.Nodes), len(f.Statics.Pods), canary), kind.Namespace); err != nil {
 		return err
 	}
 	if err := ctxtime.Sleep(ctx, 2*f.Options.SyncFrequency); err != nil {
@@ -180,17 +181,17 @@ func (f *fleetRun) afterRoll(ctx context.Context) error {
 // kubectl exec on the control-plane node and waits for the Job to
 // complete. Ours must complete with its first and only pod.
 func (f *fleetRun) completeBatch(ctx context.Context) error {
-	pod, err := f.Cluster.batchPod(ctx)
+	pod, err := batchPod(ctx, f.Cluster)
 	if err != nil {
 		return err
 	}
-	if _, err := f.ExecLogged(ctx, f.Cluster.ControlPlane(), "batch-done", "kubectl", "--kubeconfig", adminConf, "-n", Namespace,
+	if _, err := f.ExecLogged(ctx, f.Cluster.ControlPlane(), "batch-done", "kubectl", "--kubeconfig", adminConf, "-n", kind.Namespace,
 		"exec", pod, "--", "sh", "-c", ": >"+batchDoneFile); err != nil {
 		return err
 	}
 	var succeeded, failed int32
-	if err := Poll(ctx, 2*time.Minute, func() error {
-		j, err := f.Cluster.Client.BatchV1().Jobs(Namespace).Get(ctx, BatchName, metav1.GetOptions{})
+	if err := kind.Poll(ctx, 2*time.Minute, func() error {
+		j, err := f.Cluster.Client.BatchV1().Jobs(kind.Namespace).Get(ctx, BatchName, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}

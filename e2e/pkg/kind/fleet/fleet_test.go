@@ -1,4 +1,4 @@
-package kind
+package fleet
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	systemupgrade "github.com/kubelet-compat/kubelet-compat/deploy/system-upgrade"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind/nodeimage"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/readiness"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
@@ -53,14 +54,14 @@ func TestParseFleetRuns(t *testing.T) {
 
 func TestCheckFleet(t *testing.T) {
 	for _, tt := range []struct {
-		steps   []Step
+		steps   []kind.Step
 		wantErr string
 	}{
-		{steps: []Step{{From: "1.30.14", To: "1.31.14"}}},
+		{steps: []kind.Step{{From: "1.30.14", To: "1.31.14"}}},
 		{steps: nil, wantErr: "one step, not 0"},
-		{steps: []Step{{From: "1.30.14", To: "1.31.14"}, {From: "1.31.14", To: "1.32.13"}}, wantErr: "one step, not 2"},
-		{steps: []Step{{From: "1.30.14", To: "1.32.13"}}, wantErr: "one minor up"},
-		{steps: []Step{{From: "1.31.14", To: "1.30.14"}}, wantErr: "one minor up"},
+		{steps: []kind.Step{{From: "1.30.14", To: "1.31.14"}, {From: "1.31.14", To: "1.32.13"}}, wantErr: "one step, not 2"},
+		{steps: []kind.Step{{From: "1.30.14", To: "1.32.13"}}, wantErr: "one minor up"},
+		{steps: []kind.Step{{From: "1.31.14", To: "1.30.14"}}, wantErr: "one minor up"},
 	} {
 		err := CheckFleet(tt.steps)
 		if tt.wantErr == "" {
@@ -88,7 +89,7 @@ func TestFleetObjects(t *testing.T) {
 				assert.Equal(t, x.Spec.StorageClassName, fleetStorageClass)
 			case *policyv1.PodDisruptionBudget:
 				assert.Equal(t, x.Spec.MinAvailable.IntValue(), 3)
-				assert.DeepEqual(t, x.Spec.Selector.MatchLabels, AppLabel(DeploymentName))
+				assert.DeepEqual(t, x.Spec.Selector.MatchLabels, kind.AppLabel(kind.DeploymentName))
 			case *appsv1.Deployment:
 				kinds["deployment/"+x.Name] = int(*x.Spec.Replicas)
 			case *appsv1.StatefulSet:
@@ -177,7 +178,7 @@ func sample(s int, serving ...string) readiness.Sample {
 // TestReadinessFigures: the single replica's time without a ready
 // endpoint and the endpoint removals, within a window.
 func TestReadinessFigures(t *testing.T) {
-	d := rollData{app: map[string]string{"solo-a": SoloName, "solo-b": SoloName, "web-1": DeploymentName, "agent-x": DaemonSetName}}
+	d := rollData{app: map[string]string{"solo-a": SoloName, "solo-b": SoloName, "web-1": kind.DeploymentName, "agent-x": kind.DaemonSetName}}
 	// solo-a serves until 10, nothing serves 10..16, solo-b from 16; web-1
 	// drops at 20 and is back at 22; agent-x is behind no Service of ours.
 	samples := []readiness.Sample{
@@ -220,21 +221,21 @@ func pod(name, uid, node, app string, deleting bool) *v1.Pod {
 func TestPodLedger(t *testing.T) {
 	clock := t0
 	l := &podLedger{pods: map[string]*podRecord{}, now: func() time.Time { return clock }}
-	l.observe(pod("web-1", "u1", "w1", DeploymentName, false), false)
-	l.observe(pod("db-0", "u2", "w2", StatefulSetName, false), false)
+	l.observe(pod("web-1", "u1", "w1", kind.DeploymentName, false), false)
+	l.observe(pod("db-0", "u2", "w2", kind.StatefulSetName, false), false)
 	l.synced = true
 	clock = at(10) // w1 drained
-	l.observe(pod("web-1", "u1", "w1", DeploymentName, true), false)
+	l.observe(pod("web-1", "u1", "w1", kind.DeploymentName, true), false)
 	clock = at(11)
-	l.observe(pod("web-2", "u3", "", DeploymentName, false), false)
-	l.observe(pod("web-2", "u3", "w2", DeploymentName, false), false)
-	l.observe(pod("web-1", "u1", "w1", DeploymentName, true), true)
+	l.observe(pod("web-2", "u3", "", kind.DeploymentName, false), false)
+	l.observe(pod("web-2", "u3", "w2", kind.DeploymentName, false), false)
+	l.observe(pod("web-1", "u1", "w1", kind.DeploymentName, true), true)
 	clock = at(30) // w2 drained: web-2 moves again, db-0 is recreated under its name
-	l.observe(pod("web-2", "u3", "w2", DeploymentName, true), false)
-	l.observe(cache.DeletedFinalStateUnknown{Key: "kc-e2e/db-0", Obj: pod("db-0", "u2", "w2", StatefulSetName, false)}, false)
+	l.observe(pod("web-2", "u3", "w2", kind.DeploymentName, true), false)
+	l.observe(cache.DeletedFinalStateUnknown{Key: "kc-e2e/db-0", Obj: pod("db-0", "u2", "w2", kind.StatefulSetName, false)}, false)
 	clock = at(31)
-	l.observe(pod("web-3", "u4", "w1", DeploymentName, false), false)
-	l.observe(pod("db-0", "u5", "w2", StatefulSetName, false), false)
+	l.observe(pod("web-3", "u4", "w1", kind.DeploymentName, false), false)
+	l.observe(pod("db-0", "u5", "w2", kind.StatefulSetName, false), false)
 	recs := l.records()
 
 	assert.Equal(t, deletedFrom(recs, "w1", at(0), at(40)), 1)
@@ -243,7 +244,7 @@ func TestPodLedger(t *testing.T) {
 	assert.Equal(t, deletedFrom(recs, "", at(0), at(40)), 3)
 	assert.Equal(t, createdIn(recs, at(0), at(20)), 1)
 	assert.Equal(t, createdIn(recs, at(25), at(40)), 2)
-	assert.Equal(t, podsOfApp(recs, StatefulSetName), 2)
+	assert.Equal(t, podsOfApp(recs, kind.StatefulSetName), 2)
 	assert.DeepEqual(t, deletedUIDs(recs), map[string]bool{"u1": true, "u2": true, "u3": true})
 }
 
@@ -274,7 +275,7 @@ func TestNodeFigures(t *testing.T) {
 		records: []podRecord{{Name: "db-0", UID: "u-db", Node: "w1", Deleted: at(5)}, {Name: "db-0", UID: "u-db2", Node: "w1", Created: true, Seen: at(6)},
 			{Name: "agent-x", UID: "u-agent", Node: "w1"}},
 		samples:   []readiness.Sample{sample(0, "db-0"), sample(5), sample(9, "db-0"), sample(20, "db-0")},
-		app:       map[string]string{"db-0": StatefulSetName},
+		app:       map[string]string{"db-0": kind.StatefulSetName},
 		windows:   []nodeWindow{{Node: "w1", Start: at(1), End: at(12), Outcome: outcomeUpgraded}, {Node: "w2", Outcome: outcomeUntouched}},
 		rollStart: at(0), rollEnd: at(20),
 	}
@@ -302,7 +303,7 @@ func TestNodeFigures(t *testing.T) {
 // untouched, a failed Job's node rolled back; the overlap is the
 // concurrency seen.
 func TestJobWindows(t *testing.T) {
-	nodes := []*Node{{name: "cp"}, {name: "w1"}, {name: "w2"}, {name: "w3"}, {name: "w4"}}
+	nodes := testNodes("cp", "w1", "w2", "w3", "w4")
 	jobs := map[string]*jobRecord{
 		"cp": {Node: "cp", Start: at(0), End: at(60), Done: true},
 		"w2": {Node: "w2", Start: at(61), End: at(120), Done: true},
@@ -327,7 +328,7 @@ func TestJobWindows(t *testing.T) {
 // killed one, a retry) has one window from its first Job's start to its
 // last Job's end, and its outcome is its last Job's.
 func TestJobWindowsOverReruns(t *testing.T) {
-	nodes := []*Node{{name: "cp"}, {name: "w1"}}
+	nodes := testNodes("cp", "w1")
 	killed := &jobRecord{Node: "cp", Run: 1, Start: at(0), End: at(40), Done: true, Failed: true}
 	failed := &jobRecord{Node: "w1", Run: 1, Start: at(100), End: at(200), Done: true, Failed: true}
 	refused := &jobRecord{Node: "w1", Run: 2, Earlier: []*jobRecord{failed}, Start: at(230), End: at(231), Done: true, Failed: true}
@@ -428,7 +429,7 @@ func TestFleetPlans(t *testing.T) {
 		{FleetFault, "concurrency: 1", systemupgrade.ControlPlanePlan, systemupgrade.WorkersPlan, "upgrade"},
 		{FleetNaive, "concurrency: 1", systemupgrade.NaiveControlPlanePlan, systemupgrade.NaiveWorkersPlan, "naive"},
 	} {
-		f := newFleetRun(nil, ScenarioOptions{}, nil, tt.roll, Step{From: "1.30.14", To: "1.31.14"})
+		f := newFleetRun(nil, kind.ScenarioOptions{}, nil, tt.roll, kind.Step{From: "1.30.14", To: "1.31.14"})
 		o := f.planOptions()
 		assert.Check(t, is.Equal(o.GateTimeout, FleetGateTimeout))
 		assert.Check(t, !o.Cordon)
@@ -543,7 +544,7 @@ func TestRequestsIn(t *testing.T) {
 // roll is SUC's (the controller, the Plans, its own image) with the
 // released kubelet, no drain, and is reported as an anchor.
 func TestFleetRolls(t *testing.T) {
-	st := Step{From: "1.30.14", To: "1.31.14"}
+	st := kind.Step{From: "1.30.14", To: "1.31.14"}
 	names := func(f *fleetRun) string {
 		var out []string
 		for _, a := range f.actions() {
@@ -575,7 +576,7 @@ func TestFleetRolls(t *testing.T) {
 				"the retry: worker 3 upgraded through its gate"}},
 	} {
 		t.Run(tt.roll, func(t *testing.T) {
-			f := newFleetRun(nil, ScenarioOptions{}, nil, tt.roll, st)
+			f := newFleetRun(nil, kind.ScenarioOptions{}, nil, tt.roll, st)
 			assert.Check(t, is.Equal(f.Name, tt.cluster))
 			assert.Check(t, is.Equal(f.Variant(), tt.variant))
 			assert.Check(t, is.Equal(f.rollName(), tt.name))
@@ -600,7 +601,7 @@ func TestFleetRolls(t *testing.T) {
 // TestFleetNeeds: what the rolls need built; the naive roll needs the
 // released packages and kubectl, not the patched packages.
 func TestFleetNeeds(t *testing.T) {
-	st := Step{From: "1.30.14", To: "1.31.14"}
+	st := kind.Step{From: "1.30.14", To: "1.31.14"}
 	for _, tt := range []struct {
 		rolls []string
 		want  buildNeeds
@@ -612,7 +613,7 @@ func TestFleetNeeds(t *testing.T) {
 	} {
 		var runs []*fleetRun
 		for _, r := range tt.rolls {
-			runs = append(runs, newFleetRun(nil, ScenarioOptions{}, nil, r, st))
+			runs = append(runs, newFleetRun(nil, kind.ScenarioOptions{}, nil, r, st))
 		}
 		assert.Check(t, is.Equal(fleetNeeds(runs), tt.want), "%v", tt.rolls)
 	}
@@ -659,7 +660,7 @@ func TestRecreationOverdue(t *testing.T) {
 	end := at(0)
 	killed := &jobRecord{Name: "apply-cp", Node: "cp", Done: true, Failed: true, End: end}
 	faulty := &jobRecord{Name: "apply-w3", Node: "w3", Done: true, Failed: true, End: end}
-	f := &fleetRun{fault: true, ClusterRun: &ClusterRun{Cluster: &Cluster{Nodes: []*Node{{name: "cp"}, {name: "w1"}, {name: "w2"}, {name: "w3"}}}},
+	f := &fleetRun{fault: true, ClusterRun: &kind.ClusterRun{Cluster: &kind.Cluster{Nodes: testNodes("cp", "w1", "w2", "w3")}},
 		jobs: map[string]*jobRecord{"cp": killed, "w3": faulty}}
 	limit := FleetJobTTL*time.Second + recreateGrace
 	assert.NilError(t, f.recreationOverdue(end.Add(limit)))
@@ -671,4 +672,18 @@ func TestRecreationOverdue(t *testing.T) {
 	assert.ErrorContains(t, f.recreationOverdue(end.Add(time.Hour)), "w3: SUC has not created the failed Job apply-w3 again")
 	f.fault = false
 	assert.NilError(t, f.recreationOverdue(end.Add(time.Hour)), "not the fault roll")
+}
+
+// testNodes are a cluster's nodes that run nothing: the control-plane
+// node, then the workers.
+func testNodes(names ...string) []*kind.Node {
+	var out []*kind.Node
+	for i, n := range names {
+		role := "worker"
+		if i == 0 {
+			role = "control-plane"
+		}
+		out = append(out, kind.NewNode(n, role, nil))
+	}
+	return out
 }

@@ -1,6 +1,5 @@
-package kind
-
-// The fleet roll-out on kind (make e2e E2E=fleet, issue 22 section 4):
+// Package fleet is the fleet roll-out on kind (make e2e E2E_PROVIDER=kind
+// E2E=fleet, issue 22 section 4), a scenario of the kind provider:
 // clusters of one control-plane node and FleetWorkers workers with the
 // fleet's workloads, rolled From -> To by system-upgrade-controller's Plans
 // running upgrade.sh (deploy/system-upgrade) at concurrency 1 and 2, the
@@ -8,18 +7,21 @@ package kind
 // roll k3s and rke2 users run today (SUC's Plans, the released packages,
 // no drain: the second anchor), and a roll whose health gate fails on
 // worker 3. Each roll is a list of small actions on a cluster of its own,
-// measured per node and in total (fleet_figures.go); the fault roll also
+// measured per node and in total (figures.go); the fault roll also
 // kills the control plane's Job after its swap and ends with the
-// operator's retry (fleet_fault.go).
+// operator's retry (fault.go).
+package fleet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
 
 	systemupgrade "github.com/kubelet-compat/kubelet-compat/deploy/system-upgrade"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/cleanup"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind/nodeimage"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/plan"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/readiness"
@@ -83,7 +85,7 @@ func contains(list []string, s string) bool {
 
 // CheckFleet refuses a plan the fleet cannot roll: one upgrade step of one
 // minor (the control plane and every kubelet go From -> To once).
-func CheckFleet(steps []Step) error {
+func CheckFleet(steps []kind.Step) error {
 	if len(steps) != 1 {
 		return fmt.Errorf("the fleet rolls one step, not %d", len(steps))
 	}
@@ -91,7 +93,7 @@ func CheckFleet(steps []Step) error {
 	if st.Rollback() || st.SkipLevel() {
 		return fmt.Errorf("the fleet rolls one minor up, not %s", st)
 	}
-	return CheckSkew(st)
+	return kind.CheckSkew(st)
 }
 
 // fleetCluster names each roll's cluster.
@@ -111,7 +113,7 @@ func fleetCluster(roll string) string {
 
 // FleetOptions configure the fleet.
 type FleetOptions struct {
-	ScenarioOptions
+	kind.ScenarioOptions
 	Runs []string
 	// ControllerBinary is system-upgrade-controller, built
 	// (systemupgrade.BuildController).
@@ -121,7 +123,7 @@ type FleetOptions struct {
 // fleetRun is one roll on its cluster; it reuses the scenario's cluster
 // pieces (create, network, images, snapshots, logs).
 type fleetRun struct {
-	*ClusterRun
+	*kind.ClusterRun
 	roll        string
 	concurrency int64
 	drain       bool
@@ -141,12 +143,12 @@ type fleetRun struct {
 	// jobs are the upgrade Jobs seen, per node (SUC rolls): the last one
 	// of each node, with the earlier ones.
 	jobs map[string]*jobRecord
-	// faults: the fault roll's (fleet_fault.go).
+	// faults: the fault roll's (fault.go).
 	faults faultState
 }
 
 // RunFleet runs o.Runs, each on a cluster of its own, one after the other.
-func RunFleet(ctx context.Context, p *Provider, o FleetOptions, stack *cleanup.Stack, rep *report.Report) error {
+func RunFleet(ctx context.Context, p *kind.Provider, o FleetOptions, stack *cleanup.Stack, rep *report.Report) error {
 	if err := CheckFleet(o.Steps); err != nil {
 		return err
 	}
@@ -162,7 +164,7 @@ func RunFleet(ctx context.Context, p *Provider, o FleetOptions, stack *cleanup.S
 	}
 	// One layout for the patched SUC rolls, one for the naive roll.
 	layouts := map[bool][]byte{}
-	var clusters []ClusterRunner
+	var clusters []kind.ClusterRunner
 	for _, f := range runs {
 		if !f.drain {
 			if layouts[f.naive] == nil {
@@ -176,13 +178,13 @@ func RunFleet(ctx context.Context, p *Provider, o FleetOptions, stack *cleanup.S
 		}
 		clusters = append(clusters, f)
 	}
-	return RunClusters(ctx, p, stack, clusters)
+	return kind.RunClusters(ctx, p, stack, clusters)
 }
 
 // newFleetRun is one roll on its cluster, before its images are set.
-func newFleetRun(p *Provider, o ScenarioOptions, rep *report.Report, roll string, st Step) *fleetRun {
+func newFleetRun(p *kind.Provider, o kind.ScenarioOptions, rep *report.Report, roll string, st kind.Step) *fleetRun {
 	released := roll == FleetDrain || roll == FleetNaive
-	f := &fleetRun{ClusterRun: &ClusterRun{Provider: p, Options: o, Report: rep, Name: fleetCluster(roll), Steps: []Step{st}, Patched: !released},
+	f := &fleetRun{ClusterRun: &kind.ClusterRun{Provider: p, Options: o, Report: rep, Name: fleetCluster(roll), Steps: []kind.Step{st}, Patched: !released},
 		roll: roll, concurrency: 1, drain: roll == FleetDrain, naive: roll == FleetNaive, fault: roll == FleetFault}
 	if roll == FleetConcurrency2 {
 		f.concurrency = 2
@@ -213,11 +215,11 @@ func fleetNeeds(runs []*fleetRun) buildNeeds {
 // cluster is made: the node image, the target's images, its patched
 // packages and kubectl (the upgrade Job's image) and its unpatched
 // packages (the drain and naive rolls swap in the kubelet as released).
-func fleetPreflight(ctx context.Context, p *Provider, o FleetOptions, needs buildNeeds) error {
+func fleetPreflight(ctx context.Context, p *kind.Provider, o FleetOptions, needs buildNeeds) error {
 	st := o.Steps[0]
-	var m MissingBuilds
-	need, exists := m.Need, Built
-	need(p.Engine.ImageExists(ctx, NodeImage(st.From)), "node image "+NodeImage(st.From))
+	var m kind.MissingBuilds
+	need, exists := m.Need, kind.Built
+	need(p.Engine.ImageExists(ctx, kind.NodeImage(st.From)), "node image "+kind.NodeImage(st.From))
 	need(exists(filepath.Join(o.Output, "kind", "images", st.To+".tar")), "images of "+st.To)
 	if needs.patched {
 		need(exists(filepath.Join(nodeimage.PackageDir(o.Output, "patched"), nodeimage.NodePackages(st.To)[0])), "patched packages of "+st.To)
@@ -232,53 +234,55 @@ func fleetPreflight(ctx context.Context, p *Provider, o FleetOptions, needs buil
 }
 
 // do adapts a fleetRun method to an Action.
-func (f *fleetRun) do(fn func(ctx context.Context) error) func(*ClusterRun, context.Context) error {
-	return func(_ *ClusterRun, ctx context.Context) error { return fn(ctx) }
+func (f *fleetRun) do(fn func(ctx context.Context) error) func(*kind.ClusterRun, context.Context) error {
+	return func(_ *kind.ClusterRun, ctx context.Context) error { return fn(ctx) }
 }
 
-func (f *fleetRun) actions() []Action {
+func (f *fleetRun) actions() []kind.Action {
 	st := f.Steps[0]
-	out := []Action{
-		{"create the cluster on " + NodeImage(st.From), (*ClusterRun).Create},
-		{"install the pod network", func(r *ClusterRun, ctx context.Context) error { return r.Cluster.InstallCNI(ctx) }},
-		{"import the workload images into every node", (*ClusterRun).ImportImages},
-		{"import the images of " + st.To + " into every node (no registry: pre-loaded, as air-gapped fleets do)", f.do(f.importTargetImages)},
+	out := []kind.Action{
+		{Name: "create the cluster on " + kind.NodeImage(st.From), Do: (*kind.ClusterRun).Create},
+		{Name: "install the pod network", Do: func(r *kind.ClusterRun, ctx context.Context) error { return r.Cluster.InstallCNI(ctx) }},
+		{Name: "import the workload images into every node", Do: (*kind.ClusterRun).ImportImages},
+		{Name: "import the images of " + st.To + " into every node (no registry: pre-loaded, as air-gapped fleets do)", Do: f.do(f.importTargetImages)},
 	}
 	if !f.drain {
-		out = append(out, Action{"import system-upgrade-controller's and the upgrade Job's images into every node", f.do(f.importSUCImages)})
+		out = append(out, kind.Action{Name: "import system-upgrade-controller's and the upgrade Job's images into every node", Do: f.do(f.importSUCImages)})
 	}
 	out = append(out,
-		Action{"create the fleet's workloads and the static pods", f.do(f.createWorkloads)},
-		Action{"wait until every pod is ready", f.do(f.waitReady)},
-		Action{"baseline: snapshots, the API's pods, the pod ledger and the readiness watchers", f.do(f.baseline)})
+		kind.Action{Name: "create the fleet's workloads and the static pods", Do: f.do(f.createWorkloads)},
+		kind.Action{Name: "wait until every pod is ready", Do: f.do(f.waitReady)},
+		kind.Action{Name: "baseline: snapshots, the API's pods, the pod ledger and the readiness watchers", Do: f.do(f.baseline)})
 	switch {
 	case f.drain:
-		out = append(out, Action{"the drain roll " + st.String() + ": node by node, cordon, kubectl drain, swap (the kubelet as released), uncordon", f.do(f.drainRoll)})
+		out = append(out, kind.Action{Name: "the drain roll " + st.String() + ": node by node, cordon, kubectl drain, swap (the kubelet as released), uncordon", Do: f.do(f.drainRoll)})
 	case f.naive:
 		out = append(out,
-			Action{"apply system-upgrade-controller", f.do(f.applyController)},
-			Action{fmt.Sprintf("the naive roll %s: apply the Plans (upgrade.sh naive, the packages as released, concurrency %d; no drain, no cordon, no record, no gate) and follow the roll until the workloads are Ready again", st, f.concurrency), f.do(f.sucRoll)})
+			kind.Action{Name: "apply system-upgrade-controller", Do: f.do(f.applyController)},
+			kind.Action{Name: fmt.Sprintf("the naive roll %s: apply the Plans (upgrade.sh naive, the packages as released, concurrency %d; no drain, no cordon, no record, no gate) and follow the roll until the workloads are Ready again", st, f.concurrency), Do: f.do(f.sucRoll)})
 	case f.fault:
 		out = append(out,
-			Action{"apply system-upgrade-controller (Jobs kept " + fmt.Sprint(FleetJobTTL) + " s after they end)", f.do(f.applyController)},
-			Action{fmt.Sprintf("apply the Plans (%s, concurrency %d) and follow the roll: the control plane's Job killed right after its swap, the gate failing on worker %d", st.To, f.concurrency, FleetFaultWorker), f.do(f.sucRoll)},
-			Action{fmt.Sprintf("the faults: the control plane gated by SUC's re-run; worker %d rolled back with its configuration, re-runs refused; the roll stopped there", FleetFaultWorker), f.do(f.checkFault)},
-			Action{fmt.Sprintf("the operator's retry: the canary deleted, worker %d's roll state and marker removed; the roll goes on to its end", FleetFaultWorker), f.do(f.retryRoll)})
+			kind.Action{Name: "apply system-upgrade-controller (Jobs kept " + fmt.Sprint(FleetJobTTL) + " s after they end)", Do: f.do(f.applyController)},
+			kind.Action{Name: fmt.Sprintf("apply the Plans (%s, concurrency %d) and follow the roll: the control plane's Job killed right after its swap, the gate failing on worker %d", st.To, f.concurrency, FleetFaultWorker), Do: f.do(f.sucRoll)},
+			kind.Action{Name: fmt.Sprintf("the faults: the control plane gated by SUC's re-run; worker %d rolled back with its configuration, re-runs refused; the roll stopped there", FleetFaultWorker), Do: f.do(f.checkFault)},
+			kind.Action{Name: fmt.Sprintf("the operator's retry: the canary deleted, worker %d's roll state and marker removed; the roll goes on to its end", FleetFaultWorker), Do: f.do(f.retryRoll)})
 	default:
 		out = append(out,
-			Action{"apply system-upgrade-controller", f.do(f.applyController)},
-			Action{fmt.Sprintf("apply the Plans (%s, concurrency %d) and follow the roll", st.To, f.concurrency), f.do(f.sucRoll)})
+			kind.Action{Name: "apply system-upgrade-controller", Do: f.do(f.applyController)},
+			kind.Action{Name: fmt.Sprintf("apply the Plans (%s, concurrency %d) and follow the roll", st.To, f.concurrency), Do: f.do(f.sucRoll)})
 	}
 	out = append(out,
-		Action{"after the roll: every pod ready, snapshots, the API's pods", f.do(f.afterRoll)},
-		Action{"the Job that ran across the roll completes", f.do(f.completeBatch)},
-		Action{"the figures, per node and in total", f.do(f.reportRoll)})
+		kind.Action{Name: "after the roll: every pod ready, snapshots, the API's pods", Do: f.do(f.afterRoll)},
+		kind.Action{Name: "the Job that ran across the roll completes", Do: f.do(f.completeBatch)},
+		kind.Action{Name: "the figures, per node and in total", Do: f.do(f.reportRoll)})
 	if f.fault {
-		out = append(out, Action{fmt.Sprintf("the retry: worker %d upgraded through its gate, nothing restarted over the rollback and the retry", FleetFaultWorker), f.do(f.checkRetry)})
+		out = append(out, kind.Action{Name: fmt.Sprintf("the retry: worker %d upgraded through its gate, nothing restarted over the rollback and the retry", FleetFaultWorker), Do: f.do(f.checkRetry)})
 	}
 	return out
 }
 
+// Run runs the roll's actions on its cluster, then deletes the cluster
+// (kind.ClusterRunner).
 func (f *fleetRun) Run(ctx context.Context, stack *cleanup.Stack) error {
 	return f.RunThenDelete(ctx, stack, f.actions(), f.stopWatchers)
 }
@@ -297,20 +301,43 @@ func (f *fleetRun) stopWatchers() {
 	}
 }
 
-// runFleet brings the engine and the images up, builds the controller
+// Runner is the fleet's runner of plans (plan.Runner): kind's runner
+// (Name, Describe, Versions, Images: the engine, the node images) with
+// the fleet's Check and Run: Runs, each on a cluster of its own.
+type Runner struct {
+	*kind.Runner
+	// Runs are the rolls to run, in FleetRuns' order (-fleet-runs, ParseFleetRuns).
+	Runs []string
+}
+
+var _ plan.Runner = (*Runner)(nil)
+
+// Check refuses what kind's runner refuses (rollback steps, a record
+// after the swap), then a plan the fleet cannot roll (CheckFleet).
+func (r *Runner) Check(p plan.Plan) error {
+	if plan.HasRollback(p.Steps) {
+		return errors.New(plan.RollbackLocalOnly)
+	}
+	if p.RecordAfterSwap {
+		return errors.New(plan.RecordAfterSwapLocalOnly)
+	}
+	return CheckFleet(p.Steps)
+}
+
+// Run brings the engine and the images up, builds the controller
 // when a roll needs it (cached), and runs the fleet.
-func (k *Runner) runFleet(ctx context.Context, p plan.Plan, stack *cleanup.Stack, rep *report.Report) error {
-	prov, err := k.Up(ctx, p, stack)
+func (r *Runner) Run(ctx context.Context, p plan.Plan, stack *cleanup.Stack, rep *report.Report) error {
+	prov, err := r.Up(ctx, p, stack)
 	if err != nil {
 		return err
 	}
 	bin := ""
-	if len(k.FleetRuns) > 1 || k.FleetRuns[0] != FleetDrain {
-		if bin, err = systemupgrade.BuildController(ctx, k.CacheDir, p.Log); err != nil {
+	if len(r.Runs) > 1 || r.Runs[0] != FleetDrain {
+		if bin, err = systemupgrade.BuildController(ctx, r.CacheDir, p.Log); err != nil {
 			return err
 		}
 	}
-	o := FleetOptions{ScenarioOptions: ScenarioOptions{Plan: p, LogDir: filepath.Join(p.ReportDir, "logs"), Workers: FleetWorkers},
-		Runs: k.FleetRuns, ControllerBinary: bin}
+	o := FleetOptions{ScenarioOptions: kind.ScenarioOptions{Plan: p, LogDir: filepath.Join(p.ReportDir, "logs"), Workers: FleetWorkers},
+		Runs: r.Runs, ControllerBinary: bin}
 	return RunFleet(ctx, prov, o, stack, rep)
 }

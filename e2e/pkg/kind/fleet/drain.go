@@ -1,4 +1,4 @@
-package kind
+package fleet
 
 // The anchor: the drain-based roll operators use today, as kubeadm's
 // upgrade guide gives it, node by node, control plane first: install the
@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/node"
 )
 
@@ -42,7 +43,7 @@ func (f *fleetRun) drainRoll(ctx context.Context) error {
 		} else if err := f.kubeadmUpgradeNode(ctx, n, st.To); err != nil {
 			return err
 		}
-		if _, err := f.ExecLogged(ctx, f.Cluster.ControlPlane(), "drain-"+n.name, drainArgs(n.name)...); err != nil {
+		if _, err := f.ExecLogged(ctx, f.Cluster.ControlPlane(), "drain-"+n.Name(), drainArgs(n.Name())...); err != nil {
 			return err
 		}
 		swapped := time.Now()
@@ -52,50 +53,33 @@ func (f *fleetRun) drainRoll(ctx context.Context) error {
 		if err := f.waitKubelet(ctx, n, st.To, false, swapped, 4*time.Minute); err != nil {
 			return err
 		}
-		if _, err := f.ExecLogged(ctx, f.Cluster.ControlPlane(), "uncordon-"+n.name, "kubectl", "--kubeconfig", adminConf, "uncordon", n.name); err != nil {
+		if _, err := f.ExecLogged(ctx, f.Cluster.ControlPlane(), "uncordon-"+n.Name(), "kubectl", "--kubeconfig", adminConf, "uncordon", n.Name()); err != nil {
 			return err
 		}
 		end := time.Now()
-		f.data.windows = append(f.data.windows, nodeWindow{Node: n.name, Start: start, End: end, Outcome: outcomeUpgraded})
-		f.order = append(f.order, n.name)
-		f.Logf("%s: drained, swapped and uncordoned in %.0fs", n.name, end.Sub(start).Seconds())
+		f.data.windows = append(f.data.windows, nodeWindow{Node: n.Name(), Start: start, End: end, Outcome: outcomeUpgraded})
+		f.order = append(f.order, n.Name())
+		f.Logf("%s: drained, swapped and uncordoned in %.0fs", n.Name(), end.Sub(start).Seconds())
 		// As operators do: the workloads whole again before the next node.
-		if _, err := f.Cluster.WaitPodsReady(ctx, 10*time.Minute, fleetPods(len(f.Cluster.Nodes), len(f.Statics.Pods), false), Namespace); err != nil {
-			return fmt.Errorf("after %s: %w", n.name, err)
+		if _, err := f.Cluster.WaitPodsReady(ctx, 10*time.Minute, fleetPods(len(f.Cluster.Nodes), len(f.Statics.Pods), false), kind.Namespace); err != nil {
+			return fmt.Errorf("after %s: %w", n.Name(), err)
 		}
 		if i == 0 {
 			if err := f.WaitControlPlane(ctx); err != nil {
-				return fmt.Errorf("after %s: %w", n.name, err)
+				return fmt.Errorf("after %s: %w", n.Name(), err)
 			}
 		}
 	}
 	return nil
 }
 
-// WaitControlPlane waits, as operators do before they go on, until the
-// control plane serves again: after the released kubelet recreated the
-// static pods under new UIDs, or etcd restarted under the API server. An
-// API server whose authorizers have not synced yet refuses kubernetes-admin
-// (seen: "cannot get resource configmaps ... kubeadm-config", "cannot
-// list resource nodes").
-func (r *ClusterRun) WaitControlPlane(ctx context.Context) error {
-	if err := Poll(ctx, 5*time.Minute, func() error {
-		_, err := r.Cluster.Client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
-		return err
-	}); err != nil {
-		return fmt.Errorf("the API server's /readyz: %w", err)
-	}
-	_, err := r.Cluster.WaitPodsReady(ctx, 5*time.Minute, 4+len(r.Cluster.Nodes)+2, "kube-system")
-	return err
-}
-
 // kubeadmUpgradeNode is a worker's kubeadm step: stage1, kubeadm upgrade
 // node.
-func (f *fleetRun) kubeadmUpgradeNode(ctx context.Context, n *Node, version string) error {
+func (f *fleetRun) kubeadmUpgradeNode(ctx context.Context, n *kind.Node, version string) error {
 	if _, err := f.ExecLogged(ctx, n, "select-stage1-"+version, "kubernetes-select", "stage1", version); err != nil {
 		return err
 	}
-	args := append([]string{"kubeadm", "upgrade", "node", "--v=1"}, CgroupV1PreflightArgs(version)...)
+	args := append([]string{"kubeadm", "upgrade", "node", "--v=1"}, kind.CgroupV1PreflightArgs(version)...)
 	_, err := f.ExecLogged(ctx, n, "kubeadm-upgrade-node-"+version, args...)
 	return err
 }
@@ -103,6 +87,6 @@ func (f *fleetRun) kubeadmUpgradeNode(ctx context.Context, n *Node, version stri
 // stageDebs installs version's packages as released (unpatched) next to
 // the running version with dpkg, as an operator does before the node's
 // turn (the images were imported before the roll).
-func (f *fleetRun) stageDebs(ctx context.Context, n *Node, version string) error {
+func (f *fleetRun) stageDebs(ctx context.Context, n *kind.Node, version string) error {
 	return f.InstallDebs(ctx, n, "unpatched", version)
 }

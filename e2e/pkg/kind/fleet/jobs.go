@@ -1,4 +1,4 @@
-package kind
+package fleet
 
 // Following SUC's Jobs: each node's Job, when upgrade.sh ran in it, its
 // pod's output kept in the report's logs, and the nodes' windows and order
@@ -15,6 +15,7 @@ import (
 	"time"
 
 	systemupgrade "github.com/kubelet-compat/kubelet-compat/deploy/system-upgrade"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind"
 	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -255,21 +256,21 @@ func lastEnd(windows []nodeWindow) time.Time {
 
 // jobWindows are the nodes' windows (in the cluster's node order) and the
 // order the roll took them (by the start of upgrade.sh).
-func jobWindows(nodes []*Node, jobs map[string]*jobRecord) ([]nodeWindow, []string) {
+func jobWindows(nodes []*kind.Node, jobs map[string]*jobRecord) ([]nodeWindow, []string) {
 	var windows []nodeWindow
 	var started []*jobRecord
 	for _, n := range nodes {
-		j, ok := jobs[n.name]
+		j, ok := jobs[n.Name()]
 		switch {
 		case !ok:
-			windows = append(windows, nodeWindow{Node: n.name, Outcome: outcomeUntouched})
+			windows = append(windows, nodeWindow{Node: n.Name(), Outcome: outcomeUntouched})
 		case !j.Done:
-			windows = append(windows, nodeWindow{Node: n.name, Outcome: outcomeFailed})
+			windows = append(windows, nodeWindow{Node: n.Name(), Outcome: outcomeFailed})
 		case j.Failed:
-			windows = append(windows, nodeWindow{Node: n.name, Start: j.firstStart(), End: j.End, Outcome: outcomeRolledBack})
+			windows = append(windows, nodeWindow{Node: n.Name(), Start: j.firstStart(), End: j.End, Outcome: outcomeRolledBack})
 			started = append(started, j)
 		default:
-			windows = append(windows, nodeWindow{Node: n.name, Start: j.firstStart(), End: j.End, Outcome: outcomeUpgraded})
+			windows = append(windows, nodeWindow{Node: n.Name(), Start: j.firstStart(), End: j.End, Outcome: outcomeUpgraded})
 			started = append(started, j)
 		}
 	}
@@ -304,7 +305,7 @@ func maxOverlap(windows []nodeWindow) int {
 func (f *fleetRun) checkConcurrency() {
 	var workers []nodeWindow
 	for _, w := range f.data.windows {
-		if w.Node != f.Cluster.ControlPlane().name {
+		if w.Node != f.Cluster.ControlPlane().Name() {
 			workers = append(workers, w)
 		}
 	}
