@@ -61,7 +61,7 @@ func (s *faultState) kill() *killedJob {
 	return s.killed
 }
 
-func (f *fleetRun) faultyWorker() *kind.Node { return f.Cluster.Workers()[FleetFaultWorker-1] }
+func (f *fleetRun) faultyWorker() *kind.Node { return f.Cluster.Workers()[FaultWorker-1] }
 
 // failureExpected says whether a failed Job is one of the fault roll's:
 // the faulty worker's, or the Job the e2e killed.
@@ -78,7 +78,7 @@ func (f *fleetRun) failureExpected(j *jobRecord) bool {
 const recreateGrace = 90 * time.Second
 
 // recreationOverdue says which node of the fault roll waits past
-// FleetJobTTL + recreateGrace, at now, for SUC to create its killed Job
+// JobTTL + recreateGrace, at now, for SUC to create its killed Job
 // again (the faulty worker's only once the retry has begun: before it,
 // the roll watches one minute and ends).
 func (f *fleetRun) recreationOverdue(now time.Time) error {
@@ -92,8 +92,8 @@ func (f *fleetRun) recreationOverdue(now time.Time) error {
 		if j.Node == f.faultyWorker().Name() && !f.faults.canaryRetired {
 			continue
 		}
-		if wait := now.Sub(j.End); wait > FleetJobTTL*time.Second+recreateGrace {
-			return fmt.Errorf("%s: SUC has not created the failed Job %s again %.0fs after it ended (its TTL is %d s)", j.Node, j.Name, wait.Seconds(), FleetJobTTL)
+		if wait := now.Sub(j.End); wait > JobTTL*time.Second+recreateGrace {
+			return fmt.Errorf("%s: SUC has not created the failed Job %s again %.0fs after it ended (its TTL is %d s)", j.Node, j.Name, wait.Seconds(), JobTTL)
 		}
 	}
 	return nil
@@ -138,7 +138,7 @@ func (f *fleetRun) faultRoll(ctx context.Context) error {
 			return stopPolling{fmt.Errorf("the Job on %s, whose gate must fail, succeeded (see %s)", faulty, f.jobLogPath(first))}
 		case stopAt.IsZero():
 			// A minute for the controller to (not) start the next node;
-			// SUC creates the failed Job again after FleetJobTTL.
+			// SUC creates the failed Job again after JobTTL.
 			stopAt = time.Now().Add(time.Minute)
 			f.Logf("the Job on %s failed: watching for a minute that no other node starts", faulty)
 		}
@@ -205,7 +205,7 @@ func (f *fleetRun) checkRolledBack(ctx context.Context) error {
 		logText = readLog(f.jobLogPath(j))
 	}
 	_, markErr := faulty.ReadFile(ctx, gateFailedMarker(st.To))
-	f.Record(report.Check{Name: fmt.Sprintf("%s: the health gate failed on %s (worker %d), its Job failed", prefix, faulty.Name(), FleetFaultWorker),
+	f.Record(report.Check{Name: fmt.Sprintf("%s: the health gate failed on %s (worker %d), its Job failed", prefix, faulty.Name(), FaultWorker),
 		Passed: j != nil && j.Failed && markErr == nil && strings.Contains(logText, "the health gate failed") && strings.Contains(logText, kind.Namespace+"/"+CanaryName),
 		Detail: fmt.Sprintf("Job failed: %t; marker %s: %s; the Job's log names the canary: %t", j != nil && j.Failed, gateFailedMarker(st.To), errText(markErr),
 			strings.Contains(logText, kind.Namespace+"/"+CanaryName))})
@@ -247,7 +247,7 @@ func (f *fleetRun) checkRolledBack(ctx context.Context) error {
 			}
 		}
 	}
-	f.Record(report.Check{Name: fmt.Sprintf("%s: SUC's re-runs on %s (TTL %d s) refused at once, the node stayed on %s", prefix, faulty.Name(), FleetJobTTL, st.From),
+	f.Record(report.Check{Name: fmt.Sprintf("%s: SUC's re-runs on %s (TTL %d s) refused at once, the node stayed on %s", prefix, faulty.Name(), JobTTL, st.From),
 		Passed: reruns >= 1 && refused == reruns && s2 == st.From,
 		Detail: fmt.Sprintf("%d re-runs ended in the minute watched, %d refused on the node's state", reruns, refused)})
 	return nil

@@ -1,6 +1,6 @@
 // Package fleet is the fleet roll-out on kind (make e2e E2E_PROVIDER=kind
 // E2E=fleet, issue 22 section 4), a scenario of the kind provider:
-// clusters of one control-plane node and FleetWorkers workers with the
+// clusters of one control-plane node and Workers workers with the
 // fleet's workloads, rolled From -> To by system-upgrade-controller's Plans
 // running upgrade.sh (deploy/system-upgrade) at concurrency 1 and 2, the
 // drain-based roll operators use today as the anchor, the naive in-place
@@ -31,34 +31,34 @@ import (
 
 // The fleet's rolls (-fleet-runs), in the order they run.
 const (
-	FleetConcurrency1 = "concurrency-1"
-	FleetConcurrency2 = "concurrency-2"
-	FleetDrain        = "drain"
-	FleetNaive        = "naive"
-	FleetFault        = "fault"
+	Concurrency1 = "concurrency-1"
+	Concurrency2 = "concurrency-2"
+	Drain        = "drain"
+	Naive        = "naive"
+	Fault        = "fault"
 )
 
-// FleetRuns are every roll, the default.
-var FleetRuns = []string{FleetConcurrency1, FleetConcurrency2, FleetDrain, FleetNaive, FleetFault}
+// Runs are every roll, the default.
+var Runs = []string{Concurrency1, Concurrency2, Drain, Naive, Fault}
 
-// FleetWorkers is the fleet clusters' worker count.
-const FleetWorkers = 4
+// Workers is the fleet clusters' worker count.
+const Workers = 4
 
-// FleetFaultWorker is the worker (1-based) whose health gate fails.
-const FleetFaultWorker = 3
+// FaultWorker is the worker (1-based) whose health gate fails.
+const FaultWorker = 3
 
-// FleetGateTimeout is the Plans' gate timeout in the e2e (seconds): the
+// GateTimeout is the Plans' gate timeout in the e2e (seconds): the
 // faulty worker waits that long before its rollback.
-const FleetGateTimeout = 120
+const GateTimeout = 120
 
-// ParseFleetRuns reads -fleet-runs: a comma-separated subset of FleetRuns,
-// run in FleetRuns' order.
-func ParseFleetRuns(s string) ([]string, error) {
+// ParseRuns reads -fleet-runs: a comma-separated subset of Runs,
+// run in Runs' order.
+func ParseRuns(s string) ([]string, error) {
 	want := map[string]bool{}
 	for _, r := range strings.Split(s, ",") {
 		r = strings.TrimSpace(r)
-		if !contains(FleetRuns, r) {
-			return nil, fmt.Errorf("-fleet-runs: unknown roll %q (%s)", r, strings.Join(FleetRuns, ", "))
+		if !contains(Runs, r) {
+			return nil, fmt.Errorf("-fleet-runs: unknown roll %q (%s)", r, strings.Join(Runs, ", "))
 		}
 		if want[r] {
 			return nil, fmt.Errorf("-fleet-runs: %s given twice", r)
@@ -66,7 +66,7 @@ func ParseFleetRuns(s string) ([]string, error) {
 		want[r] = true
 	}
 	var out []string
-	for _, r := range FleetRuns {
+	for _, r := range Runs {
 		if want[r] {
 			out = append(out, r)
 		}
@@ -83,9 +83,9 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// CheckFleet refuses a plan the fleet cannot roll: one upgrade step of one
+// Check refuses a plan the fleet cannot roll: one upgrade step of one
 // minor (the control plane and every kubelet go From -> To once).
-func CheckFleet(steps []kind.Step) error {
+func Check(steps []kind.Step) error {
 	if len(steps) != 1 {
 		return fmt.Errorf("the fleet rolls one step, not %d", len(steps))
 	}
@@ -99,20 +99,20 @@ func CheckFleet(steps []kind.Step) error {
 // fleetCluster names each roll's cluster.
 func fleetCluster(roll string) string {
 	switch roll {
-	case FleetConcurrency1:
+	case Concurrency1:
 		return "kc-e2e-fleet-c1"
-	case FleetConcurrency2:
+	case Concurrency2:
 		return "kc-e2e-fleet-c2"
-	case FleetDrain:
+	case Drain:
 		return "kc-e2e-drain"
-	case FleetNaive:
+	case Naive:
 		return "kc-e2e-naive"
 	}
 	return "kc-e2e-fleet-fault"
 }
 
-// FleetOptions configure the fleet.
-type FleetOptions struct {
+// Options configure the fleet.
+type Options struct {
 	kind.ScenarioOptions
 	Runs []string
 	// ControllerBinary is system-upgrade-controller, built
@@ -147,16 +147,16 @@ type fleetRun struct {
 	faults faultState
 }
 
-// RunFleet runs o.Runs, each on a cluster of its own, one after the other.
-func RunFleet(ctx context.Context, p *kind.Provider, o FleetOptions, stack *cleanup.Stack, rep *report.Report) error {
-	if err := CheckFleet(o.Steps); err != nil {
+// Run runs o.Runs, each on a cluster of its own, one after the other.
+func Run(ctx context.Context, p *kind.Provider, o Options, stack *cleanup.Stack, rep *report.Report) error {
+	if err := Check(o.Steps); err != nil {
 		return err
 	}
 	st := o.Steps[0]
 	var runs []*fleetRun
 	for _, roll := range o.Runs {
 		so := o.ScenarioOptions
-		so.Workers = FleetWorkers
+		so.Workers = Workers
 		runs = append(runs, newFleetRun(p, so, rep, roll, st))
 	}
 	if err := fleetPreflight(ctx, p, o, fleetNeeds(runs)); err != nil {
@@ -183,10 +183,10 @@ func RunFleet(ctx context.Context, p *kind.Provider, o FleetOptions, stack *clea
 
 // newFleetRun is one roll on its cluster, before its images are set.
 func newFleetRun(p *kind.Provider, o kind.ScenarioOptions, rep *report.Report, roll string, st kind.Step) *fleetRun {
-	released := roll == FleetDrain || roll == FleetNaive
+	released := roll == Drain || roll == Naive
 	f := &fleetRun{ClusterRun: &kind.ClusterRun{Provider: p, Options: o, Report: rep, Name: fleetCluster(roll), Steps: []kind.Step{st}, Patched: !released},
-		roll: roll, concurrency: 1, drain: roll == FleetDrain, naive: roll == FleetNaive, fault: roll == FleetFault}
-	if roll == FleetConcurrency2 {
+		roll: roll, concurrency: 1, drain: roll == Drain, naive: roll == Naive, fault: roll == Fault}
+	if roll == Concurrency2 {
 		f.concurrency = 2
 	}
 	return f
@@ -215,7 +215,7 @@ func fleetNeeds(runs []*fleetRun) buildNeeds {
 // cluster is made: the node image, the target's images, its patched
 // packages and kubectl (the upgrade Job's image) and its unpatched
 // packages (the drain and naive rolls swap in the kubelet as released).
-func fleetPreflight(ctx context.Context, p *kind.Provider, o FleetOptions, needs buildNeeds) error {
+func fleetPreflight(ctx context.Context, p *kind.Provider, o Options, needs buildNeeds) error {
 	st := o.Steps[0]
 	var m kind.MissingBuilds
 	need, exists := m.Need, kind.Built
@@ -262,10 +262,10 @@ func (f *fleetRun) actions() []kind.Action {
 			kind.Action{Name: fmt.Sprintf("the naive roll %s: apply the Plans (upgrade.sh naive, the packages as released, concurrency %d; no drain, no cordon, no record, no gate) and follow the roll until the workloads are Ready again", st, f.concurrency), Do: f.do(f.sucRoll)})
 	case f.fault:
 		out = append(out,
-			kind.Action{Name: "apply system-upgrade-controller (Jobs kept " + fmt.Sprint(FleetJobTTL) + " s after they end)", Do: f.do(f.applyController)},
-			kind.Action{Name: fmt.Sprintf("apply the Plans (%s, concurrency %d) and follow the roll: the control plane's Job killed right after its swap, the gate failing on worker %d", st.To, f.concurrency, FleetFaultWorker), Do: f.do(f.sucRoll)},
-			kind.Action{Name: fmt.Sprintf("the faults: the control plane gated by SUC's re-run; worker %d rolled back with its configuration, re-runs refused; the roll stopped there", FleetFaultWorker), Do: f.do(f.checkFault)},
-			kind.Action{Name: fmt.Sprintf("the operator's retry: the canary deleted, worker %d's roll state and marker removed; the roll goes on to its end", FleetFaultWorker), Do: f.do(f.retryRoll)})
+			kind.Action{Name: "apply system-upgrade-controller (Jobs kept " + fmt.Sprint(JobTTL) + " s after they end)", Do: f.do(f.applyController)},
+			kind.Action{Name: fmt.Sprintf("apply the Plans (%s, concurrency %d) and follow the roll: the control plane's Job killed right after its swap, the gate failing on worker %d", st.To, f.concurrency, FaultWorker), Do: f.do(f.sucRoll)},
+			kind.Action{Name: fmt.Sprintf("the faults: the control plane gated by SUC's re-run; worker %d rolled back with its configuration, re-runs refused; the roll stopped there", FaultWorker), Do: f.do(f.checkFault)},
+			kind.Action{Name: fmt.Sprintf("the operator's retry: the canary deleted, worker %d's roll state and marker removed; the roll goes on to its end", FaultWorker), Do: f.do(f.retryRoll)})
 	default:
 		out = append(out,
 			kind.Action{Name: "apply system-upgrade-controller", Do: f.do(f.applyController)},
@@ -276,7 +276,7 @@ func (f *fleetRun) actions() []kind.Action {
 		kind.Action{Name: "the Job that ran across the roll completes", Do: f.do(f.completeBatch)},
 		kind.Action{Name: "the figures, per node and in total", Do: f.do(f.reportRoll)})
 	if f.fault {
-		out = append(out, kind.Action{Name: fmt.Sprintf("the retry: worker %d upgraded through its gate, nothing restarted over the rollback and the retry", FleetFaultWorker), Do: f.do(f.checkRetry)})
+		out = append(out, kind.Action{Name: fmt.Sprintf("the retry: worker %d upgraded through its gate, nothing restarted over the rollback and the retry", FaultWorker), Do: f.do(f.checkRetry)})
 	}
 	return out
 }
@@ -306,14 +306,14 @@ func (f *fleetRun) stopWatchers() {
 // the fleet's Check and Run: Runs, each on a cluster of its own.
 type Runner struct {
 	*kind.Runner
-	// Runs are the rolls to run, in FleetRuns' order (-fleet-runs, ParseFleetRuns).
+	// Runs are the rolls to run, in Runs' order (-fleet-runs, ParseRuns).
 	Runs []string
 }
 
 var _ plan.Runner = (*Runner)(nil)
 
 // Check refuses what kind's runner refuses (rollback steps, a record
-// after the swap), then a plan the fleet cannot roll (CheckFleet).
+// after the swap), then a plan the fleet cannot roll (Check).
 func (r *Runner) Check(p plan.Plan) error {
 	if plan.HasRollback(p.Steps) {
 		return errors.New(plan.RollbackLocalOnly)
@@ -321,7 +321,7 @@ func (r *Runner) Check(p plan.Plan) error {
 	if p.RecordAfterSwap {
 		return errors.New(plan.RecordAfterSwapLocalOnly)
 	}
-	return CheckFleet(p.Steps)
+	return Check(p.Steps)
 }
 
 // Run brings the engine and the images up, builds the controller
@@ -332,12 +332,12 @@ func (r *Runner) Run(ctx context.Context, p plan.Plan, stack *cleanup.Stack, rep
 		return err
 	}
 	bin := ""
-	if len(r.Runs) > 1 || r.Runs[0] != FleetDrain {
+	if len(r.Runs) > 1 || r.Runs[0] != Drain {
 		if bin, err = systemupgrade.BuildController(ctx, r.CacheDir, p.Log); err != nil {
 			return err
 		}
 	}
-	o := FleetOptions{ScenarioOptions: kind.ScenarioOptions{Plan: p, LogDir: filepath.Join(p.ReportDir, "logs"), Workers: FleetWorkers},
+	o := Options{ScenarioOptions: kind.ScenarioOptions{Plan: p, LogDir: filepath.Join(p.ReportDir, "logs"), Workers: Workers},
 		Runs: r.Runs, ControllerBinary: bin}
-	return RunFleet(ctx, prov, o, stack, rep)
+	return Run(ctx, prov, o, stack, rep)
 }

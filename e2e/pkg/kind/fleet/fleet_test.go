@@ -27,22 +27,22 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-func TestParseFleetRuns(t *testing.T) {
+func TestParseRuns(t *testing.T) {
 	for _, tt := range []struct {
 		in      string
 		want    []string
 		wantErr string
 	}{
-		{in: "concurrency-1,concurrency-2,drain,naive,fault", want: FleetRuns},
-		{in: "fault, drain", want: []string{FleetDrain, FleetFault}},
-		{in: "naive,drain", want: []string{FleetDrain, FleetNaive}},
-		{in: "naive", want: []string{FleetNaive}},
-		{in: "concurrency-2", want: []string{FleetConcurrency2}},
+		{in: "concurrency-1,concurrency-2,drain,naive,fault", want: Runs},
+		{in: "fault, drain", want: []string{Drain, Fault}},
+		{in: "naive,drain", want: []string{Drain, Naive}},
+		{in: "naive", want: []string{Naive}},
+		{in: "concurrency-2", want: []string{Concurrency2}},
 		{in: "concurrency-3", wantErr: `unknown roll "concurrency-3"`},
 		{in: "", wantErr: `unknown roll ""`},
 		{in: "drain,drain", wantErr: "drain given twice"},
 	} {
-		got, err := ParseFleetRuns(tt.in)
+		got, err := ParseRuns(tt.in)
 		if tt.wantErr != "" {
 			assert.ErrorContains(t, err, tt.wantErr, tt.in)
 			continue
@@ -52,7 +52,7 @@ func TestParseFleetRuns(t *testing.T) {
 	}
 }
 
-func TestCheckFleet(t *testing.T) {
+func TestCheck(t *testing.T) {
 	for _, tt := range []struct {
 		steps   []kind.Step
 		wantErr string
@@ -63,7 +63,7 @@ func TestCheckFleet(t *testing.T) {
 		{steps: []kind.Step{{From: "1.30.14", To: "1.32.13"}}, wantErr: "one minor up"},
 		{steps: []kind.Step{{From: "1.31.14", To: "1.30.14"}}, wantErr: "one minor up"},
 	} {
-		err := CheckFleet(tt.steps)
+		err := Check(tt.steps)
 		if tt.wantErr == "" {
 			assert.NilError(t, err)
 		} else {
@@ -424,14 +424,14 @@ func TestFleetPlans(t *testing.T) {
 		// the Plans' names and the upgrade container's mode
 		cp, workers, mode string
 	}{
-		{FleetConcurrency1, "concurrency: 1", systemupgrade.ControlPlanePlan, systemupgrade.WorkersPlan, "upgrade"},
-		{FleetConcurrency2, "concurrency: 2", systemupgrade.ControlPlanePlan, systemupgrade.WorkersPlan, "upgrade"},
-		{FleetFault, "concurrency: 1", systemupgrade.ControlPlanePlan, systemupgrade.WorkersPlan, "upgrade"},
-		{FleetNaive, "concurrency: 1", systemupgrade.NaiveControlPlanePlan, systemupgrade.NaiveWorkersPlan, "naive"},
+		{Concurrency1, "concurrency: 1", systemupgrade.ControlPlanePlan, systemupgrade.WorkersPlan, "upgrade"},
+		{Concurrency2, "concurrency: 2", systemupgrade.ControlPlanePlan, systemupgrade.WorkersPlan, "upgrade"},
+		{Fault, "concurrency: 1", systemupgrade.ControlPlanePlan, systemupgrade.WorkersPlan, "upgrade"},
+		{Naive, "concurrency: 1", systemupgrade.NaiveControlPlanePlan, systemupgrade.NaiveWorkersPlan, "naive"},
 	} {
 		f := newFleetRun(nil, kind.ScenarioOptions{}, nil, tt.roll, kind.Step{From: "1.30.14", To: "1.31.14"})
 		o := f.planOptions()
-		assert.Check(t, is.Equal(o.GateTimeout, FleetGateTimeout))
+		assert.Check(t, is.Equal(o.GateTimeout, GateTimeout))
 		assert.Check(t, !o.Cordon)
 		plans, err := systemupgrade.Plans(o)
 		assert.NilError(t, err)
@@ -558,18 +558,18 @@ func TestFleetRolls(t *testing.T) {
 		// want and wantNot are in, and not in, the actions' names.
 		want, wantNot []string
 	}{
-		{roll: FleetConcurrency1, cluster: "kc-e2e-fleet-c1", variant: "patched", name: "SUC, concurrency 1", concurrency: 1,
+		{roll: Concurrency1, cluster: "kc-e2e-fleet-c1", variant: "patched", name: "SUC, concurrency 1", concurrency: 1,
 			want: []string{"apply system-upgrade-controller", "apply the Plans (1.31.14, concurrency 1)"}, wantNot: []string{"drain", "naive", "the faults", "killed", "retry"}},
-		{roll: FleetConcurrency2, cluster: "kc-e2e-fleet-c2", variant: "patched", name: "SUC, concurrency 2", concurrency: 2,
+		{roll: Concurrency2, cluster: "kc-e2e-fleet-c2", variant: "patched", name: "SUC, concurrency 2", concurrency: 2,
 			want: []string{"apply the Plans (1.31.14, concurrency 2)"}},
-		{roll: FleetDrain, cluster: "kc-e2e-drain", variant: "unpatched", name: "drain (cordon, kubectl drain, swap, uncordon)", concurrency: 1,
+		{roll: Drain, cluster: "kc-e2e-drain", variant: "unpatched", name: "drain (cordon, kubectl drain, swap, uncordon)", concurrency: 1,
 			want: []string{"the drain roll 1.30.14 -> 1.31.14"}, wantNot: []string{"system-upgrade-controller", "naive"}},
-		{roll: FleetNaive, cluster: "kc-e2e-naive", variant: "unpatched", name: "naive (SUC, concurrency 1, released kubelets, no drain)", concurrency: 1,
+		{roll: Naive, cluster: "kc-e2e-naive", variant: "unpatched", name: "naive (SUC, concurrency 1, released kubelets, no drain)", concurrency: 1,
 			want: []string{"import system-upgrade-controller's and the upgrade Job's images", "apply system-upgrade-controller",
 				"the naive roll 1.30.14 -> 1.31.14: apply the Plans (upgrade.sh naive, the packages as released, concurrency 1; no drain, no cordon, no record, no gate)",
 				"the figures, per node and in total"},
 			wantNot: []string{"kubectl drain", "the fault"}},
-		{roll: FleetFault, cluster: "kc-e2e-fleet-fault", variant: "patched", name: "SUC, concurrency 1, gate fails on worker 3", concurrency: 1,
+		{roll: Fault, cluster: "kc-e2e-fleet-fault", variant: "patched", name: "SUC, concurrency 1, gate fails on worker 3", concurrency: 1,
 			want: []string{"Jobs kept 30 s after they end", "the control plane's Job killed right after its swap, the gate failing on worker 3",
 				"worker 3 rolled back with its configuration, re-runs refused; the roll stopped there",
 				"the operator's retry: the canary deleted, worker 3's roll state and marker removed",
@@ -592,7 +592,7 @@ func TestFleetRolls(t *testing.T) {
 	}
 	// Every roll on a cluster of its own.
 	seen := map[string]bool{}
-	for _, r := range FleetRuns {
+	for _, r := range Runs {
 		assert.Check(t, !seen[fleetCluster(r)], "%s shares its cluster", r)
 		seen[fleetCluster(r)] = true
 	}
@@ -606,10 +606,10 @@ func TestFleetNeeds(t *testing.T) {
 		rolls []string
 		want  buildNeeds
 	}{
-		{rolls: FleetRuns, want: buildNeeds{patched: true, kubectl: true, unpatched: true}},
-		{rolls: []string{FleetNaive}, want: buildNeeds{kubectl: true, unpatched: true}},
-		{rolls: []string{FleetDrain}, want: buildNeeds{unpatched: true}},
-		{rolls: []string{FleetConcurrency1, FleetFault}, want: buildNeeds{patched: true, kubectl: true}},
+		{rolls: Runs, want: buildNeeds{patched: true, kubectl: true, unpatched: true}},
+		{rolls: []string{Naive}, want: buildNeeds{kubectl: true, unpatched: true}},
+		{rolls: []string{Drain}, want: buildNeeds{unpatched: true}},
+		{rolls: []string{Concurrency1, Fault}, want: buildNeeds{patched: true, kubectl: true}},
 	} {
 		var runs []*fleetRun
 		for _, r := range tt.rolls {
@@ -662,7 +662,7 @@ func TestRecreationOverdue(t *testing.T) {
 	faulty := &jobRecord{Name: "apply-w3", Node: "w3", Done: true, Failed: true, End: end}
 	f := &fleetRun{fault: true, ClusterRun: &kind.ClusterRun{Cluster: &kind.Cluster{Nodes: testNodes("cp", "w1", "w2", "w3")}},
 		jobs: map[string]*jobRecord{"cp": killed, "w3": faulty}}
-	limit := FleetJobTTL*time.Second + recreateGrace
+	limit := JobTTL*time.Second + recreateGrace
 	assert.NilError(t, f.recreationOverdue(end.Add(limit)))
 	assert.Error(t, f.recreationOverdue(end.Add(limit+time.Second)),
 		fmt.Sprintf("cp: SUC has not created the failed Job apply-cp again %.0fs after it ended (its TTL is 30 s)", (limit+time.Second).Seconds()))

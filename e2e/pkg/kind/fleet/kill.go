@@ -4,7 +4,7 @@ package fleet
 // upgrade Job is killed right after its swap, before its gate's verdict, as
 // an unpatched kubelet, an OOM kill or the Job's deadline would kill it.
 // SUC creates the Job again once the failed one's TTL has passed (the
-// fault roll's controller keeps finished Jobs FleetJobTTL seconds, not
+// fault roll's controller keeps finished Jobs JobTTL seconds, not
 // SUC's 900); upgrade.sh's re-run finds the roll's state "swapping" on the
 // node with stage2 on the target and runs the gate against the picture the
 // first run saved there. The node must end gated on the target (or rolled
@@ -23,9 +23,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// FleetJobTTL is the fault roll's Job TTL (seconds): how long SUC keeps a
+// JobTTL is the fault roll's Job TTL (seconds): how long SUC keeps a
 // failed Job before it deletes it and creates it again.
-const FleetJobTTL = 30
+const JobTTL = 30
 
 // rollStatePath is upgrade.sh's roll state on a node (README, "The roll's
 // state").

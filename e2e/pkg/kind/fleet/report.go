@@ -106,7 +106,7 @@ func (f *fleetRun) rollName() string {
 	case f.naive:
 		return fmt.Sprintf("naive (SUC, concurrency %d, released kubelets, no drain)", f.concurrency)
 	case f.fault:
-		return fmt.Sprintf("SUC, concurrency %d, gate fails on worker %d", f.concurrency, FleetFaultWorker)
+		return fmt.Sprintf("SUC, concurrency %d, gate fails on worker %d", f.concurrency, FaultWorker)
 	}
 	return fmt.Sprintf("SUC, concurrency %d", f.concurrency)
 }

@@ -44,10 +44,10 @@ func (f *fleetRun) createWorkloads(ctx context.Context) error {
 	}
 	canary := ""
 	if f.fault {
-		canary = workers[FleetFaultWorker-1]
+		canary = workers[FaultWorker-1]
 		// The canary reads which kubelet kubernetes-select serves through
 		// its links: a node in bind mode would never fail its gate.
-		if _, err := f.Cluster.Workers()[FleetFaultWorker-1].Exec(ctx, nil, "test", "-L", kubeRoot+"/current/stage2"); err != nil {
+		if _, err := f.Cluster.Workers()[FaultWorker-1].Exec(ctx, nil, "test", "-L", kubeRoot+"/current/stage2"); err != nil {
 			return fmt.Errorf("%s: %s/current/stage2 is not a symbolic link (kubernetes-select in bind mode?): the canary cannot tell the kubelet: %w", canary, kubeRoot, err)
 		}
 	}

@@ -74,12 +74,12 @@ func (f *fleetRun) importSUCImages(ctx context.Context) error {
 func (f *fleetRun) planOptions() systemupgrade.Options {
 	o := systemupgrade.DefaultOptions(f.Steps[0].To)
 	o.Concurrency = f.concurrency
-	o.GateTimeout = FleetGateTimeout
+	o.GateTimeout = GateTimeout
 	o.Naive = f.naive
 	if f.fault {
 		// SUC creates a failed Job again after its TTL: the killed Job's
 		// re-run and the faulty worker's refusals within the roll.
-		o.JobTTL = FleetJobTTL
+		o.JobTTL = JobTTL
 	}
 	return o
 }
