@@ -212,7 +212,7 @@ func run(ctx context.Context, o options, r *report) error {
 	r.facts = append(r.facts,
 		fmt.Sprintf("container hash of 1.%d: %s shows whether 1.%d hashes like 1.%d (this run's verdict is above); a new era needs the library's hash code and the eras in %s", next, goldenFile, next, prev, schemaGo),
 		fmt.Sprintf("static-pod UID: run the e2e's unpatched control 1.%d -> 1.%d (make e2e, e2e/README.md); record it in pkg/upstream (staticPodUIDChanges, Last)", prev, next),
-		fmt.Sprintf("re-admission: whether kubelet 1.%d re-admits the pods 1.%d started (the e2e's admission scenarios, e2e/pkg/scenario/admission.go); the CLI's tables below", next, prev),
+		fmt.Sprintf("re-admission: whether kubelet 1.%d re-admits the pods 1.%d started (the e2e's admission scenarios, e2e/pkg/local/scenario/admission.go); the CLI's tables below", next, prev),
 		fmt.Sprintf("verify-trees on 1.%d (make verify-trees VERSIONS=%s) and the patched and unpatched kind steps 1.%d -> 1.%d; README's tables", next, row.Kubernetes, prev, next),
 	)
 	if err := findKnowledge(prev, next, r); err != nil {

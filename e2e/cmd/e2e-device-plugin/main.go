@@ -11,7 +11,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/deviceplugin"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/local/deviceplugin"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 )
 

@@ -14,8 +14,9 @@ import (
 	"time"
 
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind/fleet"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/local/scenario"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/plan"
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/scenario"
 	"github.com/kubelet-compat/kubelet-compat/pkg/cachedir"
 )
 
@@ -59,7 +60,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fl.StringVar(&o.resizePending, "resize-pending", "", "API mode, a step to 1.33+: raise the resize pod's cpu limit (100m -> 200m) through the new kube-apiserver (pods/resize) before the new kubelet starts: while-old-kubelet (kubelet vN still runs) or between-kubelets (none runs); the patched kubelet must then run that container, not restarted, at 200m (the control's outcome is reported)")
 	fl.BoolVar(&o.readiness, "readiness", true, "API mode (not admission, devices), local provider: run kube-controller-manager (endpointslice only), pods with readiness probes of period 10 s and 30 s behind a Service, and watch every pod's Ready condition and the Service's EndpointSlices across each swap (patched: no Ready->NotReady, no endpoint removed before 1.35; a probe failing from the swap on: NotReady within a period); kind provider: watch the Ready condition of the workloads' pods and the EndpointSlices of their Services across each node's swap, counting each pod for its own node's swap (patched: no Ready->NotReady of a static pod at any step, and no Ready->NotReady, no endpoint removed for API pods before 1.35; the control reported); false: without them")
 	fl.StringVar(&o.cpVersion, "control-plane-version", "", "API mode (not admission, devices), local provider: hold kube-apiserver and kube-controller-manager at this version for every step instead of upgrading them to the step's (for a step whose control plane the harness cannot build; a kubelet newer than kube-apiserver is outside upstream's skew policy)")
-	fl.StringVar(&o.fleetRuns, "fleet-runs", strings.Join(kind.FleetRuns, ","), "-mode fleet: the rolls to run, each on a cluster of its own (concurrency-1, concurrency-2: our roll by system-upgrade-controller's Plans; drain: the anchor; naive: the second anchor, SUC's Plans with the released kubelets and no drain, the in-place roll k3s/rke2 users run; fault: the control plane's Job killed after its swap, the gate failing on worker 3, the operator's retry)")
+	fl.StringVar(&o.fleetRuns, "fleet-runs", strings.Join(fleet.Runs, ","), "-mode fleet: the rolls to run, each on a cluster of its own (concurrency-1, concurrency-2: our roll by system-upgrade-controller's Plans; drain: the anchor; naive: the second anchor, SUC's Plans with the released kubelets and no drain, the in-place roll k3s/rke2 users run; fault: the control plane's Job killed after its swap, the gate failing on worker 3, the operator's retry)")
 	fl.DurationVar(&o.pluginGap, "device-plugin-gap", 0, "-mode devices: stop the device plugin before each swap and start it again this long after the new kubelet started (0: it runs throughout)")
 	fl.StringVar(&o.recordAfterSwap, "record-after-swap", "auto", "local provider, static pods: after each swap's settling, `kubelet-compat record` against the NEW kubelet and three more sync periods before the snapshot (as an operator records after every swap), and in the patched chain a static pod born under each kubelet but the last, carried by the later steps; auto: on when a step goes down (a rollback), true, false")
 	fl.StringVar(&o.toGates, "to-feature-gates", "", "local provider: feature gates of the kubelet each step swaps in (patched and control), e.g. RestartAllContainersOnContainerExits=false: that target refuses the corpus's restartall pod (plans whose kubelets are all 1.36+), and both variants must lose it")
@@ -122,7 +123,7 @@ func (o *options) modePlan() (modePlan, []string, error) {
 	var rolls []string
 	if pl.fleet && o.mode == "fleet" {
 		var err error
-		if rolls, err = kind.ParseFleetRuns(o.fleetRuns); err != nil {
+		if rolls, err = fleet.ParseRuns(o.fleetRuns); err != nil {
 			return pl, nil, err
 		}
 	}
@@ -188,11 +189,13 @@ func (o *options) planAndRunner(pl modePlan, rolls []string, rootPath, repoRoot 
 		}
 		p.Readiness = o.readiness
 		k := &kind.Runner{Root: rootPath, CacheDir: cachedir.Resolve(os.Getenv(cachedir.Env)), RepoRoot: repoRoot,
-			BuildImages: o.kindImages == "build", Faults: o.patched && (pl.extras || o.faults), Workers: 2, FleetRuns: rolls}
-		if len(rolls) > 0 {
-			k.Workers = kind.FleetWorkers
-		}
+			BuildImages: o.kindImages == "build", Faults: o.patched && (pl.extras || o.faults), Workers: 2}
 		runner = k
+		if len(rolls) > 0 {
+			// The fleet: kind's runner, its clusters of fleet.Workers.
+			k.Workers = fleet.Workers
+			runner = &fleet.Runner{Runner: k, Runs: rolls}
+		}
 	default:
 		p.Readiness = o.readiness && pl.api && !pl.admission && !pl.devices
 		runner = &scenario.Local{Options: scenario.Options{Pods: pl.pods, Root: rootPath, RepoRoot: repoRoot, NodeName: o.nodeName,

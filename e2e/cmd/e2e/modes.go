@@ -8,8 +8,8 @@ import (
 
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/cleanup"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/local/scenario"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/plan"
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/scenario"
 )
 
 // imagesMode builds the kind images of the plan (make kind-images), its

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/cgroups"
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/iptables"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/local/iptables"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/procfs"
 	"gotest.tools/v3/assert"
 )

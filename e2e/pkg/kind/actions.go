@@ -11,20 +11,20 @@ import (
 // on the shared run state.
 type Action struct {
 	Name string
-	Do   func(r *clusterRun, ctx context.Context) error
+	Do   func(r *ClusterRun, ctx context.Context) error
 }
 
 // runActions runs the actions in order, logging each with its duration;
 // the first failure stops the list.
-func runActions(ctx context.Context, r *clusterRun, actions []Action) error {
+func runActions(ctx context.Context, r *ClusterRun, actions []Action) error {
 	for i, a := range actions {
 		start := time.Now()
-		r.logf("[%d/%d] %s ...", i+1, len(actions), a.Name)
+		r.Logf("[%d/%d] %s ...", i+1, len(actions), a.Name)
 		if err := a.Do(r, ctx); err != nil {
-			r.logf("[%d/%d] %s FAILED after %.0fs: %v", i+1, len(actions), a.Name, time.Since(start).Seconds(), err)
+			r.Logf("[%d/%d] %s FAILED after %.0fs: %v", i+1, len(actions), a.Name, time.Since(start).Seconds(), err)
 			return fmt.Errorf("%s: %w", a.Name, err)
 		}
-		r.logf("[%d/%d] %s done in %.1fs", i+1, len(actions), a.Name, time.Since(start).Seconds())
+		r.Logf("[%d/%d] %s done in %.1fs", i+1, len(actions), a.Name, time.Since(start).Seconds())
 	}
 	return nil
 }

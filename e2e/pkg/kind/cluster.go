@@ -98,12 +98,12 @@ const (
 	failCgroupV1Default = 35
 )
 
-// cgroupV1PreflightArgs are the kubeadm upgrade flags a cgroup v1 node needs
+// CgroupV1PreflightArgs are the kubeadm upgrade flags a cgroup v1 node needs
 // for version: from 1.35 kubeadm's SystemVerification check fails on cgroup
 // v1 ("To explicitly enable cgroups v1 support for kubelet v1.35 or newer,
 // you must set ... 'FailCgroupV1' to 'false'. You must also explicitly skip
 // this validation"), even with failCgroupV1: false set (allowCgroupV1).
-func cgroupV1PreflightArgs(version string) []string {
+func CgroupV1PreflightArgs(version string) []string {
 	if kubelet.Minor(version) < failCgroupV1Default {
 		return nil
 	}
@@ -217,7 +217,7 @@ func (c *Cluster) loadNodes(ctx context.Context) error {
 		if len(f) != 2 {
 			continue
 		}
-		c.Nodes = append(c.Nodes, &Node{name: f[0], role: f[1], engine: c.p.Engine})
+		c.Nodes = append(c.Nodes, NewNode(f[0], f[1], c.p.Engine))
 	}
 	sort.Slice(c.Nodes, func(i, j int) bool {
 		if c.Nodes[i].role != c.Nodes[j].role {

@@ -25,9 +25,9 @@ import (
 // It does nothing when the apply stays within a minor of etcd. The logic
 // is the product's (pkg/etcdbridge, which kubelet-compat etcd-bridge runs
 // on a node); the e2e brings its own evidence through the node's exec.
-func (r *clusterRun) bridgeEtcd(ctx context.Context, version string) error {
-	cp := r.c.ControlPlane()
-	want, err := nodeimage.KubeadmEtcdImage(ctx, r.o.Output, version)
+func (r *ClusterRun) bridgeEtcd(ctx context.Context, version string) error {
+	cp := r.Cluster.ControlPlane()
+	want, err := nodeimage.KubeadmEtcdImage(ctx, r.Options.Output, version)
 	if err != nil {
 		return err
 	}
@@ -66,12 +66,12 @@ func (r *clusterRun) bridgeEtcd(ctx context.Context, version string) error {
 		return cp.WriteFile(ctx, manifestPath, data, 0o600)
 	}
 	start := time.Now()
-	r.logf("etcd %s -> %s before kubeadm's %s: with --snapshot-count=1 until a snapshot reaches applied index %d", running, bridge, want, applied)
+	r.Logf("etcd %s -> %s before kubeadm's %s: with --snapshot-count=1 until a snapshot reaches applied index %d", running, bridge, want, applied)
 	if err := writeEtcd(etcdbridge.Pod(pod, bridge, "1")); err != nil {
 		return err
 	}
 	var snap uint64
-	err = poll(ctx, 3*time.Minute, func() error {
+	err = Poll(ctx, 3*time.Minute, func() error {
 		if err := etcdServes(ctx, cp, metrics, etcdbridge.Version); err != nil {
 			return err
 		}
@@ -92,7 +92,7 @@ func (r *clusterRun) bridgeEtcd(ctx context.Context, version string) error {
 	}
 	// Serving again, from the one process of the manifest kubeadm wrote:
 	// kubeadm's snapshot count, not the bridge's 1.
-	err = poll(ctx, 3*time.Minute, func() error {
+	err = Poll(ctx, 3*time.Minute, func() error {
 		if err := etcdServes(ctx, cp, metrics, etcdbridge.Version); err != nil {
 			return err
 		}
@@ -107,11 +107,11 @@ func (r *clusterRun) bridgeEtcd(ctx context.Context, version string) error {
 	}
 	// The API server may have restarted while etcd was away (its liveness
 	// probe checks etcd): kubeadm and the e2e need it serving again.
-	if err := r.waitControlPlane(ctx); err != nil {
+	if err := r.WaitControlPlane(ctx); err != nil {
 		return fmt.Errorf("after etcd %s: %w", bridge, err)
 	}
-	r.rep.Checks = append(r.rep.Checks, report.Check{
-		Name:   fmt.Sprintf("%s %s: etcd %s -> %s before kubeadm upgrade apply v%s takes it to %s", r.name, r.step, running, bridge, version, want),
+	r.Report.Checks = append(r.Report.Checks, report.Check{
+		Name:   fmt.Sprintf("%s %s: etcd %s -> %s before kubeadm upgrade apply v%s takes it to %s", r.Name, r.Step, running, bridge, version, want),
 		Passed: true,
 		Detail: fmt.Sprintf("a snapshot at index %d, at or past the applied index %d; healthy again with kubeadm's flags after %s", snap, applied, time.Since(start).Round(time.Second)),
 	})

@@ -33,13 +33,13 @@ var sweepArgs = []string{"kubelet-compat", "sweep", "--grace", "0s", "--kubeconf
 // it on the plain worker once they are gone: its API pods deleted (their
 // controllers recreate them under the new kubelet; a pod without one is
 // created again from its spec).
-func (r *clusterRun) sweep(ctx context.Context) error {
-	first, last := r.steps[0], r.steps[len(r.steps)-1]
+func (r *ClusterRun) sweep(ctx context.Context) error {
+	first, last := r.Steps[0], r.Steps[len(r.Steps)-1]
 	legacy := crossesNameImageHash(kubelet.Minor(first.From), kubelet.Minor(last.To))
-	for _, n := range r.c.Nodes {
+	for _, n := range r.Cluster.Nodes {
 		code, out := r.sweepOn(ctx, n)
 		present := r.fileExists(ctx, n, compatFile)
-		c := report.Check{Name: fmt.Sprintf("%s %s: sweep keeps the compat file while the old kubelet's containers run", r.name, n.name)}
+		c := report.Check{Name: fmt.Sprintf("%s %s: sweep keeps the compat file while the old kubelet's containers run", r.Name, n.name)}
 		c.Detail = fmt.Sprintf("exit %d, file present: %t: %s", code, present, report.LastLine(out))
 		if legacy {
 			c.Passed = code == 2 && present
@@ -47,16 +47,16 @@ func (r *clusterRun) sweep(ctx context.Context) error {
 			c.Name += " (reported: no hash changed on this chain)"
 			c.Passed = code == 0 || code == 2
 		}
-		r.record(c)
+		r.Record(c)
 	}
 	if !legacy {
 		return nil
 	}
-	plain := r.c.Nodes[len(r.c.Nodes)-1]
-	if plain == r.staticNode || plain.role == "control-plane" {
+	plain := r.Cluster.Nodes[len(r.Cluster.Nodes)-1]
+	if plain == r.StaticNode || plain.role == "control-plane" {
 		return fmt.Errorf("the last node %s is not a plain worker", plain.name)
 	}
-	c := report.Check{Name: fmt.Sprintf("%s %s: sweep deletes the compat file once the old kubelet's containers are gone", r.name, plain.name)}
+	c := report.Check{Name: fmt.Sprintf("%s %s: sweep deletes the compat file once the old kubelet's containers are gone", r.Name, plain.name)}
 	pods, err := r.nodePods(ctx, plain)
 	if err != nil {
 		return err
@@ -67,7 +67,7 @@ func (r *clusterRun) sweep(ctx context.Context) error {
 		if _, mirror := p.Annotations[v1.MirrorPodAnnotationKey]; mirror {
 			continue
 		}
-		if err := r.c.Client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{}); err != nil {
+		if err := r.Cluster.Client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{}); err != nil {
 			return fmt.Errorf("deleting %s/%s: %w", p.Namespace, p.Name, err)
 		}
 		deleted++
@@ -78,8 +78,8 @@ func (r *clusterRun) sweep(ctx context.Context) error {
 	// A pod no controller owns comes back as its owner would bring it:
 	// the same spec, created again once the old one is gone.
 	for _, p := range bare {
-		if err := poll(ctx, 2*time.Minute, func() error {
-			_, err := r.c.Client.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+		if err := Poll(ctx, 2*time.Minute, func() error {
+			_, err := r.Cluster.Client.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
 			if apierrors.IsNotFound(err) {
 				return nil
 			}
@@ -88,7 +88,7 @@ func (r *clusterRun) sweep(ctx context.Context) error {
 			return err
 		}
 		again := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, Labels: p.Labels, Annotations: p.Annotations}, Spec: p.Spec}
-		if _, err := r.c.Client.CoreV1().Pods(p.Namespace).Create(ctx, again, metav1.CreateOptions{}); err != nil {
+		if _, err := r.Cluster.Client.CoreV1().Pods(p.Namespace).Create(ctx, again, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("creating %s/%s again: %w", p.Namespace, p.Name, err)
 		}
 	}
@@ -99,7 +99,7 @@ func (r *clusterRun) sweep(ctx context.Context) error {
 		return err
 	}
 	swept := false
-	if err := poll(ctx, 3*time.Minute, func() error {
+	if err := Poll(ctx, 3*time.Minute, func() error {
 		code, out := r.sweepOn(ctx, plain)
 		c.Detail = fmt.Sprintf("%d API pods deleted and recreated; sweep: exit %d: %s", deleted, code, report.LastLine(out))
 		if code != 0 {
@@ -113,25 +113,25 @@ func (r *clusterRun) sweep(ctx context.Context) error {
 	present := r.fileExists(ctx, plain, compatFile)
 	c.Passed = swept && !present
 	c.Detail += fmt.Sprintf("; file present: %t", present)
-	r.record(c)
+	r.Record(c)
 	return nil
 }
 
-func (r *clusterRun) sweepOn(ctx context.Context, n *Node) (int, string) {
+func (r *ClusterRun) sweepOn(ctx context.Context, n *Node) (int, string) {
 	out, err := n.Exec(ctx, nil, append([]string{"sh", "-c", `exec "$@" 2>&1`, "sh"}, sweepArgs...)...)
-	r.nodeLog(n, "sweep", out)
+	r.NodeLog(n, "sweep", out)
 	return kcexec.ExitCode(err), string(out)
 }
 
-func (r *clusterRun) fileExists(ctx context.Context, n *Node, path string) bool {
+func (r *ClusterRun) fileExists(ctx context.Context, n *Node, path string) bool {
 	_, err := n.Exec(ctx, nil, "test", "-e", path)
 	return err == nil
 }
 
-// record adds a check to the report, and to the run's failures when it
+// Record adds a check to the report, and to the run's failures when it
 // failed.
-func (r *clusterRun) record(c report.Check) {
-	r.rep.Checks = append(r.rep.Checks, c)
+func (r *ClusterRun) Record(c report.Check) {
+	r.Report.Checks = append(r.Report.Checks, c)
 	if !c.Passed {
 		r.failures = append(r.failures, c.Name+": "+c.Detail)
 	}
@@ -141,17 +141,17 @@ func (r *clusterRun) record(c report.Check) {
 // the static-pod worker during the compat window, after the patched
 // chain: the patched kubelet must restart that container, and nothing
 // else on the node (package genuine, as on the local node).
-func (r *clusterRun) genuineChange(ctx context.Context) error {
-	n := r.staticNode
-	target, err := genuine.Target(r.statics)
+func (r *ClusterRun) genuineChange(ctx context.Context) error {
+	n := r.StaticNode
+	target, err := genuine.Target(r.Statics)
 	if err != nil {
 		return err
 	}
 	manifest := path.Join(StaticPodDir, "kc-e2e-"+target.Name+".yaml")
-	r.record(genuine.Check(ctx, fmt.Sprintf("%s %s: a genuine change during the compat window restarts exactly that container (image of a static pod)", r.name, n.name), genuine.Node{
-		Take:          func(ctx context.Context) (*snapshot.Snapshot, error) { return snapshotNode(ctx, n) },
+	r.Record(genuine.Check(ctx, fmt.Sprintf("%s %s: a genuine change during the compat window restarts exactly that container (image of a static pod)", r.Name, n.name), genuine.Node{
+		Take:          func(ctx context.Context) (*snapshot.Snapshot, error) { return SnapshotNode(ctx, n) },
 		WriteManifest: func(ctx context.Context, pod *v1.Pod) error { return writeManifest(ctx, n, manifest, pod) },
-		SyncFrequency: r.o.SyncFrequency,
+		SyncFrequency: r.Options.SyncFrequency,
 	}, target))
 	return nil
 }

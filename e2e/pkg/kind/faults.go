@@ -35,10 +35,10 @@ func faultOf(i int) string {
 
 // swap replaces the node's kubelet by k: as an operator does, or, on a
 // fault run's worker, with that worker's fault.
-func (r *clusterRun) swap(ctx context.Context, n *Node, k node.Kubelet) error {
+func (r *ClusterRun) swap(ctx context.Context, n *Node, k node.Kubelet) error {
 	fault := ""
 	if r.faults {
-		for i, w := range r.c.Workers() {
+		for i, w := range r.Cluster.Workers() {
 			if w == n {
 				fault = faultOf(i + 1)
 			}
@@ -49,7 +49,7 @@ func (r *clusterRun) swap(ctx context.Context, n *Node, k node.Kubelet) error {
 		if err := n.CheckStaged(ctx, k); err != nil {
 			return err
 		}
-		r.logf("%s: fault: %s", n.name, fault)
+		r.Logf("%s: fault: %s", n.name, fault)
 		steps := [][]string{
 			{"systemctl", "stop", "kubelet"},
 			selectArgs(k.SkipLevel, "stage2", k.Version),
@@ -57,7 +57,7 @@ func (r *clusterRun) swap(ctx context.Context, n *Node, k node.Kubelet) error {
 			{"systemctl", "start", "kubelet"},
 		}
 		for _, args := range steps {
-			if _, err := r.execLogged(ctx, n, "fault-"+args[0]+"-"+args[1], args...); err != nil {
+			if _, err := r.ExecLogged(ctx, n, "fault-"+args[0]+"-"+args[1], args...); err != nil {
 				return err
 			}
 		}
@@ -78,11 +78,11 @@ func (r *clusterRun) swap(ctx context.Context, n *Node, k node.Kubelet) error {
 		if err := waitLogged(ctx, n, since, "SyncLoop ADD", 30*time.Second); err != nil {
 			return err
 		}
-		r.logf("%s: fault: %s", n.name, fault)
-		if _, err := r.execLogged(ctx, n, "fault-kill-kubelet", "systemctl", "kill", "--signal=SIGKILL", "kubelet"); err != nil {
+		r.Logf("%s: fault: %s", n.name, fault)
+		if _, err := r.ExecLogged(ctx, n, "fault-kill-kubelet", "systemctl", "kill", "--signal=SIGKILL", "kubelet"); err != nil {
 			return err
 		}
-		return poll(ctx, 90*time.Second, func() error {
+		return Poll(ctx, 90*time.Second, func() error {
 			if now := restarts(); now == before {
 				return fmt.Errorf("systemd has not restarted the kubelet yet (NRestarts %s)", now)
 			}

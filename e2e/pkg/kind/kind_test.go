@@ -28,7 +28,7 @@ func TestCgroupV1PreflightArgs(t *testing.T) {
 		{"1.35.8", []string{"--ignore-preflight-errors=SystemVerification"}},
 		{"1.37.2", []string{"--ignore-preflight-errors=SystemVerification"}},
 	} {
-		assert.DeepEqual(t, cgroupV1PreflightArgs(tt.version), tt.want)
+		assert.DeepEqual(t, CgroupV1PreflightArgs(tt.version), tt.want)
 	}
 }
 
@@ -67,7 +67,7 @@ func TestExpectations(t *testing.T) {
 		apiPod("kube-system", "kube-proxy-y", cp.name, false),
 		apiPod("kube-system", "etcd-c-control-plane", cp.name, true),
 	}
-	r := &clusterRun{staticNode: w1, statics: StaticPods(w1.name)}
+	r := &ClusterRun{StaticNode: w1, Statics: StaticPods(w1.name)}
 	pods := func(es []report.Expectation) []string {
 		var out []string
 		for _, e := range es {

@@ -25,6 +25,12 @@ type Node struct {
 
 var _ node.Node = (*Node)(nil)
 
+// NewNode is the node container name of engine, of role control-plane or
+// worker (tests: a nil engine for a node that runs nothing).
+func NewNode(name, role string, engine *docker.Engine) *Node {
+	return &Node{name: name, role: role, engine: engine}
+}
+
 // Name is the container's name, which kind also makes the node's name.
 func (n *Node) Name() string { return n.name }
 

@@ -189,9 +189,9 @@ func settledOn(pods func() map[string]*v1.Pod, node string) func(readiness.Sampl
 	}
 }
 
-// watchClient is a client of the cluster without the 30 s timeout of its
+// WatchClient is a client of the cluster without the 30 s timeout of its
 // Client, which would cut every watch after 30 s.
-func (c *Cluster) watchClient() (kubernetes.Interface, error) {
+func (c *Cluster) WatchClient() (kubernetes.Interface, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
 	if err != nil {
 		return nil, err
@@ -201,8 +201,8 @@ func (c *Cluster) watchClient() (kubernetes.Interface, error) {
 
 // watchReadiness starts the watchers before n's swap and begins the
 // samples once every pod on n is Ready with its endpoints.
-func (r *clusterRun) watchReadiness(ctx context.Context, n *Node) (*readiness.Watch, error) {
-	cs, err := r.c.watchClient()
+func (r *ClusterRun) watchReadiness(ctx context.Context, n *Node) (*readiness.Watch, error) {
+	cs, err := r.Cluster.WatchClient()
 	if err != nil {
 		return nil, err
 	}
@@ -215,7 +215,7 @@ func (r *clusterRun) watchReadiness(ctx context.Context, n *Node) (*readiness.Wa
 		return nil, fmt.Errorf("%s: readiness: before the swap: %w", n.name, err)
 	}
 	w.Begin()
-	r.logf("%s: readiness: watching the Ready condition of its %d pods of %s and the EndpointSlices (%s) of services %s",
+	r.Logf("%s: readiness: watching the Ready condition of its %d pods of %s and the EndpointSlices (%s) of services %s",
 		n.name, len(podsOn(w.Pods(), n.name)), Namespace, w.SliceVersion, strings.Join(readyServices, " "))
 	return w, nil
 }
@@ -223,9 +223,9 @@ func (r *clusterRun) watchReadiness(ctx context.Context, n *Node) (*readiness.Wa
 // endReadiness ends n's watch after its post-swap checks (once its pods
 // are Ready with their endpoints again, a minute at most) and returns the
 // groups of the pods on n.
-func (r *clusterRun) endReadiness(ctx context.Context, w *readiness.Watch, n *Node, started time.Time) []report.ReadyGroup {
+func (r *ClusterRun) endReadiness(ctx context.Context, w *readiness.Watch, n *Node, started time.Time) []report.ReadyGroup {
 	if err := w.WaitState(ctx, time.Minute, settledOn(w.Pods, n.name)); err != nil {
-		r.logf("%s: readiness: not settled at the end: %v", n.name, err)
+		r.Logf("%s: readiness: not settled at the end: %v", n.name, err)
 	}
 	samples := w.End()
 	return nodeReadiness(samples, w.Pods(), n.name, started)

@@ -28,9 +28,6 @@ type Runner struct {
 	// (ScenarioOptions.Faults).
 	Faults  bool
 	Workers int
-	// FleetRuns, when set, runs the fleet instead (make e2e E2E=fleet,
-	// fleet.go): these rolls, each on a cluster of its own.
-	FleetRuns []string
 }
 
 var _ plan.Runner = (*Runner)(nil)
@@ -52,11 +49,8 @@ func (k *Runner) Check(p plan.Plan) error {
 	if p.RecordAfterSwap {
 		return errors.New(plan.RecordAfterSwapLocalOnly)
 	}
-	if len(k.FleetRuns) > 0 {
-		return CheckFleet(p.Steps)
-	}
 	for _, st := range p.Steps {
-		if err := checkSkew(st); err != nil {
+		if err := CheckSkew(st); err != nil {
 			return err
 		}
 	}
@@ -93,8 +87,9 @@ func NodeVersions(p plan.Plan) []string {
 	return out
 }
 
-// up brings the engine up and, with BuildImages, the images of p.
-func (k *Runner) up(ctx context.Context, p plan.Plan, stack *cleanup.Stack) (*Provider, error) {
+// Up brings the engine up and, with BuildImages, the images of p: what
+// Run and Images do first, and the fleet's runner (package fleet).
+func (k *Runner) Up(ctx context.Context, p plan.Plan, stack *cleanup.Stack) (*Provider, error) {
 	prov, err := Up(ctx, Options{Root: k.Root, CacheDir: k.CacheDir, RepoRoot: k.RepoRoot, LogDir: filepath.Join(p.ReportDir, "logs"), Log: p.Log}, stack)
 	if err != nil {
 		return nil, err
@@ -115,10 +110,7 @@ func (k *Runner) up(ctx context.Context, p plan.Plan, stack *cleanup.Stack) (*Pr
 
 // Run builds the images (BuildImages), then runs the plan's clusters.
 func (k *Runner) Run(ctx context.Context, p plan.Plan, stack *cleanup.Stack, rep *report.Report) error {
-	if len(k.FleetRuns) > 0 {
-		return k.runFleet(ctx, p, stack, rep)
-	}
-	prov, err := k.up(ctx, p, stack)
+	prov, err := k.Up(ctx, p, stack)
 	if err != nil {
 		return err
 	}
@@ -129,7 +121,7 @@ func (k *Runner) Run(ctx context.Context, p plan.Plan, stack *cleanup.Stack, rep
 // save is set, writes its node images there (docker save) for machines
 // with Docker but no build tools.
 func (k *Runner) Images(ctx context.Context, p plan.Plan, save string, stack *cleanup.Stack) error {
-	prov, err := k.up(ctx, p, stack)
+	prov, err := k.Up(ctx, p, stack)
 	if err != nil || save == "" {
 		return err
 	}

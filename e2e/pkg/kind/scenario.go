@@ -66,66 +66,68 @@ func Run(ctx context.Context, p *Provider, o ScenarioOptions, stack *cleanup.Sta
 	if err := checkDisk(ctx, p, o); err != nil {
 		return err
 	}
-	var clusters []clusterRunner
+	var clusters []ClusterRunner
 	for i, r := range plan.Runs(o.Steps, o.Controls, o.SkipPatched) {
 		if !r.Patched {
-			clusters = append(clusters, &clusterRun{p: p, o: o, rep: rep, name: fmt.Sprintf("kc-e2e-control-%d", i+1), steps: r.Steps, patched: false})
+			clusters = append(clusters, &ClusterRun{Provider: p, Options: o, Report: rep, Name: fmt.Sprintf("kc-e2e-control-%d", i+1), Steps: r.Steps, Patched: false})
 			continue
 		}
-		clusters = append(clusters, &clusterRun{p: p, o: o, rep: rep, name: "kc-e2e-patched", steps: r.Steps, patched: true})
+		clusters = append(clusters, &ClusterRun{Provider: p, Options: o, Report: rep, Name: "kc-e2e-patched", Steps: r.Steps, Patched: true})
 		if o.Faults {
-			clusters = append(clusters, &clusterRun{p: p, o: o, rep: rep, name: "kc-e2e-faults", steps: r.Steps[:1], patched: true, faults: true})
+			clusters = append(clusters, &ClusterRun{Provider: p, Options: o, Report: rep, Name: "kc-e2e-faults", Steps: r.Steps[:1], Patched: true, faults: true})
 		}
 	}
-	return runClusters(ctx, p, stack, clusters)
+	return RunClusters(ctx, p, stack, clusters)
 }
 
-// clusterRunner is one cluster's run: a step's control, the patched
-// chain, a fleet roll.
-type clusterRunner interface {
-	clusterName() string
-	run(ctx context.Context, stack *cleanup.Stack) error
+// ClusterRunner is one cluster's run: a step's control, the patched
+// chain, a fleet roll (package fleet, which embeds ClusterRun).
+type ClusterRunner interface {
+	ClusterName() string
+	Run(ctx context.Context, stack *cleanup.Stack) error
 }
 
-func (r *clusterRun) clusterName() string { return r.name }
+// ClusterName is the run's cluster's name.
+func (r *ClusterRun) ClusterName() string { return r.Name }
 
-// runClusters checks that every cluster name is free before the first
+// RunClusters checks that every cluster name is free before the first
 // cluster is made, then runs the clusters one after the other (each is
 // deleted after its run), and fails with every run's error.
-func runClusters(ctx context.Context, p *Provider, stack *cleanup.Stack, runs []clusterRunner) error {
+func RunClusters(ctx context.Context, p *Provider, stack *cleanup.Stack, runs []ClusterRunner) error {
 	var names []string
 	for _, r := range runs {
-		names = append(names, r.clusterName())
+		names = append(names, r.ClusterName())
 	}
 	if err := p.checkClustersFree(ctx, names); err != nil {
 		return err
 	}
 	var errs []error
 	for _, r := range runs {
-		errs = append(errs, r.run(ctx, stack))
+		errs = append(errs, r.Run(ctx, stack))
 	}
 	return errors.Join(errs...)
 }
 
-// missingBuilds collects what a preflight found not built yet.
-type missingBuilds []string
+// MissingBuilds collects what a preflight found not built yet.
+type MissingBuilds []string
 
-func (m *missingBuilds) need(ok bool, what string) {
+// Need records what, unless ok.
+func (m *MissingBuilds) Need(ok bool, what string) {
 	if !ok {
 		*m = append(*m, what)
 	}
 }
 
-// err names everything missing and how to build it, or is nil.
-func (m missingBuilds) err(build string) error {
+// Err names everything missing and how to build it, or is nil.
+func (m MissingBuilds) Err(build string) error {
 	if len(m) == 0 {
 		return nil
 	}
 	return fmt.Errorf("not built yet (%s, or run with -kind-images=build): %s", build, strings.Join(m, ", "))
 }
 
-// built says whether a file matches pattern.
-func built(pattern string) bool {
+// Built says whether a file matches pattern.
+func Built(pattern string) bool {
 	m, _ := filepath.Glob(pattern)
 	return len(m) > 0
 }
@@ -133,8 +135,8 @@ func built(pattern string) bool {
 // preflight checks that every node image, package and image archive the plan
 // needs was built, before any cluster is made.
 func preflight(ctx context.Context, p *Provider, o ScenarioOptions) error {
-	var m missingBuilds
-	need, exists := m.need, built
+	var m MissingBuilds
+	need, exists := m.Need, Built
 	for i, st := range o.Steps {
 		if i == 0 || o.Controls {
 			need(p.Engine.ImageExists(ctx, NodeImage(st.From)), "node image "+NodeImage(st.From))
@@ -155,13 +157,17 @@ func preflight(ctx context.Context, p *Provider, o ScenarioOptions) error {
 			}
 		}
 	}
-	return m.err("make kind-images")
+	return m.Err("make kind-images")
 }
 
-// checkSkew refuses a step whose kubelets would lag the control plane by
+// workloadsOnly keeps the sandboxes and containers of the workloads'
+// namespace.
+func workloadsOnly(s *snapshot.Snapshot) *snapshot.Snapshot { return s.InNamespace(Namespace) }
+
+// CheckSkew refuses a step whose kubelets would lag the control plane by
 // more than upstream's version skew policy allows (package upstream);
 // Runner.Check runs it on every step before anything is made.
-func checkSkew(st Step) error {
+func CheckSkew(st Step) error {
 	from, to := kubelet.Minor(st.From), kubelet.Minor(st.To)
 	if to-from > upstream.KubeletSkew(to) {
 		return fmt.Errorf("step %s: kubelets 1.%d under a 1.%d control plane are outside upstream's version skew policy (at most %d minors older)", st, from, to, upstream.KubeletSkew(to))
@@ -169,22 +175,30 @@ func checkSkew(st Step) error {
 	return nil
 }
 
-// clusterRun is the state the actions of one cluster share.
-type clusterRun struct {
-	p       *Provider
-	o       ScenarioOptions
-	rep     *report.Report
-	name    string
-	steps   []Step
-	patched bool
+// ClusterRun is the state the actions of one cluster share: kind's runs
+// (a step's control, the patched chain, the faults) and, embedded, the
+// fleet's rolls (package fleet). The exported fields are what a roll sets
+// up and reads; the rest is the scenario's own.
+type ClusterRun struct {
+	// Provider, Options and Report are the run's; Name is its cluster's,
+	// Steps what it runs there, Patched whether with the patched kubelets
+	// (else as released).
+	Provider *Provider
+	Options  ScenarioOptions
+	Report   *report.Report
+	Name     string
+	Steps    []Step
+	Patched  bool
 	// faults: the workers' swaps meet faults (swapWithFault), and the
 	// extras after the chain are left to the patched run.
 	faults bool
 
-	c          *Cluster
-	statics    *corpus.Corpus
-	staticNode *Node
-	step       Step
+	// Cluster is the cluster once Create made it; StaticNode the worker
+	// with the corpus's static pods, Statics; Step the step under way.
+	Cluster    *Cluster
+	Statics    *corpus.Corpus
+	StaticNode *Node
+	Step       Step
 	// stepStart is the cluster's snapshot (every node) at the start of
 	// the step; apiStart the workloads' pod UIDs in the API.
 	stepStart *snapshot.Snapshot
@@ -202,68 +216,72 @@ type clusterRun struct {
 	failures []string
 }
 
-func (r *clusterRun) variant() string {
-	if r.patched {
+// Variant is the run's report variant: patched or unpatched kubelets.
+func (r *ClusterRun) Variant() string {
+	if r.Patched {
 		return report.Patched
 	}
 	return report.Unpatched
 }
 
-func (r *clusterRun) logf(format string, args ...interface{}) {
-	fmt.Fprintf(r.o.Log, "%s kind %s: %s\n", time.Now().Format("15:04:05"), r.name, fmt.Sprintf(format, args...))
+// Logf logs a line of the run's progress, with the time and the cluster.
+func (r *ClusterRun) Logf(format string, args ...interface{}) {
+	fmt.Fprintf(r.Options.Log, "%s kind %s: %s\n", time.Now().Format("15:04:05"), r.Name, fmt.Sprintf(format, args...))
 }
 
-func (r *clusterRun) run(ctx context.Context, stack *cleanup.Stack) error {
+// Run is the scenario on the cluster: create it, the workloads, each
+// step, the extras; then delete it.
+func (r *ClusterRun) Run(ctx context.Context, stack *cleanup.Stack) error {
 	actions := []Action{
-		{"create the cluster on " + NodeImage(r.steps[0].From), (*clusterRun).create},
-		{"install the pod network", func(r *clusterRun, ctx context.Context) error { return r.c.InstallCNI(ctx) }},
-		{"import the workload images into every node", (*clusterRun).importImages},
-		{"create the workloads and the static pods", (*clusterRun).createWorkloads},
-		{"wait until every pod is ready", func(r *clusterRun, ctx context.Context) error { return r.waitAllReady(ctx, 5*time.Minute) }},
+		{"create the cluster on " + NodeImage(r.Steps[0].From), (*ClusterRun).Create},
+		{"install the pod network", func(r *ClusterRun, ctx context.Context) error { return r.Cluster.InstallCNI(ctx) }},
+		{"import the workload images into every node", (*ClusterRun).ImportImages},
+		{"create the workloads and the static pods", (*ClusterRun).createWorkloads},
+		{"wait until every pod is ready", func(r *ClusterRun, ctx context.Context) error { return r.waitAllReady(ctx, 5*time.Minute) }},
 	}
-	for _, st := range r.steps {
+	for _, st := range r.Steps {
 		st := st
 		steps, err := r.stepActions(st)
 		if err != nil {
 			return err
 		}
-		actions = append(actions, Action{"step " + st.String() + ": snapshot", func(r *clusterRun, ctx context.Context) error { return r.startStep(ctx, st) }})
+		actions = append(actions, Action{"step " + st.String() + ": snapshot", func(r *ClusterRun, ctx context.Context) error { return r.startStep(ctx, st) }})
 		actions = append(actions, steps...)
-		actions = append(actions, Action{"step " + st.String() + ": workloads and the API unchanged", (*clusterRun).checkStep})
+		actions = append(actions, Action{"step " + st.String() + ": workloads and the API unchanged", (*ClusterRun).checkStep})
 	}
-	if r.patched && !r.faults {
+	if r.Patched && !r.faults {
 		actions = append(actions,
-			Action{"a genuine change in the compat window restarts that container", (*clusterRun).genuineChange},
-			Action{"kubelet-compat sweep keeps the file while needed, then deletes it", (*clusterRun).sweep})
+			Action{"a genuine change in the compat window restarts that container", (*ClusterRun).genuineChange},
+			Action{"kubelet-compat sweep keeps the file while needed, then deletes it", (*ClusterRun).sweep})
 	}
-	return r.runThenDelete(ctx, stack, actions, nil)
+	return r.RunThenDelete(ctx, stack, actions, nil)
 }
 
-// runThenDelete runs the cluster's actions, then (after done, if set)
+// RunThenDelete runs the cluster's actions, then (after done, if set)
 // deletes the cluster right away, the next cluster needs the memory, or
 // through the stack when the run is interrupted; the failures recorded
 // along the way fail it.
-func (r *clusterRun) runThenDelete(ctx context.Context, stack *cleanup.Stack, actions []Action, done func()) error {
+func (r *ClusterRun) RunThenDelete(ctx context.Context, stack *cleanup.Stack, actions []Action, done func()) error {
 	deleted := false
-	stack.Push("delete kind cluster "+r.name, func(ctx context.Context) error {
-		if deleted || r.c == nil {
+	stack.Push("delete kind cluster "+r.Name, func(ctx context.Context) error {
+		if deleted || r.Cluster == nil {
 			return nil
 		}
-		return r.c.Delete(ctx, false)
+		return r.Cluster.Delete(ctx, false)
 	})
 	err := runActions(ctx, r, actions)
 	if done != nil {
 		done()
 	}
-	if r.c != nil {
-		if derr := r.c.Delete(ctx, err != nil || len(r.failures) > 0); derr != nil {
-			err = errors.Join(err, fmt.Errorf("deleting cluster %s: %w", r.name, derr))
+	if r.Cluster != nil {
+		if derr := r.Cluster.Delete(ctx, err != nil || len(r.failures) > 0); derr != nil {
+			err = errors.Join(err, fmt.Errorf("deleting cluster %s: %w", r.Name, derr))
 		} else {
 			deleted = true
 		}
 	}
 	if err == nil && len(r.failures) > 0 {
-		err = fmt.Errorf("cluster %s: %s", r.name, strings.Join(r.failures, "; "))
+		err = fmt.Errorf("cluster %s: %s", r.Name, strings.Join(r.failures, "; "))
 	}
 	return err
 }
@@ -274,32 +292,32 @@ func (r *clusterRun) runThenDelete(ctx context.Context, stack *cleanup.Stack, ac
 // one minor at a time (stage, kubeadm upgrade apply, the control-plane
 // node's kubelet), the workers' kubelets staying at From under it, then
 // each worker From -> To once.
-func (r *clusterRun) stepActions(st Step) ([]Action, error) {
+func (r *ClusterRun) stepActions(st Step) ([]Action, error) {
 	path, err := plan.ControlPlanePath(st)
 	if err != nil {
 		return nil, err
 	}
-	cp := func(r *clusterRun) []*Node { return r.c.Nodes[:1] }
-	workers := func(r *clusterRun) []*Node { return r.c.Workers() }
-	all := func(r *clusterRun) []*Node { return r.c.Nodes }
-	none := func(r *clusterRun) []*Node { return nil }
-	stage := func(v, where string, nodes, imagesOnly func(*clusterRun) []*Node) Action {
-		return Action{"stage " + v + " on " + where, func(r *clusterRun, ctx context.Context) error { return r.stage(ctx, v, nodes(r), imagesOnly(r)) }}
+	cp := func(r *ClusterRun) []*Node { return r.Cluster.Nodes[:1] }
+	workers := func(r *ClusterRun) []*Node { return r.Cluster.Workers() }
+	all := func(r *ClusterRun) []*Node { return r.Cluster.Nodes }
+	none := func(r *ClusterRun) []*Node { return nil }
+	stage := func(v, where string, nodes, imagesOnly func(*ClusterRun) []*Node) Action {
+		return Action{"stage " + v + " on " + where, func(r *ClusterRun, ctx context.Context) error { return r.stage(ctx, v, nodes(r), imagesOnly(r)) }}
 	}
 	apply := func(v string) Action {
-		return Action{"upgrade the control plane (kubeadm upgrade apply v" + v + ")", func(r *clusterRun, ctx context.Context) error { return r.upgradeControlPlane(ctx, v) }}
+		return Action{"upgrade the control plane (kubeadm upgrade apply v" + v + ")", func(r *ClusterRun, ctx context.Context) error { return r.UpgradeControlPlane(ctx, v) }}
 	}
 	upgrade := func(i int, ns Step) Action {
 		what := "the control-plane node"
 		if i > 0 {
 			what = fmt.Sprintf("worker %d", i)
 		}
-		return Action{"upgrade " + what + " " + ns.String(), func(r *clusterRun, ctx context.Context) error { return r.upgradeNode(ctx, r.c.Nodes[i], ns) }}
+		return Action{"upgrade " + what + " " + ns.String(), func(r *ClusterRun, ctx context.Context) error { return r.upgradeNode(ctx, r.Cluster.Nodes[i], ns) }}
 	}
 	var out []Action
 	if !st.SkipLevel() {
 		out = append(out, stage(st.To, "every node (.debs, images)", all, none), apply(st.To))
-		for i := 0; i <= r.o.Workers; i++ {
+		for i := 0; i <= r.Options.Workers; i++ {
 			out = append(out, upgrade(i, st))
 		}
 		return out, nil
@@ -313,28 +331,30 @@ func (r *clusterRun) stepActions(st Step) ([]Action, error) {
 		prev = v
 	}
 	out = append(out, stage(st.To, "the workers (.debs, images)", workers, none))
-	for i := 1; i <= r.o.Workers; i++ {
+	for i := 1; i <= r.Options.Workers; i++ {
 		out = append(out, upgrade(i, st))
 	}
 	return out, nil
 }
 
-func (r *clusterRun) create(ctx context.Context) error {
-	c, err := r.p.CreateCluster(ctx, r.name, r.steps[0].From, r.o.Workers, r.o.SyncFrequency)
-	r.c = c
+// Create creates the cluster of Steps[0].From with Options.Workers
+// workers; the first worker is StaticNode.
+func (r *ClusterRun) Create(ctx context.Context) error {
+	c, err := r.Provider.CreateCluster(ctx, r.Name, r.Steps[0].From, r.Options.Workers, r.Options.SyncFrequency)
+	r.Cluster = c
 	if err != nil {
 		return err
 	}
-	if len(c.Workers()) != r.o.Workers {
-		return fmt.Errorf("%d workers, want %d", len(c.Workers()), r.o.Workers)
+	if len(c.Workers()) != r.Options.Workers {
+		return fmt.Errorf("%d workers, want %d", len(c.Workers()), r.Options.Workers)
 	}
-	r.staticNode = c.Workers()[0]
+	r.StaticNode = c.Workers()[0]
 	return nil
 }
 
-// importImages loads the workloads' busybox images into every node's
+// ImportImages loads the workloads' busybox images into every node's
 // containerd (the node images hold only what kubeadm needs).
-func (r *clusterRun) importImages(ctx context.Context) error {
+func (r *ClusterRun) ImportImages(ctx context.Context) error {
 	bb1, err := images.Busybox(corpus.BusyboxImage, hostdeps.Busybox.Name, 1)
 	if err != nil {
 		return err
@@ -347,7 +367,7 @@ func (r *clusterRun) importImages(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, n := range r.c.Nodes {
+	for _, n := range r.Cluster.Nodes {
 		pid, err := n.PID(ctx)
 		if err != nil {
 			return err
@@ -359,30 +379,30 @@ func (r *clusterRun) importImages(ctx context.Context) error {
 	return nil
 }
 
-func (r *clusterRun) createWorkloads(ctx context.Context) error {
-	if err := r.c.CreateWorkloads(ctx, r.c.Workers()[len(r.c.Workers())-1].name); err != nil {
+func (r *ClusterRun) createWorkloads(ctx context.Context) error {
+	if err := r.Cluster.CreateWorkloads(ctx, r.Cluster.Workers()[len(r.Cluster.Workers())-1].name); err != nil {
 		return err
 	}
-	r.statics = StaticPods(r.staticNode.name)
-	return WriteStaticPods(ctx, r.staticNode, r.statics)
+	r.Statics = StaticPods(r.StaticNode.name)
+	return WriteStaticPods(ctx, r.StaticNode, r.Statics)
 }
 
 // expectedPods is how many pods the namespaces hold once all run: the
 // workloads, the static pods' mirror pods, and kube-system's.
-func (r *clusterRun) waitAllReady(ctx context.Context, timeout time.Duration) error {
-	nodes := len(r.c.Nodes)
-	want := 2 + 1 + nodes + 1 + len(r.statics.Pods)
-	if _, err := r.c.WaitPodsReady(ctx, timeout, want, Namespace); err != nil {
+func (r *ClusterRun) waitAllReady(ctx context.Context, timeout time.Duration) error {
+	nodes := len(r.Cluster.Nodes)
+	want := 2 + 1 + nodes + 1 + len(r.Statics.Pods)
+	if _, err := r.Cluster.WaitPodsReady(ctx, timeout, want, Namespace); err != nil {
 		return err
 	}
 	// etcd, apiserver, controller-manager, scheduler, kube-proxy per node,
 	// two coredns.
-	_, err := r.c.WaitPodsReady(ctx, timeout, 4+nodes+2, "kube-system")
+	_, err := r.Cluster.WaitPodsReady(ctx, timeout, 4+nodes+2, "kube-system")
 	return err
 }
 
-// snapshotNode is one node's runtime view of the namespaces.
-func snapshotNode(ctx context.Context, n node.Node) (*snapshot.Snapshot, error) {
+// SnapshotNode is one node's runtime view of the namespaces.
+func SnapshotNode(ctx context.Context, n node.Node) (*snapshot.Snapshot, error) {
 	rt, err := n.Runtime(ctx)
 	if err != nil {
 		return nil, err
@@ -402,10 +422,10 @@ func snapshotNode(ctx context.Context, n node.Node) (*snapshot.Snapshot, error) 
 }
 
 // snapshotCluster merges every node's snapshot.
-func (r *clusterRun) snapshotCluster(ctx context.Context) (*snapshot.Snapshot, error) {
+func (r *ClusterRun) snapshotCluster(ctx context.Context) (*snapshot.Snapshot, error) {
 	all := &snapshot.Snapshot{Taken: time.Now()}
-	for _, n := range r.c.Nodes {
-		s, err := snapshotNode(ctx, n)
+	for _, n := range r.Cluster.Nodes {
+		s, err := SnapshotNode(ctx, n)
 		if err != nil {
 			return nil, err
 		}
@@ -416,8 +436,8 @@ func (r *clusterRun) snapshotCluster(ctx context.Context) (*snapshot.Snapshot, e
 	return all, nil
 }
 
-func (r *clusterRun) apiPods(ctx context.Context) (map[string]string, error) {
-	list, err := r.c.Client.CoreV1().Pods(Namespace).List(ctx, metav1.ListOptions{})
+func (r *ClusterRun) apiPods(ctx context.Context) (map[string]string, error) {
+	list, err := r.Cluster.Client.CoreV1().Pods(Namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -428,10 +448,10 @@ func (r *clusterRun) apiPods(ctx context.Context) (map[string]string, error) {
 	return out, nil
 }
 
-func (r *clusterRun) startStep(ctx context.Context, st Step) error {
-	r.step = st
+func (r *ClusterRun) startStep(ctx context.Context, st Step) error {
+	r.Step = st
 	// One sync period without change before anything moves.
-	if err := ctxtime.Sleep(ctx, r.o.SyncFrequency); err != nil {
+	if err := ctxtime.Sleep(ctx, r.Options.SyncFrequency); err != nil {
 		return err
 	}
 	var err error
@@ -447,15 +467,15 @@ func (r *clusterRun) startStep(ctx context.Context, st Step) error {
 // and loads its images, on nodes, as an operator pre-stages an upgrade; on
 // imagesOnly it loads the images alone. A node that has the images
 // already imports them again (ctr skips what it holds).
-func (r *clusterRun) stage(ctx context.Context, version string, nodes, imagesOnly []*Node) error {
+func (r *ClusterRun) stage(ctx context.Context, version string, nodes, imagesOnly []*Node) error {
 	variant := "patched"
-	if !r.patched {
+	if !r.Patched {
 		variant = "unpatched"
 	}
-	imageTar := filepath.Join(r.o.Output, "kind", "images", version+".tar")
+	imageTar := filepath.Join(r.Options.Output, "kind", "images", version+".tar")
 	envFile := layout.EnvFile(layout.Deb)
 	for _, n := range nodes {
-		if err := r.installDebs(ctx, n, variant, version); err != nil {
+		if err := r.InstallDebs(ctx, n, variant, version); err != nil {
 			return err
 		}
 		// The new kubelet logs each container it keeps at V(2): the
@@ -478,11 +498,11 @@ func (r *clusterRun) stage(ctx context.Context, version string, nodes, imagesOnl
 	return nil
 }
 
-// installDebs installs version's node packages of variant (patched,
+// InstallDebs installs version's node packages of variant (patched,
 // unpatched) next to the running version with dpkg -i, as an operator
 // stages an upgrade.
-func (r *clusterRun) installDebs(ctx context.Context, n *Node, variant, version string) error {
-	dir := nodeimage.PackageDir(r.o.Output, variant)
+func (r *ClusterRun) InstallDebs(ctx context.Context, n *Node, variant, version string) error {
+	dir := nodeimage.PackageDir(r.Options.Output, variant)
 	stageDir := "/root/kc-e2e-stage/" + version
 	if _, err := n.Exec(ctx, nil, "mkdir", "-p", stageDir); err != nil {
 		return err
@@ -496,18 +516,18 @@ func (r *clusterRun) installDebs(ctx context.Context, n *Node, variant, version 
 		if len(m) != 1 {
 			return fmt.Errorf("want one %s in %s, found %d (make kind-images)", glob, dir, len(m))
 		}
-		if err := r.p.Engine.Command("cp", m[0], n.name+":"+stageDir+"/").Run(ctx); err != nil {
+		if err := r.Provider.Engine.Command("cp", m[0], n.name+":"+stageDir+"/").Run(ctx); err != nil {
 			return err
 		}
 		paths = append(paths, stageDir+"/"+filepath.Base(m[0]))
 	}
-	_, err := r.execLogged(ctx, n, "dpkg-install-"+version, append([]string{"dpkg", "-i"}, paths...)...)
+	_, err := r.ExecLogged(ctx, n, "dpkg-install-"+version, append([]string{"dpkg", "-i"}, paths...)...)
 	return err
 }
 
 // readManifests reads the control-plane node's static pod manifests.
-func (r *clusterRun) readManifests(ctx context.Context) (map[string][]byte, error) {
-	cp := r.c.ControlPlane()
+func (r *ClusterRun) readManifests(ctx context.Context) (map[string][]byte, error) {
+	cp := r.Cluster.ControlPlane()
 	out := map[string][]byte{}
 	for _, name := range controlPlaneStatics {
 		b, err := cp.ReadFile(ctx, StaticPodDir+"/"+name+".yaml")
@@ -519,24 +539,30 @@ func (r *clusterRun) readManifests(ctx context.Context) (map[string][]byte, erro
 	return out, nil
 }
 
-func (r *clusterRun) nodeLog(n *Node, what string, out []byte) {
-	path := filepath.Join(r.o.LogDir, r.name, n.name+"-"+what+".log")
+// NodeLog keeps a command's output on node n in the run's logs
+// (<LogDir>/<cluster>/<node>-<what>.log).
+func (r *ClusterRun) NodeLog(n *Node, what string, out []byte) {
+	path := filepath.Join(r.Options.LogDir, r.Name, n.name+"-"+what+".log")
 	os.MkdirAll(filepath.Dir(path), 0o755)
 	os.WriteFile(path, out, 0o644)
 }
 
-// execLogged runs a command on a node, keeping its output in the logs.
-func (r *clusterRun) execLogged(ctx context.Context, n *Node, what string, args ...string) ([]byte, error) {
+// ExecLogged runs a command on a node, keeping its output in the logs.
+func (r *ClusterRun) ExecLogged(ctx context.Context, n *Node, what string, args ...string) ([]byte, error) {
 	out, err := n.Exec(ctx, nil, append([]string{"sh", "-c", `exec "$@" 2>&1`, "sh"}, args...)...)
-	r.nodeLog(n, what, out)
+	r.NodeLog(n, what, out)
 	if err != nil {
-		return out, fmt.Errorf("%s: %s: %w (see %s)", n.name, strings.Join(args, " "), err, filepath.Join(r.o.LogDir, r.name, n.name+"-"+what+".log"))
+		return out, fmt.Errorf("%s: %s: %w (see %s)", n.name, strings.Join(args, " "), err, filepath.Join(r.Options.LogDir, r.Name, n.name+"-"+what+".log"))
 	}
 	return out, nil
 }
 
-func (r *clusterRun) upgradeControlPlane(ctx context.Context, version string) error {
-	cp := r.c.ControlPlane()
+// UpgradeControlPlane is kubeadm upgrade apply v<version> on the
+// control-plane node (stage1 selected, etcd bridged first), then the
+// rollouts, every pod ready, and the check that it restarted only what it
+// changed (reported under Step).
+func (r *ClusterRun) UpgradeControlPlane(ctx context.Context, version string) error {
+	cp := r.Cluster.ControlPlane()
 	if err := r.bridgeEtcd(ctx, version); err != nil {
 		return err
 	}
@@ -562,19 +588,19 @@ func (r *clusterRun) upgradeControlPlane(ctx context.Context, version string) er
 		return err
 	}
 	if kubelet.Minor(version) >= failCgroupV1Default {
-		set, err := r.c.allowCgroupV1(ctx)
+		set, err := r.Cluster.allowCgroupV1(ctx)
 		if err != nil {
 			return fmt.Errorf("kubelet-config: failCgroupV1: %w", err)
 		}
 		if set {
-			r.logf("kubelet-config: failCgroupV1: false set before the first kubelet of 1.%d or later (cgroup v1 nodes)", failCgroupV1Default)
+			r.Logf("kubelet-config: failCgroupV1: false set before the first kubelet of 1.%d or later (cgroup v1 nodes)", failCgroupV1Default)
 		}
 	}
-	if _, err := r.execLogged(ctx, cp, "select-stage1-"+version, "kubernetes-select", "stage1", version); err != nil {
+	if _, err := r.ExecLogged(ctx, cp, "select-stage1-"+version, "kubernetes-select", "stage1", version); err != nil {
 		return err
 	}
-	apply := append(append([]string{"kubeadm", "upgrade", "apply", "v" + version, "--yes", "--v=1"}, cgroupV1PreflightArgs(version)...), force...)
-	applyOut, err := r.execLogged(ctx, cp, "kubeadm-upgrade-apply-"+version, apply...)
+	apply := append(append([]string{"kubeadm", "upgrade", "apply", "v" + version, "--yes", "--v=1"}, CgroupV1PreflightArgs(version)...), force...)
+	applyOut, err := r.ExecLogged(ctx, cp, "kubeadm-upgrade-apply-"+version, apply...)
 	if err != nil {
 		return err
 	}
@@ -597,7 +623,7 @@ func (r *clusterRun) upgradeControlPlane(ctx context.Context, version string) er
 			rewritten = append(rewritten, name)
 		}
 	}
-	r.logf("kubeadm upgrade apply v%s rewrote %v, left %v untouched", version, rewritten, untouched)
+	r.Logf("kubeadm upgrade apply v%s rewrote %v, left %v untouched", version, rewritten, untouched)
 	r.kubeadmChanged(cp, "kubeadm upgrade apply v"+version, rewritten, kubeletBefore, kubeletAfter)
 	if err := r.waitRollouts(ctx, 5*time.Minute); err != nil {
 		return err
@@ -618,8 +644,8 @@ func (r *clusterRun) upgradeControlPlane(ctx context.Context, version string) er
 // Deployment); a static pod whose manifest it left alone must not have
 // moved, nor any workload. The pods restarted by design are reported with
 // the control-plane node's swap.
-func (r *clusterRun) checkApplyRestarts(version string, diff snapshot.Diff, rewritten, untouched []string, restartedByKubeadm map[string]bool) {
-	check := report.Check{Name: fmt.Sprintf("%s %s: kubeadm upgrade apply v%s restarts only what it changed", r.name, r.step, version), Passed: true}
+func (r *ClusterRun) checkApplyRestarts(version string, diff snapshot.Diff, rewritten, untouched []string, restartedByKubeadm map[string]bool) {
+	check := report.Check{Name: fmt.Sprintf("%s %s: kubeadm upgrade apply v%s restarts only what it changed", r.Name, r.Step, version), Passed: true}
 	var byDesign []string
 	r.byDesign = nil
 	for _, pod := range diff.RestartedPods {
@@ -640,7 +666,7 @@ func (r *clusterRun) checkApplyRestarts(version string, diff snapshot.Diff, rewr
 		}
 	}
 	check.Detail = fmt.Sprintf("rewritten manifests: %s; untouched: %s; restarted: %s", list(rewritten), list(untouched), list(byDesign))
-	r.rep.Checks = append(r.rep.Checks, check)
+	r.Report.Checks = append(r.Report.Checks, check)
 	if !check.Passed {
 		r.failures = append(r.failures, check.Name+": "+check.Detail)
 	}
@@ -648,9 +674,9 @@ func (r *clusterRun) checkApplyRestarts(version string, diff snapshot.Diff, rewr
 
 // waitRollouts waits for kube-proxy's DaemonSet and coredns's Deployment,
 // which kubeadm upgrade apply updates.
-func (r *clusterRun) waitRollouts(ctx context.Context, timeout time.Duration) error {
-	cs := r.c.Client
-	return poll(ctx, timeout, func() error {
+func (r *ClusterRun) waitRollouts(ctx context.Context, timeout time.Duration) error {
+	cs := r.Cluster.Client
+	return Poll(ctx, timeout, func() error {
 		ds, err := cs.AppsV1().DaemonSets("kube-system").Get(ctx, "kube-proxy", metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -673,12 +699,29 @@ func (r *clusterRun) waitRollouts(ctx context.Context, timeout time.Duration) er
 	})
 }
 
+// WaitControlPlane waits, as operators do before they go on, until the
+// control plane serves again: after the released kubelet recreated the
+// static pods under new UIDs, or etcd restarted under the API server. An
+// API server whose authorizers have not synced yet refuses kubernetes-admin
+// (seen: "cannot get resource configmaps ... kubeadm-config", "cannot
+// list resource nodes").
+func (r *ClusterRun) WaitControlPlane(ctx context.Context) error {
+	if err := Poll(ctx, 5*time.Minute, func() error {
+		_, err := r.Cluster.Client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		return err
+	}); err != nil {
+		return fmt.Errorf("the API server's /readyz: %w", err)
+	}
+	_, err := r.Cluster.WaitPodsReady(ctx, 5*time.Minute, 4+len(r.Cluster.Nodes)+2, "kube-system")
+	return err
+}
+
 // upgradeNode is what an operator does on each node: kubeadm upgrade node
 // (workers; the control-plane node had upgrade apply), kubelet-compat
 // record, the kubelet swapped by kubernetes-select, kubelet-compat status;
 // with o.Readiness the readiness watchers run from before record until
 // after status, and the node's pods are reported (readiness.go).
-func (r *clusterRun) upgradeNode(ctx context.Context, n *Node, st Step) error {
+func (r *ClusterRun) upgradeNode(ctx context.Context, n *Node, st Step) error {
 	if n.role != "control-plane" {
 		if err := r.upgradeNodeConfig(ctx, n, st); err != nil {
 			return err
@@ -687,7 +730,7 @@ func (r *clusterRun) upgradeNode(ctx context.Context, n *Node, st Step) error {
 	// The readiness watchers cover the whole swap: from before record
 	// until after the checks below.
 	var watch *readiness.Watch
-	if r.o.Readiness {
+	if r.Options.Readiness {
 		var err error
 		if watch, err = r.watchReadiness(ctx, n); err != nil {
 			return err
@@ -705,9 +748,9 @@ func (r *clusterRun) upgradeNode(ctx context.Context, n *Node, st Step) error {
 			return started.Add(window), err
 		},
 		// Three sync periods: anything the new kubelet restarts, it has by then.
-		Settle: swap.SettleFor(3 * r.o.SyncFrequency),
+		Settle: swap.SettleFor(3 * r.Options.SyncFrequency),
 	}
-	k := node.Kubelet{Version: st.To, Patched: r.patched, SkipLevel: st.SkipLevel()}
+	k := node.Kubelet{Version: st.To, Patched: r.Patched, SkipLevel: st.SkipLevel()}
 	res, err := swap.Run(ctx, kindNode{r: r, n: n, to: st.To}, r.swapTo(n, k), h)
 	if err != nil {
 		return err
@@ -717,22 +760,22 @@ func (r *clusterRun) upgradeNode(ctx context.Context, n *Node, st Step) error {
 	// patched kubelet did: every legacy container kept (on a step that
 	// changes every hash, each container the node ran is one).
 	status, statusErr := n.Exec(ctx, nil, "kubelet-compat", "status", "-o", "json", "--kubeconfig", "/etc/kubernetes/kubelet.conf")
-	r.nodeLog(n, "status-"+st.To, status)
-	if r.patched {
+	r.NodeLog(n, "status-"+st.To, status)
+	if r.Patched {
 		from, to := kubelet.Minor(st.From), kubelet.Minor(st.To)
-		r.record(statuscheck.Check(fmt.Sprintf("%s %s %s: kubelet-compat status keeps what the kubelet kept", r.name, n.name, st), status, statusErr, crossesNameImageHash(from, to)))
+		r.Record(statuscheck.Check(fmt.Sprintf("%s %s %s: kubelet-compat status keeps what the kubelet kept", r.Name, n.name, st), status, statusErr, crossesNameImageHash(from, to)))
 	}
 	kept := 0
 	if out, err := n.Exec(ctx, nil, "journalctl", "-u", "kubelet", "--since", "@"+fmt.Sprint(res.Started.Unix()), "-o", "cat", "--no-pager"); err == nil {
 		kept = bytes.Count(out, []byte(kubelet.KeptMessage))
-		r.nodeLog(n, "kubelet-"+st.To, out)
+		r.NodeLog(n, "kubelet-"+st.To, out)
 	}
 	var ready []report.ReadyGroup
 	if watch != nil {
 		ready = r.endReadiness(ctx, watch, n, res.Started)
 		watch = nil
 	}
-	run := report.Run{Step: st.String(), From: st.From, To: st.To, Variant: r.variant(), Node: n.name,
+	run := report.Run{Step: st.String(), From: st.From, To: st.To, Variant: r.Variant(), Node: n.name,
 		Pods: res.Diff.Pods, Containers: res.Diff.Containers, Restarts: res.Diff.Restarts, RecreatedPods: res.Diff.RecreatedPods,
 		WindowSeconds: res.Window.Seconds(), KeptLogLines: kept, Diff: res.Diff, Readiness: ready}
 	return r.judgeNodeRun(ctx, n, st, run)
@@ -740,16 +783,16 @@ func (r *clusterRun) upgradeNode(ctx context.Context, n *Node, st Step) error {
 
 // upgradeNodeConfig is a worker's part before its swap: stage1 on the
 // target, then kubeadm upgrade node (the kubelet's configuration).
-func (r *clusterRun) upgradeNodeConfig(ctx context.Context, n *Node, st Step) error {
-	if _, err := r.execLogged(ctx, n, "select-stage1-"+st.To, selectArgs(st.SkipLevel(), "stage1", st.To)...); err != nil {
+func (r *ClusterRun) upgradeNodeConfig(ctx context.Context, n *Node, st Step) error {
+	if _, err := r.ExecLogged(ctx, n, "select-stage1-"+st.To, selectArgs(st.SkipLevel(), "stage1", st.To)...); err != nil {
 		return err
 	}
 	before, err := readKubeadmFiles(ctx, n)
 	if err != nil {
 		return err
 	}
-	upgrade := append([]string{"kubeadm", "upgrade", "node", "--v=1"}, cgroupV1PreflightArgs(st.To)...)
-	if _, err := r.execLogged(ctx, n, "kubeadm-upgrade-node-"+st.To, upgrade...); err != nil {
+	upgrade := append([]string{"kubeadm", "upgrade", "node", "--v=1"}, CgroupV1PreflightArgs(st.To)...)
+	if _, err := r.ExecLogged(ctx, n, "kubeadm-upgrade-node-"+st.To, upgrade...); err != nil {
 		return err
 	}
 	after, err := readKubeadmFiles(ctx, n)
@@ -762,11 +805,11 @@ func (r *clusterRun) upgradeNodeConfig(ctx context.Context, n *Node, st Step) er
 
 // judgeNodeRun asserts a node's swap (the patched kubelet keeps all; the
 // control loses what upstream loses) and its readiness, and reports them.
-func (r *clusterRun) judgeNodeRun(ctx context.Context, n *Node, st Step, run report.Run) error {
+func (r *ClusterRun) judgeNodeRun(ctx context.Context, n *Node, st Step, run report.Run) error {
 	if n.role == "control-plane" {
 		run.ByDesign = r.byDesign
 	}
-	if r.patched {
+	if r.Patched {
 		report.AssertPatched(&run)
 	} else {
 		pods, err := r.nodePods(ctx, n)
@@ -776,41 +819,41 @@ func (r *clusterRun) judgeNodeRun(ctx context.Context, n *Node, st Step, run rep
 		run.Expected = r.expectations(n, st, pods)
 		report.AssertControl(&run)
 	}
-	r.rep.Runs = append(r.rep.Runs, run)
-	r.logf("%s: %s -> %s %s: %d restarts, %d recreated pods, window %.1fs: %s", n.name, st.From, st.To, r.variant(), run.Restarts, run.RecreatedPods, run.WindowSeconds, run.Verdict)
+	r.Report.Runs = append(r.Report.Runs, run)
+	r.Logf("%s: %s -> %s %s: %d restarts, %d recreated pods, window %.1fs: %s", n.name, st.From, st.To, r.Variant(), run.Restarts, run.RecreatedPods, run.WindowSeconds, run.Verdict)
 	if !run.Passed {
-		r.failures = append(r.failures, fmt.Sprintf("%s %s %s: %s", n.name, st, r.variant(), run.Verdict))
+		r.failures = append(r.failures, fmt.Sprintf("%s %s %s: %s", n.name, st, r.Variant(), run.Verdict))
 	}
-	for _, c := range nodeReadinessChecks(fmt.Sprintf("%s %s %s", r.name, n.name, st), r.variant(), kubelet.Minor(st.To), run.Readiness) {
+	for _, c := range nodeReadinessChecks(fmt.Sprintf("%s %s %s", r.Name, n.name, st), r.Variant(), kubelet.Minor(st.To), run.Readiness) {
 		status := "pass"
 		if !c.Passed {
 			status = "FAIL"
 		}
-		r.logf("check %q: %s: %s", c.Name, status, c.Detail)
-		r.record(c)
+		r.Logf("check %q: %s: %s", c.Name, status, c.Detail)
+		r.Record(c)
 	}
 	return nil
 }
 
 // kindNode is a kind node as the swap sequence's node.
 type kindNode struct {
-	r  *clusterRun
+	r  *ClusterRun
 	n  *Node
 	to string
 }
 
 func (k kindNode) Record(ctx context.Context) error {
-	_, err := k.r.execLogged(ctx, k.n, "record-"+k.to, "kubelet-compat", "record", "--kubeconfig", "/etc/kubernetes/kubelet.conf")
+	_, err := k.r.ExecLogged(ctx, k.n, "record-"+k.to, "kubelet-compat", "record", "--kubeconfig", "/etc/kubernetes/kubelet.conf")
 	return err
 }
 
 func (k kindNode) Snapshot(ctx context.Context) (*snapshot.Snapshot, error) {
-	return snapshotNode(ctx, k.n)
+	return SnapshotNode(ctx, k.n)
 }
 
 // swapTo swaps n's kubelet for k (with the cluster's faults); the sequence
 // starts when the swap begins.
-func (r *clusterRun) swapTo(n *Node, k node.Kubelet) swap.Swapper {
+func (r *ClusterRun) swapTo(n *Node, k node.Kubelet) swap.Swapper {
 	return func(ctx context.Context) (time.Time, error) {
 		start := time.Now()
 		return start, r.swap(ctx, n, k)
@@ -826,7 +869,7 @@ func (r *clusterRun) swapTo(n *Node, k node.Kubelet) swap.Swapper {
 // hash change: the older API server that created them dropped the fields
 // its minor does not know (measured on 1.18 -> 1.21).
 // apiPods are the pods of the snapshot's namespaces (any node).
-func (r *clusterRun) expectations(n *Node, st Step, apiPods []v1.Pod) []report.Expectation {
+func (r *ClusterRun) expectations(n *Node, st Step, apiPods []v1.Pod) []report.Expectation {
 	from, to := kubelet.Minor(st.From), kubelet.Minor(st.To)
 	var out []report.Expectation
 	if n.role == "control-plane" {
@@ -841,8 +884,8 @@ func (r *clusterRun) expectations(n *Node, st Step, apiPods []v1.Pod) []report.E
 			}
 		}
 	}
-	if n == r.staticNode {
-		for _, e := range r.statics.UpstreamRestarts(from, to) {
+	if n == r.StaticNode {
+		for _, e := range r.Statics.UpstreamRestarts(from, to) {
 			out = append(out, report.Expectation{Pod: e.Pod, Reason: e.Reason})
 		}
 	}
@@ -861,12 +904,12 @@ func (r *clusterRun) expectations(n *Node, st Step, apiPods []v1.Pod) []report.E
 // nodePods lists the pods of the snapshot's namespaces on n, retrying for
 // two minutes: on the control-plane node an unpatched kubelet recreates
 // kube-apiserver, which may still be restarting (a list then ends in EOF).
-func (r *clusterRun) nodePods(ctx context.Context, n *Node) ([]v1.Pod, error) {
+func (r *ClusterRun) nodePods(ctx context.Context, n *Node) ([]v1.Pod, error) {
 	var out []v1.Pod
-	err := poll(ctx, 2*time.Minute, func() error {
+	err := Poll(ctx, 2*time.Minute, func() error {
 		out = nil
 		for _, ns := range snapshotNamespaces {
-			list, err := r.c.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + n.name})
+			list, err := r.Cluster.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + n.name})
 			if err != nil {
 				return err
 			}
@@ -890,10 +933,10 @@ func crossesNameImageHash(from, to int) bool {
 // waitNodeSettled waits until the new kubelet has reported the node Ready
 // after start, every API pod of the node is Ready again, and the runtime
 // runs every pod that ran before; it returns the time since start.
-func (r *clusterRun) waitNodeSettled(ctx context.Context, n *Node, before *snapshot.Snapshot, start time.Time, timeout time.Duration) (time.Duration, error) {
+func (r *ClusterRun) waitNodeSettled(ctx context.Context, n *Node, before *snapshot.Snapshot, start time.Time, timeout time.Duration) (time.Duration, error) {
 	var settled time.Time
-	err := poll(ctx, timeout, func() error {
-		nd, err := r.c.Client.CoreV1().Nodes().Get(ctx, n.name, metav1.GetOptions{})
+	err := Poll(ctx, timeout, func() error {
+		nd, err := r.Cluster.Client.CoreV1().Nodes().Get(ctx, n.name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
@@ -907,7 +950,7 @@ func (r *clusterRun) waitNodeSettled(ctx context.Context, n *Node, before *snaps
 			return fmt.Errorf("node %s not Ready since the swap", n.name)
 		}
 		for _, ns := range snapshotNamespaces {
-			list, err := r.c.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + n.name})
+			list, err := r.Cluster.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + n.name})
 			if err != nil {
 				return err
 			}
@@ -917,7 +960,7 @@ func (r *clusterRun) waitNodeSettled(ctx context.Context, n *Node, before *snaps
 				}
 			}
 		}
-		now, err := snapshotNode(ctx, n)
+		now, err := SnapshotNode(ctx, n)
 		if err != nil {
 			return err
 		}
@@ -940,7 +983,7 @@ func (r *clusterRun) waitNodeSettled(ctx context.Context, n *Node, before *snaps
 
 // checkStep compares the whole cluster's workloads with the step's start:
 // the runtime (every node) and the API (pod names and UIDs).
-func (r *clusterRun) checkStep(ctx context.Context) error {
+func (r *ClusterRun) checkStep(ctx context.Context) error {
 	now, err := r.snapshotCluster(ctx)
 	if err != nil {
 		return err
@@ -974,30 +1017,30 @@ func (r *clusterRun) checkStep(ctx context.Context) error {
 	}
 	detail := fmt.Sprintf("runtime, every node: %d pods, %d containers, %d restarts, %d recreated (%s); API: %d pods, deleted %s, new UID %s, new %s; kubelets %s",
 		diff.Pods, diff.Containers, diff.Restarts, diff.RecreatedPods, list(diff.RestartedPods), len(r.apiStart), list(gone), list(changed), list(added), versions)
-	check := report.Check{Name: fmt.Sprintf("%s %s %s: workloads over the whole step", r.name, r.step, r.variant()), Detail: detail}
-	want := "v" + r.step.To
+	check := report.Check{Name: fmt.Sprintf("%s %s %s: workloads over the whole step", r.Name, r.Step, r.Variant()), Detail: detail}
+	want := "v" + r.Step.To
 	versionsOK := true
 	for _, v := range strings.Split(versions, " ") {
-		if !strings.HasPrefix(v, want) || strings.Contains(v, "+compat.") != r.patched {
+		if !strings.HasPrefix(v, want) || strings.Contains(v, "+compat.") != r.Patched {
 			versionsOK = false
 		}
 	}
-	if r.patched {
+	if r.Patched {
 		check.Passed = diff.Restarts == 0 && diff.RecreatedPods == 0 && len(gone)+len(changed)+len(added) == 0 && diff.Pods > 0 && versionsOK
 	} else {
 		// Reported; the per-node runs assert what upstream restarts.
 		check.Passed = versionsOK
 		check.Detail = "reported: " + detail
 	}
-	r.rep.Checks = append(r.rep.Checks, check)
+	r.Report.Checks = append(r.Report.Checks, check)
 	if !check.Passed {
 		r.failures = append(r.failures, check.Name+": "+detail)
 	}
 	return nil
 }
 
-func (r *clusterRun) kubeletVersions(ctx context.Context) (string, error) {
-	list, err := r.c.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+func (r *ClusterRun) kubeletVersions(ctx context.Context) (string, error) {
+	list, err := r.Cluster.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return "", err
 	}

@@ -42,7 +42,7 @@ func readKubeadmFiles(ctx context.Context, n *Node) (map[string][]byte, error) {
 // pod manifests it rewrote (upgrade apply), the kubelet configuration's
 // keys and the kubelet's flags; the workloads' survival of it is the
 // step's own check. The files before and after go to the node's logs.
-func (r *clusterRun) kubeadmChanged(n *Node, what string, manifests []string, before, after map[string][]byte) {
+func (r *ClusterRun) kubeadmChanged(n *Node, what string, manifests []string, before, after map[string][]byte) {
 	var parts []string
 	if manifests != nil {
 		parts = append(parts, "static-pod manifests rewritten: "+list(manifests))
@@ -54,11 +54,11 @@ func (r *clusterRun) kubeadmChanged(n *Node, what string, manifests []string, be
 	}
 	parts = append(parts, "kubeadm-flags.env: "+flags)
 	tag := strings.ReplaceAll(strings.TrimPrefix(what, "kubeadm "), " ", "-")
-	r.nodeLog(n, tag+"-kubelet-config-before", before[kubeletConfigFile])
-	r.nodeLog(n, tag+"-kubelet-config-after", after[kubeletConfigFile])
+	r.NodeLog(n, tag+"-kubelet-config-before", before[kubeletConfigFile])
+	r.NodeLog(n, tag+"-kubelet-config-after", after[kubeletConfigFile])
 	detail := strings.Join(parts, "; ")
-	r.logf("%s: %s changed: %s", n.name, what, detail)
-	r.record(report.Check{Name: fmt.Sprintf("%s %s %s %s: what kubeadm changed on the node", r.name, n.name, r.step, what), Passed: true, Detail: "reported: " + detail})
+	r.Logf("%s: %s changed: %s", n.name, what, detail)
+	r.Record(report.Check{Name: fmt.Sprintf("%s %s %s %s: what kubeadm changed on the node", r.Name, n.name, r.Step, what), Passed: true, Detail: "reported: " + detail})
 }
 
 // configChanges names the top-level keys of a KubeletConfiguration that
@@ -108,11 +108,11 @@ func configChanges(before, after []byte) string {
 
 // forceArgs is --force for kubeadm upgrade apply to version when a node's
 // kubelet lags it by more than kubeadm allows (1 minor until kubeadm 1.28)
-// but not more than upstream's skew policy (checkSkew): the skip-level
+// but not more than upstream's skew policy (CheckSkew): the skip-level
 // flow of 1.18 -> 1.20 meets kubeadm 1.20's "There are kubelets in this
 // cluster that are too old", a skippable error.
-func (r *clusterRun) forceArgs(ctx context.Context, version string) ([]string, error) {
-	nodes, err := r.c.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+func (r *ClusterRun) forceArgs(ctx context.Context, version string) ([]string, error) {
+	nodes, err := r.Cluster.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
 	}

@@ -12,7 +12,7 @@ import (
 // plane; skip-level moves the control plane (and its node's kubelet) one
 // minor at a time, then each worker's kubelet From -> To once.
 func TestStepActions(t *testing.T) {
-	r := &clusterRun{o: ScenarioOptions{Workers: 2}}
+	r := &ClusterRun{Options: ScenarioOptions{Workers: 2}}
 	names := func(st Step) []string {
 		actions, err := r.stepActions(st)
 		assert.NilError(t, err)

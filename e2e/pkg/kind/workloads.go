@@ -36,9 +36,12 @@ const StaticPodDir = "/etc/kubernetes/manifests"
 // HostPathRoot holds the corpus's hostPath volumes on the node.
 const HostPathRoot = "/var/lib/kc-e2e/hostpath"
 
-var appLabel = func(name string) map[string]string { return map[string]string{"app": name} }
+// AppLabel is the label set of a workload's pods: app=<name>.
+func AppLabel(name string) map[string]string { return map[string]string{"app": name} }
 
-func httpd(name, dir string) v1.Container {
+// HTTPD is the workloads' container: busybox httpd on 8080 serving the
+// pod's hostname from dir, with a readiness and a liveness probe.
+func HTTPD(name, dir string) v1.Container {
 	return v1.Container{
 		Name: name, Image: corpus.BusyboxImage,
 		Command: []string{"sh", "-c", "mkdir -p " + dir + " && hostname > " + dir + "/index.html && exec httpd -f -p 8080 -h " + dir},
@@ -51,8 +54,10 @@ func httpd(name, dir string) v1.Container {
 	}
 }
 
-func podTemplate(name string, c v1.Container, tolerateAll bool) v1.PodTemplateSpec {
-	t := v1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: appLabel(name)},
+// PodTemplate is a pod template of c labelled AppLabel(name), tolerating
+// every taint when tolerateAll.
+func PodTemplate(name string, c v1.Container, tolerateAll bool) v1.PodTemplateSpec {
+	t := v1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: AppLabel(name)},
 		Spec: v1.PodSpec{Containers: []v1.Container{c}, TerminationGracePeriodSeconds: int64p(2), EnableServiceLinks: boolp(false)}}
 	if tolerateAll {
 		t.Spec.Tolerations = []v1.Toleration{{Operator: v1.TolerationOpExists}}
@@ -64,15 +69,15 @@ func int64p(v int64) *int64 { return &v }
 func int32p(v int32) *int32 { return &v }
 func boolp(v bool) *bool    { return &v }
 
-// createNamespace creates the workloads' namespace and waits for its
+// CreateNamespace creates the workloads' namespace and waits for its
 // default service account: pods are refused until the service account
 // controller made it.
-func (c *Cluster) createNamespace(ctx context.Context) error {
+func (c *Cluster) CreateNamespace(ctx context.Context) error {
 	cs := c.Client
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("namespace %s: %w", Namespace, err)
 	}
-	if err := poll(ctx, time.Minute, func() error {
+	if err := Poll(ctx, time.Minute, func() error {
 		_, err := cs.CoreV1().ServiceAccounts(Namespace).Get(ctx, "default", metav1.GetOptions{})
 		return err
 	}); err != nil {
@@ -88,7 +93,7 @@ func (c *Cluster) createNamespace(ctx context.Context) error {
 // and a pod with startup, readiness and liveness probes on probeNode.
 func (c *Cluster) CreateWorkloads(ctx context.Context, probeNode string) error {
 	cs := c.Client
-	if err := c.createNamespace(ctx); err != nil {
+	if err := c.CreateNamespace(ctx); err != nil {
 		return err
 	}
 	pv := &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "kc-e2e-db-0"},
@@ -103,27 +108,27 @@ func (c *Cluster) CreateWorkloads(ctx context.Context, probeNode string) error {
 		return fmt.Errorf("persistent volume: %w", err)
 	}
 	svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: StatefulSetName, Namespace: Namespace},
-		Spec: v1.ServiceSpec{ClusterIP: v1.ClusterIPNone, Selector: appLabel(StatefulSetName), Ports: []v1.ServicePort{{Port: 8080}}}}
+		Spec: v1.ServiceSpec{ClusterIP: v1.ClusterIPNone, Selector: AppLabel(StatefulSetName), Ports: []v1.ServicePort{{Port: 8080}}}}
 	if _, err := cs.CoreV1().Services(Namespace).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("service: %w", err)
 	}
 	web := &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: WebService, Namespace: Namespace},
-		Spec: v1.ServiceSpec{Selector: appLabel(DeploymentName), Ports: []v1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt(8080)}}}}
+		Spec: v1.ServiceSpec{Selector: AppLabel(DeploymentName), Ports: []v1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt(8080)}}}}
 	if _, err := cs.CoreV1().Services(Namespace).Create(ctx, web, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("service %s: %w", WebService, err)
 	}
 	deploy := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: DeploymentName, Namespace: Namespace},
-		Spec: appsv1.DeploymentSpec{Replicas: int32p(2), Selector: &metav1.LabelSelector{MatchLabels: appLabel(DeploymentName)},
-			Template: podTemplate(DeploymentName, httpd("httpd", "/www"), false)}}
+		Spec: appsv1.DeploymentSpec{Replicas: int32p(2), Selector: &metav1.LabelSelector{MatchLabels: AppLabel(DeploymentName)},
+			Template: PodTemplate(DeploymentName, HTTPD("httpd", "/www"), false)}}
 	if _, err := cs.AppsV1().Deployments(Namespace).Create(ctx, deploy, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("deployment: %w", err)
 	}
-	dbc := httpd("db", "/data")
+	dbc := HTTPD("db", "/data")
 	dbc.Command = []string{"sh", "-c", "date >> /data/starts && hostname > /data/index.html && exec httpd -f -p 8080 -h /data"}
 	dbc.VolumeMounts = []v1.VolumeMount{{Name: "data", MountPath: "/data"}}
 	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: StatefulSetName, Namespace: Namespace},
-		Spec: appsv1.StatefulSetSpec{Replicas: int32p(1), ServiceName: StatefulSetName, Selector: &metav1.LabelSelector{MatchLabels: appLabel(StatefulSetName)},
-			Template: podTemplate(StatefulSetName, dbc, false),
+		Spec: appsv1.StatefulSetSpec{Replicas: int32p(1), ServiceName: StatefulSetName, Selector: &metav1.LabelSelector{MatchLabels: AppLabel(StatefulSetName)},
+			Template: PodTemplate(StatefulSetName, dbc, false),
 			VolumeClaimTemplates: []v1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data"},
 				Spec: v1.PersistentVolumeClaimSpec{AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}, StorageClassName: strp(storageClass),
 					Resources: v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse("64Mi")}}}}}}}
@@ -131,16 +136,16 @@ func (c *Cluster) CreateWorkloads(ctx context.Context, probeNode string) error {
 		return fmt.Errorf("statefulset: %w", err)
 	}
 	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: DaemonSetName, Namespace: Namespace},
-		Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: appLabel(DaemonSetName)},
-			Template: podTemplate(DaemonSetName, httpd("agent", "/www"), true)}}
+		Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: AppLabel(DaemonSetName)},
+			Template: PodTemplate(DaemonSetName, HTTPD("agent", "/www"), true)}}
 	if _, err := cs.AppsV1().DaemonSets(Namespace).Create(ctx, ds, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("daemonset: %w", err)
 	}
-	pc := httpd("app", "/www")
+	pc := HTTPD("app", "/www")
 	pc.StartupProbe = &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"test", "-f", "/www/index.html"}}}, PeriodSeconds: 1, FailureThreshold: 30}
 	pc.LivenessProbe = &v1.Probe{ProbeHandler: v1.ProbeHandler{TCPSocket: &v1.TCPSocketAction{Port: intstr.FromInt(8080)}}, PeriodSeconds: 5}
-	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: ProbePodName, Namespace: Namespace, Labels: appLabel(ProbePodName)},
-		Spec: podTemplate(ProbePodName, pc, false).Spec}
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: ProbePodName, Namespace: Namespace, Labels: AppLabel(ProbePodName)},
+		Spec: PodTemplate(ProbePodName, pc, false).Spec}
 	pod.Spec.NodeName = probeNode
 	if _, err := cs.CoreV1().Pods(Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("pod %s: %w", ProbePodName, err)
@@ -174,7 +179,7 @@ func WriteStaticPods(ctx context.Context, n *Node, c *corpus.Corpus) error {
 // Ready (want: at least that many pods in all), and returns them.
 func (c *Cluster) WaitPodsReady(ctx context.Context, timeout time.Duration, want int, namespaces ...string) ([]v1.Pod, error) {
 	var pods []v1.Pod
-	err := poll(ctx, timeout, func() error {
+	err := Poll(ctx, timeout, func() error {
 		pods = nil
 		var notReady []string
 		for _, ns := range namespaces {
@@ -212,8 +217,8 @@ func podReady(p *v1.Pod) bool {
 	return false
 }
 
-// poll calls f every second until it succeeds or timeout passes.
-func poll(ctx context.Context, timeout time.Duration, f func() error) error {
+// Poll calls f every second until it succeeds or timeout passes.
+func Poll(ctx context.Context, timeout time.Duration, f func() error) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		err := f()

@@ -26,12 +26,12 @@ import (
 	"time"
 
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/cgroups"
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/iptables"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/journal"
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/mounts"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/local/iptables"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/local/mounts"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/local/shims"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/procfs"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/rootdir"
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/shims"
 	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
 )
 

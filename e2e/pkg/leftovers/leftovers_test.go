@@ -15,8 +15,8 @@ import (
 
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/cgroups"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/fakehost"
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/iptables"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/journal"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/local/iptables"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/procfs"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/procfs/fakeproc"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/rootdir"

@@ -12,11 +12,11 @@ import (
 
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/cgroups"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/corpus"
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/deviceplugin"
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/iptables"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/journal"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/local/deviceplugin"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/local/iptables"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/local/shims"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/procfs"
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/shims"
 	"github.com/kubelet-compat/kubelet-compat/pkg/hostdeps"
 )
 

@@ -1,4 +1,4 @@
-package kind
+package fleet
 
 // What a fleet roll sets up and reads before and after the roll: the
 // target's images, the workloads, the runtimes' and the API's state, the
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/ctxtime"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/readiness"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
@@ -21,8 +22,8 @@ import (
 
 // importTargetImages loads the target's Kubernetes images into every node.
 func (f *fleetRun) importTargetImages(ctx context.Context) error {
-	tar := filepath.Join(f.o.Output, "kind", "images", f.steps[0].To+".tar")
-	for _, n := range f.c.Nodes {
+	tar := filepath.Join(f.Options.Output, "kind", "images", f.Steps[0].To+".tar")
+	for _, n := range f.Cluster.Nodes {
 		file, err := os.Open(tar)
 		if err != nil {
 			return err
@@ -30,7 +31,7 @@ func (f *fleetRun) importTargetImages(ctx context.Context) error {
 		_, err = n.Exec(ctx, file, "ctr", "-n", "k8s.io", "images", "import", "-")
 		file.Close()
 		if err != nil {
-			return fmt.Errorf("%s: importing %s: %w", n.name, tar, err)
+			return fmt.Errorf("%s: importing %s: %w", n.Name(), tar, err)
 		}
 	}
 	return nil
@@ -38,56 +39,56 @@ func (f *fleetRun) importTargetImages(ctx context.Context) error {
 
 func (f *fleetRun) createWorkloads(ctx context.Context) error {
 	var workers []string
-	for _, w := range f.c.Workers() {
-		workers = append(workers, w.name)
+	for _, w := range f.Cluster.Workers() {
+		workers = append(workers, w.Name())
 	}
 	canary := ""
 	if f.fault {
-		canary = workers[FleetFaultWorker-1]
+		canary = workers[FaultWorker-1]
 		// The canary reads which kubelet kubernetes-select serves through
 		// its links: a node in bind mode would never fail its gate.
-		if _, err := f.c.Workers()[FleetFaultWorker-1].Exec(ctx, nil, "test", "-L", kubeRoot+"/current/stage2"); err != nil {
+		if _, err := f.Cluster.Workers()[FaultWorker-1].Exec(ctx, nil, "test", "-L", kubeRoot+"/current/stage2"); err != nil {
 			return fmt.Errorf("%s: %s/current/stage2 is not a symbolic link (kubernetes-select in bind mode?): the canary cannot tell the kubelet: %w", canary, kubeRoot, err)
 		}
 	}
-	objs, err := fleetObjects(workers, canary, f.steps[0].To)
+	objs, err := fleetObjects(workers, canary, f.Steps[0].To)
 	if err != nil {
 		return err
 	}
-	if err := f.c.createFleetObjects(ctx, objs); err != nil {
+	if err := createFleetObjects(ctx, f.Cluster, objs); err != nil {
 		return err
 	}
-	f.statics = StaticPods(f.staticNode.name)
-	return WriteStaticPods(ctx, f.staticNode, f.statics)
+	f.Statics = kind.StaticPods(f.StaticNode.Name())
+	return kind.WriteStaticPods(ctx, f.StaticNode, f.Statics)
 }
 
 // waitReady waits until every pod of the workloads and of kube-system is
 // Ready: the control plane's four, kube-proxy per node, two CoreDNS.
 func (f *fleetRun) waitReady(ctx context.Context) error {
-	nodes := len(f.c.Nodes)
-	if _, err := f.c.WaitPodsReady(ctx, 5*time.Minute, fleetPods(nodes, len(f.statics.Pods), f.fault), Namespace); err != nil {
+	nodes := len(f.Cluster.Nodes)
+	if _, err := f.Cluster.WaitPodsReady(ctx, 5*time.Minute, fleetPods(nodes, len(f.Statics.Pods), f.fault), kind.Namespace); err != nil {
 		return err
 	}
-	_, err := f.c.WaitPodsReady(ctx, 5*time.Minute, 4+nodes+2, "kube-system")
+	_, err := f.Cluster.WaitPodsReady(ctx, 5*time.Minute, 4+nodes+2, "kube-system")
 	return err
 }
 
 // snapshotNodes is every node's runtime view, by node.
 func (f *fleetRun) snapshotNodes(ctx context.Context) (map[string]*snapshot.Snapshot, error) {
 	out := map[string]*snapshot.Snapshot{}
-	for _, n := range f.c.Nodes {
-		s, err := snapshotNode(ctx, n)
+	for _, n := range f.Cluster.Nodes {
+		s, err := kind.SnapshotNode(ctx, n)
 		if err != nil {
 			return nil, err
 		}
-		out[n.name] = s
+		out[n.Name()] = s
 	}
 	return out, nil
 }
 
 // listAPIPods is the namespace's pods in the API, by name.
 func (f *fleetRun) listAPIPods(ctx context.Context) (map[string]apiPod, error) {
-	list, err := f.c.Client.CoreV1().Pods(Namespace).List(ctx, metav1.ListOptions{})
+	list, err := f.Cluster.Client.CoreV1().Pods(kind.Namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -106,9 +107,9 @@ const quietForAPI = 30 * time.Second
 // least quietForAPI: the API server's background rate), the runtimes and
 // the API; then the ledger and the readiness watchers start.
 func (f *fleetRun) baseline(ctx context.Context) error {
-	f.api = startAPISampler(ctx, f.c.Client)
+	f.api = startAPISampler(ctx, f.Cluster.Client)
 	f.data.quietStart = time.Now()
-	if err := ctxtime.Sleep(ctx, max(f.o.SyncFrequency, quietForAPI)); err != nil {
+	if err := ctxtime.Sleep(ctx, max(f.Options.SyncFrequency, quietForAPI)); err != nil {
 		return err
 	}
 	f.data.quietEnd = time.Now()
@@ -124,14 +125,14 @@ func (f *fleetRun) baseline(ctx context.Context) error {
 	if f.apiBefore, err = f.listAPIPods(ctx); err != nil {
 		return err
 	}
-	cs, err := f.c.watchClient()
+	cs, err := f.Cluster.WatchClient()
 	if err != nil {
 		return err
 	}
-	if f.ledger, err = startLedger(ctx, cs, Namespace); err != nil {
+	if f.ledger, err = startLedger(ctx, cs, kind.Namespace); err != nil {
 		return err
 	}
-	if f.watch, err = readiness.Start(ctx, cs, readiness.Options{Namespace: Namespace, Services: fleetServices}); err != nil {
+	if f.watch, err = readiness.Start(ctx, cs, readiness.Options{Namespace: kind.Namespace, Services: fleetServices}); err != nil {
 		return fmt.Errorf("readiness watchers: %w", err)
 	}
 	f.watch.Begin()
@@ -143,10 +144,10 @@ func (f *fleetRun) baseline(ctx context.Context) error {
 // runtimes and the API and ends the watchers.
 func (f *fleetRun) afterRoll(ctx context.Context) error {
 	canary := f.fault && !f.faults.canaryRetired
-	if _, err := f.c.WaitPodsReady(ctx, 5*time.Minute, fleetPods(len(f.c.Nodes), len(f.statics.Pods), canary), Namespace); err != nil {
+	if _, err := f.Cluster.WaitPodsReady(ctx, 5*time.Minute, fleetPods(len(f.Cluster.Nodes), len(f.Statics.Pods), canary), kind.Namespace); err != nil {
 		return err
 	}
-	if err := ctxtime.Sleep(ctx, 2*f.o.SyncFrequency); err != nil {
+	if err := ctxtime.Sleep(ctx, 2*f.Options.SyncFrequency); err != nil {
 		return err
 	}
 	after, err := f.snapshotNodes(ctx)
@@ -180,17 +181,17 @@ func (f *fleetRun) afterRoll(ctx context.Context) error {
 // kubectl exec on the control-plane node and waits for the Job to
 // complete. Ours must complete with its first and only pod.
 func (f *fleetRun) completeBatch(ctx context.Context) error {
-	pod, err := f.c.batchPod(ctx)
+	pod, err := batchPod(ctx, f.Cluster)
 	if err != nil {
 		return err
 	}
-	if _, err := f.execLogged(ctx, f.c.ControlPlane(), "batch-done", "kubectl", "--kubeconfig", adminConf, "-n", Namespace,
+	if _, err := f.ExecLogged(ctx, f.Cluster.ControlPlane(), "batch-done", "kubectl", "--kubeconfig", adminConf, "-n", kind.Namespace,
 		"exec", pod, "--", "sh", "-c", ": >"+batchDoneFile); err != nil {
 		return err
 	}
 	var succeeded, failed int32
-	if err := poll(ctx, 2*time.Minute, func() error {
-		j, err := f.c.Client.BatchV1().Jobs(Namespace).Get(ctx, BatchName, metav1.GetOptions{})
+	if err := kind.Poll(ctx, 2*time.Minute, func() error {
+		j, err := f.Cluster.Client.BatchV1().Jobs(kind.Namespace).Get(ctx, BatchName, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
@@ -203,14 +204,14 @@ func (f *fleetRun) completeBatch(ctx context.Context) error {
 		return err
 	}
 	pods := podsOfApp(f.data.records, BatchName)
-	c := report.Check{Name: fmt.Sprintf("%s %s: the Job ran across the roll and completed", f.name, f.roll),
+	c := report.Check{Name: fmt.Sprintf("%s %s: the Job ran across the roll and completed", f.Name, f.roll),
 		Detail: fmt.Sprintf("%d succeeded, %d failed, %d pods over the roll (last: %s)", succeeded, failed, pods, pod)}
-	if !f.patched {
+	if !f.Patched {
 		c.Passed = true
 		c.Detail = "reported (the anchor): " + c.Detail
 	} else {
 		c.Passed = failed == 0 && pods == 1
 	}
-	f.record(c)
+	f.Record(c)
 	return nil
 }

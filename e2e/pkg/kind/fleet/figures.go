@@ -1,4 +1,4 @@
-package kind
+package fleet
 
 // The figures of a fleet roll, per node and in total: pure functions over
 // what the run collected (CRI snapshots, the API's pods, the pod ledger,
@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/readiness"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
@@ -81,7 +82,7 @@ func endpointRemovals(samples []readiness.Sample, member func(pod string) bool, 
 
 // workloadsOnly keeps the sandboxes and containers of the workloads'
 // namespace; systemOnly those of kube-system.
-func workloadsOnly(s *snapshot.Snapshot) *snapshot.Snapshot { return s.InNamespace(Namespace) }
+func workloadsOnly(s *snapshot.Snapshot) *snapshot.Snapshot { return s.InNamespace(kind.Namespace) }
 func systemOnly(s *snapshot.Snapshot) *snapshot.Snapshot    { return s.InNamespace("kube-system") }
 
 // withoutUIDs drops the sandboxes (and their containers) of pods the API

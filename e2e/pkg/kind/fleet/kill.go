@@ -1,10 +1,10 @@
-package kind
+package fleet
 
 // The fault roll's second fault (issue 33 section 1): the control plane's
 // upgrade Job is killed right after its swap, before its gate's verdict, as
 // an unpatched kubelet, an OOM kill or the Job's deadline would kill it.
 // SUC creates the Job again once the failed one's TTL has passed (the
-// fault roll's controller keeps finished Jobs FleetJobTTL seconds, not
+// fault roll's controller keeps finished Jobs JobTTL seconds, not
 // SUC's 900); upgrade.sh's re-run finds the roll's state "swapping" on the
 // node with stage2 on the target and runs the gate against the picture the
 // first run saved there. The node must end gated on the target (or rolled
@@ -18,13 +18,14 @@ import (
 	"time"
 
 	systemupgrade "github.com/kubelet-compat/kubelet-compat/deploy/system-upgrade"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// FleetJobTTL is the fault roll's Job TTL (seconds): how long SUC keeps a
+// JobTTL is the fault roll's Job TTL (seconds): how long SUC keeps a
 // failed Job before it deletes it and creates it again.
-const FleetJobTTL = 30
+const JobTTL = 30
 
 // rollStatePath is upgrade.sh's roll state on a node (README, "The roll's
 // state").
@@ -63,7 +64,7 @@ type killedJob struct {
 // killAfterSwap watches n until its roll to target is past the swap, then stops its upgrade Job's container through the runtime (crictl
 // stop, no grace period: a SIGKILL), and keeps what it did in f.faults. It
 // gives up when ctx ends.
-func (f *fleetRun) killAfterSwap(ctx context.Context, n *Node, target string) {
+func (f *fleetRun) killAfterSwap(ctx context.Context, n *kind.Node, target string) {
 	first := time.Now()
 	for {
 		out, _ := n.Exec(ctx, nil, swapProbe...)
@@ -88,12 +89,12 @@ func (f *fleetRun) killAfterSwap(ctx context.Context, n *Node, target string) {
 // killJob stops the running upgrade container of n's upgrade Job: the Job
 // from the API (the e2e's own Plan made it), its container from the
 // runtime by the pod's UID.
-func (f *fleetRun) killJob(ctx context.Context, n *Node, looked time.Duration) {
-	k := killedJob{Node: n.name, SwappedAfter: looked}
+func (f *fleetRun) killJob(ctx context.Context, n *kind.Node, looked time.Duration) {
+	k := killedJob{Node: n.Name(), SwappedAfter: looked}
 	defer func() { f.faults.setKilled(k) }()
 	cp, _ := f.planOptions().PlanNames()
-	jobs, err := f.c.Client.BatchV1().Jobs(systemupgrade.Namespace).List(ctx, metav1.ListOptions{
-		LabelSelector: fmt.Sprintf("%s=%s,%s=%s", sucLabelNode, n.name, sucLabelPlan, cp)})
+	jobs, err := f.Cluster.Client.BatchV1().Jobs(systemupgrade.Namespace).List(ctx, metav1.ListOptions{
+		LabelSelector: fmt.Sprintf("%s=%s,%s=%s", sucLabelNode, n.Name(), sucLabelPlan, cp)})
 	if err != nil {
 		k.Err = err
 		return
@@ -105,10 +106,10 @@ func (f *fleetRun) killJob(ctx context.Context, n *Node, looked time.Duration) {
 		k.Job, k.JobUID = j.Name, j.UID
 	}
 	if k.Job == "" {
-		k.Err = fmt.Errorf("no running Job of Plan %s on %s", cp, n.name)
+		k.Err = fmt.Errorf("no running Job of Plan %s on %s", cp, n.Name())
 		return
 	}
-	pods, err := f.c.Client.CoreV1().Pods(systemupgrade.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "job-name=" + k.Job})
+	pods, err := f.Cluster.Client.CoreV1().Pods(systemupgrade.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "job-name=" + k.Job})
 	if err != nil {
 		k.Err = fmt.Errorf("the pod of Job %s: %w", k.Job, err)
 		return
@@ -120,14 +121,14 @@ func (f *fleetRun) killJob(ctx context.Context, n *Node, looked time.Duration) {
 	out, err := n.Exec(ctx, nil, "crictl", "ps", "-q", "--name", "^upgrade$", "--label", "io.kubernetes.pod.uid="+string(pods.Items[0].UID))
 	k.Container = strings.TrimSpace(string(out))
 	if err != nil || k.Container == "" || strings.Contains(k.Container, "\n") {
-		k.Err = fmt.Errorf("the upgrade container of pod %s on %s: %v (%q)", pods.Items[0].Name, n.name, err, k.Container)
+		k.Err = fmt.Errorf("the upgrade container of pod %s on %s: %v (%q)", pods.Items[0].Name, n.Name(), err, k.Container)
 		return
 	}
 	// Known before the Job fails: its failure is the fault's, not the roll's.
 	f.faults.setKilled(k)
 	if out, err := n.Exec(ctx, nil, "crictl", "stop", "--timeout", "0", k.Container); err != nil {
-		k.Err = fmt.Errorf("crictl stop %s on %s: %w: %s", k.Container, n.name, err, strings.TrimSpace(string(out)))
+		k.Err = fmt.Errorf("crictl stop %s on %s: %w: %s", k.Container, n.Name(), err, strings.TrimSpace(string(out)))
 	}
 	k.At = time.Now()
-	f.logf("%s: the upgrade container %s of Job %s stopped (SIGKILL) right after the swap", n.name, k.Container, k.Job)
+	f.Logf("%s: the upgrade container %s of Job %s stopped (SIGKILL) right after the swap", n.Name(), k.Container, k.Job)
 }

@@ -1,4 +1,4 @@
-package kind
+package fleet
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	systemupgrade "github.com/kubelet-compat/kubelet-compat/deploy/system-upgrade"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind/nodeimage"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/readiness"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
@@ -26,22 +27,22 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-func TestParseFleetRuns(t *testing.T) {
+func TestParseRuns(t *testing.T) {
 	for _, tt := range []struct {
 		in      string
 		want    []string
 		wantErr string
 	}{
-		{in: "concurrency-1,concurrency-2,drain,naive,fault", want: FleetRuns},
-		{in: "fault, drain", want: []string{FleetDrain, FleetFault}},
-		{in: "naive,drain", want: []string{FleetDrain, FleetNaive}},
-		{in: "naive", want: []string{FleetNaive}},
-		{in: "concurrency-2", want: []string{FleetConcurrency2}},
+		{in: "concurrency-1,concurrency-2,drain,naive,fault", want: Runs},
+		{in: "fault, drain", want: []string{Drain, Fault}},
+		{in: "naive,drain", want: []string{Drain, Naive}},
+		{in: "naive", want: []string{Naive}},
+		{in: "concurrency-2", want: []string{Concurrency2}},
 		{in: "concurrency-3", wantErr: `unknown roll "concurrency-3"`},
 		{in: "", wantErr: `unknown roll ""`},
 		{in: "drain,drain", wantErr: "drain given twice"},
 	} {
-		got, err := ParseFleetRuns(tt.in)
+		got, err := ParseRuns(tt.in)
 		if tt.wantErr != "" {
 			assert.ErrorContains(t, err, tt.wantErr, tt.in)
 			continue
@@ -51,18 +52,18 @@ func TestParseFleetRuns(t *testing.T) {
 	}
 }
 
-func TestCheckFleet(t *testing.T) {
+func TestCheck(t *testing.T) {
 	for _, tt := range []struct {
-		steps   []Step
+		steps   []kind.Step
 		wantErr string
 	}{
-		{steps: []Step{{From: "1.30.14", To: "1.31.14"}}},
+		{steps: []kind.Step{{From: "1.30.14", To: "1.31.14"}}},
 		{steps: nil, wantErr: "one step, not 0"},
-		{steps: []Step{{From: "1.30.14", To: "1.31.14"}, {From: "1.31.14", To: "1.32.13"}}, wantErr: "one step, not 2"},
-		{steps: []Step{{From: "1.30.14", To: "1.32.13"}}, wantErr: "one minor up"},
-		{steps: []Step{{From: "1.31.14", To: "1.30.14"}}, wantErr: "one minor up"},
+		{steps: []kind.Step{{From: "1.30.14", To: "1.31.14"}, {From: "1.31.14", To: "1.32.13"}}, wantErr: "one step, not 2"},
+		{steps: []kind.Step{{From: "1.30.14", To: "1.32.13"}}, wantErr: "one minor up"},
+		{steps: []kind.Step{{From: "1.31.14", To: "1.30.14"}}, wantErr: "one minor up"},
 	} {
-		err := CheckFleet(tt.steps)
+		err := Check(tt.steps)
 		if tt.wantErr == "" {
 			assert.NilError(t, err)
 		} else {
@@ -88,7 +89,7 @@ func TestFleetObjects(t *testing.T) {
 				assert.Equal(t, x.Spec.StorageClassName, fleetStorageClass)
 			case *policyv1.PodDisruptionBudget:
 				assert.Equal(t, x.Spec.MinAvailable.IntValue(), 3)
-				assert.DeepEqual(t, x.Spec.Selector.MatchLabels, appLabel(DeploymentName))
+				assert.DeepEqual(t, x.Spec.Selector.MatchLabels, kind.AppLabel(kind.DeploymentName))
 			case *appsv1.Deployment:
 				kinds["deployment/"+x.Name] = int(*x.Spec.Replicas)
 			case *appsv1.StatefulSet:
@@ -177,7 +178,7 @@ func sample(s int, serving ...string) readiness.Sample {
 // TestReadinessFigures: the single replica's time without a ready
 // endpoint and the endpoint removals, within a window.
 func TestReadinessFigures(t *testing.T) {
-	d := rollData{app: map[string]string{"solo-a": SoloName, "solo-b": SoloName, "web-1": DeploymentName, "agent-x": DaemonSetName}}
+	d := rollData{app: map[string]string{"solo-a": SoloName, "solo-b": SoloName, "web-1": kind.DeploymentName, "agent-x": kind.DaemonSetName}}
 	// solo-a serves until 10, nothing serves 10..16, solo-b from 16; web-1
 	// drops at 20 and is back at 22; agent-x is behind no Service of ours.
 	samples := []readiness.Sample{
@@ -220,21 +221,21 @@ func pod(name, uid, node, app string, deleting bool) *v1.Pod {
 func TestPodLedger(t *testing.T) {
 	clock := t0
 	l := &podLedger{pods: map[string]*podRecord{}, now: func() time.Time { return clock }}
-	l.observe(pod("web-1", "u1", "w1", DeploymentName, false), false)
-	l.observe(pod("db-0", "u2", "w2", StatefulSetName, false), false)
+	l.observe(pod("web-1", "u1", "w1", kind.DeploymentName, false), false)
+	l.observe(pod("db-0", "u2", "w2", kind.StatefulSetName, false), false)
 	l.synced = true
 	clock = at(10) // w1 drained
-	l.observe(pod("web-1", "u1", "w1", DeploymentName, true), false)
+	l.observe(pod("web-1", "u1", "w1", kind.DeploymentName, true), false)
 	clock = at(11)
-	l.observe(pod("web-2", "u3", "", DeploymentName, false), false)
-	l.observe(pod("web-2", "u3", "w2", DeploymentName, false), false)
-	l.observe(pod("web-1", "u1", "w1", DeploymentName, true), true)
+	l.observe(pod("web-2", "u3", "", kind.DeploymentName, false), false)
+	l.observe(pod("web-2", "u3", "w2", kind.DeploymentName, false), false)
+	l.observe(pod("web-1", "u1", "w1", kind.DeploymentName, true), true)
 	clock = at(30) // w2 drained: web-2 moves again, db-0 is recreated under its name
-	l.observe(pod("web-2", "u3", "w2", DeploymentName, true), false)
-	l.observe(cache.DeletedFinalStateUnknown{Key: "kc-e2e/db-0", Obj: pod("db-0", "u2", "w2", StatefulSetName, false)}, false)
+	l.observe(pod("web-2", "u3", "w2", kind.DeploymentName, true), false)
+	l.observe(cache.DeletedFinalStateUnknown{Key: "kc-e2e/db-0", Obj: pod("db-0", "u2", "w2", kind.StatefulSetName, false)}, false)
 	clock = at(31)
-	l.observe(pod("web-3", "u4", "w1", DeploymentName, false), false)
-	l.observe(pod("db-0", "u5", "w2", StatefulSetName, false), false)
+	l.observe(pod("web-3", "u4", "w1", kind.DeploymentName, false), false)
+	l.observe(pod("db-0", "u5", "w2", kind.StatefulSetName, false), false)
 	recs := l.records()
 
 	assert.Equal(t, deletedFrom(recs, "w1", at(0), at(40)), 1)
@@ -243,7 +244,7 @@ func TestPodLedger(t *testing.T) {
 	assert.Equal(t, deletedFrom(recs, "", at(0), at(40)), 3)
 	assert.Equal(t, createdIn(recs, at(0), at(20)), 1)
 	assert.Equal(t, createdIn(recs, at(25), at(40)), 2)
-	assert.Equal(t, podsOfApp(recs, StatefulSetName), 2)
+	assert.Equal(t, podsOfApp(recs, kind.StatefulSetName), 2)
 	assert.DeepEqual(t, deletedUIDs(recs), map[string]bool{"u1": true, "u2": true, "u3": true})
 }
 
@@ -274,7 +275,7 @@ func TestNodeFigures(t *testing.T) {
 		records: []podRecord{{Name: "db-0", UID: "u-db", Node: "w1", Deleted: at(5)}, {Name: "db-0", UID: "u-db2", Node: "w1", Created: true, Seen: at(6)},
 			{Name: "agent-x", UID: "u-agent", Node: "w1"}},
 		samples:   []readiness.Sample{sample(0, "db-0"), sample(5), sample(9, "db-0"), sample(20, "db-0")},
-		app:       map[string]string{"db-0": StatefulSetName},
+		app:       map[string]string{"db-0": kind.StatefulSetName},
 		windows:   []nodeWindow{{Node: "w1", Start: at(1), End: at(12), Outcome: outcomeUpgraded}, {Node: "w2", Outcome: outcomeUntouched}},
 		rollStart: at(0), rollEnd: at(20),
 	}
@@ -302,7 +303,7 @@ func TestNodeFigures(t *testing.T) {
 // untouched, a failed Job's node rolled back; the overlap is the
 // concurrency seen.
 func TestJobWindows(t *testing.T) {
-	nodes := []*Node{{name: "cp"}, {name: "w1"}, {name: "w2"}, {name: "w3"}, {name: "w4"}}
+	nodes := testNodes("cp", "w1", "w2", "w3", "w4")
 	jobs := map[string]*jobRecord{
 		"cp": {Node: "cp", Start: at(0), End: at(60), Done: true},
 		"w2": {Node: "w2", Start: at(61), End: at(120), Done: true},
@@ -327,7 +328,7 @@ func TestJobWindows(t *testing.T) {
 // killed one, a retry) has one window from its first Job's start to its
 // last Job's end, and its outcome is its last Job's.
 func TestJobWindowsOverReruns(t *testing.T) {
-	nodes := []*Node{{name: "cp"}, {name: "w1"}}
+	nodes := testNodes("cp", "w1")
 	killed := &jobRecord{Node: "cp", Run: 1, Start: at(0), End: at(40), Done: true, Failed: true}
 	failed := &jobRecord{Node: "w1", Run: 1, Start: at(100), End: at(200), Done: true, Failed: true}
 	refused := &jobRecord{Node: "w1", Run: 2, Earlier: []*jobRecord{failed}, Start: at(230), End: at(231), Done: true, Failed: true}
@@ -423,14 +424,14 @@ func TestFleetPlans(t *testing.T) {
 		// the Plans' names and the upgrade container's mode
 		cp, workers, mode string
 	}{
-		{FleetConcurrency1, "concurrency: 1", systemupgrade.ControlPlanePlan, systemupgrade.WorkersPlan, "upgrade"},
-		{FleetConcurrency2, "concurrency: 2", systemupgrade.ControlPlanePlan, systemupgrade.WorkersPlan, "upgrade"},
-		{FleetFault, "concurrency: 1", systemupgrade.ControlPlanePlan, systemupgrade.WorkersPlan, "upgrade"},
-		{FleetNaive, "concurrency: 1", systemupgrade.NaiveControlPlanePlan, systemupgrade.NaiveWorkersPlan, "naive"},
+		{Concurrency1, "concurrency: 1", systemupgrade.ControlPlanePlan, systemupgrade.WorkersPlan, "upgrade"},
+		{Concurrency2, "concurrency: 2", systemupgrade.ControlPlanePlan, systemupgrade.WorkersPlan, "upgrade"},
+		{Fault, "concurrency: 1", systemupgrade.ControlPlanePlan, systemupgrade.WorkersPlan, "upgrade"},
+		{Naive, "concurrency: 1", systemupgrade.NaiveControlPlanePlan, systemupgrade.NaiveWorkersPlan, "naive"},
 	} {
-		f := newFleetRun(nil, ScenarioOptions{}, nil, tt.roll, Step{From: "1.30.14", To: "1.31.14"})
+		f := newFleetRun(nil, kind.ScenarioOptions{}, nil, tt.roll, kind.Step{From: "1.30.14", To: "1.31.14"})
 		o := f.planOptions()
-		assert.Check(t, is.Equal(o.GateTimeout, FleetGateTimeout))
+		assert.Check(t, is.Equal(o.GateTimeout, GateTimeout))
 		assert.Check(t, !o.Cordon)
 		plans, err := systemupgrade.Plans(o)
 		assert.NilError(t, err)
@@ -543,7 +544,7 @@ func TestRequestsIn(t *testing.T) {
 // roll is SUC's (the controller, the Plans, its own image) with the
 // released kubelet, no drain, and is reported as an anchor.
 func TestFleetRolls(t *testing.T) {
-	st := Step{From: "1.30.14", To: "1.31.14"}
+	st := kind.Step{From: "1.30.14", To: "1.31.14"}
 	names := func(f *fleetRun) string {
 		var out []string
 		for _, a := range f.actions() {
@@ -557,27 +558,27 @@ func TestFleetRolls(t *testing.T) {
 		// want and wantNot are in, and not in, the actions' names.
 		want, wantNot []string
 	}{
-		{roll: FleetConcurrency1, cluster: "kc-e2e-fleet-c1", variant: "patched", name: "SUC, concurrency 1", concurrency: 1,
+		{roll: Concurrency1, cluster: "kc-e2e-fleet-c1", variant: "patched", name: "SUC, concurrency 1", concurrency: 1,
 			want: []string{"apply system-upgrade-controller", "apply the Plans (1.31.14, concurrency 1)"}, wantNot: []string{"drain", "naive", "the faults", "killed", "retry"}},
-		{roll: FleetConcurrency2, cluster: "kc-e2e-fleet-c2", variant: "patched", name: "SUC, concurrency 2", concurrency: 2,
+		{roll: Concurrency2, cluster: "kc-e2e-fleet-c2", variant: "patched", name: "SUC, concurrency 2", concurrency: 2,
 			want: []string{"apply the Plans (1.31.14, concurrency 2)"}},
-		{roll: FleetDrain, cluster: "kc-e2e-drain", variant: "unpatched", name: "drain (cordon, kubectl drain, swap, uncordon)", concurrency: 1,
+		{roll: Drain, cluster: "kc-e2e-drain", variant: "unpatched", name: "drain (cordon, kubectl drain, swap, uncordon)", concurrency: 1,
 			want: []string{"the drain roll 1.30.14 -> 1.31.14"}, wantNot: []string{"system-upgrade-controller", "naive"}},
-		{roll: FleetNaive, cluster: "kc-e2e-naive", variant: "unpatched", name: "naive (SUC, concurrency 1, released kubelets, no drain)", concurrency: 1,
+		{roll: Naive, cluster: "kc-e2e-naive", variant: "unpatched", name: "naive (SUC, concurrency 1, released kubelets, no drain)", concurrency: 1,
 			want: []string{"import system-upgrade-controller's and the upgrade Job's images", "apply system-upgrade-controller",
 				"the naive roll 1.30.14 -> 1.31.14: apply the Plans (upgrade.sh naive, the packages as released, concurrency 1; no drain, no cordon, no record, no gate)",
 				"the figures, per node and in total"},
 			wantNot: []string{"kubectl drain", "the fault"}},
-		{roll: FleetFault, cluster: "kc-e2e-fleet-fault", variant: "patched", name: "SUC, concurrency 1, gate fails on worker 3", concurrency: 1,
+		{roll: Fault, cluster: "kc-e2e-fleet-fault", variant: "patched", name: "SUC, concurrency 1, gate fails on worker 3", concurrency: 1,
 			want: []string{"Jobs kept 30 s after they end", "the control plane's Job killed right after its swap, the gate failing on worker 3",
 				"worker 3 rolled back with its configuration, re-runs refused; the roll stopped there",
 				"the operator's retry: the canary deleted, worker 3's roll state and marker removed",
 				"the retry: worker 3 upgraded through its gate"}},
 	} {
 		t.Run(tt.roll, func(t *testing.T) {
-			f := newFleetRun(nil, ScenarioOptions{}, nil, tt.roll, st)
-			assert.Check(t, is.Equal(f.name, tt.cluster))
-			assert.Check(t, is.Equal(f.variant(), tt.variant))
+			f := newFleetRun(nil, kind.ScenarioOptions{}, nil, tt.roll, st)
+			assert.Check(t, is.Equal(f.Name, tt.cluster))
+			assert.Check(t, is.Equal(f.Variant(), tt.variant))
 			assert.Check(t, is.Equal(f.rollName(), tt.name))
 			assert.Check(t, is.Equal(f.concurrency, tt.concurrency))
 			got := names(f)
@@ -591,7 +592,7 @@ func TestFleetRolls(t *testing.T) {
 	}
 	// Every roll on a cluster of its own.
 	seen := map[string]bool{}
-	for _, r := range FleetRuns {
+	for _, r := range Runs {
 		assert.Check(t, !seen[fleetCluster(r)], "%s shares its cluster", r)
 		seen[fleetCluster(r)] = true
 	}
@@ -600,19 +601,19 @@ func TestFleetRolls(t *testing.T) {
 // TestFleetNeeds: what the rolls need built; the naive roll needs the
 // released packages and kubectl, not the patched packages.
 func TestFleetNeeds(t *testing.T) {
-	st := Step{From: "1.30.14", To: "1.31.14"}
+	st := kind.Step{From: "1.30.14", To: "1.31.14"}
 	for _, tt := range []struct {
 		rolls []string
 		want  buildNeeds
 	}{
-		{rolls: FleetRuns, want: buildNeeds{patched: true, kubectl: true, unpatched: true}},
-		{rolls: []string{FleetNaive}, want: buildNeeds{kubectl: true, unpatched: true}},
-		{rolls: []string{FleetDrain}, want: buildNeeds{unpatched: true}},
-		{rolls: []string{FleetConcurrency1, FleetFault}, want: buildNeeds{patched: true, kubectl: true}},
+		{rolls: Runs, want: buildNeeds{patched: true, kubectl: true, unpatched: true}},
+		{rolls: []string{Naive}, want: buildNeeds{kubectl: true, unpatched: true}},
+		{rolls: []string{Drain}, want: buildNeeds{unpatched: true}},
+		{rolls: []string{Concurrency1, Fault}, want: buildNeeds{patched: true, kubectl: true}},
 	} {
 		var runs []*fleetRun
 		for _, r := range tt.rolls {
-			runs = append(runs, newFleetRun(nil, ScenarioOptions{}, nil, r, st))
+			runs = append(runs, newFleetRun(nil, kind.ScenarioOptions{}, nil, r, st))
 		}
 		assert.Check(t, is.Equal(fleetNeeds(runs), tt.want), "%v", tt.rolls)
 	}
@@ -659,9 +660,9 @@ func TestRecreationOverdue(t *testing.T) {
 	end := at(0)
 	killed := &jobRecord{Name: "apply-cp", Node: "cp", Done: true, Failed: true, End: end}
 	faulty := &jobRecord{Name: "apply-w3", Node: "w3", Done: true, Failed: true, End: end}
-	f := &fleetRun{fault: true, clusterRun: &clusterRun{c: &Cluster{Nodes: []*Node{{name: "cp"}, {name: "w1"}, {name: "w2"}, {name: "w3"}}}},
+	f := &fleetRun{fault: true, ClusterRun: &kind.ClusterRun{Cluster: &kind.Cluster{Nodes: testNodes("cp", "w1", "w2", "w3")}},
 		jobs: map[string]*jobRecord{"cp": killed, "w3": faulty}}
-	limit := FleetJobTTL*time.Second + recreateGrace
+	limit := JobTTL*time.Second + recreateGrace
 	assert.NilError(t, f.recreationOverdue(end.Add(limit)))
 	assert.Error(t, f.recreationOverdue(end.Add(limit+time.Second)),
 		fmt.Sprintf("cp: SUC has not created the failed Job apply-cp again %.0fs after it ended (its TTL is 30 s)", (limit+time.Second).Seconds()))
@@ -671,4 +672,18 @@ func TestRecreationOverdue(t *testing.T) {
 	assert.ErrorContains(t, f.recreationOverdue(end.Add(time.Hour)), "w3: SUC has not created the failed Job apply-w3 again")
 	f.fault = false
 	assert.NilError(t, f.recreationOverdue(end.Add(time.Hour)), "not the fault roll")
+}
+
+// testNodes are a cluster's nodes that run nothing: the control-plane
+// node, then the workers.
+func testNodes(names ...string) []*kind.Node {
+	var out []*kind.Node
+	for i, n := range names {
+		role := "worker"
+		if i == 0 {
+			role = "control-plane"
+		}
+		out = append(out, kind.NewNode(n, role, nil))
+	}
+	return out
 }

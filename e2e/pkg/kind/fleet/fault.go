@@ -1,9 +1,9 @@
-package kind
+package fleet
 
 // The fault roll (issue 33 sections 1 and 3): two faults an unattended roll
 // meets, then the operator's retry.
 //   - The control plane's Job is killed right after its swap
-//     (fleet_kill.go); SUC creates it again after its TTL and the re-run
+//     (kill.go); SUC creates it again after its TTL and the re-run
 //     gates the node against the picture the first run saved.
 //   - The canary on worker 3 makes upgrade.sh's health gate fail there: the
 //     Job's own rollback must have put the previous kubelet and its
@@ -23,6 +23,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -60,7 +61,7 @@ func (s *faultState) kill() *killedJob {
 	return s.killed
 }
 
-func (f *fleetRun) faultyWorker() *Node { return f.c.Workers()[FleetFaultWorker-1] }
+func (f *fleetRun) faultyWorker() *kind.Node { return f.Cluster.Workers()[FaultWorker-1] }
 
 // failureExpected says whether a failed Job is one of the fault roll's:
 // the faulty worker's, or the Job the e2e killed.
@@ -69,7 +70,7 @@ func (f *fleetRun) failureExpected(j *jobRecord) bool {
 		return false
 	}
 	k := f.faults.kill()
-	return j.Node == f.faultyWorker().name || (k != nil && k.JobUID == j.UID)
+	return j.Node == f.faultyWorker().Name() || (k != nil && k.JobUID == j.UID)
 }
 
 // recreateGrace is how long after a failed Job's TTL the roll waits for
@@ -77,7 +78,7 @@ func (f *fleetRun) failureExpected(j *jobRecord) bool {
 const recreateGrace = 90 * time.Second
 
 // recreationOverdue says which node of the fault roll waits past
-// FleetJobTTL + recreateGrace, at now, for SUC to create its killed Job
+// JobTTL + recreateGrace, at now, for SUC to create its killed Job
 // again (the faulty worker's only once the retry has begun: before it,
 // the roll watches one minute and ends).
 func (f *fleetRun) recreationOverdue(now time.Time) error {
@@ -88,11 +89,11 @@ func (f *fleetRun) recreationOverdue(now time.Time) error {
 		if !j.Done || !j.Failed || j.End.IsZero() {
 			continue
 		}
-		if j.Node == f.faultyWorker().name && !f.faults.canaryRetired {
+		if j.Node == f.faultyWorker().Name() && !f.faults.canaryRetired {
 			continue
 		}
-		if wait := now.Sub(j.End); wait > FleetJobTTL*time.Second+recreateGrace {
-			return fmt.Errorf("%s: SUC has not created the failed Job %s again %.0fs after it ended (its TTL is %d s)", j.Node, j.Name, wait.Seconds(), FleetJobTTL)
+		if wait := now.Sub(j.End); wait > JobTTL*time.Second+recreateGrace {
+			return fmt.Errorf("%s: SUC has not created the failed Job %s again %.0fs after it ended (its TTL is %d s)", j.Node, j.Name, wait.Seconds(), JobTTL)
 		}
 	}
 	return nil
@@ -105,7 +106,7 @@ func (f *fleetRun) saveFaultyConfig(ctx context.Context) error {
 	for _, p := range kubeletFiles {
 		b, err := f.faultyWorker().ReadFile(ctx, p)
 		if err != nil {
-			return fmt.Errorf("%s: %w", f.faultyWorker().name, err)
+			return fmt.Errorf("%s: %w", f.faultyWorker().Name(), err)
 		}
 		f.faults.config[p] = b
 	}
@@ -118,8 +119,8 @@ func (f *fleetRun) saveFaultyConfig(ctx context.Context) error {
 func (f *fleetRun) faultRoll(ctx context.Context) error {
 	kctx, stop := context.WithCancel(ctx)
 	defer stop()
-	go f.killAfterSwap(kctx, f.c.ControlPlane(), f.steps[0].To)
-	faulty := f.faultyWorker().name
+	go f.killAfterSwap(kctx, f.Cluster.ControlPlane(), f.Steps[0].To)
+	faulty := f.faultyWorker().Name()
 	var stopAt time.Time
 	return f.followRoll(ctx, func() error {
 		if k := f.faults.kill(); k != nil && k.Err != nil {
@@ -137,9 +138,9 @@ func (f *fleetRun) faultRoll(ctx context.Context) error {
 			return stopPolling{fmt.Errorf("the Job on %s, whose gate must fail, succeeded (see %s)", faulty, f.jobLogPath(first))}
 		case stopAt.IsZero():
 			// A minute for the controller to (not) start the next node;
-			// SUC creates the failed Job again after FleetJobTTL.
+			// SUC creates the failed Job again after JobTTL.
 			stopAt = time.Now().Add(time.Minute)
-			f.logf("the Job on %s failed: watching for a minute that no other node starts", faulty)
+			f.Logf("the Job on %s failed: watching for a minute that no other node starts", faulty)
 		}
 		if time.Now().Before(stopAt) {
 			return fmt.Errorf("watching the roll stay stopped")
@@ -163,10 +164,10 @@ func (f *fleetRun) checkFault(ctx context.Context) error {
 // checkKilled: the control plane's Job was killed after its swap, and a
 // re-run gated the node against the first run's picture.
 func (f *fleetRun) checkKilled(ctx context.Context) error {
-	cp := f.c.ControlPlane()
-	prefix := fmt.Sprintf("%s %s", f.name, f.roll)
+	cp := f.Cluster.ControlPlane()
+	prefix := fmt.Sprintf("%s %s", f.Name, f.roll)
 	k := f.faults.kill()
-	j := f.jobs[cp.name]
+	j := f.jobs[cp.Name()]
 	s2, err := stage2(ctx, cp)
 	if err != nil {
 		return err
@@ -177,12 +178,12 @@ func (f *fleetRun) checkKilled(ctx context.Context) error {
 		logText := readLog(f.jobLogPath(j))
 		killedLog := readLog(f.jobLogPath(j.first()))
 		rerun := strings.Contains(logText, "died after the swap, before its gate's verdict") && strings.Contains(logText, "gate: passed")
-		passed = j.Run >= 2 && j.first().Failed && j.Done && !j.Failed && rerun && s2 == f.steps[0].To &&
+		passed = j.Run >= 2 && j.first().Failed && j.Done && !j.Failed && rerun && s2 == f.Steps[0].To &&
 			!strings.Contains(killedLog, "gate: passed")
 		detail = fmt.Sprintf("container %s of Job %s stopped %s after the swap was seen (%.1fs of looking); the killed run logged no verdict: %t; Job runs on the node: %d, the last %s; its log: gated against the saved picture and passed: %t; stage2 %s",
 			k.Container, k.Job, k.At.Format("15:04:05"), k.SwappedAfter.Seconds(), !strings.Contains(killedLog, "gate: passed"), j.Run, jobOutcome(j), rerun, s2)
 	}
-	f.record(report.Check{Name: fmt.Sprintf("%s: %s's Job killed right after its swap; SUC's re-run gated the node against the saved picture, not certified without a gate", prefix, cp.name),
+	f.Record(report.Check{Name: fmt.Sprintf("%s: %s's Job killed right after its swap; SUC's re-run gated the node against the saved picture, not certified without a gate", prefix, cp.Name()),
 		Passed: passed, Detail: detail})
 	return nil
 }
@@ -191,12 +192,12 @@ func (f *fleetRun) checkKilled(ctx context.Context) error {
 // the previous kubelet and configuration with nothing restarted, and SUC's
 // re-runs of its Job refused at once.
 func (f *fleetRun) checkRolledBack(ctx context.Context) error {
-	st := f.steps[0]
+	st := f.Steps[0]
 	faulty := f.faultyWorker()
-	prefix := fmt.Sprintf("%s %s", f.name, f.roll)
+	prefix := fmt.Sprintf("%s %s", f.Name, f.roll)
 
 	// The gate failed there, and said why.
-	last := f.jobs[faulty.name]
+	last := f.jobs[faulty.Name()]
 	var j *jobRecord
 	logText := ""
 	if last != nil {
@@ -204,10 +205,10 @@ func (f *fleetRun) checkRolledBack(ctx context.Context) error {
 		logText = readLog(f.jobLogPath(j))
 	}
 	_, markErr := faulty.ReadFile(ctx, gateFailedMarker(st.To))
-	f.record(report.Check{Name: fmt.Sprintf("%s: the health gate failed on %s (worker %d), its Job failed", prefix, faulty.name, FleetFaultWorker),
-		Passed: j != nil && j.Failed && markErr == nil && strings.Contains(logText, "the health gate failed") && strings.Contains(logText, Namespace+"/"+CanaryName),
+	f.Record(report.Check{Name: fmt.Sprintf("%s: the health gate failed on %s (worker %d), its Job failed", prefix, faulty.Name(), FaultWorker),
+		Passed: j != nil && j.Failed && markErr == nil && strings.Contains(logText, "the health gate failed") && strings.Contains(logText, kind.Namespace+"/"+CanaryName),
 		Detail: fmt.Sprintf("Job failed: %t; marker %s: %s; the Job's log names the canary: %t", j != nil && j.Failed, gateFailedMarker(st.To), errText(markErr),
-			strings.Contains(logText, Namespace+"/"+CanaryName))})
+			strings.Contains(logText, kind.Namespace+"/"+CanaryName))})
 
 	// Back on the previous kubelet and its configuration, nothing
 	// restarted (the runtime, now against before the roll).
@@ -216,11 +217,11 @@ func (f *fleetRun) checkRolledBack(ctx context.Context) error {
 		return err
 	}
 	verr := f.waitKubelet(ctx, faulty, st.From, true, time.Time{}, 2*time.Minute)
-	now, err := snapshotNode(ctx, faulty)
+	now, err := kind.SnapshotNode(ctx, faulty)
 	if err != nil {
 		return err
 	}
-	diff := snapshot.Compare(workloadsOnly(f.snapBefore[faulty.name]), workloadsOnly(now))
+	diff := snapshot.Compare(workloadsOnly(f.snapBefore[faulty.Name()]), workloadsOnly(now))
 	var changed []string
 	for _, p := range kubeletFiles {
 		b, err := faulty.ReadFile(ctx, p)
@@ -228,7 +229,7 @@ func (f *fleetRun) checkRolledBack(ctx context.Context) error {
 			changed = append(changed, p)
 		}
 	}
-	f.record(report.Check{Name: fmt.Sprintf("%s: %s rolled back to %s and its kubelet configuration, 0 restarts", prefix, faulty.name, st.From),
+	f.Record(report.Check{Name: fmt.Sprintf("%s: %s rolled back to %s and its kubelet configuration, 0 restarts", prefix, faulty.Name(), st.From),
 		Passed: s2 == st.From && verr == nil && diff.Restarts == 0 && diff.RecreatedPods == 0 && len(changed) == 0,
 		Detail: fmt.Sprintf("stage2 %s; kubelet: %s; %d restarts, %d pods recreated (the runtime); %s not as before the roll: %s",
 			s2, errText(verr), diff.Restarts, diff.RecreatedPods, strings.Join(kubeletFiles, " "), list(changed))})
@@ -246,7 +247,7 @@ func (f *fleetRun) checkRolledBack(ctx context.Context) error {
 			}
 		}
 	}
-	f.record(report.Check{Name: fmt.Sprintf("%s: SUC's re-runs on %s (TTL %d s) refused at once, the node stayed on %s", prefix, faulty.name, FleetJobTTL, st.From),
+	f.Record(report.Check{Name: fmt.Sprintf("%s: SUC's re-runs on %s (TTL %d s) refused at once, the node stayed on %s", prefix, faulty.Name(), JobTTL, st.From),
 		Passed: reruns >= 1 && refused == reruns && s2 == st.From,
 		Detail: fmt.Sprintf("%d re-runs ended in the minute watched, %d refused on the node's state", reruns, refused)})
 	return nil
@@ -255,7 +256,7 @@ func (f *fleetRun) checkRolledBack(ctx context.Context) error {
 // checkStopped: the roll stopped at the faulty worker; the nodes it had not
 // reached are untouched, the ones before upgraded.
 func (f *fleetRun) checkStopped(ctx context.Context) {
-	st := f.steps[0]
+	st := f.Steps[0]
 	faulty := f.faultyWorker()
 	var untouched, upgraded, wrong []string
 	for _, w := range f.data.windows {
@@ -272,18 +273,18 @@ func (f *fleetRun) checkStopped(ctx context.Context) {
 		case outcomeUpgraded:
 			upgraded = append(upgraded, w.Node)
 		case outcomeRolledBack:
-			if w.Node != faulty.name {
+			if w.Node != faulty.Name() {
 				wrong = append(wrong, w.Node+" rolled back too")
 			}
 		default:
 			wrong = append(wrong, w.Node+": "+w.Outcome)
 		}
 	}
-	reached := len(f.c.Workers()) - len(untouched)
-	f.record(report.Check{Name: fmt.Sprintf("%s %s: the roll stopped at %s, the workers after it untouched", f.name, f.roll, faulty.name),
-		Passed: len(wrong) == 0 && f.lastStarted() == faulty.name,
+	reached := len(f.Cluster.Workers()) - len(untouched)
+	f.Record(report.Check{Name: fmt.Sprintf("%s %s: the roll stopped at %s, the workers after it untouched", f.Name, f.roll, faulty.Name()),
+		Passed: len(wrong) == 0 && f.lastStarted() == faulty.Name(),
 		Detail: fmt.Sprintf("order %s; upgraded %s; untouched (no Job, stage2 %s) %s; %d of %d workers reached; wrong: %s",
-			strings.Join(f.order, " "), list(upgraded), st.From, list(untouched), reached, len(f.c.Workers()), list(wrong))})
+			strings.Join(f.order, " "), list(upgraded), st.From, list(untouched), reached, len(f.Cluster.Workers()), list(wrong))})
 }
 
 // retryRoll is the operator's retry after the failed gate: the canary
@@ -294,11 +295,11 @@ func (f *fleetRun) retryRoll(ctx context.Context) error {
 	defer f.saveControllerLog(ctx)
 	faulty := f.faultyWorker()
 	grace := int64(0)
-	if err := f.c.Client.CoreV1().Pods(Namespace).Delete(ctx, CanaryName, metav1.DeleteOptions{GracePeriodSeconds: &grace}); err != nil {
+	if err := f.Cluster.Client.CoreV1().Pods(kind.Namespace).Delete(ctx, CanaryName, metav1.DeleteOptions{GracePeriodSeconds: &grace}); err != nil {
 		return fmt.Errorf("deleting the canary: %w", err)
 	}
-	if err := poll(ctx, 2*time.Minute, func() error {
-		if _, err := f.c.Client.CoreV1().Pods(Namespace).Get(ctx, CanaryName, metav1.GetOptions{}); err == nil {
+	if err := kind.Poll(ctx, 2*time.Minute, func() error {
+		if _, err := f.Cluster.Client.CoreV1().Pods(kind.Namespace).Get(ctx, CanaryName, metav1.GetOptions{}); err == nil {
 			return fmt.Errorf("the canary is still there")
 		}
 		return nil
@@ -306,11 +307,11 @@ func (f *fleetRun) retryRoll(ctx context.Context) error {
 		return err
 	}
 	f.faults.canaryRetired = true
-	out, err := faulty.Exec(ctx, nil, "flock", "/var/lib/kubelet-compat/roll/lock", "rm", "-f", rollStatePath, gateFailedMarker(f.steps[0].To))
+	out, err := faulty.Exec(ctx, nil, "flock", "/var/lib/kubelet-compat/roll/lock", "rm", "-f", rollStatePath, gateFailedMarker(f.Steps[0].To))
 	if err != nil {
-		return fmt.Errorf("%s: removing the roll's state: %w: %s", faulty.name, err, strings.TrimSpace(string(out)))
+		return fmt.Errorf("%s: removing the roll's state: %w: %s", faulty.Name(), err, strings.TrimSpace(string(out)))
 	}
-	f.logf("retry: the canary deleted, %s and %s removed on %s: SUC's next Job rolls it", rollStatePath, gateFailedMarker(f.steps[0].To), faulty.name)
+	f.Logf("retry: the canary deleted, %s and %s removed on %s: SUC's next Job rolls it", rollStatePath, gateFailedMarker(f.Steps[0].To), faulty.Name())
 	err = f.followRoll(ctx, f.allDone())
 	f.data.rollEnd = time.Now()
 	f.setWindows()
@@ -321,15 +322,15 @@ func (f *fleetRun) retryRoll(ctx context.Context) error {
 // nothing restarted on it over the rollback and the retry.
 func (f *fleetRun) checkRetry(ctx context.Context) error {
 	faulty := f.faultyWorker()
-	j := f.jobs[faulty.name]
+	j := f.jobs[faulty.Name()]
 	s2, err := stage2(ctx, faulty)
 	if err != nil {
 		return err
 	}
-	fig := f.data.nodeFigures(f.windowOf(faulty.name))
+	fig := f.data.nodeFigures(f.windowOf(faulty.Name()))
 	gated := j != nil && strings.Contains(readLog(f.jobLogPath(j)), "gate: passed")
-	f.record(report.Check{Name: fmt.Sprintf("%s %s: the retry rolled %s to %s through its gate, 0 restarts over the rollback and the retry", f.name, f.roll, faulty.name, f.steps[0].To),
-		Passed: j != nil && j.Done && !j.Failed && gated && s2 == f.steps[0].To && fig.Restarts == 0 && fig.Recreated == 0 && fig.UIDsChanged == 0 && fig.Evicted == 0,
+	f.Record(report.Check{Name: fmt.Sprintf("%s %s: the retry rolled %s to %s through its gate, 0 restarts over the rollback and the retry", f.Name, f.roll, faulty.Name(), f.Steps[0].To),
+		Passed: j != nil && j.Done && !j.Failed && gated && s2 == f.Steps[0].To && fig.Restarts == 0 && fig.Recreated == 0 && fig.UIDsChanged == 0 && fig.Evicted == 0,
 		Detail: fmt.Sprintf("Job runs on the node: %d, the last %s, gate passed: %t; stage2 %s; %s", runs(j), jobOutcome(j), gated, s2, describe(fig))})
 	return nil
 }
@@ -376,9 +377,9 @@ func (f *fleetRun) windowOf(node string) nodeWindow {
 	return nodeWindow{Node: node}
 }
 
-func (f *fleetRun) nodeNamed(name string) *Node {
-	for _, n := range f.c.Nodes {
-		if n.name == name {
+func (f *fleetRun) nodeNamed(name string) *kind.Node {
+	for _, n := range f.Cluster.Nodes {
+		if n.Name() == name {
 			return n
 		}
 	}

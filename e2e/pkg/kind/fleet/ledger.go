@@ -1,4 +1,4 @@
-package kind
+package fleet
 
 // The pod ledger of a roll: every pod of the workloads' namespace by UID,
 // through an informer, with when it appeared and when it began to go away.

@@ -22,7 +22,7 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/ctxtime"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kubelet"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/local"
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/mounts"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/local/mounts"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/node"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/plan"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/proc"

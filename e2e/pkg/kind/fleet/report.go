@@ -1,4 +1,4 @@
-package kind
+package fleet
 
 // A fleet roll's report (its figures and checks) and what it reads of the
 // nodes: their kubelets in the API, kubernetes-select's stage2.
@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,7 +21,7 @@ const adminConf = "/etc/kubernetes/admin.conf"
 
 // kubeletVersions are the nodes' kubelet versions, by node.
 func (f *fleetRun) kubeletVersions(ctx context.Context) (map[string]string, error) {
-	list, err := f.c.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	list, err := f.Cluster.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -43,13 +44,13 @@ func isKubelet(reported, version string, patched bool) bool {
 // anchors' (drain, naive) are reported.
 func (f *fleetRun) reportRoll(ctx context.Context) error {
 	nodes, total := f.data.figures()
-	roll := report.FleetRoll{Name: f.rollName(), Cluster: f.name, Step: f.steps[0].String(), Variant: f.variant(), Order: f.order, Nodes: nodes, Total: total,
+	roll := report.FleetRoll{Name: f.rollName(), Cluster: f.Name, Step: f.Steps[0].String(), Variant: f.Variant(), Order: f.order, Nodes: nodes, Total: total,
 		APIBackgroundPerSecond: f.data.apiBackground()}
-	f.rep.Fleet = append(f.rep.Fleet, roll)
+	f.Report.Fleet = append(f.Report.Fleet, roll)
 	for _, n := range nodes {
-		f.logf("%s: %s: %s", n.Node, n.Outcome, describe(n))
+		f.Logf("%s: %s: %s", n.Node, n.Outcome, describe(n))
 	}
-	f.logf("total: %s; the API server's background before the roll: %.1f requests/s", describe(total), roll.APIBackgroundPerSecond)
+	f.Logf("total: %s; the API server's background before the roll: %.1f requests/s", describe(total), roll.APIBackgroundPerSecond)
 
 	versions, err := f.kubeletVersions(ctx)
 	if err != nil {
@@ -57,28 +58,28 @@ func (f *fleetRun) reportRoll(ctx context.Context) error {
 	}
 	var wrong []string
 	for _, w := range f.data.windows {
-		want, patched := f.steps[0].To, f.patched
+		want, patched := f.Steps[0].To, f.Patched
 		if w.Outcome != outcomeUpgraded {
-			want, patched = f.steps[0].From, true
+			want, patched = f.Steps[0].From, true
 		}
 		if !isKubelet(versions[w.Node], want, patched) {
 			wrong = append(wrong, fmt.Sprintf("%s %s (%s: want v%s)", w.Node, versions[w.Node], w.Outcome, want))
 		}
 	}
 	sort.Strings(wrong)
-	f.record(report.Check{Name: fmt.Sprintf("%s %s: every node's kubelet as the roll left it", f.name, f.roll), Passed: len(wrong) == 0,
+	f.Record(report.Check{Name: fmt.Sprintf("%s %s: every node's kubelet as the roll left it", f.Name, f.roll), Passed: len(wrong) == 0,
 		Detail: fmt.Sprintf("order %s; wrong: %s", strings.Join(f.order, " "), list(wrong))})
 
 	figures := describe(total)
 	removed := endpointRemovals(f.data.samples, f.data.member(fleetServices...), f.data.rollStart, f.data.rollEnd)
-	if !f.patched {
+	if !f.Patched {
 		detail := figures + "; endpoints removed: " + list(removed)
 		if f.naive {
 			// No drain: whatever the API deleted in the roll was not
 			// evicted by it (a static pod's mirror under a new UID, say).
 			detail += fmt.Sprintf("; no drain: %d pods deleted in the roll, UIDs changed: %s", total.Evicted, list(uidsChanged(f.data.apiBefore, f.data.apiAfter, "")))
 		}
-		f.record(report.Check{Name: fmt.Sprintf("%s %s: the anchor's cost (reported)", f.name, f.roll), Passed: true, Detail: detail})
+		f.Record(report.Check{Name: fmt.Sprintf("%s %s: the anchor's cost (reported)", f.Name, f.roll), Passed: true, Detail: detail})
 		return nil
 	}
 	var restarted []string
@@ -87,13 +88,13 @@ func (f *fleetRun) reportRoll(ctx context.Context) error {
 			restarted = append(restarted, n.Node+": "+n.Detail)
 		}
 	}
-	f.record(report.Check{Name: fmt.Sprintf("%s %s: 0 containers restarted, 0 pods recreated (CRI, every node)", f.name, f.roll),
+	f.Record(report.Check{Name: fmt.Sprintf("%s %s: 0 containers restarted, 0 pods recreated (CRI, every node)", f.Name, f.roll),
 		Passed: total.Restarts == 0 && total.Recreated == 0, Detail: figures + "; " + list(restarted)})
 	changed := uidsChanged(f.data.apiBefore, f.data.apiAfter, "")
-	f.record(report.Check{Name: fmt.Sprintf("%s %s: 0 pods evicted or created, 0 pod UIDs changed (API)", f.name, f.roll),
+	f.Record(report.Check{Name: fmt.Sprintf("%s %s: 0 pods evicted or created, 0 pod UIDs changed (API)", f.Name, f.roll),
 		Passed: total.Evicted == 0 && total.Rescheduled == 0 && len(changed) == 0,
 		Detail: fmt.Sprintf("%d deleted, %d created, UIDs changed: %s", total.Evicted, total.Rescheduled, list(changed))})
-	f.record(report.Check{Name: fmt.Sprintf("%s %s: readiness across the roll (reported)", f.name, f.roll), Passed: true,
+	f.Record(report.Check{Name: fmt.Sprintf("%s %s: readiness across the roll (reported)", f.Name, f.roll), Passed: true,
 		Detail: fmt.Sprintf("single replica without a ready endpoint %.1fs, %d endpoint removals (Services %s): %s", total.SoloUnavailableSeconds, total.EndpointRemovals, strings.Join(fleetServices, " "), list(removed))})
 	return nil
 }
@@ -105,36 +106,36 @@ func (f *fleetRun) rollName() string {
 	case f.naive:
 		return fmt.Sprintf("naive (SUC, concurrency %d, released kubelets, no drain)", f.concurrency)
 	case f.fault:
-		return fmt.Sprintf("SUC, concurrency %d, gate fails on worker %d", f.concurrency, FleetFaultWorker)
+		return fmt.Sprintf("SUC, concurrency %d, gate fails on worker %d", f.concurrency, FaultWorker)
 	}
 	return fmt.Sprintf("SUC, concurrency %d", f.concurrency)
 }
 
 // waitKubelet waits until the API has n Ready from a kubelet of version
 // (patched or not) that posted its status after since.
-func (f *fleetRun) waitKubelet(ctx context.Context, n *Node, version string, patched bool, since time.Time, timeout time.Duration) error {
-	return poll(ctx, timeout, func() error {
-		nd, err := f.c.Client.CoreV1().Nodes().Get(ctx, n.name, metav1.GetOptions{})
+func (f *fleetRun) waitKubelet(ctx context.Context, n *kind.Node, version string, patched bool, since time.Time, timeout time.Duration) error {
+	return kind.Poll(ctx, timeout, func() error {
+		nd, err := f.Cluster.Client.CoreV1().Nodes().Get(ctx, n.Name(), metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
 		if !isKubelet(nd.Status.NodeInfo.KubeletVersion, version, patched) {
-			return fmt.Errorf("%s reports kubelet %s", n.name, nd.Status.NodeInfo.KubeletVersion)
+			return fmt.Errorf("%s reports kubelet %s", n.Name(), nd.Status.NodeInfo.KubeletVersion)
 		}
 		for _, c := range nd.Status.Conditions {
 			if c.Type == v1.NodeReady && c.Status == v1.ConditionTrue && c.LastHeartbeatTime.Time.After(since.Add(-time.Second)) {
 				return nil
 			}
 		}
-		return fmt.Errorf("%s not Ready since %s", n.name, since.Format("15:04:05"))
+		return fmt.Errorf("%s not Ready since %s", n.Name(), since.Format("15:04:05"))
 	})
 }
 
 // stage2 is the version kubernetes-select serves as stage2 on n.
-func stage2(ctx context.Context, n *Node) (string, error) {
+func stage2(ctx context.Context, n *kind.Node) (string, error) {
 	out, err := n.Exec(ctx, nil, "kubernetes-select", "status")
 	if err != nil {
-		return "", fmt.Errorf("%s: kubernetes-select status: %w", n.name, err)
+		return "", fmt.Errorf("%s: kubernetes-select status: %w", n.Name(), err)
 	}
 	return stageVersion(string(out), "stage2"), nil
 }
@@ -148,4 +149,12 @@ func stageVersion(status, stage string) string {
 		}
 	}
 	return ""
+}
+
+// list is xs, space-separated, or "none".
+func list(xs []string) string {
+	if len(xs) == 0 {
+		return "none"
+	}
+	return strings.Join(xs, " ")
 }

@@ -13,9 +13,9 @@ import (
 
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/corpus"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/ctxtime"
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/deviceplugin"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kubelet"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/local"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/local/deviceplugin"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/node"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/proc"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"

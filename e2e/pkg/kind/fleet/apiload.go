@@ -1,4 +1,4 @@
-package kind
+package fleet
 
 // The API server's load across a roll, for the scale estimate (README):
 // kube-apiserver's own counter apiserver_request_total, read from its

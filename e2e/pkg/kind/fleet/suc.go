@@ -1,4 +1,4 @@
-package kind
+package fleet
 
 // Our roll: system-upgrade-controller (deploy/system-upgrade) and its two
 // Plans, upgrade.sh in each node's Job, nothing but the API and the nodes'
@@ -15,6 +15,7 @@ import (
 	"time"
 
 	systemupgrade "github.com/kubelet-compat/kubelet-compat/deploy/system-upgrade"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind/nodeimage"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
 	"github.com/kubelet-compat/kubelet-compat/pkg/hostdeps"
@@ -55,13 +56,13 @@ func sucImages(controller, target, output string, naive bool) ([]byte, error) {
 // importSUCImages loads both images into every node's containerd: the
 // controller runs on the control-plane node, a Job on every node.
 func (f *fleetRun) importSUCImages(ctx context.Context) error {
-	for _, n := range f.c.Nodes {
+	for _, n := range f.Cluster.Nodes {
 		pid, err := n.PID(ctx)
 		if err != nil {
 			return err
 		}
 		if _, err := images.Import(ctx, fmt.Sprintf("/proc/%d/root/run/containerd/containerd.sock", pid), f.sucImages, "overlayfs"); err != nil {
-			return fmt.Errorf("%s: %w", n.name, err)
+			return fmt.Errorf("%s: %w", n.Name(), err)
 		}
 	}
 	return nil
@@ -71,14 +72,14 @@ func (f *fleetRun) importSUCImages(ctx context.Context) error {
 // the e2e's gate timeout; no cordon, no drain; the naive roll's Plans
 // (upgrade.sh naive) on its cluster.
 func (f *fleetRun) planOptions() systemupgrade.Options {
-	o := systemupgrade.DefaultOptions(f.steps[0].To)
+	o := systemupgrade.DefaultOptions(f.Steps[0].To)
 	o.Concurrency = f.concurrency
-	o.GateTimeout = FleetGateTimeout
+	o.GateTimeout = GateTimeout
 	o.Naive = f.naive
 	if f.fault {
 		// SUC creates a failed Job again after its TTL: the killed Job's
 		// re-run and the faulty worker's refusals within the roll.
-		o.JobTTL = FleetJobTTL
+		o.JobTTL = JobTTL
 	}
 	return o
 }
@@ -86,10 +87,10 @@ func (f *fleetRun) planOptions() systemupgrade.Options {
 // kubectlApply applies a YAML stream with the control-plane node's kubectl
 // and kubeadm's admin credentials, keeping the output in the logs.
 func (f *fleetRun) kubectlApply(ctx context.Context, what string, stream []byte) error {
-	cp := f.c.ControlPlane()
-	f.nodeLog(cp, what+".yaml", stream)
+	cp := f.Cluster.ControlPlane()
+	f.NodeLog(cp, what+".yaml", stream)
 	out, err := cp.Exec(ctx, bytes.NewReader(stream), "sh", "-c", `exec kubectl --kubeconfig "$1" apply -f - 2>&1`, "sh", adminConf)
-	f.nodeLog(cp, what, out)
+	f.NodeLog(cp, what, out)
 	if err != nil {
 		return fmt.Errorf("kubectl apply (%s): %w: %s", what, err, strings.TrimSpace(string(out)))
 	}
@@ -110,8 +111,8 @@ func (f *fleetRun) applyController(ctx context.Context) error {
 	if err := f.kubectlApply(ctx, "suc-controller", stream); err != nil {
 		return err
 	}
-	return poll(ctx, 3*time.Minute, func() error {
-		d, err := f.c.Client.AppsV1().Deployments(systemupgrade.Namespace).Get(ctx, "system-upgrade-controller", metav1.GetOptions{})
+	return kind.Poll(ctx, 3*time.Minute, func() error {
+		d, err := f.Cluster.Client.AppsV1().Deployments(systemupgrade.Namespace).Get(ctx, "system-upgrade-controller", metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
@@ -139,7 +140,7 @@ func (f *fleetRun) sucRoll(ctx context.Context) error {
 		return err
 	}
 	defer f.saveControllerLog(ctx)
-	if err := poll(ctx, 3*time.Minute, func() error { return f.kubectlApply(ctx, "suc-plans", stream) }); err != nil {
+	if err := kind.Poll(ctx, 3*time.Minute, func() error { return f.kubectlApply(ctx, "suc-plans", stream) }); err != nil {
 		return err
 	}
 	f.data.rollStart = time.Now()
@@ -159,11 +160,11 @@ func (f *fleetRun) sucRoll(ctx context.Context) error {
 		// as the drain roll's does, until the workloads are Ready again
 		// (what the released kubelet restarted after the last Job ended
 		// counts in the total).
-		if _, err := f.c.WaitPodsReady(ctx, 10*time.Minute, fleetPods(len(f.c.Nodes), len(f.statics.Pods), false), Namespace); err != nil {
+		if _, err := f.Cluster.WaitPodsReady(ctx, 10*time.Minute, fleetPods(len(f.Cluster.Nodes), len(f.Statics.Pods), false), kind.Namespace); err != nil {
 			return fmt.Errorf("after the naive roll: %w", err)
 		}
 		f.data.rollEnd = time.Now()
-		f.logf("naive: the workloads Ready again %.0fs after the last Job ended", f.data.rollEnd.Sub(lastEnd(f.data.windows)).Seconds())
+		f.Logf("naive: the workloads Ready again %.0fs after the last Job ended", f.data.rollEnd.Sub(lastEnd(f.data.windows)).Seconds())
 	}
 	if !f.fault {
 		f.checkConcurrency()
@@ -196,9 +197,9 @@ func (f *fleetRun) allDone() func() error {
 	lastLog := time.Now()
 	return func() error {
 		var waiting []string
-		for _, n := range f.c.Nodes {
-			if j, ok := f.jobs[n.name]; !ok || !j.Done || j.Failed {
-				waiting = append(waiting, n.name)
+		for _, n := range f.Cluster.Nodes {
+			if j, ok := f.jobs[n.Name()]; !ok || !j.Done || j.Failed {
+				waiting = append(waiting, n.Name())
 			}
 		}
 		if len(waiting) == 0 {
@@ -207,7 +208,7 @@ func (f *fleetRun) allDone() func() error {
 		// A line a minute, so that a stuck roll shows where.
 		if time.Since(lastLog) > time.Minute {
 			lastLog = time.Now()
-			f.logf("roll: nodes not done: %s", strings.Join(waiting, " "))
+			f.Logf("roll: nodes not done: %s", strings.Join(waiting, " "))
 		}
 		return fmt.Errorf("nodes not done: %s", strings.Join(waiting, " "))
 	}
@@ -216,10 +217,10 @@ func (f *fleetRun) allDone() func() error {
 // stopPolling ends pollStop at once with its error.
 type stopPolling struct{ error }
 
-// pollStop is poll, ended at once by an error wrapped in stopPolling.
+// pollStop is Poll, ended at once by an error wrapped in stopPolling.
 func pollStop(ctx context.Context, timeout time.Duration, f func() error) error {
 	var stop error
-	err := poll(ctx, timeout, func() error {
+	err := kind.Poll(ctx, timeout, func() error {
 		err := f()
 		if sp, ok := err.(stopPolling); ok {
 			stop = sp.error

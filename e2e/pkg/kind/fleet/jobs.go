@@ -1,4 +1,4 @@
-package kind
+package fleet
 
 // Following SUC's Jobs: each node's Job, when upgrade.sh ran in it, its
 // pod's output kept in the report's logs, and the nodes' windows and order
@@ -15,6 +15,7 @@ import (
 	"time"
 
 	systemupgrade "github.com/kubelet-compat/kubelet-compat/deploy/system-upgrade"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind"
 	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -75,7 +76,7 @@ func nextJob(rec *jobRecord, j *batchv1.Job, node string) (*jobRecord, bool) {
 // logs of each that ended.
 func (f *fleetRun) followJobs(ctx context.Context) error {
 	cp, workers := f.planOptions().PlanNames()
-	list, err := f.c.Client.BatchV1().Jobs(systemupgrade.Namespace).List(ctx, metav1.ListOptions{
+	list, err := f.Cluster.Client.BatchV1().Jobs(systemupgrade.Namespace).List(ctx, metav1.ListOptions{
 		LabelSelector: fmt.Sprintf("%s in (%s,%s)", sucLabelPlan, cp, workers)})
 	if err != nil {
 		return err
@@ -86,7 +87,7 @@ func (f *fleetRun) followJobs(ctx context.Context) error {
 		rec, created := nextJob(f.jobs[node], j, node)
 		if created {
 			f.jobs[node] = rec
-			f.logf("%s: Job %s created (%s, run %d on the node)", node, j.Name, rec.Plan, rec.Run)
+			f.Logf("%s: Job %s created (%s, run %d on the node)", node, j.Name, rec.Plan, rec.Run)
 		}
 		complete, failed := jobFinished(j)
 		if rec.Done || !(complete || failed) {
@@ -95,7 +96,7 @@ func (f *fleetRun) followJobs(ctx context.Context) error {
 		rec.Done, rec.Failed = true, failed
 		rec.Start, rec.End = f.upgradeRun(ctx, j)
 		f.saveJobLog(ctx, rec)
-		f.logf("%s: Job %s %s after %.0fs of upgrade.sh (logs: %s)", node, j.Name, map[bool]string{true: "FAILED", false: "complete"}[failed], rec.End.Sub(rec.Start).Seconds(), f.jobLogPath(rec))
+		f.Logf("%s: Job %s %s after %.0fs of upgrade.sh (logs: %s)", node, j.Name, map[bool]string{true: "FAILED", false: "complete"}[failed], rec.End.Sub(rec.Start).Seconds(), f.jobLogPath(rec))
 	}
 	return nil
 }
@@ -130,7 +131,7 @@ func (f *fleetRun) upgradeRun(ctx context.Context, j *batchv1.Job) (time.Time, t
 	if j.Status.CompletionTime != nil {
 		end = j.Status.CompletionTime.Time
 	}
-	pods, err := f.c.Client.CoreV1().Pods(systemupgrade.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "job-name=" + j.Name})
+	pods, err := f.Cluster.Client.CoreV1().Pods(systemupgrade.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "job-name=" + j.Name})
 	if err != nil {
 		return start, end
 	}
@@ -156,16 +157,16 @@ func containerRun(cs v1.ContainerStatus) (time.Time, time.Time) {
 
 func (f *fleetRun) jobLogPath(j *jobRecord) string {
 	if j.Run > 1 {
-		return filepath.Join(f.o.LogDir, f.name, fmt.Sprintf("job-%s-run%d.log", j.Node, j.Run))
+		return filepath.Join(f.Options.LogDir, f.Name, fmt.Sprintf("job-%s-run%d.log", j.Node, j.Run))
 	}
-	return filepath.Join(f.o.LogDir, f.name, "job-"+j.Node+".log")
+	return filepath.Join(f.Options.LogDir, f.Name, "job-"+j.Node+".log")
 }
 
 // saveJobLog writes the Job's pod's containers' output (prepare, upgrade)
 // into the report's logs.
 func (f *fleetRun) saveJobLog(ctx context.Context, j *jobRecord) {
 	var b bytes.Buffer
-	pods, err := f.c.Client.CoreV1().Pods(systemupgrade.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "job-name=" + j.Name})
+	pods, err := f.Cluster.Client.CoreV1().Pods(systemupgrade.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "job-name=" + j.Name})
 	if err != nil {
 		fmt.Fprintf(&b, "listing the Job's pods: %v\n", err)
 	}
@@ -186,14 +187,14 @@ func (f *fleetRun) saveJobLog(ctx context.Context, j *jobRecord) {
 				if restarted[c] {
 					// The run the kubelet restarted (the naive roll's released kubelet).
 					fmt.Fprintf(&b, "==> pod %s, container %s, the run before its restart\n", p.Name, c)
-					out, err := f.c.Client.CoreV1().Pods(systemupgrade.Namespace).GetLogs(p.Name, &v1.PodLogOptions{Container: c, Previous: true}).DoRaw(ctx)
+					out, err := f.Cluster.Client.CoreV1().Pods(systemupgrade.Namespace).GetLogs(p.Name, &v1.PodLogOptions{Container: c, Previous: true}).DoRaw(ctx)
 					if err != nil {
 						fmt.Fprintf(&b, "(logs: %v)\n", err)
 					}
 					b.Write(out)
 				}
 				fmt.Fprintf(&b, "==> pod %s, container %s (%s)\n", p.Name, c, p.Status.Phase)
-				out, err := f.c.Client.CoreV1().Pods(systemupgrade.Namespace).GetLogs(p.Name, &v1.PodLogOptions{Container: c}).DoRaw(ctx)
+				out, err := f.Cluster.Client.CoreV1().Pods(systemupgrade.Namespace).GetLogs(p.Name, &v1.PodLogOptions{Container: c}).DoRaw(ctx)
 				if err != nil {
 					fmt.Fprintf(&b, "(logs: %v)\n", err)
 				}
@@ -217,24 +218,24 @@ func (f *fleetRun) saveControllerLog(ctx context.Context) {
 			}
 		}
 	}
-	pods, err := f.c.Client.CoreV1().Pods(systemupgrade.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "upgrade.cattle.io/controller=system-upgrade-controller,!" + sucLabelPlan})
+	pods, err := f.Cluster.Client.CoreV1().Pods(systemupgrade.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "upgrade.cattle.io/controller=system-upgrade-controller,!" + sucLabelPlan})
 	if err != nil {
-		f.logf("system-upgrade-controller's logs: %v", err)
+		f.Logf("system-upgrade-controller's logs: %v", err)
 		return
 	}
 	var b bytes.Buffer
 	for _, p := range pods.Items {
-		out, err := f.c.Client.CoreV1().Pods(systemupgrade.Namespace).GetLogs(p.Name, &v1.PodLogOptions{}).DoRaw(ctx)
+		out, err := f.Cluster.Client.CoreV1().Pods(systemupgrade.Namespace).GetLogs(p.Name, &v1.PodLogOptions{}).DoRaw(ctx)
 		fmt.Fprintf(&b, "==> pod %s (err: %v)\n", p.Name, err)
 		b.Write(out)
 	}
-	f.nodeLog(f.c.ControlPlane(), "system-upgrade-controller", b.Bytes())
+	f.NodeLog(f.Cluster.ControlPlane(), "system-upgrade-controller", b.Bytes())
 }
 
 // setWindows turns the Jobs into node windows and the roll's order: a node
 // without a Job was untouched.
 func (f *fleetRun) setWindows() {
-	f.data.windows, f.order = jobWindows(f.c.Nodes, f.jobs)
+	f.data.windows, f.order = jobWindows(f.Cluster.Nodes, f.jobs)
 	// The fleet's time ends with the last upgrade.sh, not with the
 	// minute the fault roll watches that nothing else starts.
 	if end := lastEnd(f.data.windows); !end.IsZero() {
@@ -255,21 +256,21 @@ func lastEnd(windows []nodeWindow) time.Time {
 
 // jobWindows are the nodes' windows (in the cluster's node order) and the
 // order the roll took them (by the start of upgrade.sh).
-func jobWindows(nodes []*Node, jobs map[string]*jobRecord) ([]nodeWindow, []string) {
+func jobWindows(nodes []*kind.Node, jobs map[string]*jobRecord) ([]nodeWindow, []string) {
 	var windows []nodeWindow
 	var started []*jobRecord
 	for _, n := range nodes {
-		j, ok := jobs[n.name]
+		j, ok := jobs[n.Name()]
 		switch {
 		case !ok:
-			windows = append(windows, nodeWindow{Node: n.name, Outcome: outcomeUntouched})
+			windows = append(windows, nodeWindow{Node: n.Name(), Outcome: outcomeUntouched})
 		case !j.Done:
-			windows = append(windows, nodeWindow{Node: n.name, Outcome: outcomeFailed})
+			windows = append(windows, nodeWindow{Node: n.Name(), Outcome: outcomeFailed})
 		case j.Failed:
-			windows = append(windows, nodeWindow{Node: n.name, Start: j.firstStart(), End: j.End, Outcome: outcomeRolledBack})
+			windows = append(windows, nodeWindow{Node: n.Name(), Start: j.firstStart(), End: j.End, Outcome: outcomeRolledBack})
 			started = append(started, j)
 		default:
-			windows = append(windows, nodeWindow{Node: n.name, Start: j.firstStart(), End: j.End, Outcome: outcomeUpgraded})
+			windows = append(windows, nodeWindow{Node: n.Name(), Start: j.firstStart(), End: j.End, Outcome: outcomeUpgraded})
 			started = append(started, j)
 		}
 	}
@@ -304,11 +305,11 @@ func maxOverlap(windows []nodeWindow) int {
 func (f *fleetRun) checkConcurrency() {
 	var workers []nodeWindow
 	for _, w := range f.data.windows {
-		if w.Node != f.c.ControlPlane().name {
+		if w.Node != f.Cluster.ControlPlane().Name() {
 			workers = append(workers, w)
 		}
 	}
 	got := maxOverlap(workers)
-	f.record(reportCheck(fmt.Sprintf("%s %s: the workers' Plan ran %d nodes at once", f.name, f.roll, f.concurrency),
+	f.Record(reportCheck(fmt.Sprintf("%s %s: the workers' Plan ran %d nodes at once", f.Name, f.roll, f.concurrency),
 		got == int(f.concurrency), fmt.Sprintf("at most %d workers' upgrade.sh at one moment; order %s", got, strings.Join(f.order, " "))))
 }

@@ -1,4 +1,4 @@
-package kind
+package fleet
 
 // The fleet's workloads (make e2e E2E=fleet): what an operator's roll must
 // not disturb. A Deployment of 4 behind a PodDisruptionBudget, a
@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/corpus"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
@@ -42,7 +43,7 @@ const (
 
 // fleetServices are the Services whose EndpointSlices the readiness
 // watchers follow across a roll.
-var fleetServices = []string{WebService, StatefulSetName, SoloName}
+var fleetServices = []string{kind.WebService, kind.StatefulSetName, SoloName}
 
 // fleetDBNodes are the workers (1-based) holding the StatefulSet's local
 // volumes: one pod each, pinned there by the volume.
@@ -73,18 +74,18 @@ func fleetObjects(workers []string, canaryNode, target string) ([]interface{}, e
 		objs = append(objs, localVolume(workers[i-1]))
 	}
 	objs = append(objs,
-		&v1.Service{ObjectMeta: metav1.ObjectMeta{Name: WebService, Namespace: Namespace},
-			Spec: v1.ServiceSpec{Selector: appLabel(DeploymentName), Ports: []v1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt(8080)}}}},
-		&v1.Service{ObjectMeta: metav1.ObjectMeta{Name: StatefulSetName, Namespace: Namespace},
-			Spec: v1.ServiceSpec{ClusterIP: v1.ClusterIPNone, Selector: appLabel(StatefulSetName), Ports: []v1.ServicePort{{Port: 8080}}}},
-		&v1.Service{ObjectMeta: metav1.ObjectMeta{Name: SoloName, Namespace: Namespace},
-			Spec: v1.ServiceSpec{Selector: appLabel(SoloName), Ports: []v1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt(8080)}}}},
-		&policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: DeploymentName, Namespace: Namespace},
-			Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: intstrp(intstr.FromInt(fleetWebMinAvailable)), Selector: &metav1.LabelSelector{MatchLabels: appLabel(DeploymentName)}}},
+		&v1.Service{ObjectMeta: metav1.ObjectMeta{Name: kind.WebService, Namespace: kind.Namespace},
+			Spec: v1.ServiceSpec{Selector: kind.AppLabel(kind.DeploymentName), Ports: []v1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt(8080)}}}},
+		&v1.Service{ObjectMeta: metav1.ObjectMeta{Name: kind.StatefulSetName, Namespace: kind.Namespace},
+			Spec: v1.ServiceSpec{ClusterIP: v1.ClusterIPNone, Selector: kind.AppLabel(kind.StatefulSetName), Ports: []v1.ServicePort{{Port: 8080}}}},
+		&v1.Service{ObjectMeta: metav1.ObjectMeta{Name: SoloName, Namespace: kind.Namespace},
+			Spec: v1.ServiceSpec{Selector: kind.AppLabel(SoloName), Ports: []v1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt(8080)}}}},
+		&policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: kind.DeploymentName, Namespace: kind.Namespace},
+			Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: intstrp(intstr.FromInt(fleetWebMinAvailable)), Selector: &metav1.LabelSelector{MatchLabels: kind.AppLabel(kind.DeploymentName)}}},
 		webDeployment(), soloDeployment(), dbStatefulSet(),
-		&appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: DaemonSetName, Namespace: Namespace},
-			Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: appLabel(DaemonSetName)},
-				Template: podTemplate(DaemonSetName, httpd("agent", "/www"), true)}},
+		&appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: kind.DaemonSetName, Namespace: kind.Namespace},
+			Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: kind.AppLabel(kind.DaemonSetName)},
+				Template: kind.PodTemplate(kind.DaemonSetName, kind.HTTPD("agent", "/www"), true)}},
 		batchJob())
 	if canaryNode != "" {
 		objs = append(objs, canaryPod(canaryNode, target))
@@ -112,29 +113,29 @@ func localVolume(node string) *v1.PersistentVolume {
 
 // webDeployment spreads its 4 replicas over the workers.
 func webDeployment() *appsv1.Deployment {
-	t := podTemplate(DeploymentName, httpd("httpd", "/www"), false)
+	t := kind.PodTemplate(kind.DeploymentName, kind.HTTPD("httpd", "/www"), false)
 	t.Spec.TopologySpreadConstraints = []v1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: v1.LabelHostname,
-		WhenUnsatisfiable: v1.ScheduleAnyway, LabelSelector: &metav1.LabelSelector{MatchLabels: appLabel(DeploymentName)}}}
-	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: DeploymentName, Namespace: Namespace},
-		Spec: appsv1.DeploymentSpec{Replicas: int32p(fleetWebReplicas), Selector: &metav1.LabelSelector{MatchLabels: appLabel(DeploymentName)}, Template: t}}
+		WhenUnsatisfiable: v1.ScheduleAnyway, LabelSelector: &metav1.LabelSelector{MatchLabels: kind.AppLabel(kind.DeploymentName)}}}
+	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: kind.DeploymentName, Namespace: kind.Namespace},
+		Spec: appsv1.DeploymentSpec{Replicas: int32p(fleetWebReplicas), Selector: &metav1.LabelSelector{MatchLabels: kind.AppLabel(kind.DeploymentName)}, Template: t}}
 }
 
 // soloDeployment is the single replica: any move is an outage.
 func soloDeployment() *appsv1.Deployment {
-	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: SoloName, Namespace: Namespace},
-		Spec: appsv1.DeploymentSpec{Replicas: int32p(1), Selector: &metav1.LabelSelector{MatchLabels: appLabel(SoloName)},
-			Template: podTemplate(SoloName, httpd("httpd", "/www"), false)}}
+	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: SoloName, Namespace: kind.Namespace},
+		Spec: appsv1.DeploymentSpec{Replicas: int32p(1), Selector: &metav1.LabelSelector{MatchLabels: kind.AppLabel(SoloName)},
+			Template: kind.PodTemplate(SoloName, kind.HTTPD("httpd", "/www"), false)}}
 }
 
 // dbStatefulSet: 2 pods, each on its node's local volume.
 func dbStatefulSet() *appsv1.StatefulSet {
-	c := httpd("db", "/data")
+	c := kind.HTTPD("db", "/data")
 	c.Command = []string{"sh", "-c", "date >> /data/starts && hostname > /data/index.html && exec httpd -f -p 8080 -h /data"}
 	c.VolumeMounts = []v1.VolumeMount{{Name: "data", MountPath: "/data"}}
-	return &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: StatefulSetName, Namespace: Namespace},
-		Spec: appsv1.StatefulSetSpec{Replicas: int32p(fleetDBReplicas), ServiceName: StatefulSetName, PodManagementPolicy: appsv1.ParallelPodManagement,
-			Selector: &metav1.LabelSelector{MatchLabels: appLabel(StatefulSetName)},
-			Template: podTemplate(StatefulSetName, c, false),
+	return &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: kind.StatefulSetName, Namespace: kind.Namespace},
+		Spec: appsv1.StatefulSetSpec{Replicas: int32p(fleetDBReplicas), ServiceName: kind.StatefulSetName, PodManagementPolicy: appsv1.ParallelPodManagement,
+			Selector: &metav1.LabelSelector{MatchLabels: kind.AppLabel(kind.StatefulSetName)},
+			Template: kind.PodTemplate(kind.StatefulSetName, c, false),
 			VolumeClaimTemplates: []v1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data"},
 				Spec: v1.PersistentVolumeClaimSpec{AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}, StorageClassName: strp(fleetStorageClass),
 					Resources: v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse("64Mi")}}}}}}}
@@ -148,9 +149,9 @@ func batchJob() *batchv1.Job {
 	c := v1.Container{Name: "work", Image: corpus.BusyboxImage,
 		Command:   []string{"sh", "-c", "until test -e " + batchDoneFile + "; do sleep 1; done; echo done"},
 		Resources: v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("10m"), v1.ResourceMemory: resource.MustParse("16Mi")}}}
-	t := podTemplate(BatchName, c, false)
+	t := kind.PodTemplate(BatchName, c, false)
 	t.Spec.RestartPolicy = v1.RestartPolicyNever
-	return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: BatchName, Namespace: Namespace},
+	return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: BatchName, Namespace: kind.Namespace},
 		Spec: batchv1.JobSpec{BackoffLimit: int32p(6), ActiveDeadlineSeconds: int64p(4 * 3600), Template: t}}
 }
 
@@ -176,16 +177,16 @@ func canaryPod(node, target string) *v1.Pod {
 			PeriodSeconds: 2, FailureThreshold: 1},
 		VolumeMounts: []v1.VolumeMount{{Name: "kubernetes", MountPath: kubeRoot, ReadOnly: true}},
 		Resources:    v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("10m"), v1.ResourceMemory: resource.MustParse("16Mi")}}}
-	spec := podTemplate(CanaryName, c, false).Spec
+	spec := kind.PodTemplate(CanaryName, c, false).Spec
 	spec.NodeName = node
 	spec.Volumes = []v1.Volume{{Name: "kubernetes", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: kubeRoot, Type: hostPathType(v1.HostPathDirectory)}}}}
-	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: CanaryName, Namespace: Namespace, Labels: appLabel(CanaryName)}, Spec: spec}
+	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: CanaryName, Namespace: kind.Namespace, Labels: kind.AppLabel(CanaryName)}, Spec: spec}
 }
 
-// createFleetObjects creates the namespace and the objects through the API.
-func (c *Cluster) createFleetObjects(ctx context.Context, objs []interface{}) error {
+// createFleetObjects creates the namespace and the objects through c's API.
+func createFleetObjects(ctx context.Context, c *kind.Cluster, objs []interface{}) error {
 	cs := c.Client
-	if err := c.createNamespace(ctx); err != nil {
+	if err := c.CreateNamespace(ctx); err != nil {
 		return err
 	}
 	for _, obj := range objs {
@@ -197,25 +198,25 @@ func (c *Cluster) createFleetObjects(ctx context.Context, objs []interface{}) er
 			_, err = cs.CoreV1().PersistentVolumes().Create(ctx, o, metav1.CreateOptions{})
 		case *v1.Service:
 			what = "service/" + o.Name
-			_, err = cs.CoreV1().Services(Namespace).Create(ctx, o, metav1.CreateOptions{})
+			_, err = cs.CoreV1().Services(kind.Namespace).Create(ctx, o, metav1.CreateOptions{})
 		case *policyv1.PodDisruptionBudget:
 			what = "poddisruptionbudget/" + o.Name
-			_, err = cs.PolicyV1().PodDisruptionBudgets(Namespace).Create(ctx, o, metav1.CreateOptions{})
+			_, err = cs.PolicyV1().PodDisruptionBudgets(kind.Namespace).Create(ctx, o, metav1.CreateOptions{})
 		case *appsv1.Deployment:
 			what = "deployment/" + o.Name
-			_, err = cs.AppsV1().Deployments(Namespace).Create(ctx, o, metav1.CreateOptions{})
+			_, err = cs.AppsV1().Deployments(kind.Namespace).Create(ctx, o, metav1.CreateOptions{})
 		case *appsv1.StatefulSet:
 			what = "statefulset/" + o.Name
-			_, err = cs.AppsV1().StatefulSets(Namespace).Create(ctx, o, metav1.CreateOptions{})
+			_, err = cs.AppsV1().StatefulSets(kind.Namespace).Create(ctx, o, metav1.CreateOptions{})
 		case *appsv1.DaemonSet:
 			what = "daemonset/" + o.Name
-			_, err = cs.AppsV1().DaemonSets(Namespace).Create(ctx, o, metav1.CreateOptions{})
+			_, err = cs.AppsV1().DaemonSets(kind.Namespace).Create(ctx, o, metav1.CreateOptions{})
 		case *batchv1.Job:
 			what = "job/" + o.Name
-			_, err = cs.BatchV1().Jobs(Namespace).Create(ctx, o, metav1.CreateOptions{})
+			_, err = cs.BatchV1().Jobs(kind.Namespace).Create(ctx, o, metav1.CreateOptions{})
 		case *v1.Pod:
 			what = "pod/" + o.Name
-			_, err = cs.CoreV1().Pods(Namespace).Create(ctx, o, metav1.CreateOptions{})
+			_, err = cs.CoreV1().Pods(kind.Namespace).Create(ctx, o, metav1.CreateOptions{})
 		default:
 			return fmt.Errorf("unknown object %T", obj)
 		}
@@ -226,9 +227,9 @@ func (c *Cluster) createFleetObjects(ctx context.Context, objs []interface{}) er
 	return nil
 }
 
-// batchPod is the Job's pod that runs now ("" when none runs).
-func (c *Cluster) batchPod(ctx context.Context) (string, error) {
-	list, err := c.Client.CoreV1().Pods(Namespace).List(ctx, metav1.ListOptions{LabelSelector: "job-name=" + BatchName})
+// batchPod is the Job's pod that runs now on c ("" when none runs).
+func batchPod(ctx context.Context, c *kind.Cluster) (string, error) {
+	list, err := c.Client.CoreV1().Pods(kind.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "job-name=" + BatchName})
 	if err != nil {
 		return "", err
 	}
@@ -243,3 +244,8 @@ func (c *Cluster) batchPod(ctx context.Context) (string, error) {
 	}
 	return running[0], nil
 }
+
+func int64p(v int64) *int64                           { return &v }
+func int32p(v int32) *int32                           { return &v }
+func strp(s string) *string                           { return &s }
+func hostPathType(t v1.HostPathType) *v1.HostPathType { return &t }

@@ -1,0 +1,343 @@
+// Package fleet is the fleet roll-out on kind (make e2e E2E_PROVIDER=kind
+// E2E=fleet, issue 22 section 4), a scenario of the kind provider:
+// clusters of one control-plane node and Workers workers with the
+// fleet's workloads, rolled From -> To by system-upgrade-controller's Plans
+// running upgrade.sh (deploy/system-upgrade) at concurrency 1 and 2, the
+// drain-based roll operators use today as the anchor, the naive in-place
+// roll k3s and rke2 users run today (SUC's Plans, the released packages,
+// no drain: the second anchor), and a roll whose health gate fails on
+// worker 3. Each roll is a list of small actions on a cluster of its own,
+// measured per node and in total (figures.go); the fault roll also
+// kills the control plane's Job after its swap and ends with the
+// operator's retry (fault.go).
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	systemupgrade "github.com/kubelet-compat/kubelet-compat/deploy/system-upgrade"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/cleanup"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind/nodeimage"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/plan"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/readiness"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
+)
+
+// The fleet's rolls (-fleet-runs), in the order they run.
+const (
+	Concurrency1 = "concurrency-1"
+	Concurrency2 = "concurrency-2"
+	Drain        = "drain"
+	Naive        = "naive"
+	Fault        = "fault"
+)
+
+// Runs are every roll, the default.
+var Runs = []string{Concurrency1, Concurrency2, Drain, Naive, Fault}
+
+// Workers is the fleet clusters' worker count.
+const Workers = 4
+
+// FaultWorker is the worker (1-based) whose health gate fails.
+const FaultWorker = 3
+
+// GateTimeout is the Plans' gate timeout in the e2e (seconds): the
+// faulty worker waits that long before its rollback.
+const GateTimeout = 120
+
+// ParseRuns reads -fleet-runs: a comma-separated subset of Runs,
+// run in Runs' order.
+func ParseRuns(s string) ([]string, error) {
+	want := map[string]bool{}
+	for _, r := range strings.Split(s, ",") {
+		r = strings.TrimSpace(r)
+		if !contains(Runs, r) {
+			return nil, fmt.Errorf("-fleet-runs: unknown roll %q (%s)", r, strings.Join(Runs, ", "))
+		}
+		if want[r] {
+			return nil, fmt.Errorf("-fleet-runs: %s given twice", r)
+		}
+		want[r] = true
+	}
+	var out []string
+	for _, r := range Runs {
+		if want[r] {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Check refuses a plan the fleet cannot roll: one upgrade step of one
+// minor (the control plane and every kubelet go From -> To once).
+func Check(steps []kind.Step) error {
+	if len(steps) != 1 {
+		return fmt.Errorf("the fleet rolls one step, not %d", len(steps))
+	}
+	st := steps[0]
+	if st.Rollback() || st.SkipLevel() {
+		return fmt.Errorf("the fleet rolls one minor up, not %s", st)
+	}
+	return kind.CheckSkew(st)
+}
+
+// fleetCluster names each roll's cluster.
+func fleetCluster(roll string) string {
+	switch roll {
+	case Concurrency1:
+		return "kc-e2e-fleet-c1"
+	case Concurrency2:
+		return "kc-e2e-fleet-c2"
+	case Drain:
+		return "kc-e2e-drain"
+	case Naive:
+		return "kc-e2e-naive"
+	}
+	return "kc-e2e-fleet-fault"
+}
+
+// Options configure the fleet.
+type Options struct {
+	kind.ScenarioOptions
+	Runs []string
+	// ControllerBinary is system-upgrade-controller, built
+	// (systemupgrade.BuildController).
+	ControllerBinary string
+}
+
+// fleetRun is one roll on its cluster; it reuses the scenario's cluster
+// pieces (create, network, images, snapshots, logs).
+type fleetRun struct {
+	*kind.ClusterRun
+	roll        string
+	concurrency int64
+	drain       bool
+	// naive: SUC's Plans run upgrade.sh naive with the released packages
+	// (Options.Naive); ClusterRun.Patched is false, as for the drain roll.
+	naive     bool
+	fault     bool
+	sucImages []byte // the OCI layout of the controller's and the upgrade Job's images
+
+	snapBefore map[string]*snapshot.Snapshot
+	apiBefore  map[string]apiPod
+	ledger     *podLedger
+	watch      *readiness.Watch
+	api        *apiSampler
+	data       rollData
+	order      []string
+	// jobs are the upgrade Jobs seen, per node (SUC rolls): the last one
+	// of each node, with the earlier ones.
+	jobs map[string]*jobRecord
+	// faults: the fault roll's (fault.go).
+	faults faultState
+}
+
+// Run runs o.Runs, each on a cluster of its own, one after the other.
+func Run(ctx context.Context, p *kind.Provider, o Options, stack *cleanup.Stack, rep *report.Report) error {
+	if err := Check(o.Steps); err != nil {
+		return err
+	}
+	st := o.Steps[0]
+	var runs []*fleetRun
+	for _, roll := range o.Runs {
+		so := o.ScenarioOptions
+		so.Workers = Workers
+		runs = append(runs, newFleetRun(p, so, rep, roll, st))
+	}
+	if err := fleetPreflight(ctx, p, o, fleetNeeds(runs)); err != nil {
+		return err
+	}
+	// One layout for the patched SUC rolls, one for the naive roll.
+	layouts := map[bool][]byte{}
+	var clusters []kind.ClusterRunner
+	for _, f := range runs {
+		if !f.drain {
+			if layouts[f.naive] == nil {
+				layout, err := sucImages(o.ControllerBinary, st.To, o.Output, f.naive)
+				if err != nil {
+					return err
+				}
+				layouts[f.naive] = layout
+			}
+			f.sucImages = layouts[f.naive]
+		}
+		clusters = append(clusters, f)
+	}
+	return kind.RunClusters(ctx, p, stack, clusters)
+}
+
+// newFleetRun is one roll on its cluster, before its images are set.
+func newFleetRun(p *kind.Provider, o kind.ScenarioOptions, rep *report.Report, roll string, st kind.Step) *fleetRun {
+	released := roll == Drain || roll == Naive
+	f := &fleetRun{ClusterRun: &kind.ClusterRun{Provider: p, Options: o, Report: rep, Name: fleetCluster(roll), Steps: []kind.Step{st}, Patched: !released},
+		roll: roll, concurrency: 1, drain: roll == Drain, naive: roll == Naive, fault: roll == Fault}
+	if roll == Concurrency2 {
+		f.concurrency = 2
+	}
+	return f
+}
+
+// buildNeeds are what a fleet's rolls need built beyond the node image
+// and the target's images.
+type buildNeeds struct {
+	// patched: the target's patched packages (our SUC rolls); kubectl: the
+	// upgrade Job's image (every SUC roll); unpatched: the target's
+	// packages as released (the drain and naive rolls).
+	patched, kubectl, unpatched bool
+}
+
+func fleetNeeds(runs []*fleetRun) buildNeeds {
+	var n buildNeeds
+	for _, f := range runs {
+		n.patched = n.patched || f.Patched
+		n.kubectl = n.kubectl || !f.drain
+		n.unpatched = n.unpatched || !f.Patched
+	}
+	return n
+}
+
+// fleetPreflight checks that what the rolls need was built before any
+// cluster is made: the node image, the target's images, its patched
+// packages and kubectl (the upgrade Job's image) and its unpatched
+// packages (the drain and naive rolls swap in the kubelet as released).
+func fleetPreflight(ctx context.Context, p *kind.Provider, o Options, needs buildNeeds) error {
+	st := o.Steps[0]
+	var m kind.MissingBuilds
+	need, exists := m.Need, kind.Built
+	need(p.Engine.ImageExists(ctx, kind.NodeImage(st.From)), "node image "+kind.NodeImage(st.From))
+	need(exists(filepath.Join(o.Output, "kind", "images", st.To+".tar")), "images of "+st.To)
+	if needs.patched {
+		need(exists(filepath.Join(nodeimage.PackageDir(o.Output, "patched"), nodeimage.NodePackages(st.To)[0])), "patched packages of "+st.To)
+	}
+	if needs.kubectl {
+		need(exists(filepath.Join(o.Output, st.To, "kubectl")), "kubectl of "+st.To)
+	}
+	if needs.unpatched {
+		need(exists(filepath.Join(nodeimage.PackageDir(o.Output, "unpatched"), nodeimage.NodePackages(st.To)[0])), "unpatched packages of "+st.To)
+	}
+	return m.Err("make kind-images E2E=fleet")
+}
+
+// do adapts a fleetRun method to an Action.
+func (f *fleetRun) do(fn func(ctx context.Context) error) func(*kind.ClusterRun, context.Context) error {
+	return func(_ *kind.ClusterRun, ctx context.Context) error { return fn(ctx) }
+}
+
+func (f *fleetRun) actions() []kind.Action {
+	st := f.Steps[0]
+	out := []kind.Action{
+		{Name: "create the cluster on " + kind.NodeImage(st.From), Do: (*kind.ClusterRun).Create},
+		{Name: "install the pod network", Do: func(r *kind.ClusterRun, ctx context.Context) error { return r.Cluster.InstallCNI(ctx) }},
+		{Name: "import the workload images into every node", Do: (*kind.ClusterRun).ImportImages},
+		{Name: "import the images of " + st.To + " into every node (no registry: pre-loaded, as air-gapped fleets do)", Do: f.do(f.importTargetImages)},
+	}
+	if !f.drain {
+		out = append(out, kind.Action{Name: "import system-upgrade-controller's and the upgrade Job's images into every node", Do: f.do(f.importSUCImages)})
+	}
+	out = append(out,
+		kind.Action{Name: "create the fleet's workloads and the static pods", Do: f.do(f.createWorkloads)},
+		kind.Action{Name: "wait until every pod is ready", Do: f.do(f.waitReady)},
+		kind.Action{Name: "baseline: snapshots, the API's pods, the pod ledger and the readiness watchers", Do: f.do(f.baseline)})
+	switch {
+	case f.drain:
+		out = append(out, kind.Action{Name: "the drain roll " + st.String() + ": node by node, cordon, kubectl drain, swap (the kubelet as released), uncordon", Do: f.do(f.drainRoll)})
+	case f.naive:
+		out = append(out,
+			kind.Action{Name: "apply system-upgrade-controller", Do: f.do(f.applyController)},
+			kind.Action{Name: fmt.Sprintf("the naive roll %s: apply the Plans (upgrade.sh naive, the packages as released, concurrency %d; no drain, no cordon, no record, no gate) and follow the roll until the workloads are Ready again", st, f.concurrency), Do: f.do(f.sucRoll)})
+	case f.fault:
+		out = append(out,
+			kind.Action{Name: "apply system-upgrade-controller (Jobs kept " + fmt.Sprint(JobTTL) + " s after they end)", Do: f.do(f.applyController)},
+			kind.Action{Name: fmt.Sprintf("apply the Plans (%s, concurrency %d) and follow the roll: the control plane's Job killed right after its swap, the gate failing on worker %d", st.To, f.concurrency, FaultWorker), Do: f.do(f.sucRoll)},
+			kind.Action{Name: fmt.Sprintf("the faults: the control plane gated by SUC's re-run; worker %d rolled back with its configuration, re-runs refused; the roll stopped there", FaultWorker), Do: f.do(f.checkFault)},
+			kind.Action{Name: fmt.Sprintf("the operator's retry: the canary deleted, worker %d's roll state and marker removed; the roll goes on to its end", FaultWorker), Do: f.do(f.retryRoll)})
+	default:
+		out = append(out,
+			kind.Action{Name: "apply system-upgrade-controller", Do: f.do(f.applyController)},
+			kind.Action{Name: fmt.Sprintf("apply the Plans (%s, concurrency %d) and follow the roll", st.To, f.concurrency), Do: f.do(f.sucRoll)})
+	}
+	out = append(out,
+		kind.Action{Name: "after the roll: every pod ready, snapshots, the API's pods", Do: f.do(f.afterRoll)},
+		kind.Action{Name: "the Job that ran across the roll completes", Do: f.do(f.completeBatch)},
+		kind.Action{Name: "the figures, per node and in total", Do: f.do(f.reportRoll)})
+	if f.fault {
+		out = append(out, kind.Action{Name: fmt.Sprintf("the retry: worker %d upgraded through its gate, nothing restarted over the rollback and the retry", FaultWorker), Do: f.do(f.checkRetry)})
+	}
+	return out
+}
+
+// Run runs the roll's actions on its cluster, then deletes the cluster
+// (kind.ClusterRunner).
+func (f *fleetRun) Run(ctx context.Context, stack *cleanup.Stack) error {
+	return f.RunThenDelete(ctx, stack, f.actions(), f.stopWatchers)
+}
+
+// stopWatchers ends the ledger and the readiness watchers, whatever ended
+// the run.
+func (f *fleetRun) stopWatchers() {
+	if f.ledger != nil {
+		f.ledger.end()
+	}
+	if f.watch != nil {
+		f.watch.End()
+	}
+	if f.api != nil {
+		f.api.end()
+	}
+}
+
+// Runner is the fleet's runner of plans (plan.Runner): kind's runner
+// (Name, Describe, Versions, Images: the engine, the node images) with
+// the fleet's Check and Run: Runs, each on a cluster of its own.
+type Runner struct {
+	*kind.Runner
+	// Runs are the rolls to run, in Runs' order (-fleet-runs, ParseRuns).
+	Runs []string
+}
+
+var _ plan.Runner = (*Runner)(nil)
+
+// Check refuses what kind's runner refuses (rollback steps, a record
+// after the swap), then a plan the fleet cannot roll (Check).
+func (r *Runner) Check(p plan.Plan) error {
+	if plan.HasRollback(p.Steps) {
+		return errors.New(plan.RollbackLocalOnly)
+	}
+	if p.RecordAfterSwap {
+		return errors.New(plan.RecordAfterSwapLocalOnly)
+	}
+	return Check(p.Steps)
+}
+
+// Run brings the engine and the images up, builds the controller
+// when a roll needs it (cached), and runs the fleet.
+func (r *Runner) Run(ctx context.Context, p plan.Plan, stack *cleanup.Stack, rep *report.Report) error {
+	prov, err := r.Up(ctx, p, stack)
+	if err != nil {
+		return err
+	}
+	bin := ""
+	if len(r.Runs) > 1 || r.Runs[0] != Drain {
+		if bin, err = systemupgrade.BuildController(ctx, r.CacheDir, p.Log); err != nil {
+			return err
+		}
+	}
+	o := Options{ScenarioOptions: kind.ScenarioOptions{Plan: p, LogDir: filepath.Join(p.ReportDir, "logs"), Workers: Workers},
+		Runs: r.Runs, ControllerBinary: bin}
+	return Run(ctx, prov, o, stack, rep)
+}
