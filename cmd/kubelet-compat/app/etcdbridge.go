@@ -153,101 +153,20 @@ func (r *etcdBridgeRun) run(ctx context.Context) error {
 	}
 	running := pod.Spec.Containers[0].Image
 	flags := etcdbridge.CommandFlags(pod.Spec.Containers[0].Command)
-	st, err := r.readState()
-	if err != nil {
+	st, bridge, err := r.decide(running, flags)
+	if err != nil || bridge == "" {
 		return err
 	}
-	if st != nil && st.Phase == phaseDone {
-		if running == st.BridgeImage && flags["snapshot-count"] != "1" {
-			r.say("the bridge is done (%s): etcd runs %s with kubeadm's flags; nothing to do", st.DoneAt, running)
-			return nil
-		}
-		st = nil // an earlier bridge, since replaced: judged anew
-	}
-	if st == nil {
-		need, err := etcdbridge.Needed(running, o.target)
-		if err != nil {
-			return err
-		}
-		if !need {
-			r.say("etcd %s -> %s: no bridge needed (within a minor, or kubeadm's own step)", running, o.target)
-			return nil
-		}
-		if o.bridge == "" {
-			return fmt.Errorf("etcd %s -> %s crosses 3.6 -> 3.7: the bridge etcd (%s or later) must run first; give --bridge-image", running, o.target, etcdbridge.MinRelease)
-		}
-	} else if o.bridge != "" && o.bridge != st.BridgeImage {
-		return fmt.Errorf("a bridge to %s was begun here (%s, %s): finish it with that --bridge-image, not %s", st.BridgeImage, st.BeganAt, st.Phase, o.bridge)
-	}
-	bridge := o.bridge
-	if st != nil {
-		bridge = st.BridgeImage
-	}
-	rel, err := etcdbridge.ImageRelease(bridge)
-	if err != nil {
-		return fmt.Errorf("--bridge-image %s: %w", bridge, err)
-	}
-	if rel.Minor != 6 || rel.Below(etcdbridge.MinRelease) {
-		return fmt.Errorf("--bridge-image %s: want a 3.6 etcd of %s or later", bridge, etcdbridge.MinRelease)
-	}
-	r.version = rel.String()
-
 	copyPath := filepath.Join(o.stateDir, kubeadmManifestCopy)
-	var kubeadm []byte
-	if st == nil {
-		if flags["snapshot-count"] == "1" {
-			return fmt.Errorf("%s already runs etcd with %s, and no bridge was begun here (%s): not touching it", o.manifest, snapshotCount1, filepath.Join(o.stateDir, bridgeStateFile))
-		}
-		if err := r.readFlags(o.manifest, flags); err != nil {
-			return err
-		}
-		if err := r.healthy(ctx); err != nil {
-			return fmt.Errorf("etcd %s is not healthy before the bridge: %w", running, err)
-		}
-		applied, err := r.appliedIndex(ctx)
-		if err != nil {
-			return fmt.Errorf("etcd %s: %w", running, err)
-		}
-		r.say("etcd %s -> %s crosses 3.6 -> 3.7: the bridge etcd %s first", running, o.target, bridge)
-		kubeadm = raw
-		if err := writeFileAtomic(copyPath, kubeadm, 0o600); err != nil {
-			return err
-		}
-		st = &bridgeState{Phase: phaseSnapshotting, BridgeImage: bridge, KubeadmImage: running, TargetImage: o.target,
-			AppliedIndex: applied, BeganAt: r.env.Now().UTC().Format(time.RFC3339)}
-		if err := r.writeState(st); err != nil {
-			return err
-		}
-		r.say("applied index %d (etcd's metrics on 127.0.0.1:%s); kubeadm's manifest kept as %s", applied, r.port, copyPath)
-	} else {
-		if kubeadm, err = os.ReadFile(copyPath); err != nil {
-			return fmt.Errorf("the bridge begun here (%s) lost kubeadm's manifest: %w", st.BeganAt, err)
-		}
-		r.say("going on with the bridge begun before (%s, %s): etcd %s -> %s", st.BeganAt, st.Phase, st.KubeadmImage, bridge)
-	}
-	kpod, err := etcdbridge.DecodeManifest(kubeadm)
+	st, kubeadm, err := r.begin(ctx, st, raw, running, bridge, flags, copyPath)
 	if err != nil {
-		return fmt.Errorf("%s: %w", copyPath, err)
-	}
-	kflags := etcdbridge.CommandFlags(kpod.Spec.Containers[0].Command)
-	if err := r.readFlags(copyPath, kflags); err != nil {
 		return err
 	}
-	snapshotting, err := etcdbridge.RewriteManifest(kubeadm, bridge, "1")
+	m, err := r.manifests(kubeadm, bridge, copyPath)
 	if err != nil {
-		return fmt.Errorf("%s: %w", copyPath, err)
+		return err
 	}
-	restored, err := etcdbridge.RewriteManifest(kubeadm, bridge, "")
-	if err != nil {
-		return fmt.Errorf("%s: %w", copyPath, err)
-	}
-	known := func(cur []byte) error {
-		if bytes.Equal(cur, kubeadm) || bytes.Equal(cur, snapshotting) || bytes.Equal(cur, restored) {
-			return nil
-		}
-		return fmt.Errorf("%s is neither kubeadm's manifest the bridge began from nor the bridge's: not touching it (kubeadm's is kept as %s)", o.manifest, copyPath)
-	}
-	if err := known(raw); err != nil {
+	if err := m.known(raw); err != nil {
 		return err
 	}
 	if st.Phase == phaseRestoring && bytes.Equal(raw, kubeadm) {
@@ -257,58 +176,199 @@ func (r *etcdBridgeRun) run(ctx context.Context) error {
 	}
 	start := time.Now()
 	if st.Phase == phaseSnapshotting {
-		if bytes.Equal(raw, kubeadm) && st.BeganAt != "" {
-			// The old etcd runs (a run before died before the bridge's
-			// manifest, or it was put back): what it applied since counts.
-			if applied, err := r.appliedIndex(ctx); err == nil && applied > st.AppliedIndex {
-				st.AppliedIndex = applied
-				if err := r.writeState(st); err != nil {
-					return err
-				}
-			}
+		if err := r.snapshot(ctx, st, raw, m, bridge); err != nil {
+			return err
 		}
-		if !bytes.Equal(raw, snapshotting) {
-			if err := writeManifest(o.manifest, snapshotting); err != nil {
-				return err
-			}
+		raw = m.snapshotting
+	}
+	if err := r.restore(ctx, st, raw, m, bridge); err != nil {
+		return err
+	}
+	if err := os.Remove(copyPath); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	r.say("bridged: etcd %s serves with kubeadm's flags (%s); kubeadm may now take it to %s", r.version, time.Since(start).Round(time.Second), st.TargetImage)
+	return nil
+}
+
+// decide reads the bridge's state and says which bridge image to run:
+// none (nothing to do) or the one a run begun here uses or --bridge-image
+// names. st is nil when no bridge was begun here (or an earlier one was
+// done and since replaced).
+func (r *etcdBridgeRun) decide(running string, flags map[string]string) (st *bridgeState, bridge string, err error) {
+	o := r.o
+	if st, err = r.readState(); err != nil {
+		return nil, "", err
+	}
+	if st != nil && st.Phase == phaseDone {
+		if running == st.BridgeImage && flags["snapshot-count"] != "1" {
+			r.say("the bridge is done (%s): etcd runs %s with kubeadm's flags; nothing to do", st.DoneAt, running)
+			return nil, "", nil
 		}
-		r.say("wrote %s: etcd %s with --snapshot-count=1 until a snapshot reaches index %d (at most %s)", o.manifest, bridge, st.AppliedIndex, o.timeout)
-		snapDir := filepath.Join(kflags["data-dir"], "member", "snap")
-		var snap uint64
-		err := r.poll(ctx, func() error {
-			if err := r.serves(ctx); err != nil {
-				return err
-			}
-			entries, err := os.ReadDir(snapDir)
-			if err != nil {
-				return err
-			}
-			var names []string
-			for _, e := range entries {
-				names = append(names, e.Name())
-			}
-			if snap = etcdbridge.NewestSnapshotIndex(names); snap < st.AppliedIndex {
-				return fmt.Errorf("etcd's newest snapshot is at index %d, below the applied index %d", snap, st.AppliedIndex)
-			}
-			return nil
-		})
+		st = nil // an earlier bridge, since replaced: judged anew
+	}
+	if st == nil {
+		need, err := etcdbridge.Needed(running, o.target)
 		if err != nil {
-			return fmt.Errorf("etcd %s with --snapshot-count=1: %w; the manifest is left as the bridge's: run etcd-bridge again to go on", bridge, err)
+			return nil, "", err
 		}
-		r.say("a snapshot at index %d >= %d (%s)", snap, st.AppliedIndex, time.Since(start).Round(time.Second))
-		st.Phase = phaseRestoring
-		if err := r.writeState(st); err != nil {
+		if !need {
+			r.say("etcd %s -> %s: no bridge needed (within a minor, or kubeadm's own step)", running, o.target)
+			return nil, "", nil
+		}
+		if o.bridge == "" {
+			return nil, "", fmt.Errorf("etcd %s -> %s crosses 3.6 -> 3.7: the bridge etcd (%s or later) must run first; give --bridge-image", running, o.target, etcdbridge.MinRelease)
+		}
+	} else if o.bridge != "" && o.bridge != st.BridgeImage {
+		return nil, "", fmt.Errorf("a bridge to %s was begun here (%s, %s): finish it with that --bridge-image, not %s", st.BridgeImage, st.BeganAt, st.Phase, o.bridge)
+	}
+	bridge = o.bridge
+	if st != nil {
+		bridge = st.BridgeImage
+	}
+	rel, err := etcdbridge.ImageRelease(bridge)
+	if err != nil {
+		return nil, "", fmt.Errorf("--bridge-image %s: %w", bridge, err)
+	}
+	if rel.Minor != 6 || rel.Below(etcdbridge.MinRelease) {
+		return nil, "", fmt.Errorf("--bridge-image %s: want a 3.6 etcd of %s or later", bridge, etcdbridge.MinRelease)
+	}
+	r.version = rel.String()
+	return st, bridge, nil
+}
+
+// begin starts a bridge (st nil: kubeadm's manifest kept, the applied
+// index and the state written) or takes up the one begun here, and
+// returns its state and kubeadm's manifest.
+func (r *etcdBridgeRun) begin(ctx context.Context, st *bridgeState, raw []byte, running, bridge string, flags map[string]string, copyPath string) (*bridgeState, []byte, error) {
+	o := r.o
+	if st != nil {
+		kubeadm, err := os.ReadFile(copyPath)
+		if err != nil {
+			return nil, nil, fmt.Errorf("the bridge begun here (%s) lost kubeadm's manifest: %w", st.BeganAt, err)
+		}
+		r.say("going on with the bridge begun before (%s, %s): etcd %s -> %s", st.BeganAt, st.Phase, st.KubeadmImage, bridge)
+		return st, kubeadm, nil
+	}
+	if flags["snapshot-count"] == "1" {
+		return nil, nil, fmt.Errorf("%s already runs etcd with %s, and no bridge was begun here (%s): not touching it", o.manifest, snapshotCount1, filepath.Join(o.stateDir, bridgeStateFile))
+	}
+	if err := r.readFlags(o.manifest, flags); err != nil {
+		return nil, nil, err
+	}
+	if err := r.healthy(ctx); err != nil {
+		return nil, nil, fmt.Errorf("etcd %s is not healthy before the bridge: %w", running, err)
+	}
+	applied, err := r.appliedIndex(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("etcd %s: %w", running, err)
+	}
+	r.say("etcd %s -> %s crosses 3.6 -> 3.7: the bridge etcd %s first", running, o.target, bridge)
+	if err := writeFileAtomic(copyPath, raw, 0o600); err != nil {
+		return nil, nil, err
+	}
+	st = &bridgeState{Phase: phaseSnapshotting, BridgeImage: bridge, KubeadmImage: running, TargetImage: o.target,
+		AppliedIndex: applied, BeganAt: r.env.Now().UTC().Format(time.RFC3339)}
+	if err := r.writeState(st); err != nil {
+		return nil, nil, err
+	}
+	r.say("applied index %d (etcd's metrics on 127.0.0.1:%s); kubeadm's manifest kept as %s", applied, r.port, copyPath)
+	return st, raw, nil
+}
+
+// bridgeManifests are the three manifests a bridge writes or finds:
+// kubeadm's, the bridge's while it snapshots, and kubeadm's with the
+// bridge's image.
+type bridgeManifests struct {
+	kubeadm, snapshotting, restored []byte
+	dataDir, copyPath, path         string
+}
+
+func (r *etcdBridgeRun) manifests(kubeadm []byte, bridge, copyPath string) (*bridgeManifests, error) {
+	kpod, err := etcdbridge.DecodeManifest(kubeadm)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", copyPath, err)
+	}
+	kflags := etcdbridge.CommandFlags(kpod.Spec.Containers[0].Command)
+	if err := r.readFlags(copyPath, kflags); err != nil {
+		return nil, err
+	}
+	m := &bridgeManifests{kubeadm: kubeadm, dataDir: kflags["data-dir"], copyPath: copyPath, path: r.o.manifest}
+	if m.snapshotting, err = etcdbridge.RewriteManifest(kubeadm, bridge, "1"); err != nil {
+		return nil, fmt.Errorf("%s: %w", copyPath, err)
+	}
+	if m.restored, err = etcdbridge.RewriteManifest(kubeadm, bridge, ""); err != nil {
+		return nil, fmt.Errorf("%s: %w", copyPath, err)
+	}
+	return m, nil
+}
+
+// known refuses a manifest the bridge did not write nor begin from.
+func (m *bridgeManifests) known(cur []byte) error {
+	if bytes.Equal(cur, m.kubeadm) || bytes.Equal(cur, m.snapshotting) || bytes.Equal(cur, m.restored) {
+		return nil
+	}
+	return fmt.Errorf("%s is neither kubeadm's manifest the bridge began from nor the bridge's: not touching it (kubeadm's is kept as %s)", m.path, m.copyPath)
+}
+
+// snapshot runs the bridge etcd with --snapshot-count=1 until a snapshot
+// reaches the applied index, then records the restoring phase.
+func (r *etcdBridgeRun) snapshot(ctx context.Context, st *bridgeState, raw []byte, m *bridgeManifests, bridge string) error {
+	start := time.Now()
+	if bytes.Equal(raw, m.kubeadm) && st.BeganAt != "" {
+		// The old etcd runs (a run before died before the bridge's
+		// manifest, or it was put back): what it applied since counts.
+		if applied, err := r.appliedIndex(ctx); err == nil && applied > st.AppliedIndex {
+			st.AppliedIndex = applied
+			if err := r.writeState(st); err != nil {
+				return err
+			}
+		}
+	}
+	if !bytes.Equal(raw, m.snapshotting) {
+		if err := writeManifest(m.path, m.snapshotting); err != nil {
 			return err
 		}
-		raw = snapshotting
 	}
-	if !bytes.Equal(raw, restored) {
-		if err := writeManifest(o.manifest, restored); err != nil {
+	r.say("wrote %s: etcd %s with --snapshot-count=1 until a snapshot reaches index %d (at most %s)", m.path, bridge, st.AppliedIndex, r.o.timeout)
+	snapDir := filepath.Join(m.dataDir, "member", "snap")
+	var snap uint64
+	err := r.poll(ctx, func() error {
+		if err := r.serves(ctx); err != nil {
+			return err
+		}
+		entries, err := os.ReadDir(snapDir)
+		if err != nil {
+			return err
+		}
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		if snap = etcdbridge.NewestSnapshotIndex(names); snap < st.AppliedIndex {
+			return fmt.Errorf("etcd's newest snapshot is at index %d, below the applied index %d", snap, st.AppliedIndex)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("etcd %s with --snapshot-count=1: %w; the manifest is left as the bridge's: run etcd-bridge again to go on", bridge, err)
+	}
+	r.say("a snapshot at index %d >= %d (%s)", snap, st.AppliedIndex, time.Since(start).Round(time.Second))
+	st.Phase = phaseRestoring
+	return r.writeState(st)
+}
+
+// restore puts kubeadm's flags back with the bridge's image and waits for
+// one etcd without --snapshot-count=1, healthy, and the API server; then
+// records the bridge done.
+func (r *etcdBridgeRun) restore(ctx context.Context, st *bridgeState, raw []byte, m *bridgeManifests, bridge string) error {
+	if !bytes.Equal(raw, m.restored) {
+		if err := writeManifest(m.path, m.restored); err != nil {
 			return err
 		}
 	}
-	r.say("wrote %s: kubeadm's manifest with the image %s (its bytes but the image line); waiting for one etcd %s without %s, healthy, and the API server", o.manifest, bridge, r.version, snapshotCount1)
-	err = r.poll(ctx, func() error {
+	r.say("wrote %s: kubeadm's manifest with the image %s (its bytes but the image line); waiting for one etcd %s without %s, healthy, and the API server", m.path, bridge, r.version, snapshotCount1)
+	err := r.poll(ctx, func() error {
 		if err := r.serves(ctx); err != nil {
 			return err
 		}
@@ -325,14 +385,7 @@ func (r *etcdBridgeRun) run(ctx context.Context) error {
 		return fmt.Errorf("etcd %s with kubeadm's flags: %w; run etcd-bridge again to go on", bridge, err)
 	}
 	st.Phase, st.DoneAt = phaseDone, r.env.Now().UTC().Format(time.RFC3339)
-	if err := r.writeState(st); err != nil {
-		return err
-	}
-	if err := os.Remove(copyPath); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	r.say("bridged: etcd %s serves with kubeadm's flags (%s); kubeadm may now take it to %s", r.version, time.Since(start).Round(time.Second), st.TargetImage)
-	return nil
+	return r.writeState(st)
 }
 
 // readFlags takes the metrics port from etcd's flags, and checks the data
