@@ -53,6 +53,15 @@ func (f *fleetRun) drainRoll(ctx context.Context) error {
 		if err := f.waitKubelet(ctx, n, st.To, false, swapped, 4*time.Minute); err != nil {
 			return err
 		}
+		if i == 0 {
+			// The released kubelet recreates kubeadm's static pods under
+			// new UIDs (1.31): the API server is down until its new pod
+			// serves, and uncordon needs it (a kind run failed there,
+			// "connection refused").
+			if err := f.WaitControlPlane(ctx); err != nil {
+				return fmt.Errorf("after %s: %w", n.Name(), err)
+			}
+		}
 		if _, err := f.ExecLogged(ctx, f.Cluster.ControlPlane(), "uncordon-"+n.Name(), "kubectl", "--kubeconfig", adminConf, "uncordon", n.Name()); err != nil {
 			return err
 		}
