@@ -126,7 +126,10 @@ func (f *fleetRun) killJob(ctx context.Context, n *kind.Node, looked time.Durati
 	}
 	// Known before the Job fails: its failure is the fault's, not the roll's.
 	f.faults.setKilled(k)
-	if out, err := n.Exec(ctx, nil, "crictl", "stop", "--timeout", "0", k.Container); err != nil {
+	// crictl's own request deadline (2 s) is too short for a node whose
+	// kubelet was just swapped under kubeadm's restarts: a kind run failed
+	// with DeadlineExceeded there.
+	if out, err := n.Exec(ctx, nil, "crictl", "--timeout", "60s", "stop", "--timeout", "0", k.Container); err != nil {
 		k.Err = fmt.Errorf("crictl stop %s on %s: %w: %s", k.Container, n.Name(), err, strings.TrimSpace(string(out)))
 	}
 	k.At = time.Now()
