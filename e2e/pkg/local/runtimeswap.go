@@ -140,11 +140,25 @@ func (d RuntimeDist) env() []string {
 	return []string{"PATH=" + strings.Join(dirs, ":") + ":" + os.Getenv("PATH")}
 }
 
+// HostDropIns are what containerd 2.x's migration of a version 3
+// configuration imports.
+const HostDropIns = "/etc/containerd/conf.d/*.toml"
+
 // writeConfig writes the running description for d in d's format.
 func (n *Node) writeConfig(d RuntimeDist) error {
 	v, err := ConfigVersion(d.Version)
 	if err != nil {
 		return err
+	}
+	if v == 3 {
+		// containerd 2.4.2 migrates version 3 to its version 4 in memory
+		// (the same settings as `containerd config migrate` writes, checked
+		// with config dump), and the migration imports
+		// /etc/containerd/conf.d/*.toml: the host's drop-ins must not
+		// configure the run's containerd.
+		if found, _ := filepath.Glob(HostDropIns); len(found) > 0 {
+			return fmt.Errorf("containerd %s would import %v (its migration of configuration version 3 imports %s): not running it over the host's configuration", d.Version, found, HostDropIns)
+		}
 	}
 	spec := n.spec
 	spec.CNIBinDir, spec.RuncBinary = d.CNIBinDir, d.Runc
