@@ -173,8 +173,8 @@ func (n *Node) writeConfig(d RuntimeDist) error {
 // run started (its shims, and so the containers, keep running), the next
 // version's configuration written from the same description, the next
 // containerd started on the same root and state, and its CRI answering.
-// It returns when the new containerd started and how long the node had
-// none (from the old one's SIGTERM to the new one's start).
+// It returns when the new containerd started and how long the node's CRI
+// did not answer: from the old one's SIGTERM until the new one answered.
 func (n *Node) SwapRuntime(ctx context.Context, to RuntimeDist) (started time.Time, down time.Duration, err error) {
 	stopping := time.Now()
 	if err := n.StopContainerd(ctx); err != nil {
@@ -187,7 +187,7 @@ func (n *Node) SwapRuntime(ctx context.Context, to RuntimeDist) (started time.Ti
 	if err := n.StartContainerd(ctx); err != nil {
 		return time.Time{}, 0, err
 	}
-	return n.containerd.Started, n.containerd.Started.Sub(stopping), nil
+	return n.containerd.Started, time.Since(stopping), nil
 }
 
 // ResetRuntime starts d on an empty root and state (the pods were removed

@@ -84,7 +84,7 @@ func (s *Scenario) runtimeRun(ctx context.Context, r plan.RuntimeRun) (*report.R
 	if last := lastStartAfter(res.After, res.Started); last.Sub(res.Started).Seconds() > run.WindowSeconds {
 		run.WindowSeconds = last.Sub(res.Started).Seconds()
 	}
-	s.logf("runtime %s (%s): %d pods, %d containers, %d restarts, %d pods recreated, %d pod UIDs changed, window %.1fs (containerd down %.1fs)",
+	s.logf("runtime %s (%s): %d pods, %d containers, %d restarts, %d pods recreated, %d pod UIDs changed, window %.1fs (CRI down %.1fs)",
 		r.Step, variant, run.Pods, run.Containers, run.Restarts, run.RecreatedPods, run.Diff.UIDChanges, run.WindowSeconds, run.RuntimeDownSeconds)
 	checks := s.oldContainerChecks(ctx, r, variant, res)
 	judgeRuntimeRun(run, r.Patched, checks)
