@@ -332,6 +332,7 @@ func TestRuntimeModePlan(t *testing.T) {
 		{name: "API mode", args: []string{"-mode", "runtime", "-api"}, wantErr: "static pods alone"},
 		{name: "down", args: []string{"-mode", "runtime", "-runtime-steps", "containerd@2.4.2:containerd@1.7.35"}, wantErr: "does not go up"},
 		{name: "kubelet 2.x cannot serve", args: []string{"-mode", "runtime", "-runtime-kubelet", "1.21.14"}, wantErr: "kubelet 1.21 speaks only CRI v1alpha2"},
+		{name: "chain with a gap", args: []string{"-mode", "runtime", "-runtime-chain", "-runtime-steps", "containerd@1.6.20:containerd@1.7.35,containerd@1.6.20:containerd@2.4.2"}, wantErr: "does not start where"},
 		{name: "other mode", args: []string{"-mode", "ci", "-runtime-steps", "containerd@1.6.20:containerd@1.7.35"}, wantErr: "go with -mode runtime or steps"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

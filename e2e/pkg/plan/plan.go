@@ -31,6 +31,9 @@ type Plan struct {
 	// kubelet as released.
 	RuntimeSteps   []RuntimeStep
 	RuntimeKubelet string
+	// RuntimeChain runs the runtime steps as one road on one set of
+	// containers (plan.RuntimeRuns).
+	RuntimeChain bool
 	// Controls runs every step once more with the unpatched kubelet of
 	// its target, on a baseline of its own: the negative control.
 	Controls bool

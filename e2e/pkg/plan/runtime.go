@@ -93,27 +93,50 @@ func CheckRuntimeKubelet(kubelet string, steps []RuntimeStep) error {
 	return nil
 }
 
-// RuntimeRun is one run of a runtime step on a baseline of its own: the
+// RuntimeRun is one run of runtime steps on a baseline of its own: the
 // patched kubelet, or the kubelet as released (the control).
 type RuntimeRun struct {
-	Step    RuntimeStep
+	Steps   []RuntimeStep
 	Patched bool
 }
 
 // RuntimeRuns expands the runtime steps: per step the patched kubelet,
 // then (with controls) the unpatched one, each from the same start (the
-// step's From runtime, a fresh baseline of the corpus).
-func RuntimeRuns(steps []RuntimeStep, controls, skipPatched bool) []RuntimeRun {
+// step's From runtime on an empty root, a fresh baseline of the corpus).
+// With chain, the steps are one road on ONE set of containers (each step
+// starts where the one before ended): the patched kubelet over the whole
+// road, then the control over it.
+func RuntimeRuns(steps []RuntimeStep, chain, controls, skipPatched bool) []RuntimeRun {
 	var out []RuntimeRun
-	for _, st := range steps {
+	if chain {
 		if !skipPatched {
-			out = append(out, RuntimeRun{Step: st, Patched: true})
+			out = append(out, RuntimeRun{Steps: steps, Patched: true})
 		}
 		if controls {
-			out = append(out, RuntimeRun{Step: st})
+			out = append(out, RuntimeRun{Steps: steps})
+		}
+		return out
+	}
+	for _, st := range steps {
+		if !skipPatched {
+			out = append(out, RuntimeRun{Steps: []RuntimeStep{st}, Patched: true})
+		}
+		if controls {
+			out = append(out, RuntimeRun{Steps: []RuntimeStep{st}})
 		}
 	}
 	return out
+}
+
+// CheckRuntimeChain refuses steps that are not one road: each step must
+// start at the runtime the one before ended at.
+func CheckRuntimeChain(steps []RuntimeStep) error {
+	for i := 1; i < len(steps); i++ {
+		if steps[i].From != steps[i-1].To {
+			return fmt.Errorf("-runtime-chain: step %s does not start where %s ended", steps[i], steps[i-1])
+		}
+	}
+	return nil
 }
 
 // RuntimeVersions are what a runtime plan needs built: its kubelet

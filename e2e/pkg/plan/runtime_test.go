@@ -50,10 +50,15 @@ func TestCheckRuntimeKubelet(t *testing.T) {
 
 func TestRuntimeRuns(t *testing.T) {
 	road, _ := ParseRuntimeSteps(DefaultRuntimeSteps)
-	runs := RuntimeRuns(road, true, false)
-	assert.DeepEqual(t, runs, []RuntimeRun{{road[0], true}, {road[0], false}, {road[1], true}, {road[1], false}})
-	assert.DeepEqual(t, RuntimeRuns(road, false, false), []RuntimeRun{{road[0], true}, {road[1], true}})
-	assert.DeepEqual(t, RuntimeRuns(road[:1], true, true), []RuntimeRun{{road[0], false}})
+	one := func(i int, patched bool) RuntimeRun { return RuntimeRun{Steps: road[i : i+1], Patched: patched} }
+	assert.DeepEqual(t, RuntimeRuns(road, false, true, false), []RuntimeRun{one(0, true), one(0, false), one(1, true), one(1, false)})
+	assert.DeepEqual(t, RuntimeRuns(road, false, false, false), []RuntimeRun{one(0, true), one(1, true)})
+	assert.DeepEqual(t, RuntimeRuns(road[:1], false, true, true), []RuntimeRun{one(0, false)})
+	assert.DeepEqual(t, RuntimeRuns(road, true, true, false), []RuntimeRun{{Steps: road, Patched: true}, {Steps: road}})
+	assert.DeepEqual(t, RuntimeRuns(road, true, false, false), []RuntimeRun{{Steps: road, Patched: true}})
+	assert.NilError(t, CheckRuntimeChain(road))
+	gap, _ := ParseRuntimeSteps("containerd@1.6.20:containerd@1.7.35,containerd@1.6.20:containerd@2.4.2")
+	assert.ErrorContains(t, CheckRuntimeChain(gap), "does not start where containerd@1.6.20 -> containerd@1.7.35 ended")
 	p, u := RuntimeVersions("1.37.2", true)
 	assert.DeepEqual(t, p, []string{"1.37.2"})
 	assert.DeepEqual(t, u, []string{"1.37.2"})

@@ -39,6 +39,11 @@ func (l *Local) Check(p plan.Plan) error {
 		if l.Options.API || l.Options.Admission || l.Options.Devices || len(p.Steps) > 0 {
 			return errors.New("runtime steps run with static pods alone: not in API mode, not with kubelet steps")
 		}
+		if p.RuntimeChain {
+			if err := plan.CheckRuntimeChain(p.RuntimeSteps); err != nil {
+				return err
+			}
+		}
 		return plan.CheckRuntimeKubelet(p.RuntimeKubelet, p.RuntimeSteps)
 	}
 	return nil

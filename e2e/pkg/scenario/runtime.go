@@ -35,28 +35,27 @@ func (s *Scenario) runtimeRuns(ctx context.Context) error {
 		}
 	}
 	var failed []error
-	for _, r := range plan.RuntimeRuns(s.opts.RuntimeSteps, s.opts.Controls, s.opts.SkipPatched) {
-		run, err := s.runtimeRun(ctx, r)
+	for _, r := range plan.RuntimeRuns(s.opts.RuntimeSteps, s.opts.RuntimeChain, s.opts.Controls, s.opts.SkipPatched) {
+		runs, err := s.runtimeRun(ctx, r)
 		if err != nil {
-			return fmt.Errorf("runtime %s: %w", r.Step, err)
+			return fmt.Errorf("runtime %s: %w", r.Steps[0], err)
 		}
-		s.Report.Runs = append(s.Report.Runs, *run)
-		if !run.Passed {
-			failed = append(failed, fmt.Errorf("runtime %s %s: %s", r.Step, run.Variant, run.Verdict))
+		for _, run := range runs {
+			s.Report.Runs = append(s.Report.Runs, *run)
+			if !run.Passed {
+				failed = append(failed, fmt.Errorf("runtime %s %s: %s", run.Step, run.Variant, run.Verdict))
+			}
 		}
 	}
 	return errors.Join(failed...)
 }
 
-// runtimeRun is one run: no pod, the From containerd on an empty root, the
-// corpus on the kubelet, the runtime swapped to To, the checks.
-func (s *Scenario) runtimeRun(ctx context.Context, r plan.RuntimeRun) (*report.Run, error) {
+// runtimeRun is one run: no pod, the first step's From containerd on an
+// empty root, the corpus on the kubelet, then each step: the runtime
+// swapped to its To, judged, the checks.
+func (s *Scenario) runtimeRun(ctx context.Context, r plan.RuntimeRun) ([]*report.Run, error) {
 	out := filepath.Join(s.opts.Output, "runtime")
-	from, err := local.FindRuntime(ctx, out, r.Step.From.Version)
-	if err != nil {
-		return nil, err
-	}
-	to, err := local.FindRuntime(ctx, out, r.Step.To.Version)
+	from, err := local.FindRuntime(ctx, out, r.Steps[0].From.Version)
 	if err != nil {
 		return nil, err
 	}
@@ -71,12 +70,32 @@ func (s *Scenario) runtimeRun(ctx context.Context, r plan.RuntimeRun) (*report.R
 	if err := s.node.ResetRuntime(ctx, from); err != nil {
 		return nil, fmt.Errorf("starting %s on an empty root: %w", from, err)
 	}
-	s.logf("runtime %s (%s): %s, kubelet %s; the swap starts %s", r.Step, variant, from, k, to)
+	s.logf("runtime run (%s, %d steps): %s, kubelet %s", variant, len(r.Steps), from, k)
 	if err := s.baselineOn(ctx, k, r.Patched); err != nil {
 		return nil, err
 	}
-	run := &report.Run{Step: fmt.Sprintf("%s (kubelet %s)", r.Step, k), From: r.Step.From.String(), To: r.Step.To.String(), Variant: variant}
-	res, err := s.runtimeSwap(ctx, r, to, run)
+	var runs []*report.Run
+	for _, st := range r.Steps {
+		to, err := local.FindRuntime(ctx, out, st.To.Version)
+		if err != nil {
+			return nil, err
+		}
+		run, err := s.runtimeStep(ctx, st, r.Patched, variant, to)
+		if err != nil {
+			return nil, err
+		}
+		runs = append(runs, run)
+	}
+	return runs, nil
+}
+
+// runtimeStep swaps the running containerd for to under the running
+// kubelet and judges the step.
+func (s *Scenario) runtimeStep(ctx context.Context, st plan.RuntimeStep, patched bool, variant string, to local.RuntimeDist) (*report.Run, error) {
+	k := s.opts.RuntimeKubelet
+	s.logf("runtime %s (%s): the swap starts %s", st, variant, to)
+	run := &report.Run{Step: fmt.Sprintf("%s (kubelet %s)", st, k), From: st.From.String(), To: st.To.String(), Variant: variant}
+	res, err := s.runtimeSwap(ctx, st, patched, to, run)
 	if err != nil {
 		return nil, err
 	}
@@ -85,10 +104,10 @@ func (s *Scenario) runtimeRun(ctx context.Context, r plan.RuntimeRun) (*report.R
 		run.WindowSeconds = last.Sub(res.Started).Seconds()
 	}
 	s.logf("runtime %s (%s): %d pods, %d containers, %d restarts, %d pods recreated, %d pod UIDs changed, window %.1fs (CRI down %.1fs)",
-		r.Step, variant, run.Pods, run.Containers, run.Restarts, run.RecreatedPods, run.Diff.UIDChanges, run.WindowSeconds, run.RuntimeDownSeconds)
-	checks := s.oldContainerChecks(ctx, r, variant, res)
-	judgeRuntimeRun(run, r.Patched, checks)
-	if r.Patched {
+		st, variant, run.Pods, run.Containers, run.Restarts, run.RecreatedPods, run.Diff.UIDChanges, run.WindowSeconds, run.RuntimeDownSeconds)
+	checks := s.oldContainerChecks(ctx, st, variant, res)
+	judgeRuntimeRun(run, patched, checks)
+	if patched {
 		for _, c := range checks {
 			s.check(c)
 		}
@@ -121,11 +140,11 @@ func judgeRuntimeRun(run *report.Run, patched bool, checks []report.Check) {
 // runtimeSwap is the swap sequence with the runtime swapped: the node is
 // back when every pod runs and serves and the kubelet has synced every pod
 // since the new containerd answered CRI.
-func (s *Scenario) runtimeSwap(ctx context.Context, r plan.RuntimeRun, to local.RuntimeDist, run *report.Run) (*swap.Result, error) {
+func (s *Scenario) runtimeSwap(ctx context.Context, st plan.RuntimeStep, patched bool, to local.RuntimeDist, run *report.Run) (*swap.Result, error) {
 	var offset int64
 	h := swap.Hooks{
 		Prepare: func(context.Context, *snapshot.Snapshot) error {
-			s.logf("runtime %s (%s): stopping containerd %s; kubelet pid %d keeps running", r.Step, run.Variant, s.node.RunningRuntime().Version, s.kubelet.PID)
+			s.logf("runtime %s (%s): stopping containerd %s; kubelet pid %d keeps running", st, run.Variant, s.node.RunningRuntime().Version, s.kubelet.PID)
 			return nil
 		},
 		Started: func(context.Context, time.Time) (err error) {
@@ -135,10 +154,10 @@ func (s *Scenario) runtimeSwap(ctx context.Context, r plan.RuntimeRun, to local.
 		Wait: func(ctx context.Context, _ *snapshot.Snapshot, _ time.Time) (time.Time, error) {
 			return s.waitRuntimeBack(ctx, 4*time.Minute, offset)
 		},
-		WaitFailed: swap.FailPatched(r.Patched, s.logf, fmt.Sprintf("after the runtime swap to %s: ", r.Step.To)),
+		WaitFailed: swap.FailPatched(patched, s.logf, fmt.Sprintf("after the runtime swap to %s: ", st.To)),
 		Settle: func(ctx context.Context, window time.Duration) error {
 			settle := 3*s.opts.SyncFrequency + 3*time.Second
-			s.logf("runtime %s (%s): back %.1fs after containerd %s started; waiting %s (three sync periods)", r.Step, run.Variant, window.Seconds(), to.Version, settle)
+			s.logf("runtime %s (%s): back %.1fs after containerd %s started; waiting %s (three sync periods)", st, run.Variant, window.Seconds(), to.Version, settle)
 			return ctxtime.Sleep(ctx, settle)
 		},
 		Alive: func(context.Context) error { return s.kubelet.Alive() },

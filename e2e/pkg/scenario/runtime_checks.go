@@ -25,8 +25,8 @@ import (
 // new containerd took over its output), a genuine change (the image of
 // the corpus's pinned pod: that container restarts, nothing else) and
 // stop (StopContainer, then the kubelet starts it again).
-func (s *Scenario) oldContainerChecks(ctx context.Context, r plan.RuntimeRun, variant string, res *swap.Result) []report.Check {
-	prefix := fmt.Sprintf("runtime %s (%s): ", r.Step, variant)
+func (s *Scenario) oldContainerChecks(ctx context.Context, st plan.RuntimeStep, variant string, res *swap.Result) []report.Check {
+	prefix := fmt.Sprintf("runtime %s (%s): ", st, variant)
 	target, err := genuine.Target(s.corpus)
 	if err != nil {
 		return []report.Check{{Name: prefix + "a genuine change", Detail: err.Error()}}
