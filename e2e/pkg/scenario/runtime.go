@@ -86,6 +86,18 @@ func (s *Scenario) runtimeRun(ctx context.Context, r plan.RuntimeRun) ([]*report
 		}
 		runs = append(runs, run)
 	}
+	last := runs[len(runs)-1]
+	tear := s.teardown(ctx, fmt.Sprintf("runtime %s (%s): ", r.Steps[len(r.Steps)-1], variant))
+	s.logf("runtime check %q: passed %t: %s", tear.Name, tear.Passed, tear.Detail)
+	if r.Patched {
+		s.check(tear)
+	} else {
+		status := "pass"
+		if !tear.Passed {
+			status = "FAIL (" + tear.Detail + ")"
+		}
+		last.Verdict += "; " + tear.Name + ": " + status
+	}
 	return runs, nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/crio"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/ctxtime"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/genuine"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/leftovers"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/plan"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
@@ -137,4 +138,39 @@ func (s *Scenario) stopOld(ctx context.Context, c *crio.Client, old snapshot.Con
 			return ch
 		}
 	}
+}
+
+// teardown removes every pod through the CRI once the run's steps are
+// done (the kubelet stopped first), as the next run's reset and an
+// operator's drain would: a containerd that cannot stop what an older one
+// started fails it. Then, whatever the outcome, the run's containerd is
+// When that fails, the run's containerd is stopped, what it could not
+// stop is killed (its shims and their containers, found as the cleanup
+// finds them) and it is started again, so the next run starts from an
+// empty node.
+func (s *Scenario) teardown(ctx context.Context, prefix string) report.Check {
+	ch := report.Check{Name: prefix + "every pod removed through the CRI after the swap (StopPodSandbox, RemovePodSandbox)"}
+	if err := s.stopKubelet(ctx); err != nil {
+		ch.Detail = err.Error()
+		return ch
+	}
+	start := time.Now()
+	n, err := s.rt.RemoveAll(ctx, "")
+	ch.Passed = err == nil
+	ch.Detail = fmt.Sprintf("%d sandboxes removed in %.1fs", n, time.Since(start).Seconds())
+	if err != nil {
+		ch.Detail = fmt.Sprintf("%d sandboxes removed, then after %.1fs: %v", n, time.Since(start).Seconds(), err)
+		s.logf("teardown: %s; stopping containerd and killing the run's shims and containers", ch.Detail)
+		if err := s.node.StopContainerd(ctx); err != nil {
+			ch.Detail += "; stopping containerd: " + err.Error()
+		} else if err := leftovers.KillTasks(ctx, s.node.Journal.State(), leftovers.Machine(s.opts.Log)); err != nil {
+			ch.Detail += "; killing the shims: " + err.Error()
+		}
+		// The same containerd again, on its dead tasks: the next reset
+		// removes them through the CRI.
+		if err := s.node.StartContainerd(ctx); err != nil {
+			ch.Detail += "; restarting containerd: " + err.Error()
+		}
+	}
+	return ch
 }
