@@ -50,7 +50,9 @@
 #                             then the same from the same start with the kubelet as released (the control,
 #                             reported). Default road containerd@1.6.20 (Debian's) -> 1.7.35 -> 2.4.2 under 1.37.2;
 #                             the builds come from make runtime (RUNTIME_COMPONENTS=containerd@1.7.35,
-#                             containerd@2.4.2,runc@1.5.3,cni-plugins@1.10.0: runc and the CNI plugins move with them)
+#                             containerd@2.4.2,runc@1.5.3,cni-plugins@1.10.0: runc and the CNI plugins move with them);
+#                             E2E_ARGS=-runtime-chain: the road on ONE set of containers; each run ends by removing
+#                             every pod through the CRI (a check)
 #   make e2e E2E_PROVIDER=kind    kubeadm clusters on kind (1.20.15 -> 1.21.14; E2E=full: 1.18 -> 1.21);
 #                                 the Docker engine that answers, else a private dockerd from Debian;
 #                                 readiness watchers across each node's swap (E2E_ARGS=-readiness=false: without)
