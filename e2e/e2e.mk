@@ -39,6 +39,20 @@
 #                             /var/lib/kubelet/device-plugins); E2E_ARGS='-device-plugin-gap 15s': the plugin
 #                             down across each swap, back 15 s after the new kubelet started
 #   make e2e E2E=bench        1.20.15 -> 1.21.14 with 100 pods: the upgrade window
+#   make e2e E2E=runtime [E2E_RUNTIME_STEPS=containerd@1.6.20:containerd@1.7.35,...] [E2E_RUNTIME_KUBELET=1.37.2]
+#                             the CONTAINER RUNTIME swapped in place under a running kubelet (issue 35 §3), local
+#                             provider, 10 static pods: per step, a baseline on the From containerd (an empty
+#                             root), then SIGTERM to the run's containerd (its shims keep running), the To
+#                             containerd started on the same root and state with its config written from the
+#                             same description (version 2 for 1.x, 3 for 2.x), the kubelet (not restarted)
+#                             reconnecting; 0 restarts, 0 sandboxes recreated, 0 UIDs changed asserted for the
+#                             patched kubelet, then exec, logs, a genuine change and stop on an old container;
+#                             then the same from the same start with the kubelet as released (the control,
+#                             reported). Default road containerd@1.6.20 (Debian's) -> 1.7.35 -> 2.4.2 under 1.37.2;
+#                             the builds come from make runtime (RUNTIME_COMPONENTS=containerd@1.7.35,
+#                             containerd@2.4.2,runc@1.5.3,cni-plugins@1.10.0: runc and the CNI plugins move with them);
+#                             E2E_ARGS=-runtime-chain: the road on ONE set of containers; each run ends by removing
+#                             every pod through the CRI (a check)
 #   make e2e E2E_PROVIDER=kind    kubeadm clusters on kind (1.20.15 -> 1.21.14; E2E=full: 1.18 -> 1.21);
 #                                 the Docker engine that answers, else a private dockerd from Debian;
 #                                 readiness watchers across each node's swap (E2E_ARGS=-readiness=false: without)
@@ -85,6 +99,11 @@ E2E_VERSIONS_devices := 1.18.19,1.19.16,1.20.15,1.21.14
 E2E_UNPATCHED_devices := 1.19.16,1.20.15,1.21.14
 E2E_BINARIES_devices := $(E2E_BINARIES_api)
 E2E_VERSIONS_full := 1.18.19,1.19.16,1.20.15,1.21.14
+# E2E=runtime: the runtime road under one kubelet, patched and as released.
+E2E_RUNTIME_KUBELET ?= 1.37.2
+E2E_RUNTIME_STEPS ?=
+E2E_VERSIONS_runtime := $(E2E_RUNTIME_KUBELET)
+E2E_UNPATCHED_runtime := $(E2E_RUNTIME_KUBELET)
 E2E_UNPATCHED_full := 1.19.16,1.20.15,1.21.14
 # E2E=steps: the chain E2E_VERSIONS (a,b,c: a -> b, b -> c) and the steps
 # E2E_STEPS (from:to,...). Also accepted by the other modes (they replace
@@ -100,7 +119,8 @@ e2e_chain := $(subst $(e2e_comma), ,$(E2E_VERSIONS))
 e2e_steps := $(subst $(e2e_comma), ,$(E2E_STEPS))
 E2E_VERSIONS_steps := $(call e2e_join,$(sort $(e2e_chain) $(subst :, ,$(e2e_steps))))
 E2E_UNPATCHED_steps := $(call e2e_join,$(sort $(wordlist 2,999,$(e2e_chain)) $(foreach s,$(e2e_steps),$(word 2,$(subst :, ,$(s))))))
-e2e_step_args := $(if $(E2E_VERSIONS),-versions $(E2E_VERSIONS)) $(if $(E2E_STEPS),-steps $(E2E_STEPS))
+e2e_step_args := $(if $(E2E_VERSIONS),-versions $(E2E_VERSIONS)) $(if $(E2E_STEPS),-steps $(E2E_STEPS)) \
+	$(if $(filter runtime,$(E2E)),-runtime-kubelet $(E2E_RUNTIME_KUBELET)) $(if $(E2E_RUNTIME_STEPS),-runtime-steps $(E2E_RUNTIME_STEPS))
 # What to build: the versions of E2E_VERSIONS/E2E_STEPS when given (they
 # replace any mode's steps, e.g. E2E=api E2E_STEPS=1.32.13:1.33.13), else
 # the mode's.

@@ -27,7 +27,8 @@ type options struct {
 	kindImages, imagesOf, save                        string
 	resizePending, cpVersion, fleetRuns               string
 	recordAfterSwap, toGates, cliPath                 string
-	api, faults, patched, controls                    bool
+	runtimeSteps, runtimeKubelet                      string
+	api, faults, patched, controls, runtimeChain      bool
 	admissionRace, resizeGate, readiness              bool
 	pods                                              int
 	syncFreq, pluginGap                               time.Duration
@@ -65,6 +66,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fl.StringVar(&o.recordAfterSwap, "record-after-swap", "auto", "local provider, static pods: after each swap's settling, `kubelet-compat record` against the NEW kubelet and three more sync periods before the snapshot (as an operator records after every swap), and in the patched chain a static pod born under each kubelet but the last, carried by the later steps; auto: on when a step goes down (a rollback), true, false")
 	fl.StringVar(&o.toGates, "to-feature-gates", "", "local provider: feature gates of the kubelet each step swaps in (patched and control), e.g. RestartAllContainersOnContainerExits=false: that target refuses the corpus's restartall pod (plans whose kubelets are all 1.36+), and both variants must lose it")
 	fl.StringVar(&o.cliPath, "cli", "", "local provider: the kubelet-compat the scenario runs (default: <output>/kubelet-compat), e.g. one built from an older commit as a negative control")
+	fl.StringVar(&o.runtimeSteps, "runtime-steps", "", "local provider, static pods: swap the container runtime under a running kubelet instead of the kubelet: from:to,... (e.g. "+plan.DefaultRuntimeSteps+", the default of -mode runtime; -mode steps takes them instead of kubelet steps); builds of make runtime in <output>/runtime, else Debian's containerd at its version")
+	fl.StringVar(&o.runtimeKubelet, "runtime-kubelet", plan.DefaultRuntimeKubelet, "the kubelet the runtime steps run under (patched, and as released for the controls), the same binary across each step; every runtime of the steps must serve it (pkg/runtimecompat)")
+	fl.BoolVar(&o.runtimeChain, "runtime-chain", false, "the runtime steps as one road on ONE set of containers (each step starts where the one before ended, e.g. 1.6.20 -> 1.7.35 -> 2.4.2 on the containers 1.6.20 started): the patched kubelet over the road, then the control; default: each step from a fresh baseline on its From runtime")
 	if err := fl.Parse(args); err != nil {
 		return nil, err
 	}
@@ -104,7 +108,10 @@ func (o *options) modePlan() (modePlan, []string, error) {
 		}
 		pl.steps = steps
 	}
-	if len(pl.steps) == 0 && o.mode != "node" {
+	if err := o.runtimePlan(&pl); err != nil {
+		return pl, nil, err
+	}
+	if len(pl.steps) == 0 && o.mode != "node" && len(pl.runtimeSteps) == 0 {
 		return pl, nil, fmt.Errorf("mode %s needs -versions v1,v2,... or -steps from:to,...", o.mode)
 	}
 	if !o.controls {
@@ -166,6 +173,9 @@ func (o *options) planAndRunner(pl modePlan, rolls []string, rootPath, repoRoot 
 	}
 	p := plan.Plan{Mode: o.mode, Steps: pl.steps, Controls: planControls(o.mode, pl.controls, o.controls), SkipPatched: !o.patched, Extras: pl.extras,
 		SyncFrequency: o.syncFreq, Output: abs(o.output), ReportDir: abs(o.reportDir), Log: log}
+	if len(pl.runtimeSteps) > 0 {
+		p.RuntimeSteps, p.RuntimeKubelet, p.RuntimeChain = pl.runtimeSteps, o.runtimeKubelet, o.runtimeChain
+	}
 	var err error
 	if p.RecordAfterSwap, err = plan.ParseRecordAfterSwap(o.recordAfterSwap, p.Steps); err != nil {
 		return p, nil, err
@@ -206,4 +216,31 @@ func (o *options) planAndRunner(pl modePlan, rolls []string, rootPath, repoRoot 
 		return p, nil, err
 	}
 	return p, runner, nil
+}
+
+// runtimePlan reads -runtime-steps (-mode runtime: the default road) into
+// pl: runtime steps replace the kubelet steps, on the local provider.
+func (o *options) runtimePlan(pl *modePlan) error {
+	list := o.runtimeSteps
+	if list == "" && pl.runtime {
+		list = plan.DefaultRuntimeSteps
+	}
+	if list == "" {
+		return nil
+	}
+	if o.provider != "local" {
+		return errors.New("-runtime-steps run on the local provider only")
+	}
+	if o.mode != "runtime" && o.mode != "steps" {
+		return fmt.Errorf("-runtime-steps go with -mode runtime or steps, not %s", o.mode)
+	}
+	if o.steps != "" || o.versions != "" {
+		return errors.New("-runtime-steps replace the kubelet steps: not with -steps or -versions")
+	}
+	steps, err := plan.ParseRuntimeSteps(list)
+	if err != nil {
+		return err
+	}
+	pl.runtimeSteps, pl.steps, pl.extras = steps, nil, false
+	return nil
 }

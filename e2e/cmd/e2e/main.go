@@ -42,6 +42,10 @@ type modePlan struct {
 	// fleet: the kind fleet roll-out (its controls are the drain roll's
 	// kubelet as released).
 	fleet bool
+	// runtime: the container runtime swapped under a running kubelet
+	// (-runtime-steps, -runtime-kubelet; runtimeSteps once parsed).
+	runtime      bool
+	runtimeSteps []plan.RuntimeStep
 }
 
 // plans are the modes of `make e2e E2E=<mode>`.
@@ -64,6 +68,10 @@ var plans = map[string]modePlan{
 	// Plans at concurrency 1 and 2, the drain-based roll as the anchor (the
 	// target's kubelet as released), and a roll whose gate fails on worker 3.
 	"fleet": {steps: []scenario.Step{{From: "1.30.14", To: "1.31.14"}}, controls: true, fleet: true},
+	// The container runtime swapped in place under a running kubelet
+	// (issue 35 §3): -runtime-steps (default plan.DefaultRuntimeSteps)
+	// under -runtime-kubelet, patched then the control per step.
+	"runtime": {pods: 10, controls: true, runtime: true},
 }
 
 // releaseVersion is a version as the matrix names it (-control-plane-version).
@@ -130,6 +138,9 @@ func execute(o *options, runner plan.Runner, p plan.Plan, stdout, stderr io.Writ
 	var steps []string
 	for _, s := range p.Steps {
 		steps = append(steps, s.String())
+	}
+	for _, s := range p.RuntimeSteps {
+		steps = append(steps, "runtime "+s.String())
 	}
 	fmt.Fprintf(stdout, "e2e %s: %s, %s\n", o.mode, strings.Join(steps, ", "), runner.Describe(p))
 	rep := &report.Report{Mode: o.mode, Provider: runner.Name(), StartedAt: time.Now()}

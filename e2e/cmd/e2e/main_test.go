@@ -295,3 +295,53 @@ func TestFleetModeRefusesBadInput(t *testing.T) {
 		})
 	}
 }
+
+// TestRuntimeModePlan: -mode runtime is the default road under the default
+// kubelet; -mode steps takes -runtime-steps instead of kubelet steps; both
+// are refused where they cannot run, before anything is made.
+func TestRuntimeModePlan(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "e2e-root")
+	o, err := parseFlags([]string{"-mode", "runtime"}, &bytes.Buffer{})
+	assert.NilError(t, err)
+	pl, _, err := o.modePlan()
+	assert.NilError(t, err)
+	assert.Equal(t, len(pl.runtimeSteps), 2)
+	assert.Equal(t, pl.runtimeSteps[1].String(), "containerd@1.7.35 -> containerd@2.4.2")
+	p, runner, err := o.planAndRunner(pl, nil, root, t.TempDir(), &bytes.Buffer{})
+	assert.NilError(t, err)
+	assert.Equal(t, p.RuntimeKubelet, "1.37.2")
+	assert.Assert(t, p.Controls && len(p.Steps) == 0 && !p.Extras)
+	patched, unpatched, err := runner.Versions(p)
+	assert.NilError(t, err)
+	assert.DeepEqual(t, patched, []string{"1.37.2"})
+	assert.DeepEqual(t, unpatched, []string{"1.37.2"})
+
+	o, err = parseFlags([]string{"-mode", "steps", "-runtime-steps", "containerd@1.6.20:containerd@1.7.35", "-runtime-kubelet", "1.36.5"}, &bytes.Buffer{})
+	assert.NilError(t, err)
+	pl, _, err = o.modePlan()
+	assert.NilError(t, err)
+	assert.Equal(t, len(pl.runtimeSteps), 1)
+
+	for _, tt := range []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{name: "kind", args: []string{"-mode", "runtime", "-provider", "kind"}, wantErr: "local provider only"},
+		{name: "with kubelet steps", args: []string{"-mode", "steps", "-steps", "1.36.5:1.37.2", "-runtime-steps", "containerd@1.6.20:containerd@1.7.35"}, wantErr: "not with -steps or -versions"},
+		{name: "API mode", args: []string{"-mode", "runtime", "-api"}, wantErr: "static pods alone"},
+		{name: "down", args: []string{"-mode", "runtime", "-runtime-steps", "containerd@2.4.2:containerd@1.7.35"}, wantErr: "does not go up"},
+		{name: "kubelet 2.x cannot serve", args: []string{"-mode", "runtime", "-runtime-kubelet", "1.21.14"}, wantErr: "kubelet 1.21 speaks only CRI v1alpha2"},
+		{name: "chain with a gap", args: []string{"-mode", "runtime", "-runtime-chain", "-runtime-steps", "containerd@1.6.20:containerd@1.7.35,containerd@1.6.20:containerd@2.4.2"}, wantErr: "does not start where"},
+		{name: "other mode", args: []string{"-mode", "ci", "-runtime-steps", "containerd@1.6.20:containerd@1.7.35"}, wantErr: "go with -mode runtime or steps"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(append(tt.args, "-root", root), &stdout, &stderr)
+			assert.Equal(t, code, 2, "stdout: %s\nstderr: %s", stdout.String(), stderr.String())
+			assert.Assert(t, strings.Contains(stderr.String(), tt.wantErr), stderr.String())
+			_, err := os.Stat(root)
+			assert.Assert(t, os.IsNotExist(err), "the refused run made its root")
+		})
+	}
+}

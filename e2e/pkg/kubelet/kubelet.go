@@ -95,12 +95,27 @@ func (k *Kubelet) Stop(ctx context.Context) error { return k.Process.Stop(ctx, 1
 // SyncedPods returns the pods (by manifest name prefix matching, see
 // Synced) that this run has computed actions for.
 func (k *Kubelet) SyncedPods(names []PodRef) (map[PodRef]bool, error) {
+	return k.SyncedPodsSince(k.logOffset, names)
+}
+
+// LogSize is where this kubelet's log ends now: SyncedPodsSince's offset
+// for what it logs from now on (a runtime swap under it).
+func (k *Kubelet) LogSize() (int64, error) {
+	st, err := os.Stat(k.LogFile)
+	if err != nil {
+		return 0, err
+	}
+	return st.Size(), nil
+}
+
+// SyncedPodsSince is SyncedPods of the lines logged after offset.
+func (k *Kubelet) SyncedPodsSince(offset int64, names []PodRef) (map[PodRef]bool, error) {
 	f, err := os.Open(k.LogFile)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	if _, err := f.Seek(k.logOffset, io.SeekStart); err != nil {
+	if _, err := f.Seek(offset, io.SeekStart); err != nil {
 		return nil, err
 	}
 	return Synced(f, names)

@@ -840,3 +840,8 @@ func sortedKeys(m map[string]bool) []string {
 	sort.Strings(out)
 	return out
 }
+
+// KillTasks is the undo's "kill the run's containers and containerd shims"
+// during a run: a runtime swap whose containerd cannot stop the pods an
+// older one started leaves them to this (scenario, runtime steps).
+func KillTasks(ctx context.Context, st journal.State, h Host) error { return killTasks(ctx, st, h) }

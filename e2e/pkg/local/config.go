@@ -6,9 +6,7 @@ package local
 
 import (
 	"encoding/json"
-	"fmt"
 	"path/filepath"
-	"strings"
 )
 
 // Paths is where the provider keeps its state, all under Root.
@@ -38,51 +36,15 @@ type Network struct {
 // DefaultNetwork is the e2e's bridge.
 var DefaultNetwork = Network{Bridge: "kce2e0", Subnet: "10.217.77.0/24"}
 
-// ContainerdConfig renders containerd's config (version 2) for the CRI
-// plugin with the locally imported pause image as sandbox image.
-// restrictOOMScoreAdj is needed where the process lacks CAP_SYS_RESOURCE.
-// Everything containerd can be told to put under the root goes there:
-// runc's state, the netns bind mounts (not /run/netns), the opt plugin's
-// directory (not /opt/containerd). Shim sockets (/run/containerd/s) and
-// libcni's result cache (/var/lib/cni) cannot be moved: the journal
-// records them.
+// ContainerdConfig renders containerd's config (version 2, which
+// Debian's 1.6.20 the run starts with reads) for the CRI plugin with the
+// locally imported pause image as sandbox image: ContainerdSpec.Render(2)
+// of the run's description (runtimeconfig.go; the next version's file of a
+// runtime swap comes from the same description). restrictOOMScoreAdj is
+// needed where the process lacks CAP_SYS_RESOURCE.
 func ContainerdConfig(p Paths, sandboxImage, cniBinDir string, restrictOOMScoreAdj bool) string {
-	q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
-	lines := []string{
-		`version = 2`,
-		`root = ` + q(p.ContainerdRoot()),
-		`state = ` + q(p.ContainerdState()),
-		`disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper"]`,
-		``,
-		`[grpc]`,
-		`  address = ` + q(p.ContainerdSocket()),
-		``,
-		`[ttrpc]`,
-		`  address = ` + q(p.ContainerdSocket()+".ttrpc"),
-		``,
-		`[plugins."io.containerd.grpc.v1.cri"]`,
-		`  sandbox_image = ` + q(sandboxImage),
-		fmt.Sprintf(`  restrict_oom_score_adj = %t`, restrictOOMScoreAdj),
-		`  netns_mounts_under_state_dir = true`,
-		`  stream_server_address = "127.0.0.1"`,
-		`  stream_server_port = "0"`,
-		`  [plugins."io.containerd.grpc.v1.cri".containerd]`,
-		`    snapshotter = "overlayfs"`,
-		`    default_runtime_name = "runc"`,
-		`    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]`,
-		`      runtime_type = "io.containerd.runc.v2"`,
-		`      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]`,
-		`        SystemdCgroup = false`,
-		`        Root = ` + q(p.RuncRoot()),
-		`  [plugins."io.containerd.grpc.v1.cri".cni]`,
-		`    bin_dir = ` + q(cniBinDir),
-		`    conf_dir = ` + q(p.CNIConfDir()),
-		`    max_conf_num = 1`,
-		``,
-		`[plugins."io.containerd.internal.v1.opt"]`,
-		`  path = ` + q(p.OptDir()),
-	}
-	return strings.Join(lines, "\n") + "\n"
+	s, _ := ContainerdSpec{Paths: p, SandboxImage: sandboxImage, CNIBinDir: cniBinDir, RestrictOOMScoreAdj: restrictOOMScoreAdj}.Render(2)
+	return s
 }
 
 // CNIConfList renders the bridge network's conflist.

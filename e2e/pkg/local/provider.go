@@ -41,6 +41,12 @@ type Node struct {
 	opts       Options
 	containerd *proc.Process
 	stack      *cleanup.Stack
+	// spec is the run's containerd configuration, dist the containerd
+	// running it (Debian's, until a runtime swap: runtimeswap.go).
+	spec ContainerdSpec
+	dist RuntimeDist
+	// layout is the e2e's images, imported again by ResetRuntime.
+	layout []byte
 }
 
 const (
@@ -103,7 +109,11 @@ func Up(ctx context.Context, opts Options, stack *cleanup.Stack) (*Node, error) 
 		return nil, err
 	}
 	hasRes := eff.Has("CAP_SYS_RESOURCE")
-	if err := os.WriteFile(n.ContainerdConfig(), []byte(ContainerdConfig(n.Paths, corpus.PauseImage, cniBinDir, !hasRes)), 0o644); err != nil {
+	n.spec = ContainerdSpec{Paths: n.Paths, SandboxImage: corpus.PauseImage, CNIBinDir: cniBinDir, RestrictOOMScoreAdj: !hasRes}
+	if n.dist, err = DebianRuntime(ctx); err != nil {
+		return nil, err
+	}
+	if err := n.writeConfig(n.dist); err != nil {
 		return nil, err
 	}
 	conf, err := CNIConfList(DefaultNetwork, n.CNIDataDir())
@@ -122,37 +132,54 @@ func Up(ctx context.Context, opts Options, stack *cleanup.Stack) (*Node, error) 
 	stack.Push("stop recording shims", func(context.Context) error { stopWatch(); return nil })
 
 	logf("building the pause and busybox images")
-	pause, err := images.BuildPause(ctx, opts.RepoRoot, opts.Root)
-	if err != nil {
+	if err := n.buildImages(ctx); err != nil {
 		return nil, err
+	}
+	if err := n.importImages(ctx); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// buildImages builds the e2e's images as an OCI layout (n.layout).
+func (n *Node) buildImages(ctx context.Context) error {
+	pause, err := images.BuildPause(ctx, n.opts.RepoRoot, n.opts.Root)
+	if err != nil {
+		return err
 	}
 	pauseImg, err := images.Pause(corpus.PauseImage, pause)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	bb1, err := images.Busybox(corpus.BusyboxImage, busyboxPath, 1)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	bb2, err := images.Busybox(corpus.BusyboxVariantImage, busyboxPath, 2)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	layout, _, err := images.Layout(pauseImg, bb1, bb2)
+	n.layout, _, err = images.Layout(pauseImg, bb1, bb2)
+	return err
+}
+
+// importImages imports n.layout into the running containerd.
+func (n *Node) importImages(ctx context.Context) error {
+	names, err := images.Import(ctx, n.ContainerdSocket(), n.layout, snapshotter)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	names, err := images.Import(ctx, n.ContainerdSocket(), layout, snapshotter)
-	if err != nil {
-		return nil, err
-	}
-	logf("imported %v through the containerd client", names)
-	return n, nil
+	fmt.Fprintf(n.opts.Log, "local: imported %v through the containerd client\n", names)
+	return nil
 }
 
 // StartContainerd starts containerd and waits until its CRI answers.
 func (n *Node) StartContainerd(ctx context.Context) error {
-	p, err := proc.Start(n.Journal, "containerd", "containerd", []string{"--config", n.ContainerdConfig()}, nil, filepath.Join(n.opts.LogDir, "containerd.log"))
+	binary := n.dist.Containerd
+	if binary == "" {
+		binary = "containerd"
+	}
+	p, err := proc.Start(n.Journal, "containerd", binary, []string{"--config", n.ContainerdConfig()}, n.dist.env(), filepath.Join(n.opts.LogDir, "containerd.log"))
 	if err != nil {
 		return err
 	}

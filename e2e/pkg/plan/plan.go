@@ -25,6 +25,15 @@ type Plan struct {
 	// Mode names the plan (ci, steps, full, ...) in the report.
 	Mode  string
 	Steps []Step
+	// RuntimeSteps swap the container runtime under a running kubelet
+	// RuntimeKubelet instead of swapping kubelets (runtime.go; local
+	// provider): per step the patched kubelet, then with Controls the
+	// kubelet as released.
+	RuntimeSteps   []RuntimeStep
+	RuntimeKubelet string
+	// RuntimeChain runs the runtime steps as one road on one set of
+	// containers (plan.RuntimeRuns).
+	RuntimeChain bool
 	// Controls runs every step once more with the unpatched kubelet of
 	// its target, on a baseline of its own: the negative control.
 	Controls bool

@@ -44,6 +44,10 @@ type Run struct {
 	Restarts      int     `json:"restarts"`
 	RecreatedPods int     `json:"recreatedPods"`
 	WindowSeconds float64 `json:"windowSeconds"`
+	// RuntimeDownSeconds is, on a runtime step, how long the node's CRI
+	// did not answer: from the old containerd's SIGTERM until the new one
+	// answered.
+	RuntimeDownSeconds float64 `json:"runtimeDownSeconds,omitempty"`
 	// KeptLogLines counts the new kubelet's "Keeping container" lines: the
 	// containers the compat path kept (their hash differs from its own).
 	KeptLogLines int `json:"keptLogLines"`

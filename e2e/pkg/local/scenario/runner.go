@@ -35,11 +35,26 @@ func (l *Local) Check(p plan.Plan) error {
 	if p.RecordAfterSwap && l.Options.API {
 		return errors.New(plan.RecordAfterSwapLocalOnly)
 	}
+	if len(p.RuntimeSteps) > 0 {
+		if l.Options.API || l.Options.Admission || l.Options.Devices || len(p.Steps) > 0 {
+			return errors.New("runtime steps run with static pods alone: not in API mode, not with kubelet steps")
+		}
+		if p.RuntimeChain {
+			if err := plan.CheckRuntimeChain(p.RuntimeSteps); err != nil {
+				return err
+			}
+		}
+		return plan.CheckRuntimeKubelet(p.RuntimeKubelet, p.RuntimeSteps)
+	}
 	return nil
 }
 
 // Versions are the kubelets the plan swaps (package plan).
 func (l *Local) Versions(p plan.Plan) (patched, unpatched []string, err error) {
+	if len(p.RuntimeSteps) > 0 {
+		patched, unpatched = plan.RuntimeVersions(p.RuntimeKubelet, p.Controls)
+		return patched, unpatched, nil
+	}
 	patched, unpatched = plan.Versions(p.Steps, p.Controls)
 	return patched, unpatched, nil
 }
@@ -55,6 +70,9 @@ func (l *Local) Describe(p plan.Plan) string {
 	}
 	if l.Options.CLI != "" {
 		pods += ", CLI " + l.Options.CLI
+	}
+	if len(p.RuntimeSteps) > 0 {
+		pods += ", the container runtime swapped under kubelet " + p.RuntimeKubelet + " (not restarted)"
 	}
 	if len(l.Options.ToFeatureGates) > 0 {
 		pods += ", target kubelets with --feature-gates=" + kubelet.FeatureGatesFlag(l.Options.ToFeatureGates) + " (-to-feature-gates)"

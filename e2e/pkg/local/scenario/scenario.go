@@ -246,8 +246,12 @@ func Run(ctx context.Context, o Options, stack *cleanup.Stack, rep *report.Repor
 		return err
 	}
 	s := &Scenario{opts: o, stack: stack, Report: rep}
+	minMinor := minKubeletMinor(o.Steps)
+	if len(o.RuntimeSteps) > 0 {
+		minMinor = kubelet.Minor(o.RuntimeKubelet)
+	}
 	s.corpus = corpus.New(corpus.Options{Pods: o.Pods, NodeName: o.NodeName, HostPathRoot: s.hostPathRoot(), FirstHostPort: 19100, API: o.API, ResizeGate: o.ResizeGate,
-		MinKubeletMinor: minKubeletMinor(o.Steps)})
+		MinKubeletMinor: minMinor})
 	// Logs of an earlier run would mix with this run's.
 	if err := os.RemoveAll(s.logDir()); err != nil {
 		return err
@@ -299,6 +303,9 @@ func Run(ctx context.Context, o Options, stack *cleanup.Stack, rep *report.Repor
 		s.logf("-resize-gate: InPlacePodVerticalScaling=true on kube-apiserver and kubelet 1.27 .. 1.32 (on by default from 1.33)")
 	}
 
+	if len(o.RuntimeSteps) > 0 {
+		return s.runtimeRuns(ctx)
+	}
 	if o.Devices {
 		return s.devicesRuns(ctx)
 	}

@@ -1,0 +1,247 @@
+package scenario
+
+// The container runtime swapped under a running kubelet (issue 35 §3):
+// per runtime step of the plan (plan.RuntimeRuns), a baseline of the
+// corpus on the step's From containerd under kubelet Plan.RuntimeKubelet
+// (patched, then as released for the control), then the swap sequence
+// (package swap) with the runtime as what is swapped: the kubelet is not
+// restarted and must reconnect. Judged as the kubelet swaps are (the
+// runtime's picture before and after), then exec, logs, a genuine change
+// and stop on the containers that ran before.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/corpus"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/ctxtime"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/local"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/plan"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/swap"
+)
+
+// runtimeRuns runs the plan's runtime steps; a run that fails its
+// assertions is reported and the others go on.
+func (s *Scenario) runtimeRuns(ctx context.Context) error {
+	for _, patched := range []bool{true, false} {
+		if p := s.Binary(s.opts.RuntimeKubelet, patched); (patched && !s.opts.SkipPatched || !patched && s.opts.Controls) && !fileExists(p) {
+			return fmt.Errorf("missing kubelet %s (make build VERSIONS=%s [PATCHED=false], or copy it there)", p, s.opts.RuntimeKubelet)
+		}
+	}
+	var failed []error
+	for _, r := range plan.RuntimeRuns(s.opts.RuntimeSteps, s.opts.RuntimeChain, s.opts.Controls, s.opts.SkipPatched) {
+		runs, err := s.runtimeRun(ctx, r)
+		if err != nil {
+			return fmt.Errorf("runtime %s: %w", r.Steps[0], err)
+		}
+		for _, run := range runs {
+			s.Report.Runs = append(s.Report.Runs, *run)
+			if !run.Passed {
+				failed = append(failed, fmt.Errorf("runtime %s %s: %s", run.Step, run.Variant, run.Verdict))
+			}
+		}
+	}
+	return errors.Join(failed...)
+}
+
+// runtimeRun is one run: no pod, the first step's From containerd on an
+// empty root, the corpus on the kubelet, then each step: the runtime
+// swapped to its To, judged, the checks.
+func (s *Scenario) runtimeRun(ctx context.Context, r plan.RuntimeRun) ([]*report.Run, error) {
+	out := filepath.Join(s.opts.Output, "runtime")
+	from, err := local.FindRuntime(ctx, out, r.Steps[0].From.Version)
+	if err != nil {
+		return nil, err
+	}
+	variant := report.Unpatched
+	if r.Patched {
+		variant = report.Patched
+	}
+	k := s.opts.RuntimeKubelet
+	if err := s.reset(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.node.ResetRuntime(ctx, from); err != nil {
+		return nil, fmt.Errorf("starting %s on an empty root: %w", from, err)
+	}
+	s.logf("runtime run (%s, %d steps): %s, kubelet %s", variant, len(r.Steps), from, k)
+	if err := s.baselineOn(ctx, k, r.Patched); err != nil {
+		return nil, err
+	}
+	var runs []*report.Run
+	for _, st := range r.Steps {
+		to, err := local.FindRuntime(ctx, out, st.To.Version)
+		if err != nil {
+			return nil, err
+		}
+		run, err := s.runtimeStep(ctx, st, r.Patched, variant, to)
+		if err != nil {
+			return nil, err
+		}
+		runs = append(runs, run)
+	}
+	last := runs[len(runs)-1]
+	tear := s.teardown(ctx, fmt.Sprintf("runtime %s (%s): ", r.Steps[len(r.Steps)-1], variant))
+	s.logf("runtime check %q: passed %t: %s", tear.Name, tear.Passed, tear.Detail)
+	if r.Patched {
+		s.check(tear)
+	} else {
+		status := "pass"
+		if !tear.Passed {
+			status = "FAIL (" + tear.Detail + ")"
+		}
+		last.Verdict += "; " + tear.Name + ": " + status
+	}
+	return runs, nil
+}
+
+// runtimeStep swaps the running containerd for to under the running
+// kubelet and judges the step.
+func (s *Scenario) runtimeStep(ctx context.Context, st plan.RuntimeStep, patched bool, variant string, to local.RuntimeDist) (*report.Run, error) {
+	k := s.opts.RuntimeKubelet
+	s.logf("runtime %s (%s): the swap starts %s", st, variant, to)
+	run := &report.Run{Step: fmt.Sprintf("%s (kubelet %s)", st, k), From: st.From.String(), To: st.To.String(), Variant: variant}
+	res, err := s.runtimeSwap(ctx, st, patched, to, run)
+	if err != nil {
+		return nil, err
+	}
+	fill(run, res)
+	if last := lastStartAfter(res.After, res.Started); last.Sub(res.Started).Seconds() > run.WindowSeconds {
+		run.WindowSeconds = last.Sub(res.Started).Seconds()
+	}
+	s.logf("runtime %s (%s): %d pods, %d containers, %d restarts, %d pods recreated, %d pod UIDs changed, window %.1fs (CRI down %.1fs)",
+		st, variant, run.Pods, run.Containers, run.Restarts, run.RecreatedPods, run.Diff.UIDChanges, run.WindowSeconds, run.RuntimeDownSeconds)
+	checks := s.oldContainerChecks(ctx, st, variant, res)
+	judgeRuntimeRun(run, patched, checks)
+	if patched {
+		for _, c := range checks {
+			s.check(c)
+		}
+	}
+	return run, nil
+}
+
+// judgeRuntimeRun asserts a patched run as a kubelet swap's (0 restarts,
+// 0 pods recreated, 0 UIDs changed; its checks go to the report's
+// checks); a control is reported: what it lost and how its checks went
+// are its verdict.
+func judgeRuntimeRun(run *report.Run, patched bool, checks []report.Check) {
+	if patched {
+		report.AssertPatched(run)
+		return
+	}
+	var outcomes []string
+	for _, c := range checks {
+		status := "pass"
+		if !c.Passed {
+			status = "FAIL"
+		}
+		outcomes = append(outcomes, fmt.Sprintf("%s: %s", c.Name, status))
+	}
+	run.Passed = run.Pods > 0
+	run.Verdict = fmt.Sprintf("reported, not asserted (the control of a runtime step): %d restarts (%s), %d pods recreated, %d pod UIDs changed; %s",
+		run.Restarts, strings.Join(run.Diff.RestartedPods, " "), run.RecreatedPods, run.Diff.UIDChanges, strings.Join(outcomes, "; "))
+}
+
+// runtimeSwap is the swap sequence with the runtime swapped: the node is
+// back when every pod runs and serves and the kubelet has synced every pod
+// since the new containerd answered CRI.
+func (s *Scenario) runtimeSwap(ctx context.Context, st plan.RuntimeStep, patched bool, to local.RuntimeDist, run *report.Run) (*swap.Result, error) {
+	var offset int64
+	h := swap.Hooks{
+		Prepare: func(context.Context, *snapshot.Snapshot) error {
+			s.logf("runtime %s (%s): stopping containerd %s; kubelet pid %d keeps running", st, run.Variant, s.node.RunningRuntime().Version, s.kubelet.PID)
+			return nil
+		},
+		Started: func(context.Context, time.Time) (err error) {
+			offset, err = s.kubelet.LogSize()
+			return err
+		},
+		Wait: func(ctx context.Context, _ *snapshot.Snapshot, _ time.Time) (time.Time, error) {
+			return s.waitRuntimeBack(ctx, 4*time.Minute, offset)
+		},
+		WaitFailed: swap.FailPatched(patched, s.logf, fmt.Sprintf("after the runtime swap to %s: ", st.To)),
+		Settle: func(ctx context.Context, window time.Duration) error {
+			settle := 3*s.opts.SyncFrequency + 3*time.Second
+			s.logf("runtime %s (%s): back %.1fs after containerd %s started; waiting %s (three sync periods)", st, run.Variant, window.Seconds(), to.Version, settle)
+			return ctxtime.Sleep(ctx, settle)
+		},
+		Alive: func(context.Context) error { return s.kubelet.Alive() },
+	}
+	swapper := func(ctx context.Context) (time.Time, error) {
+		started, down, err := s.node.SwapRuntime(ctx, to)
+		run.RuntimeDownSeconds = down.Seconds()
+		return started, err
+	}
+	return swap.Run(ctx, s.swapNode(), swapper, h)
+}
+
+// waitRuntimeBack waits until every pod runs all its containers and serves
+// and the running kubelet has logged computePodActions for every pod
+// after offset in its log.
+func (s *Scenario) waitRuntimeBack(ctx context.Context, timeout time.Duration, offset int64) (time.Time, error) {
+	deadline := time.Now().Add(timeout)
+	pods := s.pods()
+	refs := podRefs(pods)
+	lastReport := time.Now()
+	for {
+		if err := s.kubelet.Alive(); err != nil {
+			return time.Time{}, err
+		}
+		snap, err := s.rt.Take(ctx, corpus.Namespace)
+		why := ""
+		if err != nil {
+			why = err.Error()
+		} else if why = notReady(snap, pods); why == "" {
+			if err := servingOf(ctx, snap, pods); err != nil {
+				why = err.Error()
+			}
+		}
+		if why == "" {
+			done, err := s.kubelet.SyncedPodsSince(offset, refs)
+			if err != nil {
+				return time.Time{}, err
+			}
+			if len(done) < len(refs) {
+				why = fmt.Sprintf("the kubelet has synced %d of %d pods since the new containerd answered", len(done), len(refs))
+			}
+		}
+		if why == "" {
+			return time.Now(), nil
+		}
+		if time.Now().After(deadline) {
+			return time.Time{}, fmt.Errorf("not back after %s: %s", timeout, why)
+		}
+		if time.Since(lastReport) > 15*time.Second {
+			s.logf("waiting: %s", why)
+			lastReport = time.Now()
+		}
+		if err := ctxtime.Sleep(ctx, 200*time.Millisecond); err != nil {
+			return time.Time{}, err
+		}
+	}
+}
+
+// oldContainers are the containers running before and after with the
+// same ID, but those of pod skip.
+func oldContainers(before, after *snapshot.Snapshot, skip string) []snapshot.Container {
+	ran := map[string]bool{}
+	for _, c := range before.Containers {
+		if c.State == "RUNNING" {
+			ran[c.ID] = true
+		}
+	}
+	var out []snapshot.Container
+	for _, c := range after.Containers {
+		if c.State == "RUNNING" && ran[c.ID] && c.Pod != skip {
+			out = append(out, c)
+		}
+	}
+	return out
+}

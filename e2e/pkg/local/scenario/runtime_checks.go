@@ -1,0 +1,176 @@
+package scenario
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	runtimev1 "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/corpus"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/crio"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/ctxtime"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/genuine"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/leftovers"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/plan"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/swap"
+)
+
+// oldContainerChecks are what must still work after a runtime swap on a
+// container the old containerd started: exec (ExecSync through its old
+// shim), its log (a line written to its stdout reaches its log file: the
+// new containerd took over its output), a genuine change (the image of
+// the corpus's pinned pod: that container restarts, nothing else) and
+// stop (StopContainer, then the kubelet starts it again).
+func (s *Scenario) oldContainerChecks(ctx context.Context, st plan.RuntimeStep, variant string, res *swap.Result) []report.Check {
+	prefix := fmt.Sprintf("runtime %s (%s): ", st, variant)
+	target, err := genuine.Target(s.corpus)
+	if err != nil {
+		return []report.Check{{Name: prefix + "a genuine change", Detail: err.Error()}}
+	}
+	cands := oldContainers(res.Before, res.After, target.RuntimeName)
+	if len(cands) == 0 {
+		return []report.Check{{Name: prefix + "a container that ran before still runs", Detail: "none: every container was restarted"}}
+	}
+	c, err := crio.Dial(s.node.ContainerdSocket())
+	if err != nil {
+		return []report.Check{{Name: prefix + "CRI", Detail: err.Error()}}
+	}
+	defer c.Close()
+	marker := fmt.Sprintf("kc-e2e-runtime-swap-%d", time.Now().UnixNano())
+	execC, logC, old := execAndLog(ctx, c, cands, marker)
+	execC.Name, logC.Name = prefix+execC.Name, prefix+logC.Name
+	checks := []report.Check{execC, logC}
+	g := genuine.Check(ctx, prefix+"a genuine change restarts (image of one static pod)", genuine.Node{
+		Take:          func(ctx context.Context) (*snapshot.Snapshot, error) { return s.rt.Take(ctx, corpus.Namespace) },
+		WriteManifest: func(_ context.Context, pod *v1.Pod) error { return corpus.WritePod(s.manifestDir(), pod) },
+		SyncFrequency: s.opts.SyncFrequency,
+	}, target)
+	checks = append(checks, g)
+	if old.ID != "" {
+		st := s.stopOld(ctx, c, old)
+		st.Name = prefix + st.Name
+		checks = append(checks, st)
+	}
+	for _, ch := range checks {
+		s.logf("runtime check %q: passed %t: %s", ch.Name, ch.Passed, ch.Detail)
+	}
+	return checks
+}
+
+// execAndLog execs into the first old container where the exec runs
+// (a container whose user cannot write its pid 1's stdout exits non-zero:
+// the next is tried), writing marker to that stdout, and waits for marker
+// in its log file. old is the container used.
+func execAndLog(ctx context.Context, c *crio.Client, cands []snapshot.Container, marker string) (execC, logC report.Check, old snapshot.Container) {
+	execC = report.Check{Name: "exec into a container the old containerd started"}
+	logC = report.Check{Name: "its stdout still reaches its log file"}
+	var tried []string
+	for _, cand := range cands {
+		if len(tried) == 4 {
+			break
+		}
+		out, err := c.Exec(ctx, cand.ID, 10*time.Second, "sh", "-c", "echo "+marker+" >/proc/1/fd/1 && echo ok")
+		if err != nil && !strings.Contains(err.Error(), ": exit ") {
+			execC.Detail = fmt.Sprintf("%s/%s: %v", cand.Pod, cand.Name, err)
+			logC.Detail = "no exec"
+			return execC, logC, cand
+		}
+		if err != nil {
+			tried = append(tried, fmt.Sprintf("%s/%s: %v", cand.Pod, cand.Name, err))
+			continue
+		}
+		execC.Passed = strings.TrimSpace(out) == "ok"
+		execC.Detail = fmt.Sprintf("%s/%s (%.13s, started %s): ExecSync answered %q", cand.Pod, cand.Name, cand.ID, cand.StartedAt.Format(time.RFC3339), strings.TrimSpace(out))
+		path, err := c.LogHas(ctx, cand.ID, marker, 15*time.Second)
+		logC.Passed = err == nil
+		logC.Detail = fmt.Sprintf("%s/%s: %s holds the line written after the swap", cand.Pod, cand.Name, path)
+		if err != nil {
+			logC.Detail = fmt.Sprintf("%s/%s: %v", cand.Pod, cand.Name, err)
+		}
+		return execC, logC, cand
+	}
+	execC.Detail = "no container took the exec: " + strings.Join(tried, "; ")
+	logC.Detail = "no exec"
+	return execC, logC, snapshot.Container{}
+}
+
+// stopOld stops old through the CRI and waits until it has exited and the
+// kubelet runs another container in its place.
+func (s *Scenario) stopOld(ctx context.Context, c *crio.Client, old snapshot.Container) report.Check {
+	ch := report.Check{Name: "stop a container the old containerd started; the kubelet starts it again"}
+	start := time.Now()
+	if err := c.Stop(ctx, old.ID, 10*time.Second); err != nil {
+		ch.Detail = fmt.Sprintf("%s/%s: %v", old.Pod, old.Name, err)
+		return ch
+	}
+	st, err := c.Status(ctx, old.ID)
+	if err != nil {
+		ch.Detail = fmt.Sprintf("%s/%s: %v", old.Pod, old.Name, err)
+		return ch
+	}
+	stopped := time.Since(start)
+	if st.GetState() != runtimev1.ContainerState_CONTAINER_EXITED {
+		ch.Detail = fmt.Sprintf("%s/%s: %s after StopContainer", old.Pod, old.Name, st.GetState())
+		return ch
+	}
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		snap, err := s.rt.Take(ctx, corpus.Namespace)
+		if err == nil {
+			if now, ok := snap.Running(old.Pod)[old.Name]; ok && now.ID != old.ID {
+				ch.Passed = true
+				ch.Detail = fmt.Sprintf("%s/%s (%.13s): exited (code %d) %.1fs after StopContainer; the kubelet runs %.13s (attempt %d) %.1fs after the stop",
+					old.Pod, old.Name, old.ID, st.GetExitCode(), stopped.Seconds(), now.ID, now.Attempt, time.Since(start).Seconds())
+				return ch
+			}
+		}
+		if time.Now().After(deadline) {
+			ch.Detail = fmt.Sprintf("%s/%s exited (code %d), but the kubelet ran no container in its place within 90s", old.Pod, old.Name, st.GetExitCode())
+			return ch
+		}
+		if err := ctxtime.Sleep(ctx, 500*time.Millisecond); err != nil {
+			ch.Detail = err.Error()
+			return ch
+		}
+	}
+}
+
+// teardown removes every pod through the CRI once the run's steps are
+// done (the kubelet stopped first), as the next run's reset and an
+// operator's drain would: a containerd that cannot stop what an older one
+// started fails it. Then, whatever the outcome, the run's containerd is
+// When that fails, the run's containerd is stopped, what it could not
+// stop is killed (its shims and their containers, found as the cleanup
+// finds them) and it is started again, so the next run starts from an
+// empty node.
+func (s *Scenario) teardown(ctx context.Context, prefix string) report.Check {
+	ch := report.Check{Name: prefix + "every pod removed through the CRI after the swap (StopPodSandbox, RemovePodSandbox)"}
+	if err := s.stopKubelet(ctx); err != nil {
+		ch.Detail = err.Error()
+		return ch
+	}
+	start := time.Now()
+	n, err := s.rt.RemoveAll(ctx, "")
+	ch.Passed = err == nil
+	ch.Detail = fmt.Sprintf("%d sandboxes removed in %.1fs", n, time.Since(start).Seconds())
+	if err != nil {
+		ch.Detail = fmt.Sprintf("%d sandboxes removed, then after %.1fs: %v", n, time.Since(start).Seconds(), err)
+		s.logf("teardown: %s; stopping containerd and killing the run's shims and containers", ch.Detail)
+		if err := s.node.StopContainerd(ctx); err != nil {
+			ch.Detail += "; stopping containerd: " + err.Error()
+		} else if err := leftovers.KillTasks(ctx, s.node.Journal.State(), leftovers.Machine(s.opts.Log)); err != nil {
+			ch.Detail += "; killing the shims: " + err.Error()
+		}
+		// The same containerd again, on its dead tasks: the next reset
+		// removes them through the CRI.
+		if err := s.node.StartContainerd(ctx); err != nil {
+			ch.Detail += "; restarting containerd: " + err.Error()
+		}
+	}
+	return ch
+}

@@ -1,0 +1,149 @@
+package plan
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/kubelet-compat/kubelet-compat/pkg/runtimecompat"
+)
+
+// Runtime is a container runtime release, as make runtime names it:
+// containerd@1.7.35.
+type Runtime struct{ Name, Version string }
+
+func (r Runtime) String() string { return r.Name + "@" + r.Version }
+
+// RuntimeStep swaps the node's container runtime in place under a running
+// kubelet (Plan.RuntimeKubelet, the same binary across the step): the
+// running containerd stopped (its shims and containers keep running), the
+// next one started on the same root and state.
+type RuntimeStep struct{ From, To Runtime }
+
+// String is "containerd@1.6.20 -> containerd@1.7.35".
+func (s RuntimeStep) String() string { return s.From.String() + " -> " + s.To.String() }
+
+// DefaultRuntimeSteps is make e2e E2E=runtime's road: Debian's containerd
+// 1.6.20 to the builds of make runtime, one line at a time.
+const DefaultRuntimeSteps = "containerd@1.6.20:containerd@1.7.35,containerd@1.7.35:containerd@2.4.2"
+
+// DefaultRuntimeKubelet runs on every runtime of the default road
+// (pkg/runtimecompat: CRI v1, which 1.6, 1.7 and 2.x serve).
+const DefaultRuntimeKubelet = "1.37.2"
+
+// ParseRuntime reads name@MAJOR.MINOR.PATCH; only containerd is swapped.
+func ParseRuntime(s string) (Runtime, error) {
+	name, version, ok := strings.Cut(strings.TrimSpace(s), "@")
+	if !ok || name == "" || version == "" {
+		return Runtime{}, fmt.Errorf("runtime %q: want name@version, e.g. containerd@1.7.35", s)
+	}
+	if name != "containerd" {
+		return Runtime{}, fmt.Errorf("runtime %q: only containerd is swapped", s)
+	}
+	if versionKey(version) == nil {
+		return Runtime{}, fmt.Errorf("runtime %q: version must be MAJOR.MINOR.PATCH", s)
+	}
+	return Runtime{Name: name, Version: version}, nil
+}
+
+// ParseRuntimeSteps reads from:to,... (e.g. DefaultRuntimeSteps). A step
+// goes up: a containerd started on a newer one's root (its metadata
+// migrated) is not a case the e2e makes.
+func ParseRuntimeSteps(list string) ([]RuntimeStep, error) {
+	var steps []RuntimeStep
+	for _, st := range strings.Split(list, ",") {
+		from, to, ok := strings.Cut(st, ":")
+		if !ok {
+			return nil, fmt.Errorf("bad -runtime-steps entry %q (want from:to, e.g. containerd@1.6.20:containerd@1.7.35)", st)
+		}
+		f, err := ParseRuntime(from)
+		if err != nil {
+			return nil, err
+		}
+		t, err := ParseRuntime(to)
+		if err != nil {
+			return nil, err
+		}
+		if compareKeys(versionKey(t.Version), versionKey(f.Version)) <= 0 {
+			return nil, fmt.Errorf("runtime step %s does not go up: only upgrades of the runtime are run", RuntimeStep{f, t})
+		}
+		steps = append(steps, RuntimeStep{From: f, To: t})
+	}
+	return steps, nil
+}
+
+// CheckRuntimeKubelet refuses a kubelet that a runtime of steps does not
+// serve (pkg/runtimecompat, as preflight judges the pair): the kubelet
+// stays the same binary across every step, so each runtime must run it.
+func CheckRuntimeKubelet(kubelet string, steps []RuntimeStep) error {
+	k := versionKey(kubelet)
+	if k == nil {
+		return fmt.Errorf("-runtime-kubelet %q: want 1.<minor>.<patch>", kubelet)
+	}
+	for _, st := range steps {
+		for _, r := range []Runtime{st.From, st.To} {
+			line, ok := runtimecompat.LineOf(r.Name, r.Version)
+			if !ok {
+				return fmt.Errorf("runtime %s is not in pkg/runtimecompat's matrix", r)
+			}
+			if ok, why := line.Serves(k[1]); !ok {
+				return fmt.Errorf("runtime step %s: %s", st, why)
+			}
+		}
+	}
+	return nil
+}
+
+// RuntimeRun is one run of runtime steps on a baseline of its own: the
+// patched kubelet, or the kubelet as released (the control).
+type RuntimeRun struct {
+	Steps   []RuntimeStep
+	Patched bool
+}
+
+// RuntimeRuns expands the runtime steps: per step the patched kubelet,
+// then (with controls) the unpatched one, each from the same start (the
+// step's From runtime on an empty root, a fresh baseline of the corpus).
+// With chain, the steps are one road on ONE set of containers (each step
+// starts where the one before ended): the patched kubelet over the whole
+// road, then the control over it.
+func RuntimeRuns(steps []RuntimeStep, chain, controls, skipPatched bool) []RuntimeRun {
+	var out []RuntimeRun
+	if chain {
+		if !skipPatched {
+			out = append(out, RuntimeRun{Steps: steps, Patched: true})
+		}
+		if controls {
+			out = append(out, RuntimeRun{Steps: steps})
+		}
+		return out
+	}
+	for _, st := range steps {
+		if !skipPatched {
+			out = append(out, RuntimeRun{Steps: []RuntimeStep{st}, Patched: true})
+		}
+		if controls {
+			out = append(out, RuntimeRun{Steps: []RuntimeStep{st}})
+		}
+	}
+	return out
+}
+
+// CheckRuntimeChain refuses steps that are not one road: each step must
+// start at the runtime the one before ended at.
+func CheckRuntimeChain(steps []RuntimeStep) error {
+	for i := 1; i < len(steps); i++ {
+		if steps[i].From != steps[i-1].To {
+			return fmt.Errorf("-runtime-chain: step %s does not start where %s ended", steps[i], steps[i-1])
+		}
+	}
+	return nil
+}
+
+// RuntimeVersions are what a runtime plan needs built: its kubelet
+// patched, and as released for the controls.
+func RuntimeVersions(kubelet string, controls bool) (patched, unpatched []string) {
+	if controls {
+		unpatched = []string{kubelet}
+	}
+	return []string{kubelet}, unpatched
+}

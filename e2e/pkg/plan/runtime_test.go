@@ -1,0 +1,67 @@
+package plan
+
+import (
+	"testing"
+
+	"gotest.tools/v3/assert"
+)
+
+func TestParseRuntimeSteps(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []RuntimeStep
+		err  string
+	}{
+		{in: DefaultRuntimeSteps, want: []RuntimeStep{
+			{Runtime{"containerd", "1.6.20"}, Runtime{"containerd", "1.7.35"}},
+			{Runtime{"containerd", "1.7.35"}, Runtime{"containerd", "2.4.2"}}}},
+		{in: " containerd@1.6.20 : containerd@2.4.2", want: []RuntimeStep{{Runtime{"containerd", "1.6.20"}, Runtime{"containerd", "2.4.2"}}}},
+		{in: "containerd@1.6.20", err: "want from:to"},
+		{in: "containerd@1.7.35:containerd@1.6.20", err: "does not go up"},
+		{in: "containerd@1.7.35:containerd@1.7.35", err: "does not go up"},
+		{in: "crio@1.30.0:crio@1.31.0", err: "only containerd"},
+		{in: "containerd@1.7:containerd@2.4.2", err: "MAJOR.MINOR.PATCH"},
+		{in: "1.7.35:containerd@2.4.2", err: "want name@version"},
+		{in: "", err: "want from:to"},
+	} {
+		got, err := ParseRuntimeSteps(tc.in)
+		if tc.err != "" {
+			assert.ErrorContains(t, err, tc.err, tc.in)
+			continue
+		}
+		assert.NilError(t, err, tc.in)
+		assert.DeepEqual(t, got, tc.want)
+	}
+	st, _ := ParseRuntimeSteps(DefaultRuntimeSteps)
+	assert.Equal(t, st[1].String(), "containerd@1.7.35 -> containerd@2.4.2")
+}
+
+func TestCheckRuntimeKubelet(t *testing.T) {
+	road, err := ParseRuntimeSteps(DefaultRuntimeSteps)
+	assert.NilError(t, err)
+	assert.NilError(t, CheckRuntimeKubelet(DefaultRuntimeKubelet, road))
+	assert.NilError(t, CheckRuntimeKubelet("1.23.17", road))
+	// 1.22 speaks v1alpha2 only: not on 2.x.
+	assert.ErrorContains(t, CheckRuntimeKubelet("1.22.17", road), "containerd@1.7.35 -> containerd@2.4.2: kubelet 1.22 speaks only CRI v1alpha2")
+	// 1.22 on the first step alone is served.
+	assert.NilError(t, CheckRuntimeKubelet("1.22.17", road[:1]))
+	assert.ErrorContains(t, CheckRuntimeKubelet("1.37", road), "want 1.<minor>.<patch>")
+}
+
+func TestRuntimeRuns(t *testing.T) {
+	road, _ := ParseRuntimeSteps(DefaultRuntimeSteps)
+	one := func(i int, patched bool) RuntimeRun { return RuntimeRun{Steps: road[i : i+1], Patched: patched} }
+	assert.DeepEqual(t, RuntimeRuns(road, false, true, false), []RuntimeRun{one(0, true), one(0, false), one(1, true), one(1, false)})
+	assert.DeepEqual(t, RuntimeRuns(road, false, false, false), []RuntimeRun{one(0, true), one(1, true)})
+	assert.DeepEqual(t, RuntimeRuns(road[:1], false, true, true), []RuntimeRun{one(0, false)})
+	assert.DeepEqual(t, RuntimeRuns(road, true, true, false), []RuntimeRun{{Steps: road, Patched: true}, {Steps: road}})
+	assert.DeepEqual(t, RuntimeRuns(road, true, false, false), []RuntimeRun{{Steps: road, Patched: true}})
+	assert.NilError(t, CheckRuntimeChain(road))
+	gap, _ := ParseRuntimeSteps("containerd@1.6.20:containerd@1.7.35,containerd@1.6.20:containerd@2.4.2")
+	assert.ErrorContains(t, CheckRuntimeChain(gap), "does not start where containerd@1.6.20 -> containerd@1.7.35 ended")
+	p, u := RuntimeVersions("1.37.2", true)
+	assert.DeepEqual(t, p, []string{"1.37.2"})
+	assert.DeepEqual(t, u, []string{"1.37.2"})
+	_, u = RuntimeVersions("1.37.2", false)
+	assert.Assert(t, u == nil)
+}
