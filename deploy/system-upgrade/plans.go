@@ -31,6 +31,11 @@ const (
 	NaiveWorkersPlan      = "naive-workers"
 	NaiveImageName        = "kubelet-compat.local/system-upgrade/naive"
 	controlPlaneRole      = "node-role.kubernetes.io/control-plane"
+	// RetryAnnotation is the operator's retry of a node whose Job failed
+	// (README, "Retrying a node"): SUC creates a failed Job again only
+	// when its Plan changes after the Job is gone, and this annotation
+	// changes the Plan without changing its hash.
+	RetryAnnotation = "kubelet-compat.io/retry"
 )
 
 // Options are everything the Plans can be told; one value of it is one
@@ -217,9 +222,10 @@ func Plans(o Options) ([]Plan, error) {
 // unless missing, the kubectl image of the cordon step is the upgrade image
 // of o.Version, and a Job starts no second pod itself (backoff limit 0).
 // That does not stop re-runs: SUC deletes a failed Job once its TTL has
-// passed and creates it again for the node, so upgrade.sh keeps the roll's
-// state on the node and a re-run never certifies a node its gate did not
-// pass.
+// passed and creates it again whenever its Plan changes after that (the
+// operator's retry, RetryAnnotation, or the controller's own status
+// update), so upgrade.sh keeps the roll's state on the node and a re-run
+// never certifies a node its gate did not pass.
 func Controller(o Options) ([]interface{}, error) {
 	if err := o.validate(); err != nil {
 		return nil, err

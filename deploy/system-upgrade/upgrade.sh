@@ -14,8 +14,9 @@
 #                                 kubelet swapped and restarted; no preflight, no
 #                                 record, no roll's state, no gate, no rollback
 #
-# The Job can be killed at any line and run again (SUC re-creates a failed
-# Job once its TTL has passed): the roll's state is kept on the node, in
+# The Job can be killed at any line and run again (SUC creates a failed Job
+# again once its TTL has passed and its Plan changed): the roll's state is
+# kept on the node, in
 # /var/lib/kubelet-compat/roll/ (state, the picture, the backup of what
 # kubeadm rewrites), under a lock (flock) every run takes, and each run goes
 # on from what the state says. See README.md, "The roll's state".

@@ -3,16 +3,17 @@ package fleet
 // The fault roll (issue 33 sections 1 and 3): two faults an unattended roll
 // meets, then the operator's retry.
 //   - The control plane's Job is killed right after its swap
-//     (kill.go); SUC creates it again after its TTL and the re-run
+//     (kill.go); once SUC deleted it (its TTL), it is created again (by
+//     SUC, or after the operator's retry: retryFailed) and the re-run
 //     gates the node against the picture the first run saved.
 //   - The canary on worker 3 makes upgrade.sh's health gate fail there: the
 //     Job's own rollback must have put the previous kubelet and its
 //     configuration back without a restart and failed the Job, which stops
-//     the Plan (the nodes the roll had not reached stay untouched); SUC's
-//     re-runs of that Job refuse at once on the node's state.
+//     the Plan (the nodes the roll had not reached stay untouched); a
+//     re-run of that Job refuses at once on the node's state.
 //   - The retry: the operator removes the canary and, as the README says,
-//     the node's roll state and marker; SUC's next Job rolls the node and
-//     the roll goes on to its end.
+//     the node's roll state and marker, and touches the Plan; the next
+//     Job rolls the node and the roll goes on to its end.
 
 import (
 	"bytes"
@@ -23,6 +24,7 @@ import (
 	"sync"
 	"time"
 
+	systemupgrade "github.com/kubelet-compat/kubelet-compat/deploy/system-upgrade"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
@@ -47,6 +49,8 @@ type faultState struct {
 	// canaryRetired: the retry deleted the canary (left out of the
 	// figures: the fault's instrument, not a workload).
 	canaryRetired bool
+	// retries: the Plans touched for a re-run (retryFailed).
+	retries int
 }
 
 func (s *faultState) setKilled(k killedJob) {
@@ -73,28 +77,72 @@ func (f *fleetRun) failureExpected(j *jobRecord) bool {
 	return j.Node == f.faultyWorker().Name() || (k != nil && k.JobUID == j.UID)
 }
 
-// recreateGrace is how long after a failed Job's TTL the roll waits for
-// SUC to create it again before it says SUC did not.
-const recreateGrace = 90 * time.Second
+// SUC v0.20.1 deletes a failed Job once its TTL has passed but creates it
+// again only when the Plan changes after that (it applies a Plan's Jobs
+// once per resourceVersion: rancher/system-upgrade-controller#369), which
+// its own status update sometimes does and sometimes does not. The fault
+// roll therefore does the operator's retry (deploy/system-upgrade README):
+// retryAfter after a failed Job it waits a re-run for is gone, it touches
+// the Job's Plan, and stops when no Job follows within recreateGrace.
+const (
+	retryAfter    = 20 * time.Second
+	recreateGrace = 90 * time.Second
+)
 
-// recreationOverdue says which node of the fault roll waits past
-// JobTTL + recreateGrace, at now, for SUC to create its killed Job
-// again (the faulty worker's only once the retry has begun: before it,
-// the roll watches one minute and ends).
-func (f *fleetRun) recreationOverdue(now time.Time) error {
-	if !f.fault {
-		return nil
+// awaitsRerun says whether the fault roll waits for a re-run after the
+// failed Job j: the killed Job's (gated against the saved picture), the
+// faulty worker's first failure (a re-run refused on the node's state)
+// and, once the retry began, its last refusal (the retried roll).
+func (f *fleetRun) awaitsRerun(j *jobRecord) bool {
+	if !f.fault || !j.Done || !j.Failed {
+		return false
 	}
+	return j.Node != f.faultyWorker().Name() || j.Run == 1 || f.faults.canaryRetired
+}
+
+// retryDue says, at now, which failed Jobs' Plans the operator's retry
+// touches now, or that the roll waits in vain: SUC did not delete a failed
+// Job after its TTL, or created none after the retry.
+func (f *fleetRun) retryDue(now time.Time) ([]*jobRecord, error) {
+	var due []*jobRecord
 	for _, j := range f.jobs {
-		if !j.Done || !j.Failed || j.End.IsZero() {
+		if !f.awaitsRerun(j) {
 			continue
 		}
-		if j.Node == f.faultyWorker().Name() && !f.faults.canaryRetired {
-			continue
+		switch {
+		case j.GoneAt.IsZero():
+			if wait := now.Sub(j.End); wait > JobTTL*time.Second+recreateGrace {
+				return nil, fmt.Errorf("%s: SUC has not deleted the failed Job %s %.0fs after it ended (its TTL is %d s)", j.Node, j.Name, wait.Seconds(), JobTTL)
+			}
+		case j.RetriedAt.IsZero():
+			if now.Sub(j.GoneAt) > retryAfter {
+				due = append(due, j)
+			}
+		default:
+			if wait := now.Sub(j.RetriedAt); wait > recreateGrace {
+				return nil, fmt.Errorf("%s: SUC has not created the failed Job %s again %.0fs after its Plan %s was touched", j.Node, j.Name, wait.Seconds(), j.Plan)
+			}
 		}
-		if wait := now.Sub(j.End); wait > JobTTL*time.Second+recreateGrace {
-			return fmt.Errorf("%s: SUC has not created the failed Job %s again %.0fs after it ended (its TTL is %d s)", j.Node, j.Name, wait.Seconds(), JobTTL)
+	}
+	return due, nil
+}
+
+// retryFailed does the operator's retry for every failed Job retryDue
+// names: the annotation the README gives, on the Job's Plan.
+func (f *fleetRun) retryFailed(ctx context.Context) error {
+	due, err := f.retryDue(time.Now())
+	if err != nil {
+		return err
+	}
+	for _, j := range due {
+		f.faults.retries++
+		if _, err := f.ExecLogged(ctx, f.Cluster.ControlPlane(), fmt.Sprintf("retry-%d", f.faults.retries), "kubectl", "--kubeconfig", adminConf,
+			"-n", systemupgrade.Namespace, "annotate", "plan", j.Plan, fmt.Sprintf("%s=%d", systemupgrade.RetryAnnotation, time.Now().Unix()), "--overwrite"); err != nil {
+			return err
 		}
+		j.RetriedAt = time.Now()
+		f.Logf("%s: SUC did not create the failed Job %s again in the %.0fs since it deleted it: the operator's retry, annotation %s on Plan %s",
+			j.Node, j.Name, j.RetriedAt.Sub(j.GoneAt).Seconds(), systemupgrade.RetryAnnotation, j.Plan)
 	}
 	return nil
 }
@@ -114,8 +162,9 @@ func (f *fleetRun) saveFaultyConfig(ctx context.Context) error {
 }
 
 // faultRoll follows the roll, killing the control plane's Job right after
-// its swap, until the faulty worker's first Job failed and a minute has
-// passed in which the controller should (not) start another node.
+// its swap, until the faulty worker's first Job failed, a minute has
+// passed in which the controller should (not) start another node, and a
+// re-run of that Job has ended.
 func (f *fleetRun) faultRoll(ctx context.Context) error {
 	kctx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -138,12 +187,15 @@ func (f *fleetRun) faultRoll(ctx context.Context) error {
 			return stopPolling{fmt.Errorf("the Job on %s, whose gate must fail, succeeded (see %s)", faulty, f.jobLogPath(first))}
 		case stopAt.IsZero():
 			// A minute for the controller to (not) start the next node;
-			// SUC creates the failed Job again after JobTTL.
+			// the failed Job is run again after JobTTL (retryFailed).
 			stopAt = time.Now().Add(time.Minute)
-			f.Logf("the Job on %s failed: watching for a minute that no other node starts", faulty)
+			f.Logf("the Job on %s failed: watching for a minute that no other node starts, and for its re-run", faulty)
 		}
 		if time.Now().Before(stopAt) {
 			return fmt.Errorf("watching the roll stay stopped")
+		}
+		if j.Run < 2 || !j.Done {
+			return fmt.Errorf("waiting for the re-run of the Job on %s", faulty)
 		}
 		return nil
 	})
@@ -234,7 +286,7 @@ func (f *fleetRun) checkRolledBack(ctx context.Context) error {
 		Detail: fmt.Sprintf("stage2 %s; kubelet: %s; %d restarts, %d pods recreated (the runtime); %s not as before the roll: %s",
 			s2, errText(verr), diff.Restarts, diff.RecreatedPods, strings.Join(kubeletFiles, " "), list(changed))})
 
-	// SUC created the failed Job again after its TTL: each re-run refused.
+	// The failed Job ran again after its TTL: each re-run refused.
 	var reruns, refused int
 	if last != nil {
 		for _, r := range append(append([]*jobRecord(nil), last.Earlier...), last)[1:] {
@@ -247,9 +299,9 @@ func (f *fleetRun) checkRolledBack(ctx context.Context) error {
 			}
 		}
 	}
-	f.Record(report.Check{Name: fmt.Sprintf("%s: SUC's re-runs on %s (TTL %d s) refused at once, the node stayed on %s", prefix, faulty.Name(), JobTTL, st.From),
+	f.Record(report.Check{Name: fmt.Sprintf("%s: the re-runs of the failed Job on %s (TTL %d s) refused at once, the node stayed on %s", prefix, faulty.Name(), JobTTL, st.From),
 		Passed: reruns >= 1 && refused == reruns && s2 == st.From,
-		Detail: fmt.Sprintf("%d re-runs ended in the minute watched, %d refused on the node's state", reruns, refused)})
+		Detail: fmt.Sprintf("%d re-runs ended before the retry (%d Plan(s) touched by then), %d refused on the node's state", reruns, f.faults.retries, refused)})
 	return nil
 }
 
@@ -289,8 +341,8 @@ func (f *fleetRun) checkStopped(ctx context.Context) {
 
 // retryRoll is the operator's retry after the failed gate: the canary
 // deleted, the node's roll state and marker removed under the roll's lock
-// (README, "The roll's state"); SUC's next Job on the node (after the TTL)
-// rolls it and the roll goes on to its end.
+// (README, "The roll's state"), the Plan touched (retryFailed); the next
+// Job on the node rolls it and the roll goes on to its end.
 func (f *fleetRun) retryRoll(ctx context.Context) error {
 	defer f.saveControllerLog(ctx)
 	faulty := f.faultyWorker()

@@ -2,7 +2,6 @@ package fleet
 
 import (
 	"bytes"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -653,25 +652,58 @@ func TestRetiredNotEvicted(t *testing.T) {
 	assert.Check(t, deletedUIDs(records)["c"], "still left out of the runtime's comparison")
 }
 
-// TestRecreationOverdue: the fault roll stops, rather than wait out its
-// 45 minutes, when SUC does not create a failed Job again within its TTL
-// and a grace; the faulty worker's failure waits only once the retry began.
-func TestRecreationOverdue(t *testing.T) {
+// TestRetryDue: SUC v0.20.1 creates a failed Job again only when its Plan
+// changes after the Job is gone, so the fault roll does the operator's
+// retry (README): once a failed Job it waits a re-run for has been gone
+// retryAfter, it touches the Job's Plan once; it stops, rather than wait
+// out its 45 minutes, when no Job follows the retry within recreateGrace,
+// or when SUC never deletes the failed Job. The faulty worker waits for one
+// re-run (refused on the node's state), then for one more after the retry
+// began.
+func TestRetryDue(t *testing.T) {
 	end := at(0)
-	killed := &jobRecord{Name: "apply-cp", Node: "cp", Done: true, Failed: true, End: end}
-	faulty := &jobRecord{Name: "apply-w3", Node: "w3", Done: true, Failed: true, End: end}
-	f := &fleetRun{fault: true, ClusterRun: &kind.ClusterRun{Cluster: &kind.Cluster{Nodes: testNodes("cp", "w1", "w2", "w3")}},
-		jobs: map[string]*jobRecord{"cp": killed, "w3": faulty}}
-	limit := JobTTL*time.Second + recreateGrace
-	assert.NilError(t, f.recreationOverdue(end.Add(limit)))
-	assert.Error(t, f.recreationOverdue(end.Add(limit+time.Second)),
-		fmt.Sprintf("cp: SUC has not created the failed Job apply-cp again %.0fs after it ended (its TTL is 30 s)", (limit+time.Second).Seconds()))
-	f.jobs["cp"] = &jobRecord{Node: "cp", Done: true, End: end, Run: 2, Earlier: []*jobRecord{killed}}
-	assert.NilError(t, f.recreationOverdue(end.Add(time.Hour)), "the faulty worker before the retry")
-	f.faults.canaryRetired = true
-	assert.ErrorContains(t, f.recreationOverdue(end.Add(time.Hour)), "w3: SUC has not created the failed Job apply-w3 again")
-	f.fault = false
-	assert.NilError(t, f.recreationOverdue(end.Add(time.Hour)), "not the fault roll")
+	gone := end.Add(JobTTL * time.Second)
+	failed := func(node string, run int, goneAt time.Time) *jobRecord {
+		return &jobRecord{Name: "apply-" + node, Plan: "p-" + node, Node: node, Run: run, Done: true, Failed: true, End: end, GoneAt: goneAt}
+	}
+	for _, tt := range []struct {
+		name    string
+		job     *jobRecord
+		retired bool
+		now     time.Time
+		retry   bool
+		err     string
+	}{
+		{name: "still there within its TTL", job: failed("cp", 1, time.Time{}), now: end.Add(JobTTL * time.Second)},
+		{name: "gone, SUC may still create it", job: failed("cp", 1, gone), now: gone.Add(retryAfter)},
+		{name: "gone past retryAfter: the retry", job: failed("cp", 1, gone), now: gone.Add(retryAfter + time.Second), retry: true},
+		{name: "never deleted", job: failed("cp", 1, time.Time{}), now: end.Add(JobTTL*time.Second + recreateGrace + time.Second),
+			err: "cp: SUC has not deleted the failed Job apply-cp 121s after it ended (its TTL is 30 s)"},
+		{name: "retried, waiting", job: func() *jobRecord { j := failed("cp", 1, gone); j.RetriedAt = gone.Add(retryAfter); return j }(),
+			now: gone.Add(retryAfter + recreateGrace)},
+		{name: "retried, overdue", job: func() *jobRecord { j := failed("cp", 1, gone); j.RetriedAt = gone.Add(retryAfter); return j }(),
+			now: gone.Add(retryAfter + recreateGrace + time.Second),
+			err: "cp: SUC has not created the failed Job apply-cp again 91s after its Plan p-cp was touched"},
+		{name: "the faulty worker's first failure: one re-run", job: failed("w3", 1, gone), now: gone.Add(time.Hour), retry: true},
+		{name: "its refused re-run: none before the retry", job: failed("w3", 2, gone), now: gone.Add(time.Hour)},
+		{name: "its refused re-run once the retry began", job: failed("w3", 2, gone), retired: true, now: gone.Add(time.Hour), retry: true},
+		{name: "a completed Job", job: &jobRecord{Name: "apply-w1", Node: "w1", Run: 1, Done: true, End: end, GoneAt: gone}, now: gone.Add(time.Hour)},
+		{name: "a running Job", job: &jobRecord{Name: "apply-w1", Node: "w1", Run: 2}, now: gone.Add(time.Hour)},
+	} {
+		f := &fleetRun{fault: true, ClusterRun: &kind.ClusterRun{Cluster: &kind.Cluster{Nodes: testNodes("cp", "w1", "w2", "w3")}},
+			jobs: map[string]*jobRecord{tt.job.Node: tt.job}}
+		f.faults.canaryRetired = tt.retired
+		due, err := f.retryDue(tt.now)
+		if tt.err != "" {
+			assert.Error(t, err, tt.err, tt.name)
+			continue
+		}
+		assert.NilError(t, err, tt.name)
+		assert.Equal(t, len(due) == 1, tt.retry, tt.name)
+		f.fault = false
+		due, err = f.retryDue(tt.now)
+		assert.Check(t, err == nil && len(due) == 0, "%s: not the fault roll", tt.name)
+	}
 }
 
 // testNodes are a cluster's nodes that run nothing: the control-plane

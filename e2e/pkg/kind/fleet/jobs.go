@@ -26,8 +26,8 @@ import (
 type jobRecord struct {
 	Name, Node, Plan string
 	UID              types.UID
-	// Run counts the node's Jobs (SUC creates a failed Job again, under
-	// the same name, once its TTL has passed): 1 for the first.
+	// Run counts the node's Jobs (a failed Job is created again under the
+	// same name once SUC deleted it and its Plan changed): 1 for the first.
 	Run int
 	// Earlier are the node's Jobs before this one, first first.
 	Earlier []*jobRecord
@@ -37,6 +37,10 @@ type jobRecord struct {
 	Done       bool
 	Failed     bool
 	logged     bool
+	// GoneAt: when the Job was first seen gone from the API (SUC deletes
+	// a finished one after its TTL); RetriedAt: when the fault roll
+	// touched its Plan for a re-run (retryFailed).
+	GoneAt, RetriedAt time.Time
 }
 
 // first is the node's first Job.
@@ -81,8 +85,10 @@ func (f *fleetRun) followJobs(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	listed := map[types.UID]bool{}
 	for i := range list.Items {
 		j := &list.Items[i]
+		listed[j.UID] = true
 		node := j.Labels[sucLabelNode]
 		rec, created := nextJob(f.jobs[node], j, node)
 		if created {
@@ -97,6 +103,11 @@ func (f *fleetRun) followJobs(ctx context.Context) error {
 		rec.Start, rec.End = f.upgradeRun(ctx, j)
 		f.saveJobLog(ctx, rec)
 		f.Logf("%s: Job %s %s after %.0fs of upgrade.sh (logs: %s)", node, j.Name, map[bool]string{true: "FAILED", false: "complete"}[failed], rec.End.Sub(rec.Start).Seconds(), f.jobLogPath(rec))
+	}
+	for _, rec := range f.jobs {
+		if !listed[rec.UID] && rec.GoneAt.IsZero() {
+			rec.GoneAt = time.Now()
+		}
 	}
 	return nil
 }

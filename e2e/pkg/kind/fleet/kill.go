@@ -24,7 +24,8 @@ import (
 )
 
 // JobTTL is the fault roll's Job TTL (seconds): how long SUC keeps a
-// failed Job before it deletes it and creates it again.
+// failed Job before it deletes it (and, once its Plan changed, creates it
+// again: retryFailed).
 const JobTTL = 30
 
 // rollStatePath is upgrade.sh's roll state on a node (README, "The roll's

@@ -77,8 +77,9 @@ func (f *fleetRun) planOptions() systemupgrade.Options {
 	o.GateTimeout = GateTimeout
 	o.Naive = f.naive
 	if f.fault {
-		// SUC creates a failed Job again after its TTL: the killed Job's
-		// re-run and the faulty worker's refusals within the roll.
+		// A failed Job runs again once SUC deleted it (its TTL) and the
+		// Plan changed (retryFailed): the killed Job's re-run and the
+		// faulty worker's refusal within the roll.
 		o.JobTTL = JobTTL
 	}
 	return o
@@ -185,7 +186,7 @@ func (f *fleetRun) followRoll(ctx context.Context, until func() error) error {
 				return stopPolling{fmt.Errorf("the upgrade Job on %s failed (see %s)", j.Node, f.jobLogPath(j))}
 			}
 		}
-		if err := f.recreationOverdue(time.Now()); err != nil {
+		if err := f.retryFailed(ctx); err != nil {
 			return stopPolling{err}
 		}
 		return until()
