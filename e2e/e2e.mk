@@ -53,6 +53,8 @@
 #                             containerd@2.4.2,runc@1.5.3,cni-plugins@1.10.0: runc and the CNI plugins move with them);
 #                             E2E_ARGS=-runtime-chain: the road on ONE set of containers; each run ends by removing
 #                             every pod through the CRI (a check)
+#   make e2e-try              a kind cluster of 1.20.15 held until Ctrl-C, with the commands to upgrade
+#                             its control-plane node by hand to 1.21.14 printed (E2E_STEPS=from:to: another step)
 #   make e2e E2E_PROVIDER=kind    kubeadm clusters on kind (1.20.15 -> 1.21.14; E2E=full: 1.18 -> 1.21);
 #                                 the Docker engine that answers, else a private dockerd from Debian;
 #                                 readiness watchers across each node's swap (E2E_ARGS=-readiness=false: without)
@@ -134,10 +136,19 @@ $(error E2E=steps needs E2E_VERSIONS=v1,v2,... or E2E_STEPS=from:to,...)
 endif
 endif
 
-.PHONY: e2e e2e-binaries e2e-binaries-local e2e-binaries-kind e2e-unit e2e-cleanup kind-images
+.PHONY: e2e e2e-binaries e2e-binaries-local e2e-binaries-kind e2e-unit e2e-cleanup e2e-try kind-images
 e2e: e2e-binaries
 	$(GO) build -o _output/e2e/e2e ./e2e/cmd/e2e
 	./_output/e2e/e2e -mode $(E2E) -provider $(E2E_PROVIDER) $(e2e_step_args) $(E2E_ARGS)
+
+# A kind cluster of the CI step's from version (1.20.15; E2E_STEPS=from:to
+# for another), held until Ctrl-C for upgrading its control-plane node by
+# hand: it prints the commands (docs/operators-guide.md, "Trying it by hand
+# on a test node"). Builds what the CI form on kind builds, then the images.
+e2e-try:
+	$(MAKE) e2e-binaries-kind E2E=ci
+	$(GO) build -o _output/e2e/e2e ./e2e/cmd/e2e
+	./_output/e2e/e2e -mode try -provider kind $(e2e_step_args) $(E2E_ARGS)
 
 # Undo what a run killed with SIGKILL left: exactly what its journal
 # (<root>/journal.json) lists. Nothing to do when there is no root; refused

@@ -39,7 +39,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	o := &options{}
 	fl := flag.NewFlagSet("e2e", flag.ContinueOnError)
 	fl.SetOutput(stderr)
-	fl.StringVar(&o.mode, "mode", "ci", "ci (1.20 -> 1.21, 10 pods), steps (the chain of -versions or the -steps, 10 pods), full (1.18 -> 1.19 -> 1.20 -> 1.21, 30 pods), api (ci against etcd and kube-apiserver), admission (API pods upstream rejects at re-admission: node label removed, cpu reserved, --max-pods lowered), devices (API pods using the e2e's device plugin's extended resource, 1.18 -> 1.19 -> 1.20 -> 1.21), bench (1.20 -> 1.21, 100 pods), node (the node up and down), cleanup (undo what a killed run's journal under -root lists), or with -provider kind: images (build the kind images of -images-of's plan or of -steps/-versions) and versions (print, comma-separated, every version that plan needs built)")
+	fl.StringVar(&o.mode, "mode", "ci", "ci (1.20 -> 1.21, 10 pods), steps (the chain of -versions or the -steps, 10 pods), full (1.18 -> 1.19 -> 1.20 -> 1.21, 30 pods), api (ci against etcd and kube-apiserver), admission (API pods upstream rejects at re-admission: node label removed, cpu reserved, --max-pods lowered), devices (API pods using the e2e's device plugin's extended resource, 1.18 -> 1.19 -> 1.20 -> 1.21), bench (1.20 -> 1.21, 100 pods), node (the node up and down), try (with -provider kind: a cluster of the first step's from version held until Ctrl-C, for upgrading a node by hand; make e2e-try), cleanup (undo what a killed run's journal under -root lists), or with -provider kind: images (build the kind images of -images-of's plan or of -steps/-versions) and versions (print, comma-separated, every version that plan needs built)")
 	fl.BoolVar(&o.api, "api", false, "API mode for any mode: etcd and kube-apiserver, pods through the API")
 	fl.IntVar(&o.pods, "pods", 0, "pods in the corpus (default: the mode's)")
 	fl.StringVar(&o.provider, "provider", "local", "local (the host is the node), or kind (kubeadm clusters of kind nodes: the Docker engine that answers, else a private dockerd from Debian)")
@@ -92,8 +92,14 @@ func (o *options) modePlan() (modePlan, []string, error) {
 		ok = o.provider == "local"
 		pl.steps = []scenario.Step{{}}
 	}
+	if o.mode == "try" {
+		// A kind cluster of the CI step's from version (or -steps'
+		// first), held for a person until SIGINT: patched, no controls.
+		pl, ok = plans["ci"], o.provider == "kind"
+		pl.controls, pl.extras = false, false
+	}
 	if !ok {
-		return pl, nil, fmt.Errorf("unknown mode %q (ci, steps, full, api, admission, devices, bench, fleet, node, cleanup; node with -provider local; fleet, images and versions with -provider kind)", o.mode)
+		return pl, nil, fmt.Errorf("unknown mode %q (ci, steps, full, api, admission, devices, bench, fleet, node, try, cleanup; node with -provider local; fleet, try, images and versions with -provider kind)", o.mode)
 	}
 	if o.pods > 0 {
 		pl.pods = o.pods

@@ -135,6 +135,9 @@ func execute(o *options, runner plan.Runner, p plan.Plan, stdout, stderr io.Writ
 	if o.mode == "node" {
 		return nodeMode(runner.(*scenario.Local), p, stack, stdout, stderr)
 	}
+	if o.mode == "try" {
+		return tryMode(runner.(*kind.Runner), p, stack, stdout, stderr)
+	}
 	var steps []string
 	for _, s := range p.Steps {
 		steps = append(steps, s.String())

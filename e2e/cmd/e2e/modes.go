@@ -33,6 +33,12 @@ func nodeMode(l *scenario.Local, p plan.Plan, stack *cleanup.Stack, stdout, stde
 	return guarded(stack, func(ctx context.Context) error { return scenario.NodeOnly(ctx, o, stack) }, "e2e node: up and down again: ok", stdout, stderr)
 }
 
+// tryMode holds a kind cluster of the plan's first step for a person to
+// upgrade a node by hand (make e2e-try), until SIGINT or SIGTERM.
+func tryMode(k *kind.Runner, p plan.Plan, stack *cleanup.Stack, stdout, stderr io.Writer) int {
+	return guarded(stack, func(ctx context.Context) error { return k.Try(ctx, p, stack, stdout) }, "e2e try: the cluster is gone", stdout, stderr)
+}
+
 // guarded runs fn under the cleanup guard of a mode without a report: its
 // error and the cleanup's on stderr and exit 1, else done on stdout.
 func guarded(stack *cleanup.Stack, fn func(context.Context) error, done string, stdout, stderr io.Writer) int {

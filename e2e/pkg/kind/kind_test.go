@@ -2,6 +2,7 @@ package kind
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -114,4 +115,19 @@ func TestStaticName(t *testing.T) {
 	assert.Equal(t, staticName("kube-proxy-abcde"), "")
 	assert.Equal(t, staticName("coredns-74ff55c5b-x"), "")
 	assert.Equal(t, podBase("kube-system/etcd-x"), "etcd-x")
+}
+
+// TestTryInstructions: what make e2e-try prints for a held cluster, with
+// the private engine's environment and the target's packages.
+func TestTryInstructions(t *testing.T) {
+	var b strings.Builder
+	assert.NilError(t, WriteTryInstructions(&b, TryInfo{Cluster: TryCluster, From: "1.20.15", To: "1.21.14", Workers: 2,
+		Env:      []string{"DOCKER_HOST=unix:///var/lib/kubelet-compat-e2e/docker/docker.sock"},
+		Packages: []string{"_output/kind/debs/patched/kubernetes-1.21.14-node_1.21.14-1_amd64.deb", "_output/kind/debs/patched/kubernetes-1.21.14-kubeadm_1.21.14-1_amd64.deb"},
+		ImageTar: "_output/kind/images/1.21.14.tar"}))
+	golden.Assert(t, b.String(), "try.golden")
+	b.Reset()
+	assert.NilError(t, WriteTryInstructions(&b, TryInfo{Cluster: TryCluster, From: "1.36.5", To: "1.37.2", Workers: 1, ApplyArgs: "--ignore-preflight-errors=SystemVerification"}))
+	assert.Check(t, strings.Contains(b.String(), "kubeadm upgrade apply v1.37.2 --yes --ignore-preflight-errors=SystemVerification\n"))
+	assert.Check(t, !strings.Contains(b.String(), "private Docker engine"), "an engine that answers is not stopped")
 }

@@ -232,13 +232,7 @@ func (r *ClusterRun) Logf(format string, args ...interface{}) {
 // Run is the scenario on the cluster: create it, the workloads, each
 // step, the extras; then delete it.
 func (r *ClusterRun) Run(ctx context.Context, stack *cleanup.Stack) error {
-	actions := []Action{
-		{"create the cluster on " + NodeImage(r.Steps[0].From), (*ClusterRun).Create},
-		{"install the pod network", func(r *ClusterRun, ctx context.Context) error { return r.Cluster.InstallCNI(ctx) }},
-		{"import the workload images into every node", (*ClusterRun).ImportImages},
-		{"create the workloads and the static pods", (*ClusterRun).createWorkloads},
-		{"wait until every pod is ready", func(r *ClusterRun, ctx context.Context) error { return r.waitAllReady(ctx, 5*time.Minute) }},
-	}
+	actions := r.setupActions()
 	for _, st := range r.Steps {
 		st := st
 		steps, err := r.stepActions(st)
@@ -255,6 +249,18 @@ func (r *ClusterRun) Run(ctx context.Context, stack *cleanup.Stack) error {
 			Action{"kubelet-compat sweep keeps the file while needed, then deletes it", (*ClusterRun).sweep})
 	}
 	return r.RunThenDelete(ctx, stack, actions, nil)
+}
+
+// setupActions bring the cluster up on Steps[0].From: the cluster, the pod
+// network, the workloads and the static pods, every pod Ready.
+func (r *ClusterRun) setupActions() []Action {
+	return []Action{
+		{"create the cluster on " + NodeImage(r.Steps[0].From), (*ClusterRun).Create},
+		{"install the pod network", func(r *ClusterRun, ctx context.Context) error { return r.Cluster.InstallCNI(ctx) }},
+		{"import the workload images into every node", (*ClusterRun).ImportImages},
+		{"create the workloads and the static pods", (*ClusterRun).createWorkloads},
+		{"wait until every pod is ready", func(r *ClusterRun, ctx context.Context) error { return r.waitAllReady(ctx, 5*time.Minute) }},
+	}
 }
 
 // RunThenDelete runs the cluster's actions, then (after done, if set)
