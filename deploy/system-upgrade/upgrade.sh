@@ -410,7 +410,9 @@ kubelet_rejections() {
 #     Warning (a rejection's NodeAffinity, OutOf<resource>,
 #     UnexpectedAdmissionError, Evicted, Preempting, ...; not Unhealthy,
 #     BackOff, FailedPreStopHook, FailedKillPod, which a pod being deleted
-#     also gets) fails it (API objects: they can only fail the gate, and
+#     also gets, nor FailedMount, which a new kubelet reports for a running
+#     pod's ConfigMap volume before its cache has it: the kubelet rejects a
+#     pod at admission, before its volumes, with an event of its own) fails it (API objects: they can only fail the gate, and
 #     with the count at 0 they cannot: a FailedMount of a pod torn down, or
 #     an event a tenant wrote, stops no roll);
 #  2. the runtime (crictl on the node): every container exited with code 0,
@@ -458,7 +460,7 @@ judge_gone() {
 			fi
 			;;
 		esac
-		awk -v since="$since" -v pod="$pod" '$1 == "Warning" && $2 !~ /^(Unhealthy|BackOff|FailedPreStopHook|FailedKillPod)$/ && ($3 == "" || $3 >= since) {
+		awk -v since="$since" -v pod="$pod" '$1 == "Warning" && $2 !~ /^(Unhealthy|BackOff|FailedPreStopHook|FailedKillPod|FailedMount)$/ && ($3 == "" || $3 >= since) {
 			print "pod " pod ": the kubelet reported " $2 " (" $1 (($3 == "") ? "" : ", " $3) "): rejected"; exit }' "$WORK/events" >"$WORK/rejected"
 		if [ -s "$WORK/rejected" ]; then
 			cat "$WORK/rejected"

@@ -575,6 +575,18 @@ func TestUpgradeScript(t *testing.T) {
 			events:  "Normal Killing " + soon + "\nWarning Unhealthy " + soon + "\n",
 			apiPods: "default/seccomp-node-1 pinned-uid\nkube-system/etcd-node-1 etcd-uid\n",
 			wantOut: []string{"gate: default/plain-node-1 (plain-uid) was deleted through the API (gone from it): its containers' end is the deletion's, not judged", "gate: passed"}},
+		// The fault roll on kind, 2026-12-04: kube-proxy's pod, replaced by
+		// its DaemonSet's rolling update after kubeadm upgrade apply, got a
+		// FailedMount from the new kubelet (its ConfigMap not yet in the
+		// kubelet's cache) on a 1.31 kubelet, which counts no rejections.
+		{name: "gate: a pod deleted through the API with a FailedMount from a new kubelet without the rejections counter: not judged",
+			preflight: "preflight-1.30-1.31.table.golden", stage2: target,
+			after:          func(s string) string { return dropPod(s, "default/plain-node-1") },
+			crictl:         "plain-uid c-plain-uid-app 143\n",
+			events:         "Warning FailedMount " + soon + "\nNormal Killing " + soon + "\n",
+			apiPods:        "default/seccomp-node-1 pinned-uid\nkube-system/etcd-node-1 etcd-uid\n",
+			kubeletMetrics: strings.Replace(syncedMetrics, "# HELP kubelet_admission_rejections_total [ALPHA] Cumulative number pod admission rejections by the Kubelet.\n", "", 1),
+			wantOut:        []string{"gate: default/plain-node-1 (plain-uid) was deleted through the API (gone from it): its containers' end is the deletion's, not judged", "gate: passed"}},
 		{name: "gate: a pod deleted through the API, its events gone, on a node whose new kubelet counted a rejection: fails, rolled back",
 			preflight: "preflight-1.30-1.31.table.golden", stage2: prev, failedMark: true,
 			after:          func(s string) string { return dropPod(s, "default/plain-node-1") },
