@@ -53,6 +53,11 @@
 #                             containerd@2.4.2,runc@1.5.3,cni-plugins@1.10.0: runc and the CNI plugins move with them);
 #                             E2E_ARGS=-runtime-chain: the road on ONE set of containers; each run ends by removing
 #                             every pod through the CRI (a check)
+#   make e2e E2E=runtime E2E_RUNTIME_STEPS=containerd@1.7.35:containerd@2.4.2 E2E_RUNTIME_ORDER=1.36.5:1.37.2
+#                             the ORDER of the runtime step and the kubelet step, measured: runtime first
+#                             (under the old kubelet), kubelet first (the runtime under the new one), and
+#                             both in one window (the runtime swapped while no kubelet runs), each from one
+#                             start, patched kubelets then as released
 #   make e2e-try              a kind cluster of 1.20.15 held until Ctrl-C, with the commands to upgrade
 #                             its control-plane node by hand to 1.21.14 printed (E2E_STEPS=from:to: another step)
 #   make e2e E2E_PROVIDER=kind    kubeadm clusters on kind (1.20.15 -> 1.21.14; E2E=full: 1.18 -> 1.21);
@@ -104,8 +109,9 @@ E2E_VERSIONS_full := 1.18.19,1.19.16,1.20.15,1.21.14
 # E2E=runtime: the runtime road under one kubelet, patched and as released.
 E2E_RUNTIME_KUBELET ?= 1.37.2
 E2E_RUNTIME_STEPS ?=
-E2E_VERSIONS_runtime := $(E2E_RUNTIME_KUBELET)
-E2E_UNPATCHED_runtime := $(E2E_RUNTIME_KUBELET)
+E2E_RUNTIME_ORDER ?=
+E2E_VERSIONS_runtime = $(or $(subst :,$(e2e_comma),$(E2E_RUNTIME_ORDER)),$(E2E_RUNTIME_KUBELET))
+E2E_UNPATCHED_runtime = $(E2E_VERSIONS_runtime)
 E2E_UNPATCHED_full := 1.19.16,1.20.15,1.21.14
 # E2E=steps: the chain E2E_VERSIONS (a,b,c: a -> b, b -> c) and the steps
 # E2E_STEPS (from:to,...). Also accepted by the other modes (they replace
@@ -122,7 +128,8 @@ e2e_steps := $(subst $(e2e_comma), ,$(E2E_STEPS))
 E2E_VERSIONS_steps := $(call e2e_join,$(sort $(e2e_chain) $(subst :, ,$(e2e_steps))))
 E2E_UNPATCHED_steps := $(call e2e_join,$(sort $(wordlist 2,999,$(e2e_chain)) $(foreach s,$(e2e_steps),$(word 2,$(subst :, ,$(s))))))
 e2e_step_args := $(if $(E2E_VERSIONS),-versions $(E2E_VERSIONS)) $(if $(E2E_STEPS),-steps $(E2E_STEPS)) \
-	$(if $(filter runtime,$(E2E)),-runtime-kubelet $(E2E_RUNTIME_KUBELET)) $(if $(E2E_RUNTIME_STEPS),-runtime-steps $(E2E_RUNTIME_STEPS))
+	$(if $(filter runtime,$(E2E)),-runtime-kubelet $(E2E_RUNTIME_KUBELET)) $(if $(E2E_RUNTIME_STEPS),-runtime-steps $(E2E_RUNTIME_STEPS)) \
+	$(if $(E2E_RUNTIME_ORDER),-runtime-order $(E2E_RUNTIME_ORDER))
 # What to build: the versions of E2E_VERSIONS/E2E_STEPS when given (they
 # replace any mode's steps, e.g. E2E=api E2E_STEPS=1.32.13:1.33.13), else
 # the mode's.

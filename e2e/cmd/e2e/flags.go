@@ -27,7 +27,7 @@ type options struct {
 	kindImages, imagesOf, save                        string
 	resizePending, cpVersion, fleetRuns               string
 	recordAfterSwap, toGates, cliPath                 string
-	runtimeSteps, runtimeKubelet                      string
+	runtimeSteps, runtimeKubelet, runtimeOrder        string
 	api, faults, patched, controls, runtimeChain      bool
 	admissionRace, resizeGate, readiness              bool
 	pods                                              int
@@ -68,6 +68,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fl.StringVar(&o.cliPath, "cli", "", "local provider: the kubelet-compat the scenario runs (default: <output>/kubelet-compat), e.g. one built from an older commit as a negative control")
 	fl.StringVar(&o.runtimeSteps, "runtime-steps", "", "local provider, static pods: swap the container runtime under a running kubelet instead of the kubelet: from:to,... (e.g. "+plan.DefaultRuntimeSteps+", the default of -mode runtime; -mode steps takes them instead of kubelet steps); builds of make runtime in <output>/runtime, else Debian's containerd at its version")
 	fl.StringVar(&o.runtimeKubelet, "runtime-kubelet", plan.DefaultRuntimeKubelet, "the kubelet the runtime steps run under (patched, and as released for the controls), the same binary across each step; every runtime of the steps must serve it (pkg/runtimecompat)")
+	fl.StringVar(&o.runtimeOrder, "runtime-order", "", "-mode runtime with one runtime step: the kubelet step from:to (e.g. 1.36.5:1.37.2) to measure the runtime step against, in every order (runtime first under the old kubelet, kubelet first, both in one window while no kubelet runs), each from one start, patched then as released; replaces -runtime-kubelet")
 	fl.BoolVar(&o.runtimeChain, "runtime-chain", false, "the runtime steps as one road on ONE set of containers (each step starts where the one before ended, e.g. 1.6.20 -> 1.7.35 -> 2.4.2 on the containers 1.6.20 started): the patched kubelet over the road, then the control; default: each step from a fresh baseline on its From runtime")
 	if err := fl.Parse(args); err != nil {
 		return nil, err
@@ -180,7 +181,7 @@ func (o *options) planAndRunner(pl modePlan, rolls []string, rootPath, repoRoot 
 	p := plan.Plan{Mode: o.mode, Steps: pl.steps, Controls: planControls(o.mode, pl.controls, o.controls), SkipPatched: !o.patched, Extras: pl.extras,
 		SyncFrequency: o.syncFreq, Output: abs(o.output), ReportDir: abs(o.reportDir), Log: log}
 	if len(pl.runtimeSteps) > 0 {
-		p.RuntimeSteps, p.RuntimeKubelet, p.RuntimeChain = pl.runtimeSteps, o.runtimeKubelet, o.runtimeChain
+		p.RuntimeSteps, p.RuntimeKubelet, p.RuntimeChain, p.RuntimeOrder = pl.runtimeSteps, o.runtimeKubelet, o.runtimeChain, pl.runtimeOrder
 	}
 	var err error
 	if p.RecordAfterSwap, err = plan.ParseRecordAfterSwap(o.recordAfterSwap, p.Steps); err != nil {
@@ -248,5 +249,19 @@ func (o *options) runtimePlan(pl *modePlan) error {
 		return err
 	}
 	pl.runtimeSteps, pl.steps, pl.extras = steps, nil, false
-	return nil
+	if o.runtimeOrder == "" {
+		return nil
+	}
+	if o.runtimeChain {
+		return errors.New("-runtime-order runs each order from one start: not with -runtime-chain")
+	}
+	order, err := plan.ParseSteps("", o.runtimeOrder)
+	if err != nil {
+		return fmt.Errorf("-runtime-order: %w", err)
+	}
+	if len(order) != 1 {
+		return errors.New("-runtime-order takes one kubelet step from:to")
+	}
+	pl.runtimeOrder = order[0]
+	return plan.CheckRuntimeOrder(order[0], steps)
 }

@@ -46,6 +46,8 @@ type modePlan struct {
 	// (-runtime-steps, -runtime-kubelet; runtimeSteps once parsed).
 	runtime      bool
 	runtimeSteps []plan.RuntimeStep
+	// runtimeOrder: -runtime-order's kubelet step (zero: none).
+	runtimeOrder plan.Step
 }
 
 // plans are the modes of `make e2e E2E=<mode>`.

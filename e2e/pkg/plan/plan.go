@@ -34,6 +34,9 @@ type Plan struct {
 	// RuntimeChain runs the runtime steps as one road on one set of
 	// containers (plan.RuntimeRuns).
 	RuntimeChain bool
+	// RuntimeOrder, when set, measures the one runtime step against this
+	// kubelet step in every RuntimeOrder instead (OrderRuns).
+	RuntimeOrder Step
 	// Controls runs every step once more with the unpatched kubelet of
 	// its target, on a baseline of its own: the negative control.
 	Controls bool

@@ -147,3 +147,72 @@ func RuntimeVersions(kubelet string, controls bool) (patched, unpatched []string
 	}
 	return []string{kubelet}, unpatched
 }
+
+// RuntimeOrder is where a runtime step goes against a kubelet step
+// (Plan.RuntimeOrder, -runtime-order): which order operators should run,
+// measured rather than assumed (issue 35 §3).
+type RuntimeOrder string
+
+const (
+	// RuntimeFirst swaps the runtime under the old kubelet, then the
+	// kubelet.
+	RuntimeFirst RuntimeOrder = "runtime-first"
+	// KubeletFirst swaps the kubelet, then the runtime under the new one.
+	KubeletFirst RuntimeOrder = "kubelet-first"
+	// OneWindow swaps the runtime while no kubelet runs, between the old
+	// kubelet's stop and the new one's start.
+	OneWindow RuntimeOrder = "one-window"
+)
+
+// RuntimeOrders are the orders -runtime-order measures, in this order.
+var RuntimeOrders = []RuntimeOrder{RuntimeFirst, KubeletFirst, OneWindow}
+
+// OrderRun is one order of the runtime step against the kubelet step from
+// one start: both kubelets patched, or both as released (the control).
+type OrderRun struct {
+	Order   RuntimeOrder
+	Patched bool
+}
+
+// OrderRuns expands the orders: per order the patched kubelets, then with
+// controls the kubelets as released.
+func OrderRuns(controls, skipPatched bool) []OrderRun {
+	var out []OrderRun
+	for _, o := range RuntimeOrders {
+		if !skipPatched {
+			out = append(out, OrderRun{Order: o, Patched: true})
+		}
+		if controls {
+			out = append(out, OrderRun{Order: o})
+		}
+	}
+	return out
+}
+
+// CheckRuntimeOrder refuses what -runtime-order cannot measure: one
+// runtime step, one kubelet step up, and both kubelets served by both
+// runtimes (every order runs each kubelet on each runtime but one).
+func CheckRuntimeOrder(kubelet Step, steps []RuntimeStep) error {
+	if len(steps) != 1 {
+		return fmt.Errorf("-runtime-order measures one runtime step against the kubelet step, not %d", len(steps))
+	}
+	if kubelet.Rollback() || kubelet.From == kubelet.To {
+		return fmt.Errorf("-runtime-order %s: the kubelet step must go up", kubelet)
+	}
+	for _, k := range []string{kubelet.From, kubelet.To} {
+		if err := CheckRuntimeKubelet(k, steps); err != nil {
+			return fmt.Errorf("-runtime-order %s: kubelet %s: %w", kubelet, k, err)
+		}
+	}
+	return nil
+}
+
+// OrderVersions are what -runtime-order needs built: both kubelets
+// patched, and as released for the controls.
+func OrderVersions(kubelet Step, controls bool) (patched, unpatched []string) {
+	patched = []string{kubelet.From, kubelet.To}
+	if controls {
+		unpatched = patched
+	}
+	return patched, unpatched
+}

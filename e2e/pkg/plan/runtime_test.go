@@ -65,3 +65,27 @@ func TestRuntimeRuns(t *testing.T) {
 	_, u = RuntimeVersions("1.37.2", false)
 	assert.Assert(t, u == nil)
 }
+
+// TestRuntimeOrder: -runtime-order takes one runtime step and a kubelet step
+// up whose kubelets both runtimes serve; it runs every order patched, then
+// as released.
+func TestRuntimeOrder(t *testing.T) {
+	step := []RuntimeStep{{From: Runtime{"containerd", "1.7.35"}, To: Runtime{"containerd", "2.4.2"}}}
+	assert.NilError(t, CheckRuntimeOrder(Step{From: "1.36.5", To: "1.37.2"}, step))
+	for _, tc := range []struct {
+		kubelet Step
+		steps   []RuntimeStep
+		err     string
+	}{
+		{kubelet: Step{From: "1.36.5", To: "1.37.2"}, steps: append(step, step...), err: "-runtime-order measures one runtime step against the kubelet step, not 2"},
+		{kubelet: Step{From: "1.37.2", To: "1.36.5"}, steps: step, err: "the kubelet step must go up"},
+		{kubelet: Step{From: "1.21.14", To: "1.22.17"}, steps: step, err: "-runtime-order 1.21.14 -> 1.22.17: kubelet 1.21.14: runtime step containerd@1.7.35 -> containerd@2.4.2:"},
+	} {
+		assert.ErrorContains(t, CheckRuntimeOrder(tc.kubelet, tc.steps), tc.err)
+	}
+	assert.DeepEqual(t, OrderRuns(true, false), []OrderRun{
+		{Order: RuntimeFirst, Patched: true}, {Order: RuntimeFirst},
+		{Order: KubeletFirst, Patched: true}, {Order: KubeletFirst},
+		{Order: OneWindow, Patched: true}, {Order: OneWindow}})
+	assert.DeepEqual(t, OrderRuns(false, false), []OrderRun{{Order: RuntimeFirst, Patched: true}, {Order: KubeletFirst, Patched: true}, {Order: OneWindow, Patched: true}})
+}

@@ -358,13 +358,23 @@ func TestNextJob(t *testing.T) {
 	same, created := nextJob(first, j, "cp")
 	assert.Check(t, !created)
 	assert.Check(t, same == first)
+	// SUC replaces the paused Job it has just created, before its pod:
+	// the same run.
 	again := j.DeepCopy()
 	again.UID = "u2"
-	second, created := nextJob(first, again, "cp")
+	replaced, created := nextJob(first, again, "cp")
+	assert.Check(t, created)
+	assert.Check(t, is.Equal(replaced.Run, 1))
+	assert.Check(t, replaced.first() == replaced)
+	// A Job that had a pod and failed, created again: the next run.
+	replaced.HadPod, replaced.Done, replaced.Failed = true, true, true
+	third := j.DeepCopy()
+	third.UID = "u3"
+	second, created := nextJob(replaced, third, "cp")
 	assert.Check(t, created)
 	assert.Check(t, is.Equal(second.Run, 2))
 	assert.Check(t, is.Equal(second.Name, "apply-x-on-cp"), "the same name")
-	assert.Check(t, second.first() == first)
+	assert.Check(t, second.first() == replaced)
 }
 
 // TestSwappedTo: the kill waits for the roll's state "swapping" to the

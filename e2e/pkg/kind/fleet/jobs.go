@@ -37,6 +37,9 @@ type jobRecord struct {
 	Done       bool
 	Failed     bool
 	logged     bool
+	// HadPod: the Job was seen with a pod (SUC first creates a Job
+	// paused, and may replace it before it has one: not a run).
+	HadPod bool
 	// GoneAt: when the Job was first seen gone from the API (SUC deletes
 	// a finished one after its TTL); RetriedAt: when the fault roll
 	// touched its Plan for a re-run (retryFailed).
@@ -63,12 +66,17 @@ func (j *jobRecord) firstStart() time.Time {
 }
 
 // nextJob is the record of Job j of node: rec when it is rec's Job, else a
-// new one after rec (nil: none before).
+// new one after rec (nil: none before), or in rec's place when rec's Job
+// never had a pod (SUC replaced the paused Job it had just created).
 func nextJob(rec *jobRecord, j *batchv1.Job, node string) (*jobRecord, bool) {
 	if rec != nil && rec.UID == j.UID {
 		return rec, false
 	}
 	next := &jobRecord{Name: j.Name, UID: j.UID, Node: node, Plan: j.Labels[sucLabelPlan], Run: 1}
+	if rec != nil && !rec.Done && !rec.HadPod {
+		next.Run, next.Earlier = rec.Run, rec.Earlier
+		return next, true
+	}
 	if rec != nil {
 		next.Earlier = append(append([]*jobRecord(nil), rec.Earlier...), rec)
 		next.Run = rec.Run + 1
@@ -94,6 +102,9 @@ func (f *fleetRun) followJobs(ctx context.Context) error {
 		if created {
 			f.jobs[node] = rec
 			f.Logf("%s: Job %s created (%s, run %d on the node)", node, j.Name, rec.Plan, rec.Run)
+		}
+		if j.Status.Active+j.Status.Succeeded+j.Status.Failed > 0 {
+			rec.HadPod = true
 		}
 		complete, failed := jobFinished(j)
 		if rec.Done || !(complete || failed) {

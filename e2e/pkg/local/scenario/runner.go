@@ -44,6 +44,9 @@ func (l *Local) Check(p plan.Plan) error {
 				return err
 			}
 		}
+		if p.RuntimeOrder.From != "" {
+			return plan.CheckRuntimeOrder(p.RuntimeOrder, p.RuntimeSteps)
+		}
 		return plan.CheckRuntimeKubelet(p.RuntimeKubelet, p.RuntimeSteps)
 	}
 	return nil
@@ -51,6 +54,10 @@ func (l *Local) Check(p plan.Plan) error {
 
 // Versions are the kubelets the plan swaps (package plan).
 func (l *Local) Versions(p plan.Plan) (patched, unpatched []string, err error) {
+	if p.RuntimeOrder.From != "" {
+		patched, unpatched = plan.OrderVersions(p.RuntimeOrder, p.Controls)
+		return patched, unpatched, nil
+	}
 	if len(p.RuntimeSteps) > 0 {
 		patched, unpatched = plan.RuntimeVersions(p.RuntimeKubelet, p.Controls)
 		return patched, unpatched, nil
@@ -71,7 +78,10 @@ func (l *Local) Describe(p plan.Plan) string {
 	if l.Options.CLI != "" {
 		pods += ", CLI " + l.Options.CLI
 	}
-	if len(p.RuntimeSteps) > 0 {
+	switch {
+	case p.RuntimeOrder.From != "":
+		pods += ", the container runtime step against the kubelet step " + p.RuntimeOrder.String() + " in every order"
+	case len(p.RuntimeSteps) > 0:
 		pods += ", the container runtime swapped under kubelet " + p.RuntimeKubelet + " (not restarted)"
 	}
 	if len(l.Options.ToFeatureGates) > 0 {

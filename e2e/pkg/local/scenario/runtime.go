@@ -29,6 +29,9 @@ import (
 // runtimeRuns runs the plan's runtime steps; a run that fails its
 // assertions is reported and the others go on.
 func (s *Scenario) runtimeRuns(ctx context.Context) error {
+	if s.opts.RuntimeOrder.From != "" {
+		return s.orderRuns(ctx)
+	}
 	for _, patched := range []bool{true, false} {
 		if p := s.Binary(s.opts.RuntimeKubelet, patched); (patched && !s.opts.SkipPatched || !patched && s.opts.Controls) && !fileExists(p) {
 			return fmt.Errorf("missing kubelet %s (make build VERSIONS=%s [PATCHED=false], or copy it there)", p, s.opts.RuntimeKubelet)
@@ -80,10 +83,11 @@ func (s *Scenario) runtimeRun(ctx context.Context, r plan.RuntimeRun) ([]*report
 		if err != nil {
 			return nil, err
 		}
-		run, err := s.runtimeStep(ctx, st, r.Patched, variant, to)
+		run, res, err := s.runtimeStep(ctx, st, k, r.Patched, variant, to)
 		if err != nil {
 			return nil, err
 		}
+		judgeRuntimeRun(run, r.Patched, s.runtimeChecks(ctx, st, variant, res.Before, res.After, r.Patched))
 		runs = append(runs, run)
 	}
 	last := runs[len(runs)-1]
@@ -102,14 +106,13 @@ func (s *Scenario) runtimeRun(ctx context.Context, r plan.RuntimeRun) ([]*report
 }
 
 // runtimeStep swaps the running containerd for to under the running
-// kubelet and judges the step.
-func (s *Scenario) runtimeStep(ctx context.Context, st plan.RuntimeStep, patched bool, variant string, to local.RuntimeDist) (*report.Run, error) {
-	k := s.opts.RuntimeKubelet
+// kubelet k; the caller judges the step (judgeRuntimeRun).
+func (s *Scenario) runtimeStep(ctx context.Context, st plan.RuntimeStep, k string, patched bool, variant string, to local.RuntimeDist) (*report.Run, *swap.Result, error) {
 	s.logf("runtime %s (%s): the swap starts %s", st, variant, to)
 	run := &report.Run{Step: fmt.Sprintf("%s (kubelet %s)", st, k), From: st.From.String(), To: st.To.String(), Variant: variant}
 	res, err := s.runtimeSwap(ctx, st, patched, to, run)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	fill(run, res)
 	if last := lastStartAfter(res.After, res.Started); last.Sub(res.Started).Seconds() > run.WindowSeconds {
@@ -117,14 +120,20 @@ func (s *Scenario) runtimeStep(ctx context.Context, st plan.RuntimeStep, patched
 	}
 	s.logf("runtime %s (%s): %d pods, %d containers, %d restarts, %d pods recreated, %d pod UIDs changed, window %.1fs (CRI down %.1fs)",
 		st, variant, run.Pods, run.Containers, run.Restarts, run.RecreatedPods, run.Diff.UIDChanges, run.WindowSeconds, run.RuntimeDownSeconds)
-	checks := s.oldContainerChecks(ctx, st, variant, res)
-	judgeRuntimeRun(run, patched, checks)
+	return run, res, nil
+}
+
+// runtimeChecks are exec, logs, a genuine change and stop on a container
+// that ran at before and still runs at after; a patched run's go to the
+// report's checks.
+func (s *Scenario) runtimeChecks(ctx context.Context, st plan.RuntimeStep, variant string, before, after *snapshot.Snapshot, patched bool) []report.Check {
+	checks := s.oldContainerChecks(ctx, st, variant, before, after)
 	if patched {
 		for _, c := range checks {
 			s.check(c)
 		}
 	}
-	return run, nil
+	return checks
 }
 
 // judgeRuntimeRun asserts a patched run as a kubelet swap's (0 restarts,
@@ -136,17 +145,25 @@ func judgeRuntimeRun(run *report.Run, patched bool, checks []report.Check) {
 		report.AssertPatched(run)
 		return
 	}
+	run.Passed = run.Pods > 0
+	run.Verdict = fmt.Sprintf("reported, not asserted (the control of a runtime step): %d restarts (%s), %d pods recreated, %d pod UIDs changed; %s",
+		run.Restarts, strings.Join(run.Diff.RestartedPods, " "), run.RecreatedPods, run.Diff.UIDChanges, controlOutcomes(checks))
+}
+
+// controlOutcomes says how a control's checks went: reported, not asserted.
+func controlOutcomes(checks []report.Check) string {
 	var outcomes []string
 	for _, c := range checks {
 		status := "pass"
 		if !c.Passed {
 			status = "FAIL"
+			if c.Detail != "" {
+				status += " (" + c.Detail + ")"
+			}
 		}
 		outcomes = append(outcomes, fmt.Sprintf("%s: %s", c.Name, status))
 	}
-	run.Passed = run.Pods > 0
-	run.Verdict = fmt.Sprintf("reported, not asserted (the control of a runtime step): %d restarts (%s), %d pods recreated, %d pod UIDs changed; %s",
-		run.Restarts, strings.Join(run.Diff.RestartedPods, " "), run.RecreatedPods, run.Diff.UIDChanges, strings.Join(outcomes, "; "))
+	return strings.Join(outcomes, "; ")
 }
 
 // runtimeSwap is the swap sequence with the runtime swapped: the node is

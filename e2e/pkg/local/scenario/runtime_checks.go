@@ -17,7 +17,6 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/plan"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/swap"
 )
 
 // oldContainerChecks are what must still work after a runtime swap on a
@@ -26,13 +25,13 @@ import (
 // new containerd took over its output), a genuine change (the image of
 // the corpus's pinned pod: that container restarts, nothing else) and
 // stop (StopContainer, then the kubelet starts it again).
-func (s *Scenario) oldContainerChecks(ctx context.Context, st plan.RuntimeStep, variant string, res *swap.Result) []report.Check {
+func (s *Scenario) oldContainerChecks(ctx context.Context, st plan.RuntimeStep, variant string, before, after *snapshot.Snapshot) []report.Check {
 	prefix := fmt.Sprintf("runtime %s (%s): ", st, variant)
 	target, err := genuine.Target(s.corpus)
 	if err != nil {
 		return []report.Check{{Name: prefix + "a genuine change", Detail: err.Error()}}
 	}
-	cands := oldContainers(res.Before, res.After, target.RuntimeName)
+	cands := oldContainers(before, after, target.RuntimeName)
 	if len(cands) == 0 {
 		return []report.Check{{Name: prefix + "a container that ran before still runs", Detail: "none: every container was restarted"}}
 	}

@@ -96,6 +96,9 @@ type Scenario struct {
 	// betweenKubelets is a fault run between stopping the old kubelet
 	// and starting the new one (nil: none).
 	betweenKubelets func(context.Context) error
+	// runtimeBetween, when set, is the containerd the next kubelet swap
+	// starts between the two kubelets (-runtime-order one-window).
+	runtimeBetween *local.RuntimeDist
 	rt              *snapshot.Runtime
 	corpus          *corpus.Corpus
 	kubelet         *kubelet.Kubelet
@@ -755,6 +758,13 @@ func (s *Scenario) setBetweenKubelets(st Step, faults []string, watched bool, be
 		s.betweenKubelets = func(ctx context.Context) error {
 			s.logf("fault: restarting containerd between the two kubelets")
 			return s.node.RestartContainerd(ctx)
+		}
+	}
+	if to := s.runtimeBetween; to != nil {
+		s.betweenKubelets = func(ctx context.Context) error {
+			_, down, err := s.node.SwapRuntime(ctx, *to)
+			s.logf("swap %s: containerd swapped for %s between the two kubelets (CRI down %.1fs)", st, to, down.Seconds())
+			return err
 		}
 	}
 	if watched {
