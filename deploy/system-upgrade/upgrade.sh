@@ -363,6 +363,19 @@ judge() {
 		}' phase=1 "$1" phase=2 "$2" phase=3 "$3" phase=4 "$4"
 }
 
+# probe_evidence SAMPLE NOW PODS prints, for every readiness-probed
+# container of PODS ("NAMESPACE/NAME UID CONTAINERS") that NOW (status_pods)
+# runs, its probe results in SAMPLE (probe_sample: since the kubelet
+# started): what the gate's readiness rested on, for the Job's log.
+probe_evidence() {
+	awk 'phase == 1 { n[$1 " " $2 " " $3] = $4; next }
+		phase == 2 { if ($1 == "pod") runs[$3] = 1; next }
+		$3 != "-" && ($2 in runs) {
+			k = split($3, c, ",")
+			for (i = 1; i <= k; i++) printf "%s %s: readiness probe %d successful, %d failed, %d unknown\n", $1, c[i], n[$2 " " c[i] " successful"], n[$2 " " c[i] " failed"], n[$2 " " c[i] " unknown"]
+		}' phase=1 "$1" phase=2 "$2" phase=3 "$3"
+}
+
 # kubelet_version prints the version of the kubelet the node runs, from
 # kubelet-compat status -o json (the kubelet's process on the node).
 kubelet_version() { awk -F'"' '$2 == "kubeletVersion" { print $4; exit }' "$1"; }
@@ -609,6 +622,7 @@ gate() {
 				status_pods <"$WORK/status-after.json" >"$WORK/after"
 				synced "$v" "$creates" >"$WORK/unready"
 				if probe_sample "$WORK/probes-b"; then
+					cp "$WORK/probes-b" "$WORK/probes-last"
 					readiness "$WORK/after" "$R/ready-before" | sed -n 's/^no //p' >>"$WORK/unready"
 				else
 					echo "(the kubelet's $KUBELET_URL/metrics/probes did not answer: readiness not established)" >>"$WORK/unready"
@@ -637,6 +651,10 @@ gate() {
 	if [ -s "$WORK/new" ]; then
 		log "gate: pods created after the picture, logged and not judged:"
 		sed 's/^/  /' "$WORK/new"
+	fi
+	if [ -s "$WORK/probes-last" ]; then
+		log "gate: the readiness probes of the pods Ready at the picture, since the kubelet started (its prober):"
+		probe_evidence "$WORK/probes-last" "$WORK/after" "$R/ready-before" | sed 's/^/  /'
 	fi
 	log "gate: passed: node $NODE runs kubelet v$TARGET; $(wc -l <"$R/ready-before" | tr -d ' ') pod(s) Ready at the picture are Ready again under their UIDs; no container restarted, no pod recreated or rejected (gate: $(($(date +%s) - started))s)"
 }
@@ -910,7 +928,7 @@ record_and_swap() {
 		fail_roll "kubelet-compat status failed"
 	status_pods <"$WORK/status-before.json" | put "$R/before"
 	awk 'phase == 1 { if ($1 == "pod") p[$3] = 1; next } ($2 in p)' phase=1 "$R/before" phase=2 "$WORK/ready" | put "$R/ready-before"
-	log "the picture: $(grep -c '^pod ' "$R/before" || true) pod(s) the runtime runs, $(wc -l <"$R/ready-before" | tr -d ' ') of them Ready (the runtime, the kubelet's readiness probes): saved in $ROLL"
+	log "the picture: $(grep -c '^pod ' "$R/before" || true) pod(s) the runtime runs, $(wc -l <"$R/ready-before" | tr -d ' ') of them Ready (the runtime, the kubelet's readiness probes), $(awk '$3 != "-" { n += split($3, c, ",") } END { print n + 0 }' "$R/ready-before") container(s) of those with a readiness probe: saved in $ROLL"
 	st_set phase=swapping "swapped_at=$(now)"
 	swap
 }

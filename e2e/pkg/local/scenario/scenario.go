@@ -99,11 +99,11 @@ type Scenario struct {
 	// runtimeBetween, when set, is the containerd the next kubelet swap
 	// starts between the two kubelets (-runtime-order one-window).
 	runtimeBetween *local.RuntimeDist
-	rt              *snapshot.Runtime
-	corpus          *corpus.Corpus
-	kubelet         *kubelet.Kubelet
-	cp              *controlplane.ControlPlane
-	phase           int
+	rt             *snapshot.Runtime
+	corpus         *corpus.Corpus
+	kubelet        *kubelet.Kubelet
+	cp             *controlplane.ControlPlane
+	phase          int
 	// nextKubeletArgs are extra flags of the next kubelet started (the
 	// admission cases lower --max-pods); cleared once used.
 	nextKubeletArgs []string
