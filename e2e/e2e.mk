@@ -110,6 +110,10 @@ E2E_VERSIONS_full := 1.18.19,1.19.16,1.20.15,1.21.14
 E2E_RUNTIME_KUBELET ?= 1.37.2
 E2E_RUNTIME_STEPS ?=
 E2E_RUNTIME_ORDER ?=
+# What E2E=runtime builds first (make runtime: cached once built, about 33
+# minutes cold): the containerds of its default road, with runc and the CNI
+# plugins they move with; Debian's containerd 1.6.20 needs no build.
+E2E_RUNTIME_COMPONENTS ?= containerd@1.7.35,containerd@2.4.2,runc@1.5.3,cni-plugins@1.10.0
 E2E_VERSIONS_runtime = $(or $(subst :,$(e2e_comma),$(E2E_RUNTIME_ORDER)),$(E2E_RUNTIME_KUBELET))
 E2E_UNPATCHED_runtime = $(E2E_VERSIONS_runtime)
 E2E_UNPATCHED_full := 1.19.16,1.20.15,1.21.14
@@ -175,6 +179,9 @@ ifeq ($(E2E_BUILD),true)
 	$(MAKE) build VERSIONS=$(e2e_build_unpatched) PATCHED=false BINARIES=kubelet
 ifneq ($(E2E_RELEASED_$(E2E)),)
 	$(MAKE) build VERSIONS=$(e2e_build_versions) PATCHED=false BINARIES=$(E2E_RELEASED_$(E2E))
+endif
+ifeq ($(E2E),runtime)
+	$(MAKE) runtime RUNTIME_COMPONENTS=$(E2E_RUNTIME_COMPONENTS)
 endif
 endif
 	$(GO) build -o _output/kubelet-compat ./cmd/kubelet-compat
