@@ -345,3 +345,25 @@ func TestRuntimeModePlan(t *testing.T) {
 		})
 	}
 }
+
+// TestTryAndRuntimeOrderRefused: -mode try holds a kind cluster; on the local
+// provider it is refused in one line before anything is made, and so is
+// -runtime-order with a chain or with two runtime steps.
+func TestTryAndRuntimeOrderRefused(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{args: []string{"-mode", "try"}, want: `unknown mode "try"`},
+		{args: []string{"-mode", "runtime", "-runtime-order", "1.36.5:1.37.2", "-runtime-chain"}, want: "-runtime-order runs each order from one start: not with -runtime-chain"},
+		{args: []string{"-mode", "runtime", "-runtime-order", "1.36.5:1.37.2"}, want: "-runtime-order measures one runtime step against the kubelet step, not 2"},
+	} {
+		root := filepath.Join(t.TempDir(), "a", "root")
+		var stdout, stderr bytes.Buffer
+		code := run(append(tc.args, "-root", root), &stdout, &stderr)
+		assert.Equal(t, code, 2, stderr.String())
+		assert.Assert(t, strings.Contains(stderr.String(), tc.want), stderr.String())
+		_, err := os.Stat(root)
+		assert.Assert(t, os.IsNotExist(err), "made its root")
+	}
+}
