@@ -370,6 +370,7 @@ judge() {
 probe_evidence() {
 	awk 'phase == 1 { n[$1 " " $2 " " $3] = $4; next }
 		phase == 2 { if ($1 == "pod") runs[$3] = 1; next }
+		$3 != "-" && !($2 in runs) { print $1 " (" $2 "): not run by the runtime under that UID" }
 		$3 != "-" && ($2 in runs) {
 			k = split($3, c, ",")
 			for (i = 1; i <= k; i++) printf "%s %s: readiness probe %d successful, %d failed, %d unknown\n", $1, c[i], n[$2 " " c[i] " successful"], n[$2 " " c[i] " failed"], n[$2 " " c[i] " unknown"]
@@ -929,6 +930,7 @@ record_and_swap() {
 	status_pods <"$WORK/status-before.json" | put "$R/before"
 	awk 'phase == 1 { if ($1 == "pod") p[$3] = 1; next } ($2 in p)' phase=1 "$R/before" phase=2 "$WORK/ready" | put "$R/ready-before"
 	log "the picture: $(grep -c '^pod ' "$R/before" || true) pod(s) the runtime runs, $(wc -l <"$R/ready-before" | tr -d ' ') of them Ready (the runtime, the kubelet's readiness probes), $(awk '$3 != "-" { n += split($3, c, ",") } END { print n + 0 }' "$R/ready-before") container(s) of those with a readiness probe: saved in $ROLL"
+	awk '{ print "  " $1 " (" $2 "): " ($3 == "-" ? "no readiness probe" : "readiness-probed " $3) }' "$R/ready-before"
 	st_set phase=swapping "swapped_at=$(now)"
 	swap
 }
