@@ -314,10 +314,13 @@ readiness() {
 	else
 		: >"$WORK/judged-window"
 	fi
+	# ($2 in w) before w[$2]: awk creates an element it reads, and an empty
+	# window (the first KC_PROBE_WINDOW seconds) then hid every failure.
 	awk 'phase == 1 { w[$2] = $0; next }
 		$1 == "ok" { print; next }
-		w[$2] ~ /^ok / { print w[$2]; next }
-		{ print ($2 in w) ? w[$2] : $0 }' phase=1 "$WORK/judged-window" phase=2 "$WORK/judged-start"
+		($2 in w) && w[$2] ~ /^ok / { print w[$2]; next }
+		($2 in w) { print w[$2]; next }
+		{ print }' phase=1 "$WORK/judged-window" phase=2 "$WORK/judged-start"
 }
 
 # pods_of NOW A B prints "NAMESPACE/NAME UID CONTAINERS" for every pod NOW

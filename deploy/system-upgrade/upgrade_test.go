@@ -709,6 +709,17 @@ func TestUpgradeScript(t *testing.T) {
 		{name: "readiness proven by the probe counters since the kubelet started: no probe window waited, before the record or in the gate",
 			preflight: "preflight-1.30-1.31.table.golden", stage2: target, env: []string{"KC_PROBE_WINDOW=600", "KC_GATE_TIMEOUT=20"},
 			wantCalls: cat(upgradeNode, gateOK), wantOut: []string{"gate: passed"}},
+		// The fault roll on kind, 2026-12-04: the canary's probe failed 4
+		// times since the new kubelet started, and the gate, ending on the
+		// first syncs 1 s after the node was Ready, passed: before the
+		// first window (KC_PROBE_WINDOW, 20 s by default) the verdict since
+		// the kubelet started was dropped.
+		{name: "gate: a readiness probe failing since the kubelet started fails the gate before the first window ends, rolled back",
+			preflight: "preflight-1.30-1.31.table.golden", stage2: prev, failedMark: true, env: []string{"KC_PROBE_WINDOW=20", "KC_GATE_TIMEOUT=2"},
+			probesAfter: "default plain-node-1 plain-uid app ready\nkube-system etcd-node-1 etcd-uid etcd unready\n",
+			wantErr:     "the health gate failed",
+			wantOut: []string{"gate: pods Ready before the swap not Ready again after 2s", "  kube-system/etcd-node-1 (container etcd: readiness probe 0 successful, ",
+				" failed, 0 unknown since the kubelet started: the kubelet's prober)"}},
 		{name: "a readiness probe that failed since the kubelet started passes on a clean window",
 			preflight: "preflight-1.30-1.31.table.golden", stage2: target, env: []string{"KC_PROBE_WINDOW=1", "KC_GATE_TIMEOUT=10"},
 			probesAfter: "default plain-node-1 plain-uid app ready\nkube-system etcd-node-1 etcd-uid etcd flaky\n",
