@@ -43,14 +43,21 @@ func (s *Scenario) runtimeRuns(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("runtime %s: %w", r.Steps[0], err)
 		}
-		for _, run := range runs {
-			s.Report.Runs = append(s.Report.Runs, *run)
-			if !run.Passed {
-				failed = append(failed, fmt.Errorf("runtime %s %s: %s", run.Step, run.Variant, run.Verdict))
-			}
-		}
+		failed = append(failed, s.reportRuns("runtime ", runs)...)
 	}
 	return errors.Join(failed...)
+}
+
+// reportRuns adds runs to the report and says which failed.
+func (s *Scenario) reportRuns(prefix string, runs []*report.Run) []error {
+	var failed []error
+	for _, run := range runs {
+		s.Report.Runs = append(s.Report.Runs, *run)
+		if !run.Passed {
+			failed = append(failed, fmt.Errorf("%s%s %s: %s", prefix, run.Step, run.Variant, run.Verdict))
+		}
+	}
+	return failed
 }
 
 // runtimeRun is one run: no pod, the first step's From containerd on an

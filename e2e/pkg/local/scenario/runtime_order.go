@@ -39,12 +39,7 @@ func (s *Scenario) orderRuns(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("order %s: %w", r.Order, err)
 		}
-		for _, run := range runs {
-			s.Report.Runs = append(s.Report.Runs, *run)
-			if !run.Passed {
-				failed = append(failed, fmt.Errorf("%s %s: %s", run.Step, run.Variant, run.Verdict))
-			}
-		}
+		failed = append(failed, s.reportRuns("", runs)...)
 	}
 	return errors.Join(failed...)
 }
