@@ -28,7 +28,7 @@ vet:
 	$(GO) vet $(GO_PACKAGES)
 
 unit:
-	$(GO) test -count=1 $(GO_PACKAGES)
+	$(GO) test -count=1 -timeout 30m $(GO_PACKAGES)
 
 race:
 	$(GO) test -count=1 -race ./kubelet-compat/
