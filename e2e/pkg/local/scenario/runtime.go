@@ -153,8 +153,11 @@ func judgeRuntimeRun(run *report.Run, patched bool, checks []report.Check) {
 		return
 	}
 	run.Passed = run.Pods > 0
-	run.Verdict = fmt.Sprintf("reported, not asserted (the control of a runtime step): %d restarts (%s), %d pods recreated, %d pod UIDs changed; %s",
-		run.Restarts, strings.Join(run.Diff.RestartedPods, " "), run.RecreatedPods, run.Diff.UIDChanges, controlOutcomes(checks))
+	run.Verdict = fmt.Sprintf("reported, not asserted (the control of a runtime step): %d restarts (%s), %d pods recreated, %d pod UIDs changed",
+		run.Restarts, strings.Join(run.Diff.RestartedPods, " "), run.RecreatedPods, run.Diff.UIDChanges)
+	if len(checks) > 0 {
+		run.Verdict += "; " + controlOutcomes(checks)
+	}
 }
 
 // controlOutcomes says how a control's checks went: reported, not asserted.
