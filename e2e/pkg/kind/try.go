@@ -99,7 +99,7 @@ Upgrade its control-plane node to {{.To}} by hand, in another shell, as root, fr
     kubeadm upgrade apply v{{.To}} --yes{{if .ApplyArgs}} {{.ApplyArgs}}{{end}}
     kubelet-compat record --kubeconfig /etc/kubernetes/kubelet.conf
     kubernetes-select --restart-kubelet stage2 {{.To}}
-    kubelet-compat status
+    kubelet-compat status --kubeconfig /etc/kubernetes/kubelet.conf
     crictl ps       # the same IDs, ATTEMPT unchanged, except what kubeadm upgrade apply replaced
 `))
 
