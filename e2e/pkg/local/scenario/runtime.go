@@ -32,10 +32,8 @@ func (s *Scenario) runtimeRuns(ctx context.Context) error {
 	if s.opts.RuntimeOrder.From != "" {
 		return s.orderRuns(ctx)
 	}
-	for _, patched := range []bool{true, false} {
-		if p := s.Binary(s.opts.RuntimeKubelet, patched); (patched && !s.opts.SkipPatched || !patched && s.opts.Controls) && !fileExists(p) {
-			return fmt.Errorf("missing kubelet %s (make build VERSIONS=%s [PATCHED=false], or copy it there)", p, s.opts.RuntimeKubelet)
-		}
+	if err := s.needKubelets(s.opts.RuntimeKubelet); err != nil {
+		return err
 	}
 	var failed []error
 	for _, r := range plan.RuntimeRuns(s.opts.RuntimeSteps, s.opts.RuntimeChain, s.opts.Controls, s.opts.SkipPatched) {
@@ -46,6 +44,53 @@ func (s *Scenario) runtimeRuns(ctx context.Context) error {
 		failed = append(failed, s.reportRuns("runtime ", runs)...)
 	}
 	return errors.Join(failed...)
+}
+
+// needKubelets refuses a run whose kubelets (patched, and as released for
+// the controls) are not built.
+func (s *Scenario) needKubelets(versions ...string) error {
+	for _, v := range versions {
+		for _, patched := range []bool{true, false} {
+			if p := s.Binary(v, patched); (patched && !s.opts.SkipPatched || !patched && s.opts.Controls) && !fileExists(p) {
+				return fmt.Errorf("missing kubelet %s (make build VERSIONS=%s [PATCHED=false], or copy it there)", p, v)
+			}
+		}
+	}
+	return nil
+}
+
+// startRuntimeRun is where every runtime run starts: no pod, containerd
+// from on an empty root, the corpus's baseline on kubelet k. It returns
+// from's build and the run's variant.
+func (s *Scenario) startRuntimeRun(ctx context.Context, what string, from plan.Runtime, k string, patched bool) (local.RuntimeDist, string, error) {
+	dist, err := local.FindRuntime(ctx, filepath.Join(s.opts.Output, "runtime"), from.Version)
+	if err != nil {
+		return dist, "", err
+	}
+	variant := report.Unpatched
+	if patched {
+		variant = report.Patched
+	}
+	if err := s.reset(ctx); err != nil {
+		return dist, variant, err
+	}
+	if err := s.node.ResetRuntime(ctx, dist); err != nil {
+		return dist, variant, fmt.Errorf("starting %s on an empty root: %w", dist, err)
+	}
+	s.logf("%s (%s): %s, kubelet %s", what, variant, dist, k)
+	return dist, variant, s.baselineOn(ctx, k, patched)
+}
+
+// finishRuntimeRun removes every pod through the CRI (a check: the
+// patched run's, else with controlChecks in the control's last verdict).
+func (s *Scenario) finishRuntimeRun(ctx context.Context, prefix string, last *report.Run, patched bool, controlChecks []report.Check) {
+	tear := s.teardown(ctx, prefix)
+	s.logf("runtime check %q: passed %t: %s", tear.Name, tear.Passed, tear.Detail)
+	if patched {
+		s.check(tear)
+		return
+	}
+	last.Verdict += "; " + controlOutcomes(append(controlChecks, tear))
 }
 
 // reportRuns adds runs to the report and says which failed.
@@ -64,29 +109,14 @@ func (s *Scenario) reportRuns(prefix string, runs []*report.Run) []error {
 // empty root, the corpus on the kubelet, then each step: the runtime
 // swapped to its To, judged, the checks.
 func (s *Scenario) runtimeRun(ctx context.Context, r plan.RuntimeRun) ([]*report.Run, error) {
-	out := filepath.Join(s.opts.Output, "runtime")
-	from, err := local.FindRuntime(ctx, out, r.Steps[0].From.Version)
-	if err != nil {
-		return nil, err
-	}
-	variant := report.Unpatched
-	if r.Patched {
-		variant = report.Patched
-	}
 	k := s.opts.RuntimeKubelet
-	if err := s.reset(ctx); err != nil {
-		return nil, err
-	}
-	if err := s.node.ResetRuntime(ctx, from); err != nil {
-		return nil, fmt.Errorf("starting %s on an empty root: %w", from, err)
-	}
-	s.logf("runtime run (%s, %d steps): %s, kubelet %s", variant, len(r.Steps), from, k)
-	if err := s.baselineOn(ctx, k, r.Patched); err != nil {
+	_, variant, err := s.startRuntimeRun(ctx, fmt.Sprintf("runtime run of %d steps", len(r.Steps)), r.Steps[0].From, k, r.Patched)
+	if err != nil {
 		return nil, err
 	}
 	var runs []*report.Run
 	for _, st := range r.Steps {
-		to, err := local.FindRuntime(ctx, out, st.To.Version)
+		to, err := local.FindRuntime(ctx, filepath.Join(s.opts.Output, "runtime"), st.To.Version)
 		if err != nil {
 			return nil, err
 		}
@@ -97,18 +127,7 @@ func (s *Scenario) runtimeRun(ctx context.Context, r plan.RuntimeRun) ([]*report
 		judgeRuntimeRun(run, r.Patched, s.runtimeChecks(ctx, st, variant, res.Before, res.After, r.Patched))
 		runs = append(runs, run)
 	}
-	last := runs[len(runs)-1]
-	tear := s.teardown(ctx, fmt.Sprintf("runtime %s (%s): ", r.Steps[len(r.Steps)-1], variant))
-	s.logf("runtime check %q: passed %t: %s", tear.Name, tear.Passed, tear.Detail)
-	if r.Patched {
-		s.check(tear)
-	} else {
-		status := "pass"
-		if !tear.Passed {
-			status = "FAIL (" + tear.Detail + ")"
-		}
-		last.Verdict += "; " + tear.Name + ": " + status
-	}
+	s.finishRuntimeRun(ctx, fmt.Sprintf("runtime %s (%s): ", r.Steps[len(r.Steps)-1], variant), runs[len(runs)-1], r.Patched, nil)
 	return runs, nil
 }
 

@@ -16,7 +16,6 @@ import (
 	"path/filepath"
 
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/corpus"
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kubelet"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/local"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/plan"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
@@ -25,13 +24,8 @@ import (
 // orderRuns runs every order of Plan.RuntimeOrder; a run that fails its
 // assertions is reported and the others go on.
 func (s *Scenario) orderRuns(ctx context.Context) error {
-	k := s.opts.RuntimeOrder
-	for _, v := range []string{k.From, k.To} {
-		for _, patched := range []bool{true, false} {
-			if p := s.Binary(v, patched); (patched && !s.opts.SkipPatched || !patched && s.opts.Controls) && !fileExists(p) {
-				return fmt.Errorf("missing kubelet %s (make build VERSIONS=%s [PATCHED=false], or copy it there)", p, v)
-			}
-		}
+	if err := s.needKubelets(s.opts.RuntimeOrder.From, s.opts.RuntimeOrder.To); err != nil {
+		return err
 	}
 	var failed []error
 	for _, r := range plan.OrderRuns(s.opts.Controls, s.opts.SkipPatched) {
@@ -48,27 +42,12 @@ func (s *Scenario) orderRuns(ctx context.Context) error {
 // own; the last one's verdict also carries the old-container checks.
 func (s *Scenario) orderRun(ctx context.Context, r plan.OrderRun) ([]*report.Run, error) {
 	k, rst := s.opts.RuntimeOrder, s.opts.RuntimeSteps[0]
-	out := filepath.Join(s.opts.Output, "runtime")
-	from, err := local.FindRuntime(ctx, out, rst.From.Version)
+	to, err := local.FindRuntime(ctx, filepath.Join(s.opts.Output, "runtime"), rst.To.Version)
 	if err != nil {
 		return nil, err
 	}
-	to, err := local.FindRuntime(ctx, out, rst.To.Version)
+	_, variant, err := s.startRuntimeRun(ctx, fmt.Sprintf("order %s of the runtime step %s and the kubelet step %s", r.Order, rst, k), rst.From, k.From, r.Patched)
 	if err != nil {
-		return nil, err
-	}
-	variant := report.Unpatched
-	if r.Patched {
-		variant = report.Patched
-	}
-	if err := s.reset(ctx); err != nil {
-		return nil, err
-	}
-	if err := s.node.ResetRuntime(ctx, from); err != nil {
-		return nil, fmt.Errorf("starting %s on an empty root: %w", from, err)
-	}
-	s.logf("order %s (%s): %s, kubelet %s; the runtime step %s, the kubelet step %s", r.Order, variant, from, k.From, rst, k)
-	if err := s.baselineOn(ctx, k.From, r.Patched); err != nil {
 		return nil, err
 	}
 	start, err := s.rt.Take(ctx, corpus.Namespace)
@@ -92,11 +71,16 @@ func (s *Scenario) orderRun(ctx context.Context, r plan.OrderRun) ([]*report.Run
 		}
 		return err
 	}
+	// Each step only if the one before it ran.
 	switch r.Order {
 	case plan.RuntimeFirst:
-		err = errors.Join(runtimeStep(k.From), kubeletStep())
+		if err = runtimeStep(k.From); err == nil {
+			err = kubeletStep()
+		}
 	case plan.KubeletFirst:
-		err = errors.Join(kubeletStep(), runtimeStep(k.To))
+		if err = kubeletStep(); err == nil {
+			err = runtimeStep(k.To)
+		}
 	case plan.OneWindow:
 		s.runtimeBetween = &to
 		err = kubeletStep()
@@ -112,26 +96,7 @@ func (s *Scenario) orderRun(ctx context.Context, r plan.OrderRun) ([]*report.Run
 	if err != nil {
 		return nil, err
 	}
-	last := runs[len(runs)-1]
 	checks := s.runtimeChecks(ctx, rst, variant, start, end, r.Patched)
-	checks = append(checks, s.teardown(ctx, fmt.Sprintf("order %s (%s): ", r.Order, variant)))
-	if r.Patched {
-		s.check(checks[len(checks)-1])
-	} else {
-		last.Verdict += "; " + controlOutcomes(checks)
-	}
+	s.finishRuntimeRun(ctx, fmt.Sprintf("order %s (%s): ", r.Order, variant), runs[len(runs)-1], r.Patched, checks)
 	return runs, nil
-}
-
-// judgeKubeletStep holds a kubelet step's run as the chain's (patched: 0
-// restarts) or the control's (what upstream restarts on that step).
-func (s *Scenario) judgeKubeletStep(run *report.Run, st Step, patched bool) {
-	if patched {
-		report.AssertPatched(run)
-		return
-	}
-	for _, e := range s.corpus.UpstreamRestarts(kubelet.Minor(st.From), kubelet.Minor(st.To)) {
-		run.Expected = append(run.Expected, report.Expectation{Pod: e.Pod, Reason: e.Reason})
-	}
-	report.AssertControl(run)
 }

@@ -404,16 +404,25 @@ func (s *Scenario) controlRun(ctx context.Context, st Step) error {
 	if err != nil {
 		return err
 	}
-	exp := s.corpus.UpstreamRestarts(kubelet.Minor(st.From), kubelet.Minor(st.To))
-	for _, e := range exp {
-		run.Expected = append(run.Expected, report.Expectation{Pod: e.Pod, Reason: e.Reason})
-	}
-	report.AssertControl(run)
+	s.judgeKubeletStep(run, st, false)
 	s.Report.Runs = append(s.Report.Runs, *run)
 	if !run.Passed {
 		return fmt.Errorf("%s unpatched control: %s", st, run.Verdict)
 	}
 	return nil
+}
+
+// judgeKubeletStep holds a kubelet step's run as the chain's (patched: 0
+// restarts) or the control's (what upstream restarts on that step).
+func (s *Scenario) judgeKubeletStep(run *report.Run, st Step, patched bool) {
+	if patched {
+		report.AssertPatched(run)
+		return
+	}
+	for _, e := range s.corpus.UpstreamRestarts(kubelet.Minor(st.From), kubelet.Minor(st.To)) {
+		run.Expected = append(run.Expected, report.Expectation{Pod: e.Pod, Reason: e.Reason})
+	}
+	report.AssertControl(run)
 }
 
 // reset removes every pod and the kubelet's state: the next baseline
