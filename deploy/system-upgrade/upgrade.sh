@@ -314,11 +314,12 @@ readiness() {
 	else
 		: >"$WORK/judged-window"
 	fi
-	# ($2 in w) before w[$2]: awk creates an element it reads, and an empty
-	# window (the first KC_PROBE_WINDOW seconds) then hid every failure.
+	# Ready since the start; else the window's verdict when there is one.
+	# Test ($2 in w), never read w[$2] first: awk creates an element it
+	# reads, and in the first KC_PROBE_WINDOW seconds (no window yet) that
+	# turned every failure into an empty line.
 	awk 'phase == 1 { w[$2] = $0; next }
 		$1 == "ok" { print; next }
-		($2 in w) && w[$2] ~ /^ok / { print w[$2]; next }
 		($2 in w) { print w[$2]; next }
 		{ print }' phase=1 "$WORK/judged-window" phase=2 "$WORK/judged-start"
 }
@@ -429,7 +430,8 @@ kubelet_rejections() {
 #     BackOff, FailedPreStopHook, FailedKillPod, which a pod being deleted
 #     also gets, nor FailedMount, which a new kubelet reports for a running
 #     pod's ConfigMap volume before its cache has it: the kubelet rejects a
-#     pod at admission, before its volumes, with an event of its own) fails it (API objects: they can only fail the gate, and
+#     pod at admission, before its volumes, with an event of its own)
+#     fails it (API objects: they can only fail the gate, and
 #     with the count at 0 they cannot: a FailedMount of a pod torn down, or
 #     an event a tenant wrote, stops no roll);
 #  2. the runtime (crictl on the node): every container exited with code 0,
