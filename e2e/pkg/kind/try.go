@@ -36,6 +36,9 @@ func (k *Runner) Try(ctx context.Context, p plan.Plan, stack *cleanup.Stack, out
 	if err := preflight(ctx, prov, o); err != nil {
 		return err
 	}
+	if err := checkDisk(ctx, prov, o); err != nil {
+		return err
+	}
 	if err := prov.checkClustersFree(ctx, []string{TryCluster}); err != nil {
 		return err
 	}
