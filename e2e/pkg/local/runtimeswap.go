@@ -2,14 +2,19 @@ package local
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/ctxtime"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/local/mounts"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/local/shims"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/procfs"
 	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
 )
 
@@ -175,10 +180,18 @@ func (n *Node) writeConfig(d RuntimeDist) error {
 // containerd started on the same root and state, and its CRI answering.
 // It returns when the new containerd started and how long the node's CRI
 // did not answer: from the old one's SIGTERM until the new one answered.
-func (n *Node) SwapRuntime(ctx context.Context, to RuntimeDist) (started time.Time, down time.Duration, err error) {
+// With killShims the old containerd's shims are killed after it stopped,
+// as systemd stops a unit without KillMode=process (the negative control:
+// the new containerd finds their tasks dead).
+func (n *Node) SwapRuntime(ctx context.Context, to RuntimeDist, killShims bool) (started time.Time, down time.Duration, err error) {
 	stopping := time.Now()
 	if err := n.StopContainerd(ctx); err != nil {
 		return time.Time{}, 0, err
+	}
+	if killShims {
+		if err := n.killShims(ctx); err != nil {
+			return time.Time{}, 0, err
+		}
 	}
 	if err := n.writeConfig(to); err != nil {
 		return time.Time{}, 0, err
@@ -250,4 +263,41 @@ func DebianVersion(versionOutput string) string {
 		return ""
 	}
 	return v
+}
+
+// killShims SIGKILLs the shims of the run's containerd, found as the
+// cleanup finds them (shims.Find: started after the run, serving its
+// socket), each by PID and start time, and waits until they are gone. At
+// least one must be found: the negative control needs running tasks.
+func (n *Node) killShims(ctx context.Context) error {
+	st := n.Journal.State()
+	found, err := shims.Find(procfs.Host, shims.Run{Socket: n.ContainerdSocket(), StateDir: n.ContainerdState(), Recorded: st.Shims, Since: st.Since})
+	if err != nil {
+		return fmt.Errorf("finding the shims to kill: %w", err)
+	}
+	if len(found) == 0 {
+		return errors.New("no shim of the run's containerd to kill")
+	}
+	for _, id := range found {
+		if err := procfs.Signal(id, syscall.SIGKILL); err != nil && !errors.Is(err, procfs.ErrNotSame) {
+			return fmt.Errorf("killing shim %v: %w", id, err)
+		}
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		alive := 0
+		for _, id := range found {
+			if procfs.Host.Alive(id) {
+				alive++
+			}
+		}
+		if alive == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d of %d shims still alive 10s after SIGKILL", alive, len(found))
+		}
+		if err := ctxtime.Sleep(ctx, 100*time.Millisecond); err != nil {
+			return err
+		}
+	}
 }

@@ -98,6 +98,12 @@ func CheckRuntimeKubelet(kubelet string, steps []RuntimeStep) error {
 type RuntimeRun struct {
 	Steps   []RuntimeStep
 	Patched bool
+	// KillShims makes the run the negative control of the runtime swap:
+	// containerd stopped as a unit without KillMode=process stops it, its
+	// shims killed with it. The kubelet as released loses nothing on a
+	// runtime step done right, so this is what shows that the step's
+	// zero-restart assertion can fail: it must fail here.
+	KillShims bool
 }
 
 // RuntimeRuns expands the runtime steps: per step the patched kubelet,
@@ -105,7 +111,8 @@ type RuntimeRun struct {
 // step's From runtime on an empty root, a fresh baseline of the corpus).
 // With chain, the steps are one road on ONE set of containers (each step
 // starts where the one before ended): the patched kubelet over the whole
-// road, then the control over it.
+// road, then the control over it. With controls and the patched kubelet,
+// the negative control (KillShims) runs last, on the last step alone.
 func RuntimeRuns(steps []RuntimeStep, chain, controls, skipPatched bool) []RuntimeRun {
 	var out []RuntimeRun
 	if chain {
@@ -115,15 +122,18 @@ func RuntimeRuns(steps []RuntimeStep, chain, controls, skipPatched bool) []Runti
 		if controls {
 			out = append(out, RuntimeRun{Steps: steps})
 		}
-		return out
+	} else {
+		for _, st := range steps {
+			if !skipPatched {
+				out = append(out, RuntimeRun{Steps: []RuntimeStep{st}, Patched: true})
+			}
+			if controls {
+				out = append(out, RuntimeRun{Steps: []RuntimeStep{st}})
+			}
+		}
 	}
-	for _, st := range steps {
-		if !skipPatched {
-			out = append(out, RuntimeRun{Steps: []RuntimeStep{st}, Patched: true})
-		}
-		if controls {
-			out = append(out, RuntimeRun{Steps: []RuntimeStep{st}})
-		}
+	if controls && !skipPatched && len(steps) > 0 {
+		out = append(out, RuntimeRun{Steps: steps[len(steps)-1:], Patched: true, KillShims: true})
 	}
 	return out
 }

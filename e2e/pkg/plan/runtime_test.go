@@ -51,10 +51,15 @@ func TestCheckRuntimeKubelet(t *testing.T) {
 func TestRuntimeRuns(t *testing.T) {
 	road, _ := ParseRuntimeSteps(DefaultRuntimeSteps)
 	one := func(i int, patched bool) RuntimeRun { return RuntimeRun{Steps: road[i : i+1], Patched: patched} }
-	assert.DeepEqual(t, RuntimeRuns(road, false, true, false), []RuntimeRun{one(0, true), one(0, false), one(1, true), one(1, false)})
+	// With controls, the negative control comes last: the patched kubelet
+	// on the road's last step, swapped as a unit without KillMode=process
+	// stops containerd (its shims killed with it).
+	negative := RuntimeRun{Steps: road[1:], Patched: true, KillShims: true}
+	assert.DeepEqual(t, RuntimeRuns(road, false, true, false), []RuntimeRun{one(0, true), one(0, false), one(1, true), one(1, false), negative})
 	assert.DeepEqual(t, RuntimeRuns(road, false, false, false), []RuntimeRun{one(0, true), one(1, true)})
+	// Without the patched kubelet, no negative control (it runs the patched one).
 	assert.DeepEqual(t, RuntimeRuns(road[:1], false, true, true), []RuntimeRun{one(0, false)})
-	assert.DeepEqual(t, RuntimeRuns(road, true, true, false), []RuntimeRun{{Steps: road, Patched: true}, {Steps: road}})
+	assert.DeepEqual(t, RuntimeRuns(road, true, true, false), []RuntimeRun{{Steps: road, Patched: true}, {Steps: road}, negative})
 	assert.DeepEqual(t, RuntimeRuns(road, true, false, false), []RuntimeRun{{Steps: road, Patched: true}})
 	assert.NilError(t, CheckRuntimeChain(road))
 	gap, _ := ParseRuntimeSteps("containerd@1.6.20:containerd@1.7.35,containerd@1.6.20:containerd@2.4.2")

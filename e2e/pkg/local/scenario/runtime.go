@@ -110,33 +110,50 @@ func (s *Scenario) reportRuns(prefix string, runs []*report.Run) []error {
 // swapped to its To, judged, the checks.
 func (s *Scenario) runtimeRun(ctx context.Context, r plan.RuntimeRun) ([]*report.Run, error) {
 	k := s.opts.RuntimeKubelet
-	_, variant, err := s.startRuntimeRun(ctx, fmt.Sprintf("runtime run of %d steps", len(r.Steps)), r.Steps[0].From, k, r.Patched)
+	what := fmt.Sprintf("runtime run of %d steps", len(r.Steps))
+	if r.KillShims {
+		what = "negative control of the runtime swap (the shims killed with containerd)"
+	}
+	_, variant, err := s.startRuntimeRun(ctx, what, r.Steps[0].From, k, r.Patched)
 	if err != nil {
 		return nil, err
 	}
+	if r.KillShims {
+		variant = negativeVariant
+	}
+	// What the run's own checks assert: a patched run's, not the negative
+	// control's (its old containers are gone, as they must be).
+	asserted := r.Patched && !r.KillShims
 	var runs []*report.Run
 	for _, st := range r.Steps {
 		to, err := local.FindRuntime(ctx, filepath.Join(s.opts.Output, "runtime"), st.To.Version)
 		if err != nil {
 			return nil, err
 		}
-		run, res, err := s.runtimeStep(ctx, st, k, r.Patched, variant, to)
+		run, res, err := s.runtimeStep(ctx, st, k, r, variant, to)
 		if err != nil {
 			return nil, err
 		}
-		judgeRuntimeRun(run, r.Patched, s.runtimeChecks(ctx, st, variant, res.Before, res.After, r.Patched))
+		var checks []report.Check
+		if !r.KillShims {
+			checks = s.runtimeChecks(ctx, st, variant, res.Before, res.After, asserted)
+		}
+		judgeRuntimeRun(run, r, checks)
 		runs = append(runs, run)
 	}
-	s.finishRuntimeRun(ctx, fmt.Sprintf("runtime %s (%s): ", r.Steps[len(r.Steps)-1], variant), runs[len(runs)-1], r.Patched, nil)
+	s.finishRuntimeRun(ctx, fmt.Sprintf("runtime %s (%s): ", r.Steps[len(r.Steps)-1], variant), runs[len(runs)-1], asserted, nil)
 	return runs, nil
 }
 
+// negativeVariant names the negative control's runs in the report.
+const negativeVariant = report.Patched + ", shims killed"
+
 // runtimeStep swaps the running containerd for to under the running
-// kubelet k; the caller judges the step (judgeRuntimeRun).
-func (s *Scenario) runtimeStep(ctx context.Context, st plan.RuntimeStep, k string, patched bool, variant string, to local.RuntimeDist) (*report.Run, *swap.Result, error) {
+// kubelet k, as run r does; the caller judges the step (judgeRuntimeRun).
+func (s *Scenario) runtimeStep(ctx context.Context, st plan.RuntimeStep, k string, r plan.RuntimeRun, variant string, to local.RuntimeDist) (*report.Run, *swap.Result, error) {
 	s.logf("runtime %s (%s): the swap starts %s", st, variant, to)
 	run := &report.Run{Step: fmt.Sprintf("%s (kubelet %s)", st, k), From: st.From.String(), To: st.To.String(), Variant: variant}
-	res, err := s.runtimeSwap(ctx, st, patched, to, run)
+	res, err := s.runtimeSwap(ctx, st, r, to, run)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -165,17 +182,32 @@ func (s *Scenario) runtimeChecks(ctx context.Context, st plan.RuntimeStep, varia
 // judgeRuntimeRun asserts a patched run as a kubelet swap's (0 restarts,
 // 0 pods recreated, 0 UIDs changed; its checks go to the report's
 // checks); a control is reported: what it lost and how its checks went
-// are its verdict.
-func judgeRuntimeRun(run *report.Run, patched bool, checks []report.Check) {
-	if patched {
-		report.AssertPatched(run)
-		return
-	}
-	run.Passed = run.Pods > 0
-	run.Verdict = fmt.Sprintf("reported, not asserted (the control of a runtime step): %d restarts (%s), %d pods recreated, %d pod UIDs changed",
+// are its verdict. The negative control (r.KillShims) passes only when
+// that same assertion fails on it.
+func judgeRuntimeRun(run *report.Run, r plan.RuntimeRun, checks []report.Check) {
+	lost := fmt.Sprintf("%d restarts (%s), %d pods recreated, %d pod UIDs changed",
 		run.Restarts, strings.Join(run.Diff.RestartedPods, " "), run.RecreatedPods, run.Diff.UIDChanges)
-	if len(checks) > 0 {
-		run.Verdict += "; " + controlOutcomes(checks)
+	switch {
+	case r.KillShims:
+		probe := *run
+		report.AssertPatched(&probe)
+		run.Passed = run.Pods > 0 && !probe.Passed
+		switch {
+		case run.Pods == 0:
+			run.Verdict = "negative control (the shims killed with containerd): no pods"
+		case run.Passed:
+			run.Verdict = "negative control (the shims killed with containerd): the zero-restart assertion failed, as it must: " + lost
+		default:
+			run.Verdict = "negative control (the shims killed with containerd): the zero-restart assertion passed, so it cannot tell a loss: " + lost
+		}
+	case r.Patched:
+		report.AssertPatched(run)
+	default:
+		run.Passed = run.Pods > 0
+		run.Verdict = "reported, not asserted (the control of a runtime step): " + lost
+		if len(checks) > 0 {
+			run.Verdict += "; " + controlOutcomes(checks)
+		}
 	}
 }
 
@@ -198,11 +230,14 @@ func controlOutcomes(checks []report.Check) string {
 // runtimeSwap is the swap sequence with the runtime swapped: the node is
 // back when every pod runs and serves and the kubelet has synced every pod
 // since the new containerd answered CRI.
-func (s *Scenario) runtimeSwap(ctx context.Context, st plan.RuntimeStep, patched bool, to local.RuntimeDist, run *report.Run) (*swap.Result, error) {
+func (s *Scenario) runtimeSwap(ctx context.Context, st plan.RuntimeStep, r plan.RuntimeRun, to local.RuntimeDist, run *report.Run) (*swap.Result, error) {
 	var offset int64
 	h := swap.Hooks{
 		Prepare: func(context.Context, *snapshot.Snapshot) error {
 			s.logf("runtime %s (%s): stopping containerd %s; kubelet pid %d keeps running", st, run.Variant, s.node.RunningRuntime().Version, s.kubelet.PID)
+			if r.KillShims {
+				s.logf("runtime %s (%s): the negative control: its shims are killed after it stopped, as systemd stops a unit without KillMode=process", st, run.Variant)
+			}
 			return nil
 		},
 		Started: func(context.Context, time.Time) (err error) {
@@ -212,7 +247,7 @@ func (s *Scenario) runtimeSwap(ctx context.Context, st plan.RuntimeStep, patched
 		Wait: func(ctx context.Context, _ *snapshot.Snapshot, _ time.Time) (time.Time, error) {
 			return s.waitRuntimeBack(ctx, 4*time.Minute, offset)
 		},
-		WaitFailed: swap.FailPatched(patched, s.logf, fmt.Sprintf("after the runtime swap to %s: ", st.To)),
+		WaitFailed: swap.FailPatched(r.Patched && !r.KillShims, s.logf, fmt.Sprintf("after the runtime swap to %s: ", st.To)),
 		Settle: func(ctx context.Context, window time.Duration) error {
 			settle := 3*s.opts.SyncFrequency + 3*time.Second
 			s.logf("runtime %s (%s): back %.1fs after containerd %s started; waiting %s (three sync periods)", st, run.Variant, window.Seconds(), to.Version, settle)
@@ -221,7 +256,7 @@ func (s *Scenario) runtimeSwap(ctx context.Context, st plan.RuntimeStep, patched
 		Alive: func(context.Context) error { return s.kubelet.Alive() },
 	}
 	swapper := func(ctx context.Context) (time.Time, error) {
-		started, down, err := s.node.SwapRuntime(ctx, to)
+		started, down, err := s.node.SwapRuntime(ctx, to, r.KillShims)
 		run.RuntimeDownSeconds = down.Seconds()
 		return started, err
 	}

@@ -56,9 +56,9 @@ func (s *Scenario) orderRun(ctx context.Context, r plan.OrderRun) ([]*report.Run
 	}
 	var runs []*report.Run
 	runtimeStep := func(under string) error {
-		run, _, err := s.runtimeStep(ctx, rst, under, r.Patched, variant, to)
+		run, _, err := s.runtimeStep(ctx, rst, under, plan.RuntimeRun{Patched: r.Patched}, variant, to)
 		if err == nil {
-			judgeRuntimeRun(run, r.Patched, nil)
+			judgeRuntimeRun(run, plan.RuntimeRun{Patched: r.Patched}, nil)
 			runs = append(runs, run)
 		}
 		return err

@@ -5,6 +5,7 @@ import (
 
 	"gotest.tools/v3/assert"
 
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/plan"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
 )
@@ -29,14 +30,34 @@ func TestOldContainers(t *testing.T) {
 
 func TestJudgeRuntimeRun(t *testing.T) {
 	checks := []report.Check{{Name: "exec", Passed: true}, {Name: "logs", Passed: false}}
-	run := &report.Run{Pods: 10, Restarts: 0}
-	judgeRuntimeRun(run, true, checks)
-	assert.Assert(t, run.Passed, run.Verdict)
-	run = &report.Run{Pods: 10, Restarts: 3, Diff: snapshot.Diff{Pods: 10, Restarts: 3, RestartedPods: []string{"ns/a"}}}
-	judgeRuntimeRun(run, true, checks)
-	assert.Assert(t, !run.Passed, run.Verdict)
-	run = &report.Run{Pods: 10, Restarts: 3, Diff: snapshot.Diff{Pods: 10, Restarts: 3, RestartedPods: []string{"ns/a"}}}
-	judgeRuntimeRun(run, false, checks)
-	assert.Assert(t, run.Passed)
-	assert.Equal(t, run.Verdict, "reported, not asserted (the control of a runtime step): 3 restarts (ns/a), 0 pods recreated, 0 pod UIDs changed; exec: pass; logs: FAIL")
+	patched, control, negative := plan.RuntimeRun{Patched: true}, plan.RuntimeRun{}, plan.RuntimeRun{Patched: true, KillShims: true}
+	lost := func() *report.Run {
+		return &report.Run{Pods: 10, Restarts: 3, Diff: snapshot.Diff{Pods: 10, Restarts: 3, RestartedPods: []string{"ns/a"}}}
+	}
+	for _, tc := range []struct {
+		name    string
+		run     *report.Run
+		r       plan.RuntimeRun
+		passed  bool
+		verdict string
+	}{
+		{name: "patched, nothing lost", run: &report.Run{Pods: 10}, r: patched, passed: true},
+		{name: "patched, restarts", run: lost(), r: patched},
+		{name: "control: reported", run: lost(), r: control, passed: true,
+			verdict: "reported, not asserted (the control of a runtime step): 3 restarts (ns/a), 0 pods recreated, 0 pod UIDs changed; exec: pass; logs: FAIL"},
+		{name: "negative control: the assertion fails, as it must", run: lost(), r: negative, passed: true,
+			verdict: "negative control (the shims killed with containerd): the zero-restart assertion failed, as it must: 3 restarts (ns/a), 0 pods recreated, 0 pod UIDs changed"},
+		{name: "negative control: nothing lost is a failure", run: &report.Run{Pods: 10}, r: negative,
+			verdict: "negative control (the shims killed with containerd): the zero-restart assertion passed, so it cannot tell a loss: 0 restarts (), 0 pods recreated, 0 pod UIDs changed"},
+		{name: "negative control: no pods", run: &report.Run{}, r: negative,
+			verdict: "negative control (the shims killed with containerd): no pods"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			judgeRuntimeRun(tc.run, tc.r, checks)
+			assert.Equal(t, tc.run.Passed, tc.passed, tc.run.Verdict)
+			if tc.verdict != "" {
+				assert.Equal(t, tc.run.Verdict, tc.verdict)
+			}
+		})
+	}
 }

@@ -771,7 +771,7 @@ func (s *Scenario) setBetweenKubelets(st Step, faults []string, watched bool, be
 	}
 	if to := s.runtimeBetween; to != nil {
 		s.betweenKubelets = func(ctx context.Context) error {
-			_, down, err := s.node.SwapRuntime(ctx, *to)
+			_, down, err := s.node.SwapRuntime(ctx, *to, false)
 			s.logf("swap %s: containerd swapped for %s between the two kubelets (CRI down %.1fs)", st, to, down.Seconds())
 			return err
 		}
