@@ -1060,7 +1060,15 @@ upgrade() {
 		if [ -x "$HOST$target_kubelet" ]; then
 			set -- "$@" --target-kubelet "$target_kubelet"
 		fi
-		on_host kubelet-compat preflight "$@" >"$WORK/preflight" || die "kubelet-compat preflight failed"
+		# A refusal (a target the node's runtime does not serve, a bad
+		# version) is preflight's last line on stderr: the Job's one line.
+		rc=0
+		on_host kubelet-compat preflight "$@" >"$WORK/preflight" 2>"$WORK/preflight.err" || rc=$?
+		cat "$WORK/preflight.err" >&2
+		if [ "$rc" != 0 ]; then
+			why=$(sed -n '$s/^kubelet-compat: //p' "$WORK/preflight.err")
+			die "kubelet-compat preflight refused this step: ${why:-it failed (above)}: nothing changed"
+		fi
 		cat "$WORK/preflight"
 		losses=$(preflight_losses <"$WORK/preflight")
 		if [ "$losses" -gt 0 ]; then

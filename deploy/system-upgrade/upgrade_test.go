@@ -88,7 +88,7 @@ esac`,
 	// kubelet-compat etcd-bridge refuses without --bridge-image, as the
 	// CLI does when a bridge is needed (the fake always needs one).
 	"kubelet-compat": `case $1 in
-preflight) cat "$FAKE/preflight" ;;
+preflight) if [ -n "${PREFLIGHT_REFUSES:-}" ]; then echo "kubelet-compat: $PREFLIGHT_REFUSES" >&2; exit 1; fi; cat "$FAKE/preflight" ;;
 etcd-bridge) case "$*" in *" --bridge-image "*) echo "etcd-bridge: bridged: etcd 3.6.16 serves with kubeadm's flags" ;;
 	*) echo "kubelet-compat: etcd $ETCD_BEFORE -> $KUBEADM_ETCD crosses 3.6 -> 3.7: the bridge etcd (3.6.11 or later) must run first; give --bridge-image" >&2; exit 1 ;; esac ;;
 record) : >"$FAKE/recorded" ;;
@@ -334,6 +334,13 @@ func TestUpgradeScript(t *testing.T) {
 			wantErr: "would still lose 4 container(s) or pod(s)", wantCalls: upgradeNode[:4], stage2: prev},
 		{name: "preflight: no patch series for the target, refused", preflight: "preflight-1.15-1.16.table.golden",
 			wantErr: "would still lose 1 container(s) or pod(s)", wantCalls: upgradeNode[:4], stage2: prev},
+		// The runtime check of preflight --node (app/preflight_runtime.go):
+		// a target kubelet the node's runtime does not serve is refused, with
+		// preflight's own reason and the runtime step that must come first.
+		{name: "preflight: the node's runtime does not serve the target kubelet, refused before anything changed", preflight: "preflight-1.30-1.31.table.golden",
+			env:     []string{"PREFLIGHT_REFUSES=runtime: kubelet 1.31 needs CRI v1, which containerd v1.5.18 does not serve (it answers v1alpha2): first move the runtime to containerd 1.7.35"},
+			wantErr: "kubelet-compat preflight refused this step: runtime: kubelet 1.31 needs CRI v1, which containerd v1.5.18 does not serve (it answers v1alpha2): first move the runtime to containerd 1.7.35: nothing changed",
+			wantCalls: upgradeNode[:4], stage2: prev},
 		{name: "preflight loss allowed by the Plan", preflight: "preflight-node.table.golden", env: []string{"KC_ALLOW_LOSS=true"},
 			wantCalls: cat(upgradeNode, gateOK), stage2: target,
 			wantOut: []string{"the patched kubelet loses 1 container(s) or pod(s); the Plan allows it (KC_ALLOW_LOSS=true)"}},
