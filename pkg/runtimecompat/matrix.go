@@ -21,9 +21,35 @@ type Row struct {
 	Basis string
 }
 
-// Matrix is kubelet 1.18 to 1.38 against containerd 1.6.20, 1.7.x and 2.x.
-// Nothing of it is measured on a node yet (a later session runs each
-// pair); the runtimes' CRI APIs are (1.6.20) or come from their source.
+// measured are the pairs run on a node by make e2e E2E=runtime
+// (docs/results.md, "The container runtime swapped under a running
+// kubelet"): kubelet minor -> the containerd versions on which it ran the
+// corpus, as the baseline of a run or after the runtime was swapped in
+// under it, every pod running, serving and synced by the kubelet.
+var measured = map[int][]string{
+	// 2026-12-04: the baseline on 1.6.20, swapped to 1.7.35, where exec,
+	// logs, a genuine change and stop worked (CRI v1alpha2 on both).
+	21: {"1.6.20", "1.7.35"},
+	// The order runs of 2026-12-04: the baseline on 1.7.35, the runtime
+	// first (1.7.35 -> 2.4.2 under 1.36.5).
+	36: {"1.7.35", "2.4.2"},
+	// The road of 2026-12-04: the baseline on 1.6.20, swapped to 1.7.35
+	// and 2.4.2, where exec, logs, a genuine change and stop worked.
+	37: {"1.6.20", "1.7.35", "2.4.2"},
+}
+
+func isMeasured(minor int, line string) bool {
+	for _, v := range measured[minor] {
+		if v == line {
+			return true
+		}
+	}
+	return false
+}
+
+// Matrix is kubelet 1.18 to 1.38 against containerd 1.6.20, 1.7.x and 2.x:
+// what the sources say, and which pairs were measured on a node (measured).
+// The runtimes' CRI APIs are measured (1.6.20) or come from their source.
 func Matrix() []Row {
 	var rows []Row
 	for minor := 18; minor <= 38; minor++ {
@@ -43,10 +69,13 @@ func Matrix() []Row {
 			l, _ := LineOf("containerd", v)
 			ok, why := l.Serves(minor)
 			cell := "yes"
+			if isMeasured(minor, v) {
+				cell = "yes, measured"
+			}
 			if !ok {
 				cell = "no: " + shortWhy(why)
 			} else if rec := recommended(minor, v); rec != "" {
-				cell = "yes (not in containerd's list)"
+				cell += " (not in containerd's list)"
 			}
 			r.Cells = append(r.Cells, cell)
 		}

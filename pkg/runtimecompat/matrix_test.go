@@ -41,11 +41,14 @@ func TestMatrixCells(t *testing.T) {
 		want  []string
 	}{
 		{18, []string{"yes", "yes", "no: no CRI v1alpha2"}},
+		{21, []string{"yes, measured", "yes, measured", "no: no CRI v1alpha2"}},
 		{22, []string{"yes", "yes", "no: no CRI v1alpha2"}},
 		{23, []string{"yes", "yes", "yes"}},
 		{26, []string{"yes", "yes", "yes"}},
 		{32, []string{"yes (not in containerd's list)", "yes", "yes"}},
-		{36, []string{"yes (not in containerd's list)", "yes (not in containerd's list)", "yes"}},
+		// measured on a node: 1.36.5 on 1.7.35 and 2.4.2, 1.37.2 on all three.
+		{36, []string{"yes (not in containerd's list)", "yes, measured (not in containerd's list)", "yes, measured"}},
+		{37, []string{"yes, measured (not in containerd's list)", "yes, measured (not in containerd's list)", "yes, measured"}},
 		{38, []string{"no: no RuntimeConfig", "no: no RuntimeConfig", "yes"}},
 	} {
 		assert.Check(t, is.DeepEqual(cells[tc.minor], tc.want), "1.%d", tc.minor)
