@@ -51,7 +51,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fl.StringVar(&o.versions, "versions", "", "override the mode's steps with a chain: v1,v2,v3 means v1 -> v2 and v2 -> v3 (e.g. 1.21.14,1.22.17,1.23.17; a pair that goes down is a rollback step)")
 	fl.BoolVar(&o.faults, "faults", false, "kind provider: also run the first step patched on a cluster of its own with faults (containerd restarted between the kubelets on worker 1, the new kubelet SIGKILLed during its first sync on worker 2); always in the modes with extras (ci, full)")
 	fl.BoolVar(&o.patched, "patched", true, "run the patched chain (false: only the unpatched controls)")
-	fl.BoolVar(&o.controls, "controls", true, "run the mode's unpatched controls (false: only the patched chain, e.g. while a target's unpatched build is missing; -mode images: only what that chain needs, its .debs and its first node image)")
+	fl.BoolVar(&o.controls, "controls", true, "run the mode's unpatched controls (-mode runtime: also the negative control, the last step with containerd's shims killed; false: only the patched chain, e.g. while a target's unpatched build is missing; -mode images: only what that chain needs, its .debs and its first node image)")
 	fl.DurationVar(&o.syncFreq, "sync-frequency", 10*time.Second, "the kubelet's --sync-frequency")
 	fl.StringVar(&o.kindImages, "kind-images", "build", "kind provider: build (the images the plan needs, incrementally, before the clusters) or use (those the engine holds, e.g. docker load-ed from -mode images -save)")
 	fl.StringVar(&o.imagesOf, "images-of", "ci", "-mode images: the plan whose versions to build (ci, full)")
