@@ -33,6 +33,12 @@ var measured = map[int][]string{
 	// 2026-12-04: the road 1.6.20 -> 1.7.35 -> 2.4.2, each step from a
 	// baseline on its From; exec, logs, a genuine change and stop on both Tos.
 	30: {"1.6.20", "1.7.35", "2.4.2"},
+	// 2026-12-04, the patched kubelet alone (-controls=false): 1.20 to
+	// 1.7.35, the others the whole road.
+	20: {"1.6.20", "1.7.35"},
+	26: {"1.6.20", "1.7.35", "2.4.2"},
+	28: {"1.6.20", "1.7.35", "2.4.2"},
+	31: {"1.6.20", "1.7.35", "2.4.2"},
 	// The order runs of 2026-12-04: the baseline on 1.7.35, the runtime
 	// first (1.7.35 -> 2.4.2 under 1.36.5).
 	36: {"1.7.35", "2.4.2"},

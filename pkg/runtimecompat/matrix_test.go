@@ -44,7 +44,8 @@ func TestMatrixCells(t *testing.T) {
 		{21, []string{"yes, measured", "yes, measured", "no: no CRI v1alpha2"}},
 		{22, []string{"yes", "yes", "no: no CRI v1alpha2"}},
 		{23, []string{"yes", "yes", "yes"}},
-		{26, []string{"yes", "yes", "yes"}},
+		{26, []string{"yes, measured", "yes, measured", "yes, measured"}},
+		{27, []string{"yes", "yes", "yes"}},
 		{30, []string{"yes, measured", "yes, measured", "yes, measured"}},
 		{32, []string{"yes (not in containerd's list)", "yes", "yes"}},
 		// measured on a node: 1.36.5 on 1.7.35 and 2.4.2, 1.37.2 on all three.
