@@ -338,8 +338,8 @@ func TestUpgradeScript(t *testing.T) {
 		// a target kubelet the node's runtime does not serve is refused, with
 		// preflight's own reason and the runtime step that must come first.
 		{name: "preflight: the node's runtime does not serve the target kubelet, refused before anything changed", preflight: "preflight-1.30-1.31.table.golden",
-			env:     []string{"PREFLIGHT_REFUSES=runtime: kubelet 1.31 needs CRI v1, which containerd v1.5.18 does not serve (it answers v1alpha2): first move the runtime to containerd 1.7.35"},
-			wantErr: "kubelet-compat preflight refused this step: runtime: kubelet 1.31 needs CRI v1, which containerd v1.5.18 does not serve (it answers v1alpha2): first move the runtime to containerd 1.7.35: nothing changed",
+			env:       []string{"PREFLIGHT_REFUSES=runtime: kubelet 1.31 needs CRI v1, which containerd v1.5.18 does not serve (it answers v1alpha2): first move the runtime to containerd 1.7.35"},
+			wantErr:   "kubelet-compat preflight refused this step: runtime: kubelet 1.31 needs CRI v1, which containerd v1.5.18 does not serve (it answers v1alpha2): first move the runtime to containerd 1.7.35: nothing changed",
 			wantCalls: upgradeNode[:4], stage2: prev},
 		{name: "preflight loss allowed by the Plan", preflight: "preflight-node.table.golden", env: []string{"KC_ALLOW_LOSS=true"},
 			wantCalls: cat(upgradeNode, gateOK), stage2: target,
