@@ -361,30 +361,39 @@ func stopProcesses(ctx context.Context, st journal.State, h Host) error {
 
 // killTasks SIGKILLs the run's containers, then their shims.
 func killTasks(ctx context.Context, st journal.State, h Host) error {
+	_, err := killRunTasks(ctx, st, h, true)
+	return err
+}
+
+// killRunTasks SIGKILLs the run's shims, after their containers when
+// containers is set, and returns how many shims it found.
+func killRunTasks(ctx context.Context, st journal.State, h Host, containers bool) (int, error) {
 	if st.Containerd == nil {
-		return nil
+		return 0, nil
 	}
 	run := shims.Run{Socket: st.Containerd.Socket, StateDir: st.Containerd.State, Recorded: st.Shims, Since: st.Since}
 	if !under(run.StateDir, st.Root) {
-		return fmt.Errorf("containerd state dir %s is not under the root %s", run.StateDir, st.Root)
+		return 0, fmt.Errorf("containerd state dir %s is not under the root %s", run.StateDir, st.Root)
 	}
 	found, err := shims.Find(h.Proc, run)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	var ours func(string) bool
-	if st.Cgroups != nil {
-		ours = st.Cgroups.Ours
-	}
-	containers, err := shims.Containers(h.Proc, run, found, ours)
-	if err != nil {
-		return err
+	var inits []procfs.ID
+	if containers {
+		var ours func(string) bool
+		if st.Cgroups != nil {
+			ours = st.Cgroups.Ours
+		}
+		if inits, err = shims.Containers(h.Proc, run, found, ours); err != nil {
+			return len(found), err
+		}
 	}
 	var errs []error
 	for _, group := range []struct {
 		what string
 		ids  []procfs.ID
-	}{{"containers", containers}, {"shims", found}} {
+	}{{"containers", inits}, {"shims", found}} {
 		if len(group.ids) == 0 {
 			continue
 		}
@@ -398,7 +407,7 @@ func killTasks(ctx context.Context, st journal.State, h Host) error {
 			errs = append(errs, fmt.Errorf("%s still run after SIGKILL", group.what))
 		}
 	}
-	return errors.Join(errs...)
+	return len(found), errors.Join(errs...)
 }
 
 // unmountAll unmounts everything under the root, the run's own mounts
@@ -845,3 +854,11 @@ func sortedKeys(m map[string]bool) []string {
 // during a run: a runtime swap whose containerd cannot stop the pods an
 // older one started leaves them to this (scenario, runtime steps).
 func KillTasks(ctx context.Context, st journal.State, h Host) error { return killTasks(ctx, st, h) }
+
+// KillShims SIGKILLs the run's containerd shims alone, as systemd stops a
+// containerd unit without KillMode=process (the runtime swap's negative
+// control), and returns how many it found; their containers are left to
+// the next containerd.
+func KillShims(ctx context.Context, st journal.State, h Host) (int, error) {
+	return killRunTasks(ctx, st, h, false)
+}

@@ -386,3 +386,18 @@ func TestUndoRestoresAKindRunsSysctls(t *testing.T) {
 		})
 	}
 }
+
+// TestKillShimsLeavesTheContainers: the runtime swap's negative control
+// kills the run's shim alone (as systemd stops a containerd unit without
+// KillMode=process), never the system containerd's shim 201 nor the
+// containers 300 and 301.
+func TestKillShimsLeavesTheContainers(t *testing.T) {
+	w := newWorld(t)
+	found, err := KillShims(context.Background(), w.st, w.host())
+	assert.NilError(t, err)
+	assert.Equal(t, found, 1)
+	assert.DeepEqual(t, w.signals, []string{"200:9"})
+	for _, pid := range []int{201, 300, 301} {
+		assert.Assert(t, exists(filepath.Join(w.proc, strconv.Itoa(pid))), "pid %d", pid)
+	}
+}

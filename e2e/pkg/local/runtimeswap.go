@@ -8,13 +8,10 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/ctxtime"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/leftovers"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/local/mounts"
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/local/shims"
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/procfs"
 	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
 )
 
@@ -265,39 +262,16 @@ func DebianVersion(versionOutput string) string {
 	return v
 }
 
-// killShims SIGKILLs the shims of the run's containerd, found as the
-// cleanup finds them (shims.Find: started after the run, serving its
-// socket), each by PID and start time, and waits until they are gone. At
-// least one must be found: the negative control needs running tasks.
+// killShims SIGKILLs the shims of the run's containerd as the cleanup
+// finds them (leftovers.KillShims). At least one must be found: the
+// negative control needs running tasks.
 func (n *Node) killShims(ctx context.Context) error {
-	st := n.Journal.State()
-	found, err := shims.Find(procfs.Host, shims.Run{Socket: n.ContainerdSocket(), StateDir: n.ContainerdState(), Recorded: st.Shims, Since: st.Since})
+	found, err := leftovers.KillShims(ctx, n.Journal.State(), leftovers.Machine(nil))
 	if err != nil {
-		return fmt.Errorf("finding the shims to kill: %w", err)
+		return fmt.Errorf("killing the shims: %w", err)
 	}
-	if len(found) == 0 {
+	if found == 0 {
 		return errors.New("no shim of the run's containerd to kill")
 	}
-	for _, id := range found {
-		if err := procfs.Signal(id, syscall.SIGKILL); err != nil && !errors.Is(err, procfs.ErrNotSame) {
-			return fmt.Errorf("killing shim %v: %w", id, err)
-		}
-	}
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		alive := 0
-		for _, id := range found {
-			if procfs.Host.Alive(id) {
-				alive++
-			}
-		}
-		if alive == 0 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%d of %d shims still alive 10s after SIGKILL", alive, len(found))
-		}
-		if err := ctxtime.Sleep(ctx, 100*time.Millisecond); err != nil {
-			return err
-		}
-	}
+	return nil
 }
