@@ -2,6 +2,7 @@ package runtimecompat
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -27,17 +28,17 @@ type Row struct {
 // corpus, as the baseline of a run or after the runtime was swapped in
 // under it, every pod running, serving and synced by the kubelet.
 var measured = map[int][]string{
-	// 2026-12-04: the baseline on 1.6.20, swapped to 1.7.35, where exec,
-	// logs, a genuine change and stop worked (CRI v1alpha2 on both).
-	21: {"1.6.20", "1.7.35"},
-	// 2026-12-04: the road 1.6.20 -> 1.7.35 -> 2.4.2, each step from a
-	// baseline on its From; exec, logs, a genuine change and stop on both Tos.
-	30: {"1.6.20", "1.7.35", "2.4.2"},
 	// 2026-12-04, the patched kubelet alone (-controls=false): 1.20 to
 	// 1.7.35, the others the whole road.
 	20: {"1.6.20", "1.7.35"},
+	// 2026-12-04: the baseline on 1.6.20, swapped to 1.7.35, where exec,
+	// logs, a genuine change and stop worked (CRI v1alpha2 on both).
+	21: {"1.6.20", "1.7.35"},
 	26: {"1.6.20", "1.7.35", "2.4.2"},
 	28: {"1.6.20", "1.7.35", "2.4.2"},
+	// 2026-12-04: the road 1.6.20 -> 1.7.35 -> 2.4.2, each step from a
+	// baseline on its From; exec, logs, a genuine change and stop on both Tos.
+	30: {"1.6.20", "1.7.35", "2.4.2"},
 	31: {"1.6.20", "1.7.35", "2.4.2"},
 	// The order runs of 2026-12-04: the baseline on 1.7.35, the runtime
 	// first (1.7.35 -> 2.4.2 under 1.36.5).
@@ -45,15 +46,6 @@ var measured = map[int][]string{
 	// The road of 2026-12-04: the baseline on 1.6.20, swapped to 1.7.35
 	// and 2.4.2, where exec, logs, a genuine change and stop worked.
 	37: {"1.6.20", "1.7.35", "2.4.2"},
-}
-
-func isMeasured(minor int, line string) bool {
-	for _, v := range measured[minor] {
-		if v == line {
-			return true
-		}
-	}
-	return false
 }
 
 // Matrix is kubelet 1.18 to 1.38 against containerd 1.6.20, 1.7.x and 2.x:
@@ -78,7 +70,7 @@ func Matrix() []Row {
 			l, _ := LineOf("containerd", v)
 			ok, why := l.Serves(minor)
 			cell := "yes"
-			if isMeasured(minor, v) {
+			if slices.Contains(measured[minor], v) {
 				cell = "yes, measured"
 			}
 			if !ok {

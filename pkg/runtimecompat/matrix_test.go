@@ -56,3 +56,18 @@ func TestMatrixCells(t *testing.T) {
 		assert.Check(t, is.DeepEqual(cells[tc.minor], tc.want), "1.%d", tc.minor)
 	}
 }
+
+// TestMeasuredPairsAreServed: a pair measured on a node is one the matrix
+// says the runtime serves (the e2e refuses the others), on a runtime of
+// the matrix's columns; a "yes, measured" never hides a "no".
+func TestMeasuredPairsAreServed(t *testing.T) {
+	for minor, lines := range measured {
+		for _, v := range lines {
+			assert.Check(t, is.Contains(matrixLines, v), "1.%d on %s", minor, v)
+			l, ok := LineOf("containerd", v)
+			assert.Assert(t, ok, v)
+			served, why := l.Serves(minor)
+			assert.Check(t, served, "1.%d on %s: %s", minor, v, why)
+		}
+	}
+}

@@ -55,10 +55,11 @@ func (s *Scenario) orderRun(ctx context.Context, r plan.OrderRun) ([]*report.Run
 		return nil, err
 	}
 	var runs []*report.Run
+	asRuntimeRun := plan.RuntimeRun{Patched: r.Patched}
 	runtimeStep := func(under string) error {
-		run, _, err := s.runtimeStep(ctx, rst, under, plan.RuntimeRun{Patched: r.Patched}, variant, to)
+		run, _, err := s.runtimeStep(ctx, rst, under, asRuntimeRun, variant, to)
 		if err == nil {
-			judgeRuntimeRun(run, plan.RuntimeRun{Patched: r.Patched}, nil)
+			judgeRuntimeRun(run, asRuntimeRun, nil)
 			runs = append(runs, run)
 		}
 		return err
