@@ -73,6 +73,9 @@
 #                                 released kubelets, no drain) as the second, a roll whose health gate fails on worker 3;
 #                                 per node and in total: restarts, evictions, pod UIDs, the single replica's
 #                                 unavailable seconds, endpoint removals, seconds (E2E_ARGS='-fleet-runs drain,naive,fault')
+#   make e2e E2E_PROVIDER=kind E2E=fleet E2E_VERSIONS=1.33.13,1.34.12,1.35.8,1.36.5,1.37.2 E2E_ARGS='-fleet-runs minors -controls=false'
+#                                 one cluster (1 control plane, 2 workers) born at the first version and rolled by
+#                                 our Plans minor after minor, unattended; the etcd bridge on the step to etcd 3.7
 #   make e2e E2E_ARGS='-pods 20'  anything else for e2e/cmd/e2e
 #   make e2e E2E_BUILD=false      use the binaries already in _output
 #   make e2e-cleanup          undo what a killed run's journal lists (.ci/run runs it first)

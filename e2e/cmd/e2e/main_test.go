@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind/fleet"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/procfs"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/rootdir"
 	"gotest.tools/v3/assert"
@@ -281,6 +282,9 @@ func TestFleetModeRefusesBadInput(t *testing.T) {
 		{name: "a roll twice", args: []string{"-fleet-runs", "drain,drain"}, wantErr: "drain given twice"},
 		{name: "two steps", args: []string{"-versions", "1.30.14,1.31.14,1.32.13"}, wantErr: "the fleet rolls one step, not 2"},
 		{name: "skip-level", args: []string{"-steps", "1.30.14:1.32.13"}, wantErr: "the fleet rolls one minor up"},
+		{name: "minors with another roll", args: []string{"-fleet-runs", "minors,drain", "-versions", "1.33.13,1.34.12"}, wantErr: "run it alone"},
+		{name: "minors, a gap in the chain", args: []string{"-fleet-runs", "minors", "-steps", "1.33.13:1.34.12,1.35.8:1.36.5"}, wantErr: "does not start where"},
+		{name: "minors, skip-level", args: []string{"-fleet-runs", "minors", "-steps", "1.33.13:1.35.8"}, wantErr: "one minor up"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -294,6 +298,21 @@ func TestFleetModeRefusesBadInput(t *testing.T) {
 			assert.Assert(t, os.IsNotExist(err), "the refused run made its root")
 		})
 	}
+}
+
+// TestFleetMinorsPlan: the minors roll takes the chain of -versions and
+// runs no controls (nothing as released to build).
+func TestFleetMinorsPlan(t *testing.T) {
+	o, err := parseFlags([]string{"-mode", "fleet", "-provider", "kind", "-fleet-runs", "minors", "-versions", "1.33.13,1.34.12,1.35.8"}, &bytes.Buffer{})
+	assert.NilError(t, err)
+	pl, rolls, err := o.modePlan()
+	assert.NilError(t, err)
+	assert.DeepEqual(t, rolls, []string{fleet.Minors})
+	assert.Equal(t, len(pl.steps), 2)
+	assert.Equal(t, pl.controls, false)
+	p, _, err := o.planAndRunner(pl, rolls, filepath.Join(t.TempDir(), "e2e-root"), t.TempDir(), &bytes.Buffer{})
+	assert.NilError(t, err)
+	assert.Equal(t, p.Controls, false)
 }
 
 // TestRuntimeModePlan: -mode runtime is the default road under the default

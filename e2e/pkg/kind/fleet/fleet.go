@@ -9,7 +9,9 @@
 // worker 3. Each roll is a list of small actions on a cluster of its own,
 // measured per node and in total (figures.go); the fault roll also
 // kills the control plane's Job after its swap and ends with the
-// operator's retry (fault.go).
+// operator's retry (fault.go). The minors roll (minors.go) takes one
+// cluster of MinorsWorkers workers through a chain of minors, Plan after
+// Plan, unattended.
 package fleet
 
 import (
@@ -36,10 +38,16 @@ const (
 	Drain        = "drain"
 	Naive        = "naive"
 	Fault        = "fault"
+	// Minors: a chain of steps (-versions 1.33.13,...,1.37.2), one Plan
+	// after the other on one cluster; a plan of its own, so alone.
+	Minors = "minors"
 )
 
-// Runs are every roll, the default.
+// Runs are every roll of one step, the default.
 var Runs = []string{Concurrency1, Concurrency2, Drain, Naive, Fault}
+
+// rolls are every roll -fleet-runs takes, in the order they run.
+var rolls = append(append([]string(nil), Runs...), Minors)
 
 // Workers is the fleet clusters' worker count.
 const Workers = 4
@@ -51,22 +59,25 @@ const FaultWorker = 3
 // faulty worker waits that long before its rollback.
 const GateTimeout = 120
 
-// ParseRuns reads -fleet-runs: a comma-separated subset of Runs,
-// run in Runs' order.
+// ParseRuns reads -fleet-runs: a comma-separated subset of Runs, run in
+// Runs' order, or the minors roll alone.
 func ParseRuns(s string) ([]string, error) {
 	want := map[string]bool{}
 	for _, r := range strings.Split(s, ",") {
 		r = strings.TrimSpace(r)
-		if !contains(Runs, r) {
-			return nil, fmt.Errorf("-fleet-runs: unknown roll %q (%s)", r, strings.Join(Runs, ", "))
+		if !contains(rolls, r) {
+			return nil, fmt.Errorf("-fleet-runs: unknown roll %q (%s)", r, strings.Join(rolls, ", "))
 		}
 		if want[r] {
 			return nil, fmt.Errorf("-fleet-runs: %s given twice", r)
 		}
 		want[r] = true
 	}
+	if want[Minors] && len(want) > 1 {
+		return nil, errors.New("-fleet-runs: minors rolls a chain of steps, the others one step: run it alone")
+	}
 	var out []string
-	for _, r := range Runs {
+	for _, r := range rolls {
 		if want[r] {
 			out = append(out, r)
 		}
@@ -83,17 +94,30 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// Check refuses a plan the fleet cannot roll: one upgrade step of one
-// minor (the control plane and every kubelet go From -> To once).
-func Check(steps []kind.Step) error {
-	if len(steps) != 1 {
-		return fmt.Errorf("the fleet rolls one step, not %d", len(steps))
+// Check refuses a plan the rolls cannot roll: one upgrade step of one
+// minor (the control plane and every kubelet go From -> To once), or for
+// the minors roll a chain of such steps, each from where the one before
+// ended.
+func Check(steps []kind.Step, runs []string) error {
+	chain := contains(runs, Minors)
+	if !chain && len(steps) != 1 {
+		return fmt.Errorf("the fleet rolls one step, not %d (the minors roll: a chain of them)", len(steps))
 	}
-	st := steps[0]
-	if st.Rollback() || st.SkipLevel() {
-		return fmt.Errorf("the fleet rolls one minor up, not %s", st)
+	if len(steps) == 0 {
+		return errors.New("the minors roll needs a chain of steps (-versions 1.33.13,1.34.12,...)")
 	}
-	return kind.CheckSkew(st)
+	for i, st := range steps {
+		if st.Rollback() || st.SkipLevel() {
+			return fmt.Errorf("the fleet rolls one minor up at a time, not %s", st)
+		}
+		if i > 0 && st.From != steps[i-1].To {
+			return fmt.Errorf("the minors roll's steps form a chain: %s does not start where %s ended", st, steps[i-1])
+		}
+		if err := kind.CheckSkew(st); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // fleetCluster names each roll's cluster.
@@ -107,6 +131,8 @@ func fleetCluster(roll string) string {
 		return "kc-e2e-drain"
 	case Naive:
 		return "kc-e2e-naive"
+	case Minors:
+		return "kc-e2e-fleet-minors"
 	}
 	return "kc-e2e-fleet-fault"
 }
@@ -129,9 +155,18 @@ type fleetRun struct {
 	drain       bool
 	// naive: SUC's Plans run upgrade.sh naive with the released packages
 	// (Options.Naive); ClusterRun.Patched is false, as for the drain roll.
-	naive     bool
-	fault     bool
-	sucImages []byte // the OCI layout of the controller's and the upgrade Job's images
+	naive  bool
+	fault  bool
+	minors bool
+	// step is the index in Steps of the step the roll is at (the minors
+	// roll goes through each; the others have one).
+	step int
+	// sucImages are the OCI layouts of the controller's and the upgrade
+	// Job's images, by target.
+	sucImages map[string][]byte
+	// bridgeImage is the etcd bridge the control plane's Plan carries
+	// (the minors roll's step to an etcd 3.7).
+	bridgeImage string
 
 	snapBefore map[string]*snapshot.Snapshot
 	apiBefore  map[string]apiPod
@@ -149,48 +184,65 @@ type fleetRun struct {
 
 // Run runs o.Runs, each on a cluster of its own, one after the other.
 func Run(ctx context.Context, p *kind.Provider, o Options, stack *cleanup.Stack, rep *report.Report) error {
-	if err := Check(o.Steps); err != nil {
+	if err := Check(o.Steps, o.Runs); err != nil {
 		return err
 	}
-	st := o.Steps[0]
 	var runs []*fleetRun
 	for _, roll := range o.Runs {
-		so := o.ScenarioOptions
-		so.Workers = Workers
-		runs = append(runs, newFleetRun(p, so, rep, roll, st))
+		runs = append(runs, newFleetRun(p, o.ScenarioOptions, rep, roll, o.Steps))
 	}
 	if err := fleetPreflight(ctx, p, o, fleetNeeds(runs)); err != nil {
 		return err
 	}
-	// One layout for the patched SUC rolls, one for the naive roll.
-	layouts := map[bool][]byte{}
+	// One layout per target for the patched SUC rolls, one for the naive
+	// roll.
+	type key struct {
+		naive  bool
+		target string
+	}
+	layouts := map[key][]byte{}
 	var clusters []kind.ClusterRunner
 	for _, f := range runs {
 		if !f.drain {
-			if layouts[f.naive] == nil {
-				layout, err := sucImages(o.ControllerBinary, st.To, o.Output, f.naive)
-				if err != nil {
-					return err
+			f.sucImages = map[string][]byte{}
+			for _, st := range f.Steps {
+				k := key{f.naive, st.To}
+				if layouts[k] == nil {
+					layout, err := sucImages(o.ControllerBinary, st.To, o.Output, f.naive)
+					if err != nil {
+						return err
+					}
+					layouts[k] = layout
 				}
-				layouts[f.naive] = layout
+				f.sucImages[st.To] = layouts[k]
 			}
-			f.sucImages = layouts[f.naive]
 		}
 		clusters = append(clusters, f)
 	}
 	return kind.RunClusters(ctx, p, stack, clusters)
 }
 
-// newFleetRun is one roll on its cluster, before its images are set.
-func newFleetRun(p *kind.Provider, o kind.ScenarioOptions, rep *report.Report, roll string, st kind.Step) *fleetRun {
+// newFleetRun is one roll on its cluster, before its images are set: the
+// minors roll takes steps, a chain, on MinorsWorkers workers; the others
+// the one step on Workers.
+func newFleetRun(p *kind.Provider, o kind.ScenarioOptions, rep *report.Report, roll string, steps []kind.Step) *fleetRun {
 	released := roll == Drain || roll == Naive
-	f := &fleetRun{ClusterRun: &kind.ClusterRun{Provider: p, Options: o, Report: rep, Name: fleetCluster(roll), Steps: []kind.Step{st}, Patched: !released},
-		roll: roll, concurrency: 1, drain: roll == Drain, naive: roll == Naive, fault: roll == Fault}
+	o.Workers = Workers
+	if roll == Minors {
+		o.Workers = MinorsWorkers
+	} else {
+		steps = steps[:1]
+	}
+	f := &fleetRun{ClusterRun: &kind.ClusterRun{Provider: p, Options: o, Report: rep, Name: fleetCluster(roll), Steps: steps, Patched: !released},
+		roll: roll, concurrency: 1, drain: roll == Drain, naive: roll == Naive, fault: roll == Fault, minors: roll == Minors}
 	if roll == Concurrency2 {
 		f.concurrency = 2
 	}
 	return f
 }
+
+// cur is the step the roll is at.
+func (f *fleetRun) cur() kind.Step { return f.Steps[f.step] }
 
 // buildNeeds are what a fleet's rolls need built beyond the node image
 // and the target's images.
@@ -216,19 +268,21 @@ func fleetNeeds(runs []*fleetRun) buildNeeds {
 // packages and kubectl (the upgrade Job's image) and its unpatched
 // packages (the drain and naive rolls swap in the kubelet as released).
 func fleetPreflight(ctx context.Context, p *kind.Provider, o Options, needs buildNeeds) error {
-	st := o.Steps[0]
 	var m kind.MissingBuilds
 	need, exists := m.Need, kind.Built
-	need(p.Engine.ImageExists(ctx, kind.NodeImage(st.From)), "node image "+kind.NodeImage(st.From))
-	need(exists(filepath.Join(o.Output, "kind", "images", st.To+".tar")), "images of "+st.To)
-	if needs.patched {
-		need(exists(filepath.Join(nodeimage.PackageDir(o.Output, "patched"), nodeimage.NodePackages(st.To)[0])), "patched packages of "+st.To)
-	}
-	if needs.kubectl {
-		need(exists(filepath.Join(o.Output, st.To, "kubectl")), "kubectl of "+st.To)
-	}
-	if needs.unpatched {
-		need(exists(filepath.Join(nodeimage.PackageDir(o.Output, "unpatched"), nodeimage.NodePackages(st.To)[0])), "unpatched packages of "+st.To)
+	first := o.Steps[0].From
+	need(p.Engine.ImageExists(ctx, kind.NodeImage(first)), "node image "+kind.NodeImage(first))
+	for _, st := range o.Steps {
+		need(exists(filepath.Join(o.Output, "kind", "images", st.To+".tar")), "images of "+st.To)
+		if needs.patched {
+			need(exists(filepath.Join(nodeimage.PackageDir(o.Output, "patched"), nodeimage.NodePackages(st.To)[0])), "patched packages of "+st.To)
+		}
+		if needs.kubectl {
+			need(exists(filepath.Join(o.Output, st.To, "kubectl")), "kubectl of "+st.To)
+		}
+		if needs.unpatched {
+			need(exists(filepath.Join(nodeimage.PackageDir(o.Output, "unpatched"), nodeimage.NodePackages(st.To)[0])), "unpatched packages of "+st.To)
+		}
 	}
 	return m.Err("make kind-images E2E=fleet")
 }
@@ -239,6 +293,9 @@ func (f *fleetRun) do(fn func(ctx context.Context) error) func(*kind.ClusterRun,
 }
 
 func (f *fleetRun) actions() []kind.Action {
+	if f.minors {
+		return f.minorsActions()
+	}
 	st := f.Steps[0]
 	out := []kind.Action{
 		{Name: "create the cluster on " + kind.NodeImage(st.From), Do: (*kind.ClusterRun).Create},
@@ -321,7 +378,7 @@ func (r *Runner) Check(p plan.Plan) error {
 	if p.RecordAfterSwap {
 		return errors.New(plan.RecordAfterSwapLocalOnly)
 	}
-	return Check(p.Steps)
+	return Check(p.Steps, r.Runs)
 }
 
 // Run brings the engine and the images up, builds the controller
@@ -337,7 +394,7 @@ func (r *Runner) Run(ctx context.Context, p plan.Plan, stack *cleanup.Stack, rep
 			return err
 		}
 	}
-	o := Options{ScenarioOptions: kind.ScenarioOptions{Plan: p, LogDir: filepath.Join(p.ReportDir, "logs"), Workers: Workers},
+	o := Options{ScenarioOptions: kind.ScenarioOptions{Plan: p, LogDir: filepath.Join(p.ReportDir, "logs")},
 		Runs: r.Runs, ControllerBinary: bin}
 	return Run(ctx, prov, o, stack, rep)
 }

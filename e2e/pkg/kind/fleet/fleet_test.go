@@ -40,6 +40,8 @@ func TestParseRuns(t *testing.T) {
 		{in: "concurrency-3", wantErr: `unknown roll "concurrency-3"`},
 		{in: "", wantErr: `unknown roll ""`},
 		{in: "drain,drain", wantErr: "drain given twice"},
+		{in: "minors", want: []string{Minors}},
+		{in: "minors,concurrency-1", wantErr: "run it alone"},
 	} {
 		got, err := ParseRuns(tt.in)
 		if tt.wantErr != "" {
@@ -52,23 +54,71 @@ func TestParseRuns(t *testing.T) {
 }
 
 func TestCheck(t *testing.T) {
+	chain := []kind.Step{{From: "1.33.13", To: "1.34.12"}, {From: "1.34.12", To: "1.35.8"}, {From: "1.35.8", To: "1.36.5"}, {From: "1.36.5", To: "1.37.2"}}
 	for _, tt := range []struct {
 		steps   []kind.Step
+		runs    []string
 		wantErr string
 	}{
-		{steps: []kind.Step{{From: "1.30.14", To: "1.31.14"}}},
-		{steps: nil, wantErr: "one step, not 0"},
-		{steps: []kind.Step{{From: "1.30.14", To: "1.31.14"}, {From: "1.31.14", To: "1.32.13"}}, wantErr: "one step, not 2"},
-		{steps: []kind.Step{{From: "1.30.14", To: "1.32.13"}}, wantErr: "one minor up"},
-		{steps: []kind.Step{{From: "1.31.14", To: "1.30.14"}}, wantErr: "one minor up"},
+		{steps: []kind.Step{{From: "1.30.14", To: "1.31.14"}}, runs: Runs},
+		{steps: nil, runs: Runs, wantErr: "one step, not 0"},
+		{steps: chain[:2], runs: Runs, wantErr: "one step, not 2"},
+		{steps: []kind.Step{{From: "1.30.14", To: "1.32.13"}}, runs: Runs, wantErr: "one minor up"},
+		{steps: []kind.Step{{From: "1.31.14", To: "1.30.14"}}, runs: Runs, wantErr: "one minor up"},
+		{steps: chain, runs: []string{Minors}},
+		{steps: chain[:1], runs: []string{Minors}},
+		{steps: nil, runs: []string{Minors}, wantErr: "needs a chain"},
+		{steps: []kind.Step{chain[0], chain[2]}, runs: []string{Minors}, wantErr: "does not start where"},
+		{steps: []kind.Step{chain[0], {From: "1.34.12", To: "1.36.5"}}, runs: []string{Minors}, wantErr: "one minor up"},
 	} {
-		err := Check(tt.steps)
+		err := Check(tt.steps, tt.runs)
 		if tt.wantErr == "" {
 			assert.NilError(t, err)
 		} else {
 			assert.ErrorContains(t, err, tt.wantErr)
 		}
 	}
+}
+
+// TestMinorsRoll: one cluster of MinorsWorkers workers born at the chain's
+// first version; per step the target's images, a baseline, the Plans of
+// the step's target and the figures; checks named per step; the Job across
+// every step completed once, at the end.
+func TestMinorsRoll(t *testing.T) {
+	chain := []kind.Step{{From: "1.33.13", To: "1.34.12"}, {From: "1.34.12", To: "1.35.8"}, {From: "1.35.8", To: "1.36.5"}, {From: "1.36.5", To: "1.37.2"}}
+	f := newFleetRun(nil, kind.ScenarioOptions{Workers: 7}, nil, Minors, chain)
+	assert.Check(t, is.Equal(f.Options.Workers, MinorsWorkers))
+	assert.Check(t, is.Equal(f.Name, "kc-e2e-fleet-minors"))
+	assert.Check(t, f.Patched)
+	var names []string
+	for _, a := range f.actions() {
+		names = append(names, a.Name)
+	}
+	all := strings.Join(names, "\n")
+	assert.Check(t, is.Contains(names[0], kind.NodeImage("1.33.13")))
+	assert.Check(t, is.Equal(strings.Count(all, "apply system-upgrade-controller"), 1))
+	for _, st := range chain {
+		assert.Check(t, is.Contains(all, st.String()+": import the images of "+st.To))
+		assert.Check(t, is.Contains(all, st.String()+": apply the Plans ("+st.To+", concurrency 1; the etcd bridge"))
+		assert.Check(t, is.Contains(all, st.String()+": the figures"))
+	}
+	assert.Check(t, is.Contains(names[len(names)-1], "the Job that ran across every step completes"))
+	assert.Check(t, !strings.Contains(all, "drain") && !strings.Contains(all, "retry"), all)
+
+	f.step = 3
+	assert.Check(t, is.Equal(f.cur(), chain[3]))
+	assert.Check(t, is.Equal(f.label(), "kc-e2e-fleet-minors minors 1.36.5 -> 1.37.2"))
+	assert.Check(t, is.Equal(f.rollName(), "SUC, concurrency 1, minor 4 of 4 (cluster born at 1.33.13)"))
+	f.bridgeImage = "registry.k8s.io/etcd:3.6.16-0"
+	o := f.planOptions()
+	assert.Check(t, is.Equal(o.Version, "1.37.2"))
+	assert.Check(t, is.Equal(o.EtcdBridgeImage, f.bridgeImage))
+
+	// The one-step rolls keep their one step and their label.
+	c1 := newFleetRun(nil, kind.ScenarioOptions{}, nil, Concurrency1, chain)
+	assert.Check(t, is.Equal(len(c1.Steps), 1))
+	assert.Check(t, is.Equal(c1.Options.Workers, Workers))
+	assert.Check(t, is.Equal(c1.label(), "kc-e2e-fleet-c1 concurrency-1"))
 }
 
 // TestFleetObjects: the workloads the issue names, the StatefulSet's
@@ -113,8 +163,18 @@ func TestFleetObjects(t *testing.T) {
 		assert.Equal(t, pods[0].Spec.NodeName, canary)
 		assert.DeepEqual(t, pods[0].Spec.Containers[0].ReadinessProbe.Exec.Command, canaryProbe(kubeRoot, "1.31.14"))
 	}
-	_, err := fleetObjects(workers[:2], "", "1.31.14")
-	assert.ErrorContains(t, err, "need worker 3")
+	// Two workers (the minors roll): a volume on each.
+	objs, err := fleetObjects(workers[:2], "", "1.31.14")
+	assert.NilError(t, err)
+	var pvNodes []string
+	for _, o := range objs {
+		if pv, ok := o.(*v1.PersistentVolume); ok {
+			pvNodes = append(pvNodes, pv.Spec.NodeAffinity.Required.NodeSelectorTerms[0].MatchExpressions[0].Values...)
+		}
+	}
+	assert.DeepEqual(t, pvNodes, []string{"c-worker", "c-worker2"})
+	_, err = fleetObjects(workers[:1], "", "1.31.14")
+	assert.ErrorContains(t, err, "need worker 2")
 }
 
 // TestCanaryProbe runs the canary's readiness check against a packages'
@@ -438,7 +498,7 @@ func TestFleetPlans(t *testing.T) {
 		{Fault, "concurrency: 1", systemupgrade.ControlPlanePlan, systemupgrade.WorkersPlan, "upgrade"},
 		{Naive, "concurrency: 1", systemupgrade.NaiveControlPlanePlan, systemupgrade.NaiveWorkersPlan, "naive"},
 	} {
-		f := newFleetRun(nil, kind.ScenarioOptions{}, nil, tt.roll, kind.Step{From: "1.30.14", To: "1.31.14"})
+		f := newFleetRun(nil, kind.ScenarioOptions{}, nil, tt.roll, []kind.Step{{From: "1.30.14", To: "1.31.14"}})
 		o := f.planOptions()
 		assert.Check(t, is.Equal(o.GateTimeout, GateTimeout))
 		assert.Check(t, !o.Cordon)
@@ -585,7 +645,7 @@ func TestFleetRolls(t *testing.T) {
 				"the retry: worker 3 upgraded through its gate"}},
 	} {
 		t.Run(tt.roll, func(t *testing.T) {
-			f := newFleetRun(nil, kind.ScenarioOptions{}, nil, tt.roll, st)
+			f := newFleetRun(nil, kind.ScenarioOptions{}, nil, tt.roll, []kind.Step{st})
 			assert.Check(t, is.Equal(f.Name, tt.cluster))
 			assert.Check(t, is.Equal(f.Variant(), tt.variant))
 			assert.Check(t, is.Equal(f.rollName(), tt.name))
@@ -622,7 +682,7 @@ func TestFleetNeeds(t *testing.T) {
 	} {
 		var runs []*fleetRun
 		for _, r := range tt.rolls {
-			runs = append(runs, newFleetRun(nil, kind.ScenarioOptions{}, nil, r, st))
+			runs = append(runs, newFleetRun(nil, kind.ScenarioOptions{}, nil, r, []kind.Step{st}))
 		}
 		assert.Check(t, is.Equal(fleetNeeds(runs), tt.want), "%v", tt.rolls)
 	}

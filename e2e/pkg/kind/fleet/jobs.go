@@ -88,8 +88,10 @@ func nextJob(rec *jobRecord, j *batchv1.Job, node string) (*jobRecord, bool) {
 // logs of each that ended.
 func (f *fleetRun) followJobs(ctx context.Context) error {
 	cp, workers := f.planOptions().PlanNames()
+	// The Jobs of the Plans' version: the minors roll's earlier Plans
+	// leave theirs until their TTL.
 	list, err := f.Cluster.Client.BatchV1().Jobs(systemupgrade.Namespace).List(ctx, metav1.ListOptions{
-		LabelSelector: fmt.Sprintf("%s in (%s,%s)", sucLabelPlan, cp, workers)})
+		LabelSelector: fmt.Sprintf("%s in (%s,%s),%s=%s", sucLabelPlan, cp, workers, sucLabelVersion, f.cur().To)})
 	if err != nil {
 		return err
 	}
@@ -332,6 +334,6 @@ func (f *fleetRun) checkConcurrency() {
 		}
 	}
 	got := maxOverlap(workers)
-	f.Record(reportCheck(fmt.Sprintf("%s %s: the workers' Plan ran %d nodes at once", f.Name, f.roll, f.concurrency),
+	f.Record(reportCheck(fmt.Sprintf("%s: the workers' Plan ran %d nodes at once", f.label(), f.concurrency),
 		got == int(f.concurrency), fmt.Sprintf("at most %d workers' upgrade.sh at one moment; order %s", got, strings.Join(f.order, " "))))
 }

@@ -44,7 +44,7 @@ func isKubelet(reported, version string, patched bool) bool {
 // anchors' (drain, naive) are reported.
 func (f *fleetRun) reportRoll(ctx context.Context) error {
 	nodes, total := f.data.figures()
-	roll := report.FleetRoll{Name: f.rollName(), Cluster: f.Name, Step: f.Steps[0].String(), Variant: f.Variant(), Order: f.order, Nodes: nodes, Total: total,
+	roll := report.FleetRoll{Name: f.rollName(), Cluster: f.Name, Step: f.cur().String(), Variant: f.Variant(), Order: f.order, Nodes: nodes, Total: total,
 		APIBackgroundPerSecond: f.data.apiBackground()}
 	f.Report.Fleet = append(f.Report.Fleet, roll)
 	for _, n := range nodes {
@@ -58,16 +58,16 @@ func (f *fleetRun) reportRoll(ctx context.Context) error {
 	}
 	var wrong []string
 	for _, w := range f.data.windows {
-		want, patched := f.Steps[0].To, f.Patched
+		want, patched := f.cur().To, f.Patched
 		if w.Outcome != outcomeUpgraded {
-			want, patched = f.Steps[0].From, true
+			want, patched = f.cur().From, true
 		}
 		if !isKubelet(versions[w.Node], want, patched) {
 			wrong = append(wrong, fmt.Sprintf("%s %s (%s: want v%s)", w.Node, versions[w.Node], w.Outcome, want))
 		}
 	}
 	sort.Strings(wrong)
-	f.Record(report.Check{Name: fmt.Sprintf("%s %s: every node's kubelet as the roll left it", f.Name, f.roll), Passed: len(wrong) == 0,
+	f.Record(report.Check{Name: fmt.Sprintf("%s: every node's kubelet as the roll left it", f.label()), Passed: len(wrong) == 0,
 		Detail: fmt.Sprintf("order %s; wrong: %s", strings.Join(f.order, " "), list(wrong))})
 
 	figures := describe(total)
@@ -79,7 +79,7 @@ func (f *fleetRun) reportRoll(ctx context.Context) error {
 			// evicted by it (a static pod's mirror under a new UID, say).
 			detail += fmt.Sprintf("; no drain: %d pods deleted in the roll, UIDs changed: %s", total.Evicted, list(uidsChanged(f.data.apiBefore, f.data.apiAfter, "")))
 		}
-		f.Record(report.Check{Name: fmt.Sprintf("%s %s: the anchor's cost (reported)", f.Name, f.roll), Passed: true, Detail: detail})
+		f.Record(report.Check{Name: fmt.Sprintf("%s: the anchor's cost (reported)", f.label()), Passed: true, Detail: detail})
 		return nil
 	}
 	var restarted []string
@@ -88,15 +88,24 @@ func (f *fleetRun) reportRoll(ctx context.Context) error {
 			restarted = append(restarted, n.Node+": "+n.Detail)
 		}
 	}
-	f.Record(report.Check{Name: fmt.Sprintf("%s %s: 0 containers restarted, 0 pods recreated (CRI, every node)", f.Name, f.roll),
+	f.Record(report.Check{Name: fmt.Sprintf("%s: 0 containers restarted, 0 pods recreated (CRI, every node)", f.label()),
 		Passed: total.Restarts == 0 && total.Recreated == 0, Detail: figures + "; " + list(restarted)})
 	changed := uidsChanged(f.data.apiBefore, f.data.apiAfter, "")
-	f.Record(report.Check{Name: fmt.Sprintf("%s %s: 0 pods evicted or created, 0 pod UIDs changed (API)", f.Name, f.roll),
+	f.Record(report.Check{Name: fmt.Sprintf("%s: 0 pods evicted or created, 0 pod UIDs changed (API)", f.label()),
 		Passed: total.Evicted == 0 && total.Rescheduled == 0 && len(changed) == 0,
 		Detail: fmt.Sprintf("%d deleted, %d created, UIDs changed: %s", total.Evicted, total.Rescheduled, list(changed))})
-	f.Record(report.Check{Name: fmt.Sprintf("%s %s: readiness across the roll (reported)", f.Name, f.roll), Passed: true,
+	f.Record(report.Check{Name: fmt.Sprintf("%s: readiness across the roll (reported)", f.label()), Passed: true,
 		Detail: fmt.Sprintf("single replica without a ready endpoint %.1fs, %d endpoint removals (Services %s): %s", total.SoloUnavailableSeconds, total.EndpointRemovals, strings.Join(fleetServices, " "), list(removed))})
 	return nil
+}
+
+// label names the roll in its checks: the cluster and the roll, and the
+// step on the minors roll (a set of checks per step).
+func (f *fleetRun) label() string {
+	if f.minors {
+		return fmt.Sprintf("%s %s %s", f.Name, f.roll, f.cur())
+	}
+	return f.Name + " " + f.roll
 }
 
 func (f *fleetRun) rollName() string {
@@ -107,6 +116,8 @@ func (f *fleetRun) rollName() string {
 		return fmt.Sprintf("naive (SUC, concurrency %d, released kubelets, no drain)", f.concurrency)
 	case f.fault:
 		return fmt.Sprintf("SUC, concurrency %d, gate fails on worker %d", f.concurrency, FaultWorker)
+	case f.minors:
+		return fmt.Sprintf("SUC, concurrency %d, minor %d of %d (cluster born at %s)", f.concurrency, f.step+1, len(f.Steps), f.Steps[0].From)
 	}
 	return fmt.Sprintf("SUC, concurrency %d", f.concurrency)
 }

@@ -22,7 +22,7 @@ import (
 
 // importTargetImages loads the target's Kubernetes images into every node.
 func (f *fleetRun) importTargetImages(ctx context.Context) error {
-	tar := filepath.Join(f.Options.Output, "kind", "images", f.Steps[0].To+".tar")
+	tar := filepath.Join(f.Options.Output, "kind", "images", f.cur().To+".tar")
 	for _, n := range f.Cluster.Nodes {
 		file, err := os.Open(tar)
 		if err != nil {
@@ -51,7 +51,7 @@ func (f *fleetRun) createWorkloads(ctx context.Context) error {
 			return fmt.Errorf("%s: %s/current/stage2 is not a symbolic link (kubernetes-select in bind mode?): the canary cannot tell the kubelet: %w", canary, kubeRoot, err)
 		}
 	}
-	objs, err := fleetObjects(workers, canary, f.Steps[0].To)
+	objs, err := fleetObjects(workers, canary, f.cur().To)
 	if err != nil {
 		return err
 	}

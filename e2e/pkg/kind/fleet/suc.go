@@ -28,6 +28,8 @@ import (
 const (
 	sucLabelNode = "upgrade.cattle.io/node"
 	sucLabelPlan = "upgrade.cattle.io/plan"
+	// The Plan's version the Job runs (its status.latestVersion).
+	sucLabelVersion = "upgrade.cattle.io/version"
 )
 
 // sucImages is the OCI layout of the controller's image and the upgrade
@@ -61,7 +63,7 @@ func (f *fleetRun) importSUCImages(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if _, err := images.Import(ctx, fmt.Sprintf("/proc/%d/root/run/containerd/containerd.sock", pid), f.sucImages, "overlayfs"); err != nil {
+		if _, err := images.Import(ctx, fmt.Sprintf("/proc/%d/root/run/containerd/containerd.sock", pid), f.sucImages[f.cur().To], "overlayfs"); err != nil {
 			return fmt.Errorf("%s: %w", n.Name(), err)
 		}
 	}
@@ -72,10 +74,11 @@ func (f *fleetRun) importSUCImages(ctx context.Context) error {
 // the e2e's gate timeout; no cordon, no drain; the naive roll's Plans
 // (upgrade.sh naive) on its cluster.
 func (f *fleetRun) planOptions() systemupgrade.Options {
-	o := systemupgrade.DefaultOptions(f.Steps[0].To)
+	o := systemupgrade.DefaultOptions(f.cur().To)
 	o.Concurrency = f.concurrency
 	o.GateTimeout = GateTimeout
 	o.Naive = f.naive
+	o.EtcdBridgeImage = f.bridgeImage
 	if f.fault {
 		// A failed Job runs again once SUC deleted it (its TTL) and the
 		// Plan changed (retryFailed): the killed Job's re-run and the

@@ -46,8 +46,14 @@ const (
 var fleetServices = []string{kind.WebService, kind.StatefulSetName, SoloName}
 
 // fleetDBNodes are the workers (1-based) holding the StatefulSet's local
-// volumes: one pod each, pinned there by the volume.
-var fleetDBNodes = []int{2, 3}
+// volumes: one pod each, pinned there by the volume; workers 2 and 3, or
+// on a cluster of two workers (the minors roll) both.
+func fleetDBNodes(workers int) []int {
+	if workers == 2 {
+		return []int{1, 2}
+	}
+	return []int{2, 3}
+}
 
 // fleetPods is how many pods the namespace holds when all run on a cluster
 // of nodes nodes: web, db, agent on every node, solo, batch, the static
@@ -64,13 +70,14 @@ func fleetPods(nodes, statics int, canary bool) int {
 // worker nodes' names, canaryNode the faulty worker's ("": no canary),
 // target the version the roll goes to.
 func fleetObjects(workers []string, canaryNode, target string) ([]interface{}, error) {
-	for _, i := range fleetDBNodes {
+	db := fleetDBNodes(len(workers))
+	for _, i := range db {
 		if i > len(workers) {
 			return nil, fmt.Errorf("the StatefulSet's volumes need worker %d, the cluster has %d workers", i, len(workers))
 		}
 	}
 	var objs []interface{}
-	for _, i := range fleetDBNodes {
+	for _, i := range db {
 		objs = append(objs, localVolume(workers[i-1]))
 	}
 	objs = append(objs,
