@@ -3,6 +3,7 @@ package systemupgrade
 import (
 	"bytes"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -73,7 +74,16 @@ type Options struct {
 	// its etcd from 3.6 to 3.7 runs kubelet-compat etcd-bridge with it
 	// first; without it such a step is refused. Not for the naive roll.
 	EtcdBridgeImage string
+	// KubeadmArgs are more arguments for kubeadm upgrade apply and node
+	// (KC_KUBEADM_ARGS, every Plan's Jobs): a cgroup v1 fleet needs
+	// --ignore-preflight-errors=SystemVerification from 1.35, whose
+	// kubeadm refuses cgroup v1 in that check.
+	KubeadmArgs []string
 }
+
+// kubeadmArg is a flag the script's word splitting passes as it is: no
+// spaces, quotes, globs or shell syntax.
+var kubeadmArg = regexp.MustCompile(`^--[a-z][a-z0-9-]*(=[A-Za-z0-9.,:/_-]*)?$`)
 
 // PlanNames are the control-plane Plan's and the workers' Plan's names.
 func (o Options) PlanNames() (controlPlane, workers string) {
@@ -152,6 +162,11 @@ func (o Options) validate() error {
 			return fmt.Errorf("etcd bridge image %q: want a 3.6 etcd of %s or later", o.EtcdBridgeImage, etcdbridge.MinRelease)
 		}
 	}
+	for _, a := range o.KubeadmArgs {
+		if !kubeadmArg.MatchString(a) {
+			return fmt.Errorf("kubeadm argument %q: want --flag or --flag=value (letters, digits, . , : / _ -)", a)
+		}
+	}
 	if o.JobTTL < 0 {
 		return fmt.Errorf("job TTL %d: want 0 (SUC's 900 s) or more seconds", o.JobTTL)
 	}
@@ -181,6 +196,9 @@ func Plans(o Options) ([]Plan, error) {
 	mode := "upgrade"
 	if o.Naive {
 		mode, env = "naive", env[2:]
+	}
+	if len(o.KubeadmArgs) > 0 {
+		env = append(env, corev1.EnvVar{Name: "KC_KUBEADM_ARGS", Value: strings.Join(o.KubeadmArgs, " ")})
 	}
 	cpName, workersName := o.PlanNames()
 	upgrade := func(role string) *ContainerSpec {

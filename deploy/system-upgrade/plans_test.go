@@ -173,3 +173,38 @@ func TestEtcdBridgeImage(t *testing.T) {
 		assert.Check(t, is.ErrorContains(err, "etcd bridge image"), bad)
 	}
 }
+
+// TestKubeadmArgs: arguments for kubeadm upgrade (KC_KUBEADM_ARGS, e.g. a
+// cgroup v1 fleet's --ignore-preflight-errors=SystemVerification from
+// 1.35) reach every Plan's Jobs, the naive roll's too; none, no variable;
+// an argument the script's word splitting would mangle is refused.
+func TestKubeadmArgs(t *testing.T) {
+	envOf := func(c *ContainerSpec) map[string]string {
+		m := map[string]string{}
+		for _, e := range c.Env {
+			m[e.Name] = e.Value
+		}
+		return m
+	}
+	o := DefaultOptions("1.35.8")
+	plans, err := Plans(o)
+	assert.NilError(t, err)
+	_, set := envOf(plans[0].Spec.Upgrade)["KC_KUBEADM_ARGS"]
+	assert.Check(t, !set, "no KC_KUBEADM_ARGS unless given")
+
+	o.KubeadmArgs = []string{"--ignore-preflight-errors=SystemVerification", "--v=1"}
+	for _, naive := range []bool{false, true} {
+		o.Naive = naive
+		plans, err = Plans(o)
+		assert.NilError(t, err)
+		for _, p := range plans {
+			assert.Check(t, is.Equal(envOf(p.Spec.Upgrade)["KC_KUBEADM_ARGS"], "--ignore-preflight-errors=SystemVerification --v=1"), "%s", p.Metadata.Name)
+		}
+	}
+	for _, bad := range []string{"", "SystemVerification", "--a b", "--x=$(id)", "--x=*", "--x=a;b"} {
+		o := DefaultOptions("1.35.8")
+		o.KubeadmArgs = []string{bad}
+		_, err := Plans(o)
+		assert.Check(t, is.ErrorContains(err, "kubeadm argument"), "%q", bad)
+	}
+}

@@ -110,6 +110,15 @@ func CgroupV1PreflightArgs(version string) []string {
 	return []string{"--ignore-preflight-errors=SystemVerification"}
 }
 
+// AllowCgroupV1 is allowCgroupV1 before a roll to version when its kubelet
+// refuses cgroup v1 by default (1.35 or later); whether it set it.
+func (c *Cluster) AllowCgroupV1(ctx context.Context, version string) (bool, error) {
+	if kubelet.Minor(version) < failCgroupV1Default {
+		return false, nil
+	}
+	return c.allowCgroupV1(ctx)
+}
+
 // allowCgroupV1 sets failCgroupV1: false in kubeadm's kubelet-config
 // ConfigMap unless it is set, as an operator of a cgroup v1 node must before
 // the first kubelet of 1.35 or later: kubeadm upgrade writes it into each

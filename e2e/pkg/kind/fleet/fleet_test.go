@@ -113,6 +113,9 @@ func TestMinorsRoll(t *testing.T) {
 	o := f.planOptions()
 	assert.Check(t, is.Equal(o.Version, "1.37.2"))
 	assert.Check(t, is.Equal(o.EtcdBridgeImage, f.bridgeImage))
+	assert.Check(t, is.DeepEqual(o.KubeadmArgs, []string{"--ignore-preflight-errors=SystemVerification"}), "kubeadm 1.35+ on cgroup v1")
+	f.step = 0
+	assert.Check(t, is.Len(f.planOptions().KubeadmArgs, 0), "kubeadm 1.34")
 
 	// The one-step rolls keep their one step and their label.
 	c1 := newFleetRun(nil, kind.ScenarioOptions{}, nil, Concurrency1, chain)

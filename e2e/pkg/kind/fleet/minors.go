@@ -66,6 +66,16 @@ func (f *fleetRun) minorRoll(ctx context.Context) error {
 	if image != "" {
 		f.Logf("%s: the control plane's Plan carries the etcd bridge %s (kubeadm %s moves etcd to 3.7)", f.cur(), image, f.cur().To)
 	}
+	// As an operator of cgroup v1 nodes must before the first kubelet of
+	// 1.35 or later (which refuses cgroup v1 by default): kubeadm upgrade
+	// writes kubelet-config into each node's configuration.
+	set, err := f.Cluster.AllowCgroupV1(ctx, f.cur().To)
+	if err != nil {
+		return fmt.Errorf("kubelet-config: failCgroupV1: %w", err)
+	}
+	if set {
+		f.Logf("%s: kubelet-config: failCgroupV1: false set before the Plans (cgroup v1 nodes)", f.cur())
+	}
 	return f.sucRoll(ctx)
 }
 

@@ -79,6 +79,10 @@ func (f *fleetRun) planOptions() systemupgrade.Options {
 	o.GateTimeout = GateTimeout
 	o.Naive = f.naive
 	o.EtcdBridgeImage = f.bridgeImage
+	// What the e2e's own kubeadm steps pass on cgroup v1 nodes (kind on
+	// this machine's hosts): kubeadm from 1.35 fails SystemVerification
+	// there.
+	o.KubeadmArgs = kind.CgroupV1PreflightArgs(f.cur().To)
 	if f.fault {
 		// A failed Job runs again once SUC deleted it (its TTL) and the
 		// Plan changed (retryFailed): the killed Job's re-run and the
