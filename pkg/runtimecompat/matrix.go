@@ -40,6 +40,11 @@ var measured = map[int][]string{
 	// baseline on its From; exec, logs, a genuine change and stop on both Tos.
 	30: {"1.6.20", "1.7.35", "2.4.2"},
 	31: {"1.6.20", "1.7.35", "2.4.2"},
+	// 2026-12-04, the patched kubelet alone, the whole road, beside a kind
+	// fleet run.
+	29: {"1.6.20", "1.7.35", "2.4.2"},
+	32: {"1.6.20", "1.7.35", "2.4.2"},
+	33: {"1.6.20", "1.7.35", "2.4.2"},
 	// The order runs of 2026-12-04: the baseline on 1.7.35, the runtime
 	// first (1.7.35 -> 2.4.2 under 1.36.5).
 	36: {"1.7.35", "2.4.2"},
