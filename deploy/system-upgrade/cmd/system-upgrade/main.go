@@ -6,7 +6,7 @@
 //	system-upgrade controller                      build (cached), print the binary's path
 //	system-upgrade controller-image -o FILE        the controller's image
 //	system-upgrade upgrade-image -version V -packages DIR -kubectl BIN -o FILE
-//	system-upgrade plans -version V [-concurrency N] [-cordon] [-allow-loss] [-gate-timeout S] [-etcd-bridge-image IMAGE] [-o FILE]
+//	system-upgrade plans -version V [-concurrency N] [-cordon] [-allow-loss] [-gate-timeout S] [-etcd-bridge-image IMAGE] [-runtime containerd@VERSION] [-o FILE]
 //	system-upgrade sim [-nodes 1000] [-concurrency 1%,5%,10%] [-job-seconds 45] [-scale 10] [-fail 3] ...
 package main
 
@@ -54,6 +54,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.Int64Var(&o.JobDeadline, "job-deadline", o.JobDeadline, "seconds each node's Job may run")
 	fs.Int64Var(&o.JobTTL, "job-ttl", o.JobTTL, "seconds SUC keeps a finished Job; a failed node's Job runs again after it (0: SUC's 900)")
 	fs.StringVar(&o.EtcdBridgeImage, "etcd-bridge-image", o.EtcdBridgeImage, "plans: the bridge etcd's image (a 3.6 of 3.6.11 or later, e.g. registry.k8s.io/etcd:3.6.16-0) the control-plane Jobs run before a kubeadm step that moves etcd from 3.6 to 3.7 (KC_ETCD_BRIDGE_IMAGE; none: such a step is refused)")
+	fs.StringVar(&o.Runtime, "runtime", o.Runtime, "plans: the containerd every node's Job selects, gates and keeps before the kubelet's step, as NAME@VERSION (containerd@1.7.35 or containerd@2.4.2; its runtime-containerd-VERSION package on the nodes; KC_RUNTIME; none: no runtime step)")
 	fs.BoolVar(&o.Naive, "naive", o.Naive, "plans, upgrade-image: the naive in-place roll (the e2e's anchor: give the packages as released; no preflight, record, gate or rollback)")
 	packages := fs.String("packages", "", "upgrade-image: the directory of the .debs and/or .rpms (make deb / make rpm output)")
 	kubectl := fs.String("kubectl", "", "upgrade-image: the target version's kubectl")
