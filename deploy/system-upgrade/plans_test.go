@@ -20,7 +20,10 @@ func TestRender(t *testing.T) {
 	cordon.Concurrency, cordon.Cordon, cordon.AllowLoss, cordon.GateTimeout = 2, true, true, 600
 	naive := DefaultOptions("1.31.14")
 	naive.Naive = true
-	for name, o := range map[string]Options{"default-1.31.14": DefaultOptions("1.31.14"), "cordon-concurrency-2": cordon, "naive-1.31.14": naive} {
+	runtime := DefaultOptions("1.31.14")
+	runtime.Runtime = "containerd@1.7.35"
+	for name, o := range map[string]Options{"default-1.31.14": DefaultOptions("1.31.14"), "cordon-concurrency-2": cordon, "naive-1.31.14": naive,
+		"runtime-containerd-1.7.35": runtime} {
 		t.Run(name, func(t *testing.T) {
 			y, err := Render(o)
 			assert.NilError(t, err)
@@ -206,5 +209,55 @@ func TestKubeadmArgs(t *testing.T) {
 		o.KubeadmArgs = []string{bad}
 		_, err := Plans(o)
 		assert.Check(t, is.ErrorContains(err, "kubeadm argument"), "%q", bad)
+	}
+}
+
+// TestRuntime: with a runtime step (Options.Runtime), every node's Job gets
+// KC_RUNTIME, the containerd that upgrade.sh selects before the kubelet;
+// the prepare step and the naive roll never do, and only a runtime the
+// project builds and packages is taken.
+func TestRuntime(t *testing.T) {
+	envOf := func(c *ContainerSpec) map[string]string {
+		m := map[string]string{}
+		for _, e := range c.Env {
+			m[e.Name] = e.Value
+		}
+		return m
+	}
+	for _, tc := range []struct {
+		name    string
+		runtime string
+		naive   bool
+		want    string // KC_RUNTIME of both Plans' upgrade step; "" unset
+		wantErr string
+	}{
+		{name: "none: no runtime step, as before"},
+		{name: "containerd 1.7.35", runtime: "containerd@1.7.35", want: "containerd@1.7.35"},
+		{name: "containerd 2.4.2", runtime: "containerd@2.4.2", want: "containerd@2.4.2"},
+		{name: "the naive roll runs no runtime step", runtime: "containerd@1.7.35", naive: true},
+		{name: "a containerd the project does not build", runtime: "containerd@1.7.99",
+			wantErr: `runtime "containerd@1.7.99": want one of containerd@1.7.35, containerd@2.4.2 (the runtime builds: make runtime, runtime-containerd-VERSION packages)`},
+		{name: "not NAME@VERSION", runtime: "1.7.35", wantErr: `runtime "1.7.35": want one of`},
+		{name: "another runtime", runtime: "cri-o@1.31.0", wantErr: `runtime "cri-o@1.31.0": want one of`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := DefaultOptions("1.31.14")
+			o.Runtime, o.Naive = tc.runtime, tc.naive
+			plans, err := Plans(o)
+			if tc.wantErr != "" {
+				assert.Check(t, is.ErrorContains(err, tc.wantErr))
+				return
+			}
+			assert.NilError(t, err)
+			for _, p := range plans {
+				got, set := envOf(p.Spec.Upgrade)["KC_RUNTIME"]
+				assert.Check(t, is.Equal(set, tc.want != ""), "%s: KC_RUNTIME set", p.Metadata.Name)
+				assert.Check(t, is.Equal(got, tc.want), p.Metadata.Name)
+				if p.Spec.Prepare != nil {
+					_, set := envOf(p.Spec.Prepare)["KC_RUNTIME"]
+					assert.Check(t, !set, "%s: the prepare step waits, it selects nothing", p.Metadata.Name)
+				}
+			}
+		})
 	}
 }

@@ -4,7 +4,7 @@
 #                                  (static, cached in $(KC_CACHE)/system-upgrade/)
 #   make suc-image                 its image, an OCI image layout tar in $(SUC_OUTPUT)
 #   make suc-plans SUC_VERSION=1.31.14 [SUC_CONCURRENCY=2] [SUC_CORDON=true] [SUC_ALLOW_LOSS=true]
-#                  [SUC_ETCD_BRIDGE_IMAGE=registry.k8s.io/etcd:3.6.16-0]
+#                  [SUC_ETCD_BRIDGE_IMAGE=registry.k8s.io/etcd:3.6.16-0] [SUC_RUNTIME=containerd@1.7.35]
 #                                  the controller's manifest and the Plans in $(SUC_OUTPUT)
 #   make suc-upgrade-image SUC_VERSION=1.31.14 [SUC_PACKAGES=_output/debs]
 #                                  the upgrade Job's image: busybox, the target's kubectl, upgrade.sh
@@ -21,6 +21,7 @@ SUC_CORDON ?= false
 SUC_ALLOW_LOSS ?= false
 SUC_GATE_TIMEOUT ?= 300
 SUC_ETCD_BRIDGE_IMAGE ?=
+SUC_RUNTIME ?=
 SUC_PACKAGES ?= $(DEB_OUTPUT)
 SUC_KUBECTL ?= _output/$(SUC_VERSION)/kubectl
 SUC_SIM_NODES ?= 1000
@@ -43,7 +44,8 @@ suc-plans:
 	@test -n "$(SUC_VERSION)" || { echo "give SUC_VERSION, e.g. make suc-plans SUC_VERSION=1.31.14" >&2; exit 2; }
 	mkdir -p $(SUC_OUTPUT)
 	$(SUC_CMD) plans -version $(SUC_VERSION) -concurrency $(SUC_CONCURRENCY) -cordon=$(SUC_CORDON) \
-	  -allow-loss=$(SUC_ALLOW_LOSS) -gate-timeout $(SUC_GATE_TIMEOUT) -etcd-bridge-image '$(SUC_ETCD_BRIDGE_IMAGE)' -o $(SUC_OUTPUT)/system-upgrade-$(SUC_VERSION).yaml
+	  -allow-loss=$(SUC_ALLOW_LOSS) -gate-timeout $(SUC_GATE_TIMEOUT) -etcd-bridge-image '$(SUC_ETCD_BRIDGE_IMAGE)' \
+	  -runtime '$(SUC_RUNTIME)' -o $(SUC_OUTPUT)/system-upgrade-$(SUC_VERSION).yaml
 
 # busybox-static (pkg/hostdeps, path system-upgrade).
 suc-upgrade-image:

@@ -54,6 +54,11 @@
 #                     kubeadm step moves its etcd from 3.6 to 3.7 runs kubelet-compat
 #                     etcd-bridge with it before kubeadm; without it such a step is
 #                     refused (none; see README.md, "etcd 3.6 -> 3.7: the bridge")
+#   KC_RUNTIME        containerd@VERSION (e.g. containerd@1.7.35): the runtime step before the
+#                     kubelet's, when containerd's selection (runtime-select status) is another:
+#                     runtime-select --restart-containerd under the running kubelet, gated as
+#                     the kubelet's swap is, rolled back alone (none: no runtime step; see
+#                     README.md, "The runtime step")
 #   KC_HOST_PATH      PATH of the commands run on the node (root's on Debian and RPM hosts)
 #
 # Exit status: 0 upgraded and its gate passed (by this Job or one before it
@@ -79,6 +84,8 @@ TOKEN_FILE=${KC_TOKEN_FILE:-/var/run/secrets/kubernetes.io/serviceaccount/token}
 HOST_PATH=${KC_HOST_PATH:-/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin}
 POLL=${KC_POLL:-5}
 ETCD_BRIDGE_IMAGE=${KC_ETCD_BRIDGE_IMAGE:-}
+RUNTIME=${KC_RUNTIME:-}
+RT_VERSION=${RUNTIME#containerd@}
 # Where the Job stages the packages on the node, as the node sees it.
 STATE=/var/lib/kubelet-compat/upgrade
 # The roll's state on the node, as the node sees it, and as the Job does.
@@ -299,14 +306,16 @@ probe_sample() {
 # readiness NOW PODS judges PODS (see judge) on the probe sample just
 # taken ($WORK/probes-b) twice: on the counters since the kubelet started
 # (they start at zero with its process: one success and no failure since
-# then is the prober's last word) and, once KC_PROBE_WINDOW has passed since the window's first sample
+# then is the prober's last word; the runtime step's gate counts from
+# PROBE_BASE, the sample taken right before the runtime swap, for the
+# kubelet did not restart) and, once KC_PROBE_WINDOW has passed since the window's first sample
 # ($WORK/probes-a, taken at $probes_a_at), on the window. A pod Ready by
 # either is Ready: the first needs no window when the counters already
 # prove it; the second lets a pod whose probe failed once since the start
 # (an application starting) pass on a clean window.
 readiness() {
-	: >"$WORK/probes-zero"
-	judge "$WORK/probes-zero" "$WORK/probes-b" "$1" "$2" "since the kubelet started" >"$WORK/judged-start"
+	if [ -n "$PROBE_BASE" ]; then cp "$PROBE_BASE" "$WORK/probes-zero"; else : >"$WORK/probes-zero"; fi
+	judge "$WORK/probes-zero" "$WORK/probes-b" "$1" "$2" "$PROBE_SINCE" >"$WORK/judged-start"
 	if [ $(($(date +%s) - probes_a_at)) -ge "$PROBE_WINDOW" ]; then
 		judge "$WORK/probes-a" "$WORK/probes-b" "$1" "$2" >"$WORK/judged-window"
 		mv "$WORK/probes-b" "$WORK/probes-a"
@@ -367,18 +376,20 @@ judge() {
 		}' phase=1 "$1" phase=2 "$2" phase=3 "$3" phase=4 "$4"
 }
 
-# probe_evidence SAMPLE NOW PODS prints, for every readiness-probed
+# probe_evidence BASE SAMPLE NOW PODS prints, for every readiness-probed
 # container of PODS ("NAMESPACE/NAME UID CONTAINERS") that NOW (status_pods)
-# runs, its probe results in SAMPLE (probe_sample: since the kubelet
-# started): what the gate's readiness rested on, for the Job's log.
+# runs, its probe results from BASE to SAMPLE (probe_sample; BASE empty:
+# since the kubelet started): what the gate's readiness rested on, for the
+# Job's log.
 probe_evidence() {
-	awk 'phase == 1 { n[$1 " " $2 " " $3] = $4; next }
+	awk 'phase == 0 { n[$1 " " $2 " " $3] = -$4; next }
+		phase == 1 { n[$1 " " $2 " " $3] += $4; next }
 		phase == 2 { if ($1 == "pod") runs[$3] = 1; next }
 		$3 != "-" && !($2 in runs) { print $1 " (" $2 "): not run by the runtime under that UID" }
 		$3 != "-" && ($2 in runs) {
 			k = split($3, c, ",")
 			for (i = 1; i <= k; i++) printf "%s %s: readiness probe %d successful, %d failed, %d unknown\n", $1, c[i], n[$2 " " c[i] " successful"], n[$2 " " c[i] " failed"], n[$2 " " c[i] " unknown"]
-		}' phase=1 "$1" phase=2 "$2" phase=3 "$3"
+		}' phase=0 "$1" phase=1 "$2" phase=2 "$3" phase=3 "$4"
 }
 
 # kubelet_version prints the version of the kubelet the node runs, from
@@ -451,8 +462,16 @@ judge_gone() {
 		$1 == "pod" && !($3 in runs) && !($2 in names) { print $2, $3 }' phase=1 "$WORK/after" phase=2 "$R/before" >"$WORK/gone"
 	[ -s "$WORK/gone" ] || return 0
 	jobpods=" $(st jobpods) "
-	since=$(st swapped_at)
+	since=$(st "$SWAP_KEY")
 	rejections=$(kubelet_rejections)
+	# The runtime step's gate: the kubelet did not restart, its count is
+	# since the picture's.
+	case $REJECT_BASE:$rejections in
+	[0-9]*:[0-9]*)
+		n=$((${rejections%% *} - REJECT_BASE))
+		[ "$n" = 0 ] && rejections=0 || rejections="$n (of ${rejections} since the kubelet started)"
+		;;
+	esac
 	while read -r pod uid; do
 		case $jobpods in *" $uid "*)
 			log "gate: $pod ($uid) is a Job pod of this roll: not judged" >&2
@@ -528,13 +547,14 @@ judge_gone() {
 }
 
 # node_ready says whether the API server has this node Ready from the
-# target's kubelet: the Ready condition alone is still the old kubelet's
+# gate's kubelet (GATE_KUBELET: the target's, or the running one's under the
+# runtime step): the Ready condition alone is still the old kubelet's
 # right after the swap. The API's word can only hold the gate back: the
 # pass rests on the node's own evidence (gate).
 node_ready() {
 	set -- $(kubectl get node "$NODE" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status} {.status.nodeInfo.kubeletVersion}')
 	[ "${1:-}" = True ] || return 1
-	case ${2:-} in "v$TARGET" | "v$TARGET+"*) return 0 ;; esac
+	case ${2:-} in "v$GATE_KUBELET" | "v$GATE_KUBELET+"*) return 0 ;; esac
 	return 1
 }
 
@@ -544,11 +564,14 @@ node_ready() {
 # once the sync (where the kubelet would restart or kill containers) has
 # returned, for every sync from 1.22 on (1.18 to 1.21 observe failed syncs
 # alone: no evidence there). Non-zero when the kubelet does not answer or
-# has no such series.
+# has no such series. The runtime step's gate counts operation_type="sync"
+# (SYNC_OP: the periodic and event-driven syncs of a kubelet that did not
+# restart) since the picture's count (SYNC_BASE; none: no evidence).
 create_syncs() {
+	[ "$SYNC_OP" = create ] || [ -n "$SYNC_BASE" ] || return 1
 	kubectl --kubeconfig "$WORK/kubelet.kubeconfig" get --raw /metrics >"$WORK/sync-metrics" </dev/null 2>/dev/null || return 1
-	awk '/^kubelet_pod_worker_duration_seconds_count\{/ && /[{,]operation_type="create"[,}]/ { n = $NF + 0; found = 1 }
-		END { if (!found) exit 1; print n }' "$WORK/sync-metrics"
+	awk -v op="$SYNC_OP" -v base="${SYNC_BASE:-0}" '/^kubelet_pod_worker_duration_seconds_count\{/ && $0 ~ "[{,]operation_type=\"" op "\"[,}]" { n = $NF + 0; found = 1 }
+		END { if (!found) exit 1; print n - base }' "$WORK/sync-metrics"
 }
 
 # synced VERSION CREATES says whether the new kubelet has taken in every pod
@@ -561,23 +584,31 @@ synced() {
 	[ -z "$sync_by" ] || return 0
 	pods=$(grep -c '^pod ' "$WORK/after" || true)
 	minor=$(echo "$1" | sed -n 's/^v1\.\([0-9]*\)\..*/\1/p')
+	series="kubelet_pod_worker_duration_seconds_count{operation_type=\"$SYNC_OP\"}"
 	if [ "${minor:-0}" -lt 22 ]; then
 		why="kubelet $1 counts failed syncs alone"
 	elif [ -z "$2" ]; then
-		why="no kubelet_pod_worker_duration_seconds_count{operation_type=\"create\"} on the kubelet's $KUBELET_URL/metrics"
+		why="no $series on the kubelet's $KUBELET_URL/metrics"
+		[ "$SYNC_OP" = create ] || why="$why, now or at the picture"
 	elif [ "$2" -ge "$pods" ]; then
-		sync_by="the kubelet's first syncs ($2, kubelet_pod_worker_duration_seconds_count{operation_type=\"create\"}) cover the $pods pod(s) the runtime runs"
+		sync_by="the kubelet's $SYNCS ($2, $series) cover the $pods pod(s) the runtime runs"
 		log "gate: $sync_by, $(($(date +%s) - ready_at))s after the node Ready" >&2
 		return 0
+	elif [ "$SYNC_OP" = create ]; then
+		why="the kubelet finished the first sync of $2 pod(s), the runtime runs $pods ($series)"
 	else
-		why="the kubelet finished the first sync of $2 pod(s), the runtime runs $pods (kubelet_pod_worker_duration_seconds_count{operation_type=\"create\"})"
+		why="the kubelet finished $2 sync(s) since the runtime swap, the runtime runs $pods ($series)"
 	fi
 	if [ "$(date +%s)" -ge $((ready_at + GATE_SYNC_WAIT)) ]; then
-		sync_by="no evidence of the first syncs ($why): waited the fixed KC_GATE_SYNC_WAIT ${GATE_SYNC_WAIT}s after the node Ready in its place"
+		sync_by="no evidence of the $SYNCS ($why): waited the fixed KC_GATE_SYNC_WAIT ${GATE_SYNC_WAIT}s after the node Ready in its place"
 		log "gate: $sync_by" >&2
 		return 0
 	fi
-	echo "(the new kubelet has not taken in every pod: $why; at most ${GATE_SYNC_WAIT}s after the node Ready)"
+	if [ "$SYNC_OP" = create ]; then
+		echo "(the new kubelet has not taken in every pod: $why; at most ${GATE_SYNC_WAIT}s after the node Ready)"
+	else
+		echo "(the kubelet has not synced every pod since the runtime swap: $why; at most ${GATE_SYNC_WAIT}s after the node Ready)"
+	fi
 }
 
 # gate is the health gate, against the picture saved before the swap
@@ -593,13 +624,14 @@ synced() {
 # unexplained (judge_gone). It ends at the first look where all of it holds
 # (GATE_SETTLE is an optional floor before the first look). Pods created
 # after the picture are logged, not judged. It prints why it failed and
-# returns non-zero.
+# returns non-zero. The runtime step's gate is the same against its own
+# picture, with the running kubelet (gate_runtime).
 gate() {
 	started=$(date +%s)
 	deadline=$((started + GATE_TIMEOUT))
 	while ! node_ready; do
 		if [ "$(date +%s)" -ge "$deadline" ]; then
-			log "gate: node $NODE not Ready with kubelet v$TARGET after ${GATE_TIMEOUT}s"
+			log "gate: node $NODE not Ready with kubelet v$GATE_KUBELET after ${GATE_TIMEOUT}s"
 			return 1
 		fi
 		sleep "$POLL"
@@ -610,7 +642,7 @@ gate() {
 	# need none.
 	probe_sample "$WORK/probes-a" || : >"$WORK/probes-a"
 	probes_a_at=$ready_at
-	log "gate: node $NODE Ready with kubelet v$TARGET ($((ready_at - started))s)"
+	log "gate: node $NODE Ready with kubelet v$GATE_KUBELET ($((ready_at - started))s)"
 	if [ "$GATE_SETTLE" -gt 0 ]; then
 		log "gate: waiting the floor KC_GATE_SETTLE ${GATE_SETTLE}s before the first look"
 		sleep "$GATE_SETTLE"
@@ -624,7 +656,7 @@ gate() {
 		else
 			v=$(kubelet_version "$WORK/status-after.json")
 			case $v in
-			"v$TARGET" | "v$TARGET+"* | "v$TARGET-"*)
+			"v$GATE_KUBELET" | "v$GATE_KUBELET+"* | "v$GATE_KUBELET-"*)
 				status_pods <"$WORK/status-after.json" >"$WORK/after"
 				synced "$v" "$creates" >"$WORK/unready"
 				if probe_sample "$WORK/probes-b"; then
@@ -634,7 +666,7 @@ gate() {
 					echo "(the kubelet's $KUBELET_URL/metrics/probes did not answer: readiness not established)" >>"$WORK/unready"
 				fi
 				;;
-			*) echo "(the node runs kubelet ${v:-of no version} (kubelet-compat status), not v$TARGET)" >"$WORK/unready" ;;
+			*) echo "(the node runs kubelet ${v:-of no version} (kubelet-compat status), not v$GATE_KUBELET)" >"$WORK/unready" ;;
 			esac
 		fi
 		[ -s "$WORK/unready" ] || break
@@ -659,10 +691,10 @@ gate() {
 		sed 's/^/  /' "$WORK/new"
 	fi
 	if [ -s "$WORK/probes-last" ]; then
-		log "gate: the readiness probes of the pods Ready at the picture, since the kubelet started (its prober):"
-		probe_evidence "$WORK/probes-last" "$WORK/after" "$R/ready-before" | sed 's/^/  /'
+		log "gate: the readiness probes of the pods Ready at the picture, $PROBE_SINCE (its prober):"
+		probe_evidence "$WORK/probes-zero" "$WORK/probes-last" "$WORK/after" "$R/ready-before" | sed 's/^/  /'
 	fi
-	log "gate: passed: node $NODE runs kubelet v$TARGET; $(wc -l <"$R/ready-before" | tr -d ' ') pod(s) Ready at the picture are Ready again under their UIDs; no container restarted, no pod recreated or rejected (gate: $(($(date +%s) - started))s)"
+	log "gate: passed: node $NODE runs kubelet v$GATE_KUBELET$GATE_ON; $(wc -l <"$R/ready-before" | tr -d ' ') pod(s) Ready at the picture are Ready again under their UIDs; no container restarted, no pod recreated or rejected (gate: $(($(date +%s) - started))s)"
 }
 
 wait_plan() {
@@ -812,6 +844,10 @@ rollback() {
 		mkdir -p "$HOST$STATE"
 		now >"$HOST$STATE/$TARGET.gate-failed"
 	fi
+	if [ -n "$(st runtime_passed_at)" ]; then
+		rtv=$(st runtime)
+		log "rollback: containerd ${rtv#containerd@} of this roll's runtime step (its gate passed) stays selected, under kubelet $PREVIOUS (each step is gated and rolled back alone); runtime-select --restart-containerd containerd $(st runtime_previous) on the node puts it back"
+	fi
 	if [ "$(st kubeadm)" = apply ]; then
 		log "rollback: not rolled back: what kubeadm upgrade apply changed in the cluster (kubeadm-config, kube-proxy, CoreDNS, RBAC) and the certificates it renewed; kubeadm's own backups stay in /etc/kubernetes/tmp"
 	fi
@@ -824,6 +860,13 @@ rollback() {
 fail_roll() {
 	[ -z "$NAIVE" ] || die "$1: the naive roll has no rollback; node $NODE is left as it is and the Job fails"
 	log "$1"
+	# In the runtime step, or after it before the kubelet's began: the
+	# runtime is what the roll changed.
+	case $(st phase) in runtime-swapping | runtime-passed)
+		runtime_rollback "$1"
+		die "$1: node $NODE is back on containerd $RT_PREV, its kubelet untouched ($PREVIOUS); the Job fails, which stops the Plan"
+		;;
+	esac
 	rollback "$1"
 	die "$1: node $NODE rolled back to $PREVIOUS; the Job fails, which stops the Plan"
 }
@@ -923,6 +966,15 @@ install_and_kubeadm() {
 # node; then the swap. This pod's own container runs on the kubelet it
 # replaces: the patched kubelet keeps it (record listed it).
 record_and_swap() {
+	picture
+	st_set phase=swapping "swapped_at=$(now)"
+	swap
+}
+
+# picture: the record once the node's pods are Ready (settle), and the
+# picture a gate judges against, saved on the node ($ROLL/before,
+# $ROLL/ready-before): the kubelet's swap's and the runtime step's.
+picture() {
 	# kubelet-compat status lists the pods the runtime runs only while a
 	# file is in force: a first record gives settle the pods to judge (on
 	# kind, settle judged none without it, and so the gate judged no
@@ -936,14 +988,167 @@ record_and_swap() {
 	awk 'phase == 1 { if ($1 == "pod") p[$3] = 1; next } ($2 in p)' phase=1 "$R/before" phase=2 "$WORK/ready" | put "$R/ready-before"
 	log "the picture: $(grep -c '^pod ' "$R/before" || true) pod(s) the runtime runs, $(wc -l <"$R/ready-before" | tr -d ' ') of them Ready (the runtime, the kubelet's readiness probes), $(awk '$3 != "-" { n += split($3, c, ",") } END { print n + 0 }' "$R/ready-before") container(s) of those with a readiness probe: saved in $ROLL"
 	awk '{ print "  " $1 " (" $2 "): " ($3 == "-" ? "no readiness probe" : "readiness-probed " $3) }' "$R/ready-before"
-	st_set phase=swapping "swapped_at=$(now)"
-	swap
 }
 
 # swap: the target's kubelet in place of the running one (kubernetes-select
 # switches stage2's links, then restarts the kubelet).
 swap() {
 	on_host kubernetes-select --restart-kubelet stage2 "$TARGET" || fail_roll "kubernetes-select --restart-kubelet stage2 $TARGET failed"
+}
+
+# gate_kubelet and gate_runtime say what the gate judges: the kubelet's
+# swap (the target's kubelet, its counters since it started: it restarted)
+# or the runtime step's (the running kubelet on the new containerd, its
+# counters since the picture before the runtime swap: it did not restart,
+# and its next syncs on the new containerd are where it would restart a
+# container).
+gate_kubelet() {
+	GATE_KUBELET=$TARGET GATE_ON= SWAP_KEY=swapped_at SYNC_OP=create SYNC_BASE= SYNCS="first syncs"
+	PROBE_BASE= PROBE_SINCE="since the kubelet started" REJECT_BASE=
+}
+gate_runtime() {
+	GATE_KUBELET=$PREVIOUS GATE_ON=" on containerd $RT_VERSION" SWAP_KEY=runtime_swapped_at SYNC_OP=sync
+	SYNC_BASE=$(st runtime_syncs) SYNCS="syncs since the runtime swap"
+	PROBE_BASE=$R/probes-base PROBE_SINCE="since the runtime swap" REJECT_BASE=$(st runtime_rejections)
+}
+
+# runtime_selected prints containerd's selection, as runtime-select status
+# says it: a version, system (the distribution's), or unknown (LINK).
+runtime_selected() {
+	on_host runtime-select status >"$WORK/runtime-status" 2>"$WORK/runtime-status.err" </dev/null || return 1
+	awk '$1 == "containerd:" { sub(/^containerd: */, ""); print; exit }' "$WORK/runtime-status"
+}
+
+# runtime_runs prints the version of the containerd that answers the CRI
+# (crictl version's RuntimeVersion, without its v): the process, not the
+# selection (runtime-select switches the link before it restarts
+# containerd). Non-zero, crictl's status, when it does not answer.
+runtime_runs() {
+	on_host crictl version >"$WORK/crictl-version" 2>"$WORK/crictl.err" </dev/null || return $?
+	awk '$1 == "RuntimeVersion:" { v = $2; sub(/^v/, "", v); print v; exit }' "$WORK/crictl-version"
+}
+
+# wait_runtime VERSION waits, at most GATE_TIMEOUT seconds, until the
+# containerd that answers the CRI is VERSION (system: any, the
+# distribution's version is its own); else WHY says what answered.
+wait_runtime() {
+	started=$(date +%s)
+	while :; do
+		got=$(runtime_runs) || got=
+		case $1:$got in
+		system:?* | "$1:$1" | "$1:$1"[!0-9]*)
+			log "runtime: containerd $1 answers the CRI (crictl version: v$got, $(($(date +%s) - started))s)"
+			return 0
+			;;
+		esac
+		if [ "$(date +%s)" -ge $((started + GATE_TIMEOUT)) ]; then
+			WHY="containerd $1 does not answer the CRI after ${GATE_TIMEOUT}s (crictl version: ${got:+containerd v$got answers}${got:-$(head -n 1 "$WORK/crictl.err")})"
+			return 1
+		fi
+		sleep "$POLL"
+	done
+}
+
+# runtime_plan decides a new roll's runtime step (KC_RUNTIME), before
+# anything changed: none when containerd's selection is the one asked for
+# (runtime-select status); refused when that version is not installed
+# (runtime-select list), the selection could not be put back (unknown),
+# containerd's unit would stop its shims with it (KillMode), or crictl
+# cannot say which containerd runs. Sets RT_STEP and RT_PREV, the
+# selection a rollback puts back.
+runtime_plan() {
+	RT_STEP=
+	[ -n "$RUNTIME" ] || return 0
+	sel=$(runtime_selected) ||
+		die "KC_RUNTIME $RUNTIME: runtime-select status failed on the node ($(head -n 1 "$WORK/runtime-status.err"); is runtime-unversioned installed?): nothing changed"
+	if [ "$sel" = "$RT_VERSION" ]; then
+		log "runtime: containerd $RT_VERSION is selected already (runtime-select status): no runtime step"
+		return 0
+	fi
+	case $sel in
+	system | [0-9]*) ;;
+	*) die "KC_RUNTIME $RUNTIME: containerd's selection is ${sel:-not said} (runtime-select status), which a rollback could not select again: nothing changed" ;;
+	esac
+	on_host runtime-select list >"$WORK/runtime-list" </dev/null || die "KC_RUNTIME $RUNTIME: runtime-select list failed on the node: nothing changed"
+	if ! grep -qx "containerd $RT_VERSION" "$WORK/runtime-list"; then
+		have=$(awk '$1 == "containerd" { printf "%s%s", (n++ ? ", " : ""), $0 }' "$WORK/runtime-list")
+		die "KC_RUNTIME $RUNTIME: containerd $RT_VERSION is not installed on the node (runtime-select list: ${have:-no containerd}; install runtime-containerd-$RT_VERSION): nothing changed"
+	fi
+	# The restart must stop containerd alone: its shims, and so the
+	# containers, outlive it only with KillMode=process (Debian's and
+	# containerd's units; runtime-select's drop-in keeps it). Killing the
+	# shims restarted 11 of 11 containers in the runtime e2e's negative
+	# control (docs/results.md).
+	kill_mode=$(on_host systemctl show -p KillMode containerd </dev/null 2>/dev/null) || kill_mode=
+	[ "$kill_mode" = KillMode=process ] ||
+		die "KC_RUNTIME $RUNTIME: containerd.service has ${kill_mode:-no KillMode (systemctl show -p KillMode containerd failed)}: restarting it would stop its shims, and so every container, with it (it must be process): nothing changed"
+	rc=0
+	runs=$(runtime_runs) || rc=$?
+	[ "$rc" = 0 ] && [ -n "$runs" ] ||
+		die "KC_RUNTIME $RUNTIME: crictl version failed on the node (exit $rc: $(head -n 1 "$WORK/crictl.err")): the runtime step needs crictl to see which containerd runs: nothing changed"
+	RT_STEP=1 RT_PREV=$sel
+	log "runtime: containerd $sel -> $RT_VERSION (KC_RUNTIME $RUNTIME; runs now: $runs): the runtime step first, under kubelet $PREVIOUS, then the kubelet's"
+}
+
+# runtime_swap: the runtime step under the running kubelet: the picture,
+# as before the kubelet's swap; the kubelet's counters the gate then counts
+# from (its syncs and rejections, its readiness probes); then
+# runtime-select --restart-containerd, which stops containerd alone (its
+# shims, and so the containers, go on: the unit's KillMode=process; never
+# kill them), and the new containerd's answer on the CRI. Its state is
+# runtime-swapping from before the picture.
+runtime_swap() {
+	picture
+	syncs=$(SYNC_OP=sync SYNC_BASE=0 create_syncs) || syncs=
+	rejections=$(kubelet_rejections)
+	case ${rejections%% *} in "" | *[!0-9]*) rejections= ;; *) rejections=${rejections%% *} ;; esac
+	probe_sample "$WORK/probes-base" || fail_roll "the kubelet's $KUBELET_URL/metrics/probes did not answer"
+	put "$R/probes-base" <"$WORK/probes-base"
+	st_set "runtime_syncs=$syncs" "runtime_rejections=$rejections" "runtime_swapped_at=$(now)"
+	log "runtime: runtime-select --restart-containerd containerd $RT_VERSION (containerd stopped alone: its shims, and so the containers, go on)"
+	on_host runtime-select --restart-containerd containerd "$RT_VERSION" </dev/null ||
+		fail_roll "runtime-select --restart-containerd containerd $RT_VERSION failed"
+	wait_runtime "$RT_VERSION" || fail_roll "$WHY"
+}
+
+# runtime_gate_or_rollback: the runtime step's verdict, written on the
+# node; a failed gate selects the previous containerd back and fails the
+# Job, the kubelet untouched.
+runtime_gate_or_rollback() {
+	gate_runtime
+	log "gate: the runtime step's gate: kubelet v$PREVIOUS on containerd $RT_VERSION, against the picture before the runtime swap"
+	if gate; then
+		st_set phase=runtime-passed "runtime_passed_at=$(now)"
+		gate_kubelet
+		log "node $NODE: containerd $RT_VERSION runs under kubelet $PREVIOUS and its gate passed: now the kubelet's step"
+		return 0
+	fi
+	runtime_rollback "the runtime step's health gate failed"
+	die "the runtime step's health gate failed: node $NODE is back on containerd $RT_PREV, its kubelet untouched ($PREVIOUS); the Job fails, which stops the Plan"
+}
+
+# runtime_rollback WHY selects the containerd of before the roll again
+# (runtime-select --restart-containerd: containerd stopped alone again)
+# under the state runtime-rolling-back, and waits for its answer on the
+# CRI; the kubelet was not touched. Idempotent: a Job killed in it leaves
+# runtime-rolling-back, and the next one does it again. The verdict
+# rolled-back (and a failed gate's marker) once it is done.
+runtime_rollback() {
+	st_set phase=runtime-rolling-back "reason=$1"
+	log "rolling the runtime back to containerd $RT_PREV ($1)"
+	sel=$(runtime_selected) || die "the rollback failed: runtime-select status failed (the next Job tries again)"
+	if [ "$sel" != "$RT_PREV" ]; then
+		log "rollback: runtime-select --restart-containerd containerd $RT_PREV"
+		on_host runtime-select --restart-containerd containerd "$RT_PREV" </dev/null ||
+			die "the rollback failed: runtime-select --restart-containerd containerd $RT_PREV failed (the next Job tries again)"
+	fi
+	wait_runtime "$RT_PREV" || die "the rollback failed: $WHY (the next Job tries again)"
+	st_set phase=rolled-back "rolled_back_at=$(now)"
+	if [ "$1" = "the runtime step's health gate failed" ]; then
+		mkdir -p "$HOST$STATE"
+		now >"$HOST$STATE/$TARGET.gate-failed"
+	fi
+	log "rolled back: containerd $RT_PREV is selected and answers the CRI; the kubelet was not touched (stage2 and stage1 serve $PREVIOUS and $PREV_STAGE1)"
 }
 
 # naive: the in-place roll without kubelet-compat's record, gate or
@@ -967,6 +1172,7 @@ naive() {
 
 # gate_or_rollback: the gate's verdict, written on the node.
 gate_or_rollback() {
+	gate_kubelet
 	if gate; then
 		st_set phase=passed "passed_at=$(now)"
 		log "node $NODE upgraded to $TARGET"
@@ -979,12 +1185,141 @@ gate_or_rollback() {
 # archive ends the record of a finished roll: kept as $ROLL/last-roll.
 archive() {
 	mv "$R/state" "$R/last-roll"
-	rm -rf "$R/before" "$R/ready-before" "$R/backup"
+	rm -rf "$R/before" "$R/ready-before" "$R/probes-base" "$R/backup"
+}
+
+# preflight_kubelet [NAME@VERSION] runs kubelet-compat preflight of the
+# kubelet's step on the node into $WORK/preflight: on the runtime the node
+# runs (its probe), or on the one NAME@VERSION names (the runtime matrix:
+# the runtime the kubelet would run on after the runtime step). Non-zero
+# when preflight refuses: its one line, the last on stderr, in WHY.
+preflight_kubelet() {
+	target_kubelet=/usr/local/kubernetes/$TARGET/stage2/usr/bin/kubelet
+	on=${1:-}
+	set -- --node --from "v$PREVIOUS" --to "v$TARGET" --kubeconfig "$NODE_KUBECONFIG"
+	if [ -x "$HOST$target_kubelet" ]; then
+		set -- "$@" --target-kubelet "$target_kubelet"
+	fi
+	[ -z "$on" ] || set -- "$@" --runtime "$on"
+	rc=0
+	on_host kubelet-compat preflight "$@" >"$WORK/preflight" 2>"$WORK/preflight.err" || rc=$?
+	cat "$WORK/preflight.err" >&2
+	[ "$rc" != 0 ] || return 0
+	WHY=$(sed -n '$s/^kubelet-compat: //p' "$WORK/preflight.err")
+	WHY=${WHY:-it failed (above)}
+	return 1
+}
+
+# preflight_judge reads preflight's table ($WORK/preflight): what the
+# patched kubelet would still lose, unless the Plan allows it, and on a
+# control-plane node etcd's 3.6 -> 3.7 without the bridge's image. Non-zero
+# with why in WHY.
+preflight_judge() {
+	cat "$WORK/preflight"
+	losses=$(preflight_losses <"$WORK/preflight")
+	if [ "$losses" -gt 0 ]; then
+		if [ "${KC_ALLOW_LOSS:-false}" != true ]; then
+			WHY="preflight: the patched kubelet would still lose $losses container(s) or pod(s) (above); the Plan does not allow it (KC_ALLOW_LOSS)"
+			return 1
+		fi
+		log "preflight: the patched kubelet loses $losses container(s) or pod(s); the Plan allows it (KC_ALLOW_LOSS=true)"
+	fi
+	# preflight's note of a step whose kubeadm moves etcd from 3.6 to 3.7
+	# (kubelet-compat preflight, app/preflight_etcd.go): without the
+	# bridge's image, refused now rather than after the packages.
+	if [ "$ROLE" = control-plane ] && [ -z "$ETCD_BRIDGE_IMAGE" ] && grep -q '^note: etcd: ' "$WORK/preflight"; then
+		WHY="preflight: this step's kubeadm moves etcd from 3.6 to 3.7, which needs the bridge etcd first (above), and the Plan names no bridge image (KC_ETCD_BRIDGE_IMAGE)"
+		return 1
+	fi
+}
+
+# new_roll: a roll this node has no state of. Everything before the first
+# change: the kubelet's server answers, the runtime step (runtime_plan),
+# preflight. With a runtime step, preflight judges the kubelet's step on
+# the runtime it will run on (--runtime KC_RUNTIME): a refusal there is the
+# Job's, before anything changed; a refusal only for the node's runtime
+# today is what the runtime step fixes, so the node's own is not asked
+# first. The runtime step runs first (docs/results.md: measured in every
+# order, the runtime first recommended wherever the running kubelet runs on
+# the new runtime; where it does not, preflight's --from note, the kubelet
+# must go first, which this Job does not do: refused), then the kubelet's
+# (kubelet_begin).
+new_roll() {
+	if [ "$s2" = "$TARGET" ]; then
+		die "stage2 already serves $TARGET, but this node has no record of a roll to it ($ROLL/state): it was selected outside this Plan, and no gate passed here; not certifying"
+	fi
+	failed=$STATE/$TARGET.gate-failed
+	[ ! -e "$HOST$failed" ] || die "the health gate failed on this node before ($failed): not trying again; remove the file to retry"
+	PREVIOUS=$s2 PREV_STAGE1=$(version_of stage1)
+	log "node $NODE ($ROLE): $PREVIOUS -> $TARGET"
+	probe_sample "$WORK/probes-a" ||
+		die "the kubelet's $KUBELET_URL/metrics/probes did not answer (the gate's evidence of readiness): nothing changed"
+	runtime_plan
+
+	# 1. preflight: what the patched kubelet would still lose.
+	if [ -n "$RT_STEP" ]; then
+		preflight_kubelet "$RUNTIME" ||
+			die "kubelet-compat preflight refused this step on containerd $RT_VERSION (KC_RUNTIME), the runtime its kubelet would run on: $WHY: nothing changed"
+		from=$(sed -n 's/^note: runtime: --from: //; s/: is the running kubelet on another runtime endpoint?$//p' "$WORK/preflight" | head -n 1)
+		[ -z "$from" ] || die "KC_RUNTIME containerd $RT_VERSION does not serve the running kubelet $PREVIOUS (preflight: $from): the kubelet's step comes first there (docs/runtime.md), and this Job runs the runtime step before it only; roll the kubelet without KC_RUNTIME first: nothing changed"
+	else
+		# A refusal (a target the node's runtime does not serve, a bad
+		# version) is preflight's last line on stderr: the Job's one line.
+		preflight_kubelet || die "kubelet-compat preflight refused this step: $WHY: nothing changed"
+	fi
+	preflight_judge || die "$WHY: nothing changed"
+
+	rm -f "$R/state"
+	if [ -n "$RT_STEP" ]; then
+		# 2. the runtime step: the state first, with the selection to put
+		# back; the picture; the switch; its gate.
+		st_set "target=$TARGET" "previous=$PREVIOUS" "stage1=$PREV_STAGE1" "jobpods=${SYSTEM_UPGRADE_POD_UID:-}" \
+			"runtime=$RUNTIME" "runtime_previous=$RT_PREV" phase=runtime-swapping "began_at=$(now)"
+		runtime_swap
+		runtime_gate_or_rollback
+		kubelet_begin
+		return
+	fi
+	# 2. the roll's state on the node: what kubeadm rewrites, saved, then
+	# the record of the roll.
+	backup
+	st_set "target=$TARGET" "previous=$PREVIOUS" "stage1=$PREV_STAGE1" "jobpods=${SYSTEM_UPGRADE_POD_UID:-}" phase=begun "began_at=$(now)"
+}
+
+# kubelet_begin: the kubelet's step after the runtime step passed its
+# gate: preflight again, on the containerd that runs now (the node's
+# probe); a refusal selects the previous containerd back (fail_roll in
+# runtime-passed); then the backup and the state begun.
+kubelet_begin() {
+	preflight_kubelet || fail_roll "kubelet-compat preflight refused the kubelet's step on containerd $RT_VERSION, which runs now: $WHY"
+	preflight_judge || fail_roll "$WHY"
+	backup
+	st_set phase=begun "began_at=$(now)"
+}
+
+# rerun_runtime: a Job before this one died in the runtime step
+# (runtime-swapping): the switch took (containerd's selection is the new
+# one): its gate against the saved picture; it did not: the picture, the
+# switch and the gate again. Never a verdict without the gate.
+rerun_runtime() {
+	[ "$s2" = "$PREVIOUS" ] || fail_roll "stage2 serves $s2 in the runtime step, not $PREVIOUS"
+	sel=$(runtime_selected) || fail_roll "runtime-select status failed"
+	if [ "$sel" = "$RT_VERSION" ]; then
+		log "a Job before this one died after the runtime swap, before its gate's verdict: the gate runs against the picture it saved ($(st runtime_swapped_at))"
+		wait_runtime "$RT_VERSION" || fail_roll "$WHY"
+	elif [ "$sel" = "$RT_PREV" ]; then
+		log "a Job before this one died before the runtime swap took (containerd $sel is selected): taking the picture again"
+		runtime_swap
+	else
+		fail_roll "containerd's selection is $sel, neither $RT_PREV nor $RT_VERSION"
+	fi
+	runtime_gate_or_rollback
 }
 
 upgrade() {
 	lock
 	kubelet_kubeconfig
+	gate_kubelet
 	select_status
 	s2=$(version_of stage2)
 	[ -n "$s2" ] || die "kubernetes-select status names no version for stage2"
@@ -996,8 +1331,11 @@ upgrade() {
 		*)
 			log "this node has an unfinished roll to $rt (its state: $phase), of a Job of another version: rolling it back before the roll to $TARGET"
 			want=$TARGET
-			TARGET=$rt PREVIOUS=$(st previous) PREV_STAGE1=$(st stage1)
-			rollback "interrupted by a roll to $want"
+			TARGET=$rt PREVIOUS=$(st previous) PREV_STAGE1=$(st stage1) RT_PREV=$(st runtime_previous)
+			case $phase in
+			runtime-swapping | runtime-rolling-back) runtime_rollback "interrupted by a roll to $want" ;;
+			*) rollback "interrupted by a roll to $want" ;;
+			esac
 			TARGET=$want
 			select_status
 			s2=$(version_of stage2)
@@ -1008,7 +1346,9 @@ upgrade() {
 		rt=
 	fi
 	if [ -n "$rt" ]; then
-		PREVIOUS=$(st previous) PREV_STAGE1=$(st stage1)
+		PREVIOUS=$(st previous) PREV_STAGE1=$(st stage1) RT_PREV=$(st runtime_previous)
+		RUNTIME=$(st runtime)
+		RT_VERSION=${RUNTIME#containerd@}
 		[ -z "${SYSTEM_UPGRADE_POD_UID:-}" ] || st_set "jobpods=$(st jobpods) $SYSTEM_UPGRADE_POD_UID"
 		phase=$(st phase)
 		case $phase in
@@ -1024,6 +1364,20 @@ upgrade() {
 			log "a Job before this one died while rolling back: finishing the rollback"
 			rollback "$(st reason)"
 			die "$(st reason): node $NODE is back on $PREVIOUS; the Job fails, which stops the Plan"
+			;;
+		runtime-rolling-back)
+			log "a Job before this one died while rolling the runtime back: finishing it"
+			runtime_rollback "$(st reason)"
+			die "$(st reason): node $NODE is back on containerd $RT_PREV, its kubelet untouched ($PREVIOUS); the Job fails, which stops the Plan"
+			;;
+		runtime-swapping)
+			rerun_runtime
+			kubelet_begin
+			;;
+		runtime-passed)
+			[ "$s2" = "$PREVIOUS" ] || fail_roll "stage2 serves $s2 before the kubelet's step, not $PREVIOUS"
+			log "the runtime step (containerd $RT_VERSION) passed its gate in a Job before this one ($(st runtime_passed_at)): not again; now the kubelet's step"
+			kubelet_begin
 			;;
 		swapping)
 			if [ "$s2" = "$TARGET" ]; then
@@ -1044,51 +1398,7 @@ upgrade() {
 		*) die "$ROLL/state on the node has the unknown phase '$phase'" ;;
 		esac
 	else
-		if [ "$s2" = "$TARGET" ]; then
-			die "stage2 already serves $TARGET, but this node has no record of a roll to it ($ROLL/state): it was selected outside this Plan, and no gate passed here; not certifying"
-		fi
-		failed=$STATE/$TARGET.gate-failed
-		[ ! -e "$HOST$failed" ] || die "the health gate failed on this node before ($failed): not trying again; remove the file to retry"
-		PREVIOUS=$s2 PREV_STAGE1=$(version_of stage1)
-		log "node $NODE ($ROLE): $PREVIOUS -> $TARGET"
-		probe_sample "$WORK/probes-a" ||
-			die "the kubelet's $KUBELET_URL/metrics/probes did not answer (the gate's evidence of readiness): nothing changed"
-
-		# 1. preflight: what the patched kubelet would still lose.
-		target_kubelet=/usr/local/kubernetes/$TARGET/stage2/usr/bin/kubelet
-		set -- --node --from "v$PREVIOUS" --to "v$TARGET" --kubeconfig "$NODE_KUBECONFIG"
-		if [ -x "$HOST$target_kubelet" ]; then
-			set -- "$@" --target-kubelet "$target_kubelet"
-		fi
-		# A refusal (a target the node's runtime does not serve, a bad
-		# version) is preflight's last line on stderr: the Job's one line.
-		rc=0
-		on_host kubelet-compat preflight "$@" >"$WORK/preflight" 2>"$WORK/preflight.err" || rc=$?
-		cat "$WORK/preflight.err" >&2
-		if [ "$rc" != 0 ]; then
-			why=$(sed -n '$s/^kubelet-compat: //p' "$WORK/preflight.err")
-			die "kubelet-compat preflight refused this step: ${why:-it failed (above)}: nothing changed"
-		fi
-		cat "$WORK/preflight"
-		losses=$(preflight_losses <"$WORK/preflight")
-		if [ "$losses" -gt 0 ]; then
-			if [ "${KC_ALLOW_LOSS:-false}" != true ]; then
-				die "preflight: the patched kubelet would still lose $losses container(s) or pod(s) (above); the Plan does not allow it (KC_ALLOW_LOSS): nothing changed"
-			fi
-			log "preflight: the patched kubelet loses $losses container(s) or pod(s); the Plan allows it (KC_ALLOW_LOSS=true)"
-		fi
-		# preflight's note of a step whose kubeadm moves etcd from 3.6 to 3.7
-		# (kubelet-compat preflight, app/preflight_etcd.go): without the
-		# bridge's image, refused now rather than after the packages.
-		if [ "$ROLE" = control-plane ] && [ -z "$ETCD_BRIDGE_IMAGE" ] && grep -q '^note: etcd: ' "$WORK/preflight"; then
-			die "preflight: this step's kubeadm moves etcd from 3.6 to 3.7, which needs the bridge etcd first (above), and the Plan names no bridge image (KC_ETCD_BRIDGE_IMAGE): nothing changed"
-		fi
-
-		# 2. the roll's state on the node: what kubeadm rewrites, saved,
-		# then the record of the roll.
-		backup
-		rm -f "$R/state"
-		st_set "target=$TARGET" "previous=$PREVIOUS" "stage1=$PREV_STAGE1" "jobpods=${SYSTEM_UPGRADE_POD_UID:-}" phase=begun "began_at=$(now)"
+		new_roll
 	fi
 	# 3. the packages, stage1 and kubeadm; 4. the record and the swap; 5.
 	# the gate, or the rollback.
@@ -1104,6 +1414,12 @@ ROLE=${KC_ROLE:-worker}
 [ -n "$NODE" ] || die "SYSTEM_UPGRADE_NODE_NAME is not set"
 [ -n "$TARGET" ] || die "SYSTEM_UPGRADE_PLAN_LATEST_VERSION is not set"
 case $ROLE in control-plane | worker) ;; *) die "KC_ROLE must be control-plane or worker, not $ROLE" ;; esac
+case $RUNTIME in
+"") ;;
+containerd@*) echo "$RT_VERSION" | grep -Eqx '[0-9]+\.[0-9]+\.[0-9]+' || RUNTIME=bad ;;
+*) RUNTIME=bad ;;
+esac
+[ "$RUNTIME" != bad ] || die "KC_RUNTIME must be containerd@VERSION (e.g. containerd@1.7.35), not ${KC_RUNTIME:-}"
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 NAIVE=

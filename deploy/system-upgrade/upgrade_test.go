@@ -49,6 +49,28 @@ status) echo "stage1: $(cat "$FAKE/stage1") (symlink)"; echo "stage2: $(cat "$FA
 "--restart-kubelet stage2 "*) echo "$3" >"$FAKE/stage2" ;;
 *) exit 2 ;;
 esac`,
+	// runtime-select keeps containerd's selection in $FAKE/containerd
+	// (system: Debian's) and the containerd that runs in
+	// $FAKE/containerd-runs; list prints $FAKE/runtime-installed.
+	// RUNTIME_RESTART_FAILS=VERSION: containerd does not come back on it,
+	// and runtime-select undoes the switch (containerd restarted on the
+	// previous selection), exit 1.
+	"runtime-select": `case "$*" in
+status) echo "containerd: $(cat "$FAKE/containerd")"; echo "runc: system"; echo "crictl: system"; echo "cni: system" ;;
+list) cat "$FAKE/runtime-installed" ;;
+"--restart-containerd containerd "*)
+	[ "$3" = system ] || grep -qx "containerd $3" "$FAKE/runtime-installed" || { echo "runtime-select: containerd $3 is not installed" >&2; exit 1; }
+	if [ "$(cat "$FAKE/containerd")" = "$3" ]; then echo "containerd: $3 already selected"; exit 0; fi
+	echo $(($(cat "$FAKE/runtime-swaps" 2>/dev/null || echo 0) + 1)) >"$FAKE/runtime-swaps"
+	if [ "${RUNTIME_RESTART_FAILS:-}" = "$3" ]; then
+		echo "runtime-select: containerd: switch undone, it serves $(cat "$FAKE/containerd") as before" >&2
+		cat "$FAKE/containerd" >"$FAKE/containerd-runs"; exit 1
+	fi
+	echo "$3" >"$FAKE/containerd"; echo "$3" >"$FAKE/containerd-runs"; echo "containerd: selected $3" ;;
+*) exit 2 ;;
+esac`,
+	// systemctl show: containerd.service's KillMode (KILLMODE, process unless said).
+	"systemctl": `case "$*" in "show -p KillMode containerd") echo "KillMode=${KILLMODE:-process}" ;; *) exit 2 ;; esac`,
 	// $FAKE/unversioned: the version of kubernetes-unversioned installed.
 	"dpkg-query": `case $3 in
 '${Version}') cat "$FAKE/unversioned" ;;
@@ -79,8 +101,13 @@ if [ -d "$FAKE/host/etc/kubernetes/manifests" ]; then
 	[ -z "${ETCD_IMAGE:-}" ] || echo "image: $ETCD_IMAGE" >"$FAKE/host/etc/kubernetes/manifests/etcd.yaml"
 fi ;;
 esac`,
-	// crictl: the runtime's exited containers, $FAKE/crictl lines "POD-UID ID EXIT-CODE".
-	"crictl": `case "$*" in
+	// crictl: the runtime's exited containers, $FAKE/crictl lines "POD-UID ID EXIT-CODE";
+	// version: the containerd that runs ($FAKE/containerd-runs; system is
+	// Debian's 1.6.20). CRICTL_MISSING: the node has no crictl.
+	"crictl": `[ -z "${CRICTL_MISSING:-}" ] || { echo "chroot: failed to run command 'crictl': No such file or directory" >&2; exit 127; }
+case "$*" in
+version) r=$(cat "$FAKE/containerd-runs"); [ "$r" != system ] || r=1.6.20~ds1
+	printf 'Version:  0.1.0\nRuntimeName:  containerd\nRuntimeVersion:  v%s\nRuntimeApiVersion:  v1\n' "$r" ;;
 "ps -a -q --label io.kubernetes.pod.uid="*) awk -v u="${5#io.kubernetes.pod.uid=}" '$1 == u { print $2 }' "$FAKE/crictl" ;;
 "inspect "*) awk -v id="$2" '$2 == id { printf "{\n  \"status\": {\n    \"id\": \"%s\",\n    \"state\": \"CONTAINER_EXITED\",\n    \"exitCode\": %s,\n", $2, $3 }' "$FAKE/crictl" ;;
 *) exit 2 ;;
@@ -88,14 +115,27 @@ esac`,
 	// kubelet-compat etcd-bridge refuses without --bridge-image, as the
 	// CLI does when a bridge is needed (the fake always needs one).
 	"kubelet-compat": `case $1 in
-preflight) if [ -n "${PREFLIGHT_REFUSES:-}" ]; then echo "kubelet-compat: $PREFLIGHT_REFUSES" >&2; exit 1; fi; cat "$FAKE/preflight" ;;
+# preflight judges the runtime --runtime names, else the one that runs
+# (the node's probe): PREFLIGHT_RUNTIME_OLD lists the containerd versions
+# that do not serve the target kubelet, PREFLIGHT_PROBE_OLD those the probe
+# alone refuses (the probe contradicting the matrix), PREFLIGHT_FROM_OLD
+# those that do not serve the running kubelet (a note).
+preflight) if [ -n "${PREFLIGHT_REFUSES:-}" ]; then echo "kubelet-compat: $PREFLIGHT_REFUSES" >&2; exit 1; fi
+	rt=$(cat "$FAKE/containerd-runs") old=" ${PREFLIGHT_RUNTIME_OLD:-} ${PREFLIGHT_PROBE_OLD:-} " args="$*"
+	case $args in *" --runtime containerd@"*) rt=${args##*--runtime containerd@}; rt=${rt%% *}; old=" ${PREFLIGHT_RUNTIME_OLD:-} " ;; esac
+	case $old in *" $rt "*) echo "kubelet-compat: runtime: kubelet 1.31 needs CRI v1, which containerd $rt does not serve (it answers v1alpha2): first move the runtime to containerd 1.7.35 (make runtime RUNTIME_COMPONENTS=containerd@1.7.35)" >&2; exit 1 ;; esac
+	cat "$FAKE/preflight"
+	case " ${PREFLIGHT_FROM_OLD:-} " in *" $rt "*) echo "note: runtime: --from: kubelet 1.30 needs CRI v1, which containerd $rt does not serve (it answers v1alpha2): is the running kubelet on another runtime endpoint?" ;; esac ;;
 etcd-bridge) case "$*" in *" --bridge-image "*) echo "etcd-bridge: bridged: etcd 3.6.16 serves with kubeadm's flags" ;;
 	*) echo "kubelet-compat: etcd $ETCD_BEFORE -> $KUBEADM_ETCD crosses 3.6 -> 3.7: the bridge etcd (3.6.11 or later) must run first; give --bridge-image" >&2; exit 1 ;; esac ;;
 record) : >"$FAKE/recorded" ;;
 # Before any record of this roll the file is not in force: status lists
 # no admission pods (app/status_admission.go), as on a node whose last
 # file is an old roll's or none.
+# After a runtime swap, the previous kubelet on the new containerd:
+# status-runtime.json.
 status) if [ "$(cat "$FAKE/stage2")" != "$PREV" ]; then cat "$FAKE/status-after.json"
+	elif [ -e "$FAKE/recorded" ] && [ "$(cat "$FAKE/containerd-runs")" != "$(cat "$FAKE/containerd-initial")" ]; then cat "$FAKE/status-runtime.json"
 	elif [ -e "$FAKE/recorded" ]; then cat "$FAKE/status-before.json"
 	else awk '/^    "pods": \[$/ { print "    \"pods\": []"; skip = 1; next } skip && /^    \]$/ { skip = 0; next } !skip' "$FAKE/status-before.json"; fi ;;
 esac`,
@@ -113,7 +153,11 @@ esac`,
 		printf "prober_probe_total{container=\"%s\",namespace=\"%s\",pod=\"%s\",pod_uid=\"%s\",probe_type=\"Readiness\",result=\"successful\"} %d\n", $4, $1, $2, $3, s
 		printf "prober_probe_total{container=\"%s\",namespace=\"%s\",pod=\"%s\",pod_uid=\"%s\",probe_type=\"Liveness\",result=\"successful\"} %d\n", $4, $1, $2, $3, n }' "$FAKE/$f" ;;
 "get events "*) cat "$FAKE/events" ;;
-"--kubeconfig "*" get --raw /metrics") [ "$(cat "$FAKE/kubelet-metrics")" != - ] || exit 1; cat "$FAKE/kubelet-metrics" ;;
+# The kubelet's periodic syncs: 3 more after each runtime swap (its next
+# sync of the 3 pods), none with SYNCS_STUCK.
+"--kubeconfig "*" get --raw /metrics") [ "$(cat "$FAKE/kubelet-metrics")" != - ] || exit 1
+	n=$(cat "$FAKE/runtime-swaps" 2>/dev/null || echo 0); [ -z "${SYNCS_STUCK:-}" ] || n=0
+	sed "s/{operation_type=\"sync\"} 7\$/{operation_type=\"sync\"} $((7 + 3 * n))/" "$FAKE/kubelet-metrics" ;;
 "get pod -n "*" --ignore-not-found "*) awk -v p="$4/$5" '$1 == p { printf "%s %s", $2, $3 }' "$FAKE/api-pods" ;;
 "get node "*) echo "$(cat "$FAKE/node-ready") v${KUBELET_REPORTS:-$(cat "$FAKE/stage2")}+compat.1" ;;
 "get pods "*) if [ "$(cat "$FAKE/stage2")" = "$PREV" ]; then cat "$FAKE/pods-before"; else [ -z "${PODS_FAIL:-}" ] || exit 1; cat "$FAKE/pods-after"; fi ;;
@@ -198,8 +242,14 @@ type scriptCase struct {
 	preflightNotes string
 	after          func(string) string
 	// before changes status-before.json (the status at the record).
-	before    func(string) string
-	nodeReady string
+	before func(string) string
+	// afterRuntime changes the status after a runtime swap, the previous
+	// kubelet on the new containerd (status-before.json unless said).
+	afterRuntime func(string) string
+	// containerd is the node's containerd, selected and running (system:
+	// Debian's); runtimeInstalled what runtime-select list prints.
+	containerd, runtimeInstalled string
+	nodeReady                    string
 	// staleKubelet: the API keeps reporting the previous kubelet (the new
 	// one never posts its status).
 	staleKubelet bool
@@ -251,6 +301,12 @@ type scriptCase struct {
 	stage2     string
 	// wantStage1 is stage1 at the end (not checked when empty).
 	wantStage1 string
+	// wantContainerd is containerd's selection at the end, and the
+	// containerd that runs (not checked when empty).
+	wantContainerd string
+	// wantPhase is the roll's phase at the end (not checked when empty;
+	// none: no state on the node).
+	wantPhase string
 }
 
 func TestUpgradeScript(t *testing.T) {
@@ -306,6 +362,25 @@ func TestUpgradeScript(t *testing.T) {
 		}
 		return all
 	}
+	// The runtime step (KC_RUNTIME): what the node selects and installs,
+	// which containerd runs, preflight of the kubelet's step on the runtime
+	// it will run on; then, under the running kubelet, the records and the
+	// picture as before the kubelet's swap, the kubelet's counters at the
+	// picture, the switch, the CRI's answer. Its gate is gateOK's calls; the
+	// kubelet's step follows from its own preflight (upgradeNode[3:]).
+	const rt = "containerd@1.7.35"
+	runtimeCheck := []string{"runtime-select status", "runtime-select list", "systemctl show -p KillMode containerd", "crictl version",
+		"kubelet-compat preflight --node --from v1.30.14 --to v1.31.14 --kubeconfig /etc/kubernetes/kubelet.conf --runtime " + rt}
+	runtimeStep := []string{"kubelet-compat record --kubeconfig /etc/kubernetes/kubelet.conf", probesCall, statusCall, probesCall,
+		"kubelet-compat record --kubeconfig /etc/kubernetes/kubelet.conf", statusCall, metricsCall, probesCall,
+		"runtime-select --restart-containerd containerd 1.7.35", "crictl version"}
+	runtimeRollback := []string{"runtime-select status", "runtime-select --restart-containerd containerd system", "crictl version"}
+	// restarted is a status in which a container of the picture runs again
+	// under a new ID.
+	restarted := func(s string) string {
+		return strings.Replace(s, "          \"c-pinned-uid-app\"\n", "          \"c-pinned-uid-app-2\"\n", 1)
+	}
+	runtimeState := "target=1.31.14\nprevious=1.30.14\nstage1=1.30.14\nruntime=containerd@1.7.35\nruntime_previous=system\n"
 	for _, tc := range []scriptCase{
 		{name: "worker, .deb: every step, then the gate passes", preflight: "preflight-1.30-1.31.table.golden",
 			wantCalls: cat(upgradeNode, gateOK), stage2: target,
@@ -731,6 +806,121 @@ func TestUpgradeScript(t *testing.T) {
 			preflight: "preflight-1.30-1.31.table.golden", stage2: target, env: []string{"KC_PROBE_WINDOW=1", "KC_GATE_TIMEOUT=10"},
 			probesAfter: "default plain-node-1 plain-uid app ready\nkube-system etcd-node-1 etcd-uid etcd flaky\n",
 			wantOut:     []string{"gate: passed"}},
+		// Issue 35, 2: the runtime step (KC_RUNTIME) before the kubelet's.
+		{name: "runtime step: containerd selected and restarted under the running kubelet, gated, then the kubelet's step",
+			preflight: "preflight-1.30-1.31.table.golden", env: []string{"KC_RUNTIME=" + rt}, stage2: target, wantContainerd: "1.7.35",
+			wantCalls: cat(upgradeNode[:3], runtimeCheck, runtimeStep, gateOK, upgradeNode[3:], gateOK),
+			wantOut: []string{"runtime: containerd system -> 1.7.35 (KC_RUNTIME containerd@1.7.35; runs now: 1.6.20~ds1): the runtime step first, under kubelet 1.30.14",
+				"runtime: containerd 1.7.35 answers the CRI (crictl version: v1.7.35",
+				"gate: the kubelet's syncs since the runtime swap (3, kubelet_pod_worker_duration_seconds_count{operation_type=\"sync\"}) cover the 3 pod(s) the runtime runs",
+				"gate: passed: node node-1 runs kubelet v1.30.14 on containerd 1.7.35;",
+				"gate: passed: node node-1 runs kubelet v1.31.14;", "upgraded to 1.31.14"}},
+		{name: "runtime step: containerd already selected, no runtime step",
+			preflight: "preflight-1.30-1.31.table.golden", env: []string{"KC_RUNTIME=" + rt}, containerd: "1.7.35", stage2: target, wantContainerd: "1.7.35",
+			wantCalls:  cat(upgradeNode[:3], runtimeCheck[:1], upgradeNode[3:], gateOK),
+			wantOut:    []string{"runtime: containerd 1.7.35 is selected already (runtime-select status): no runtime step"},
+			wantNotOut: []string{"on containerd"}},
+		{name: "runtime step: the version is not installed on the node, refused before anything changed",
+			env: []string{"KC_RUNTIME=containerd@2.4.2"}, runtimeInstalled: "containerd 1.7.35\nrunc 1.5.3\n", stage2: prev, wantContainerd: "system", wantPhase: "none",
+			wantCalls: cat(upgradeNode[:3], runtimeCheck[:2]),
+			wantErr:   "KC_RUNTIME containerd@2.4.2: containerd 2.4.2 is not installed on the node (runtime-select list: containerd 1.7.35; install runtime-containerd-2.4.2): nothing changed"},
+		{name: "runtime step: KC_RUNTIME not containerd@VERSION, refused", env: []string{"KC_RUNTIME=containerd-1.7.35"}, stage2: prev, wantPhase: "none",
+			wantErr: "KC_RUNTIME must be containerd@VERSION (e.g. containerd@1.7.35), not containerd-1.7.35"},
+		{name: "runtime step: no crictl on the node to tell which containerd runs, refused before anything changed",
+			env: []string{"KC_RUNTIME=" + rt, "CRICTL_MISSING=1"}, stage2: prev, wantContainerd: "system", wantPhase: "none",
+			wantCalls: cat(upgradeNode[:3], runtimeCheck[:4]),
+			wantErr:   "KC_RUNTIME containerd@1.7.35: crictl version failed on the node (exit 127: chroot: failed to run command 'crictl': No such file or directory): the runtime step needs crictl to see which containerd runs: nothing changed"},
+		// docs/runtime.md: a runtime step owes containerd stopped alone, its
+		// shims (and so the containers) outliving it.
+		{name: "runtime step: containerd's unit would stop its shims with it (KillMode), refused before anything changed",
+			env: []string{"KC_RUNTIME=" + rt, "KILLMODE=control-group"}, stage2: prev, wantContainerd: "system", wantPhase: "none",
+			wantCalls: cat(upgradeNode[:3], runtimeCheck[:3]),
+			wantErr:   "KC_RUNTIME containerd@1.7.35: containerd.service has KillMode=control-group: restarting it would stop its shims, and so every container, with it (it must be process): nothing changed"},
+		{name: "runtime step: a pod deleted through the API during its gate, on a kubelet that rejected a pod before the step: not judged (its count since the picture)",
+			preflight: "preflight-1.30-1.31.table.golden", env: []string{"KC_RUNTIME=" + rt}, stage2: target, wantContainerd: "1.7.35",
+			afterRuntime:   func(s string) string { return dropPod(s, "default/plain-node-1") },
+			crictl:         "plain-uid c-plain-uid-app 143\n",
+			apiPods:        "default/seccomp-node-1 pinned-uid\nkube-system/etcd-node-1 etcd-uid\n",
+			kubeletMetrics: syncedMetrics + "kubelet_admission_rejections_total{reason=\"NodeAffinity\"} 1\n",
+			wantOut: []string{"gate: default/plain-node-1 (plain-uid) was deleted through the API (gone from it): its containers' end is the deletion's, not judged",
+				"gate: passed: node node-1 runs kubelet v1.30.14 on containerd 1.7.35"}},
+		{name: "runtime step: the gate fails after the runtime swap, the previous containerd selected back, the kubelet never swapped",
+			preflight: "preflight-1.30-1.31.table.golden", env: []string{"KC_RUNTIME=" + rt}, afterRuntime: restarted,
+			stage2: prev, wantStage1: prev, wantContainerd: "system", failedMark: true,
+			wantCalls: cat(upgradeNode[:3], runtimeCheck, runtimeStep, gateOK, runtimeRollback),
+			wantErr:   "the runtime step's health gate failed: node node-1 is back on containerd system, its kubelet untouched (1.30.14); the Job fails, which stops the Plan",
+			wantOut: []string{"pod default/seccomp-node-1: runs container c-pinned-uid-app-2, created after the record (restarted)",
+				"rolling the runtime back to containerd system (the runtime step's health gate failed)",
+				"rollback: runtime-select --restart-containerd containerd system"}},
+		{name: "runtime step: the kubelet syncs no pod after the runtime swap, no pass, rolled back",
+			preflight: "preflight-1.30-1.31.table.golden", env: []string{"KC_RUNTIME=" + rt, "SYNCS_STUCK=1"},
+			stage2: prev, wantContainerd: "system", failedMark: true,
+			wantErr: "the runtime step's health gate failed",
+			wantOut: []string{"(the kubelet has not synced every pod since the runtime swap: the kubelet finished 0 sync(s) since the runtime swap, the runtime runs 3 (kubelet_pod_worker_duration_seconds_count{operation_type=\"sync\"})"}},
+		{name: "runtime step: containerd does not come back on the new version (runtime-select undoes it), rolled back",
+			preflight: "preflight-1.30-1.31.table.golden", env: []string{"KC_RUNTIME=" + rt, "RUNTIME_RESTART_FAILS=1.7.35"},
+			stage2: prev, wantContainerd: "system", failedMark: true,
+			wantCalls: cat(upgradeNode[:3], runtimeCheck, runtimeStep[:9], runtimeRollback[:1], runtimeRollback[2:]),
+			wantErr:   "runtime-select --restart-containerd containerd 1.7.35 failed: node node-1 is back on containerd system, its kubelet untouched (1.30.14)"},
+		{name: "runtime step: a gate failure of the kubelet's step rolls the kubelet back; the runtime step, gated, stays",
+			preflight: "preflight-1.30-1.31.table.golden", env: []string{"KC_RUNTIME=" + rt}, after: restarted,
+			stage2: prev, wantStage1: prev, wantContainerd: "1.7.35", failedMark: true,
+			wantCalls: cat(upgradeNode[:3], runtimeCheck, runtimeStep, gateOK, upgradeNode[3:], gateOK, rollback),
+			wantErr:   "the health gate failed: node node-1 is back on 1.30.14",
+			wantOut:   []string{"rollback: containerd 1.7.35 of this roll's runtime step (its gate passed) stays selected"}},
+		// A Job killed after the runtime swap never certifies without a gate.
+		{name: "runtime step: re-run after a Job killed right after the runtime swap: gated against the saved picture, then the kubelet's step",
+			preflight: "preflight-1.30-1.31.table.golden", env: []string{"KC_RUNTIME=" + rt}, die: "runtime-select --restart-containerd",
+			stage2: target, wantContainerd: "1.7.35",
+			wantCalls: cat([]string{"flock -n 9", "kubernetes-select status", "runtime-select status", "crictl version"}, gateOK, upgradeNode[3:], gateOK),
+			wantOut:   []string{"a Job before this one died after the runtime swap, before its gate's verdict: the gate runs against the picture it saved", "gate: passed: node node-1 runs kubelet v1.30.14 on containerd 1.7.35"}},
+		{name: "runtime step: re-run after a Job killed right after the runtime swap: the gate fails, the previous containerd selected back",
+			preflight: "preflight-1.30-1.31.table.golden", env: []string{"KC_RUNTIME=" + rt}, die: "runtime-select --restart-containerd", afterRuntime: restarted,
+			stage2: prev, wantContainerd: "system", failedMark: true,
+			wantCalls: cat([]string{"flock -n 9", "kubernetes-select status", "runtime-select status", "crictl version"}, gateOK, runtimeRollback),
+			wantErr:   "the runtime step's health gate failed: node node-1 is back on containerd system",
+			wantOut:   []string{"a Job before this one died after the runtime swap, before its gate's verdict"}, wantNotOut: []string{"gate: passed"}},
+		{name: "runtime step: re-run after a Job killed in the runtime swap before it took: the picture again, the swap, gated",
+			preflight: "preflight-1.30-1.31.table.golden", env: []string{"KC_RUNTIME=" + rt},
+			state:  runtimeState + "phase=runtime-swapping\nruntime_swapped_at=2026-12-05T10:00:00Z\n",
+			stage2: target, wantContainerd: "1.7.35",
+			wantCalls: cat([]string{"flock -n 9", "kubernetes-select status", "runtime-select status"}, runtimeStep, gateOK, upgradeNode[3:], gateOK),
+			wantOut:   []string{"a Job before this one died before the runtime swap took (containerd system is selected): taking the picture again"}},
+		{name: "runtime step: re-run after a Job killed once the runtime's gate passed: not again, the kubelet's step",
+			preflight: "preflight-1.30-1.31.table.golden", env: []string{"KC_RUNTIME=" + rt},
+			die: "kubelet-compat preflight --node", dieNth: 2, stage2: target, wantContainerd: "1.7.35",
+			wantCalls:  cat([]string{"flock -n 9", "kubernetes-select status"}, upgradeNode[3:], gateOK),
+			wantOut:    []string{"the runtime step (containerd 1.7.35) passed its gate in a Job before this one", "upgraded to 1.31.14"},
+			wantNotOut: []string{"runtime-select --restart-containerd"}},
+		{name: "runtime step: re-run after a Job killed while selecting the previous containerd back: the rollback is finished",
+			preflight: "preflight-1.30-1.31.table.golden", env: []string{"KC_RUNTIME=" + rt}, afterRuntime: restarted,
+			die: "runtime-select --restart-containerd containerd system", stage2: prev, wantContainerd: "system", failedMark: true,
+			wantCalls: cat([]string{"flock -n 9", "kubernetes-select status"}, runtimeRollback[:1], runtimeRollback[2:]),
+			wantErr:   "the runtime step's health gate failed: node node-1 is back on containerd system",
+			wantOut:   []string{"a Job before this one died while rolling the runtime back: finishing it"}},
+		// Issue 35, 2: preflight's refusal for the runtime, and KC_RUNTIME.
+		{name: "runtime step: preflight refuses the kubelet on the node's containerd, KC_RUNTIME serves it: the runtime step first, then preflight again",
+			preflight: "preflight-1.30-1.31.table.golden", env: []string{"KC_RUNTIME=" + rt, "PREFLIGHT_PROBE_OLD=system"},
+			stage2: target, wantContainerd: "1.7.35",
+			wantCalls: cat(upgradeNode[:3], runtimeCheck, runtimeStep, gateOK, upgradeNode[3:], gateOK),
+			wantOut:   []string{"gate: passed: node node-1 runs kubelet v1.30.14 on containerd 1.7.35", "upgraded to 1.31.14"}},
+		{name: "runtime step: preflight refuses the kubelet on the node's containerd and there is no KC_RUNTIME: refused as before",
+			preflight: "preflight-1.30-1.31.table.golden", env: []string{"PREFLIGHT_PROBE_OLD=system"}, stage2: prev, wantPhase: "none",
+			wantCalls: upgradeNode[:4],
+			wantErr:   "kubelet-compat preflight refused this step: runtime: kubelet 1.31 needs CRI v1, which containerd system does not serve"},
+		{name: "runtime step: KC_RUNTIME does not serve the target kubelet either: refused before anything changed",
+			preflight: "preflight-1.30-1.31.table.golden", env: []string{"KC_RUNTIME=" + rt, "PREFLIGHT_RUNTIME_OLD=system 1.7.35"},
+			stage2: prev, wantContainerd: "system", wantPhase: "none", wantCalls: cat(upgradeNode[:3], runtimeCheck),
+			wantErr: "kubelet-compat preflight refused this step on containerd 1.7.35 (KC_RUNTIME), the runtime its kubelet would run on: runtime: kubelet 1.31 needs CRI v1, which containerd 1.7.35 does not serve (it answers v1alpha2): first move the runtime to containerd 1.7.35 (make runtime RUNTIME_COMPONENTS=containerd@1.7.35): nothing changed"},
+		{name: "runtime step: KC_RUNTIME does not serve the running kubelet: the kubelet goes first there, refused before anything changed",
+			preflight: "preflight-1.30-1.31.table.golden", env: []string{"KC_RUNTIME=" + rt, "PREFLIGHT_FROM_OLD=1.7.35"},
+			stage2: prev, wantContainerd: "system", wantPhase: "none", wantCalls: cat(upgradeNode[:3], runtimeCheck),
+			wantErr: "KC_RUNTIME containerd 1.7.35 does not serve the running kubelet 1.30.14 (preflight: kubelet 1.30 needs CRI v1, which containerd 1.7.35 does not serve (it answers v1alpha2)): the kubelet's step comes first there (docs/runtime.md), and this Job runs the runtime step before it only; roll the kubelet without KC_RUNTIME first: nothing changed"},
+		{name: "runtime step: preflight refuses the kubelet on the new containerd once it runs (the probe): the runtime rolled back",
+			preflight: "preflight-1.30-1.31.table.golden", env: []string{"KC_RUNTIME=" + rt, "PREFLIGHT_PROBE_OLD=1.7.35"},
+			stage2: prev, wantContainerd: "system", failedMark: true,
+			wantCalls: cat(upgradeNode[:3], runtimeCheck, runtimeStep, gateOK, upgradeNode[3:4], runtimeRollback),
+			wantErr:   "kubelet-compat preflight refused the kubelet's step on containerd 1.7.35, which runs now: runtime: kubelet 1.31 needs CRI v1, which containerd 1.7.35 does not serve (it answers v1alpha2): first move the runtime to containerd 1.7.35 (make runtime RUNTIME_COMPONENTS=containerd@1.7.35): node node-1 is back on containerd system"},
 		{name: "prepare: waits for the control-plane Plan", args: []string{"wait-plan", ControlPlanePlan}, plan: "1.31.14 True", stage2: prev,
 			wantCalls: []string{"kubectl get plans.upgrade.cattle.io kubelet-compat-control-plane -n system-upgrade -o jsonpath={.status.latestVersion} {.status.conditions[?(@.type==\"Complete\")].status}"},
 			wantOut:   []string{"Plan system-upgrade/kubelet-compat-control-plane is complete for 1.31.14"}},
@@ -821,6 +1011,14 @@ func runScriptCase(t *testing.T, tc scriptCase, applets string, statusBefore []b
 			}
 			write("status-before.json", tc.before(kubelet(prev)))
 			write("status-after.json", tc.after(kubelet(target)))
+			if tc.afterRuntime == nil {
+				tc.afterRuntime = same
+			}
+			write("status-runtime.json", tc.afterRuntime(tc.before(kubelet(prev))))
+			write("containerd", or(tc.containerd, "system"))
+			write("containerd-runs", or(tc.containerd, "system"))
+			write("containerd-initial", or(tc.containerd, "system"))
+			write("runtime-installed", or(tc.runtimeInstalled, "containerd 1.7.35\ncontainerd 2.4.2\nrunc 1.5.3\n"))
 			write("stage1", or(tc.stage1Before, prev))
 			write("stage2", or(tc.stage2Before, prev))
 			write("node-ready", or(tc.nodeReady, "True"))
@@ -913,6 +1111,20 @@ func runScriptCase(t *testing.T, tc scriptCase, applets string, statusBefore []b
 				}
 				assert.Check(t, is.Equal(string(got), want), "%s on the node", name)
 			}
+			if tc.wantContainerd != "" {
+				for _, f := range []string{"containerd", "containerd-runs"} {
+					got, _ := os.ReadFile(filepath.Join(fake, f))
+					assert.Check(t, is.Equal(strings.TrimSpace(string(got)), tc.wantContainerd), f)
+				}
+			}
+			if tc.wantPhase != "" {
+				state, err := os.ReadFile(filepath.Join(host, "var/lib/kubelet-compat/roll/state"))
+				phase := "none"
+				if err == nil {
+					phase = regexp.MustCompile(`(?m)^phase=(.*)$`).FindStringSubmatch(string(state))[1]
+				}
+				assert.Check(t, is.Equal(phase, tc.wantPhase), "the roll's state:\n%s", state)
+			}
 			if tc.wantStage1 != "" {
 				stage1, _ := os.ReadFile(filepath.Join(fake, "stage1"))
 				assert.Check(t, is.Equal(strings.TrimSpace(string(stage1)), tc.wantStage1))
@@ -929,7 +1141,8 @@ func runScriptCase(t *testing.T, tc scriptCase, applets string, statusBefore []b
 			assert.Check(t, is.Equal(rolledBack, tc.failedMark), "the roll's state:\n%s", state)
 			// The marker of a failed gate, written once the rollback is done.
 			_, err = os.Stat(filepath.Join(host, "var/lib/kubelet-compat/upgrade/1.31.14.gate-failed"))
-			gateFailed := rolledBack && strings.Contains(string(state), "\nreason=the health gate failed\n") && tc.state == ""
+			gateFailed := rolledBack && (strings.Contains(string(state), "\nreason=the health gate failed\n") ||
+				strings.Contains(string(state), "\nreason=the runtime step's health gate failed\n")) && tc.state == ""
 			assert.Check(t, is.Equal(err == nil, gateFailed || tc.legacyMark), "the marker of a failed gate")
 			if tc.wantErr == "" && tc.stage2 == target && tc.args == nil {
 				assert.Check(t, strings.Contains(string(state), "\nphase=passed\n"), "the roll's state:\n%s", state)

@@ -6,7 +6,7 @@
 //	system-upgrade controller                      build (cached), print the binary's path
 //	system-upgrade controller-image -o FILE        the controller's image
 //	system-upgrade upgrade-image -version V -packages DIR -kubectl BIN -o FILE
-//	system-upgrade plans -version V [-concurrency N] [-cordon] [-allow-loss] [-gate-timeout S] [-etcd-bridge-image IMAGE] [-kubeadm-arg ARG]... [-o FILE]
+//	system-upgrade plans -version V [-concurrency N] [-cordon] [-allow-loss] [-gate-timeout S] [-etcd-bridge-image IMAGE] [-kubeadm-arg ARG]... [-runtime containerd@VERSION] [-o FILE]
 //	system-upgrade sim [-nodes 1000] [-concurrency 1%,5%,10%] [-job-seconds 45] [-scale 10] [-fail 3] ...
 package main
 
@@ -58,6 +58,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		o.KubeadmArgs = append(o.KubeadmArgs, a)
 		return nil
 	})
+	fs.StringVar(&o.Runtime, "runtime", o.Runtime, "plans: the containerd every node's Job selects, gates and keeps before the kubelet's step, as NAME@VERSION (containerd@1.7.35 or containerd@2.4.2; its runtime-containerd-VERSION package on the nodes; KC_RUNTIME; none: no runtime step)")
 	fs.BoolVar(&o.Naive, "naive", o.Naive, "plans, upgrade-image: the naive in-place roll (the e2e's anchor: give the packages as released; no preflight, record, gate or rollback)")
 	packages := fs.String("packages", "", "upgrade-image: the directory of the .debs and/or .rpms (make deb / make rpm output)")
 	kubectl := fs.String("kubectl", "", "upgrade-image: the target version's kubectl")
