@@ -97,6 +97,10 @@ func TestMinorsRoll(t *testing.T) {
 	all := strings.Join(names, "\n")
 	assert.Check(t, is.Contains(names[0], kind.NodeImage("1.33.13")))
 	assert.Check(t, is.Equal(strings.Count(all, "apply system-upgrade-controller"), 1))
+	// The controller runs from its image: imported before it is applied
+	// (the first run of the roll waited 3 minutes for a controller whose
+	// image no node had).
+	assert.Check(t, strings.Index(all, "import the upgrade Job's image of 1.34.12") < strings.Index(all, "apply system-upgrade-controller"), all)
 	for _, st := range chain {
 		assert.Check(t, is.Contains(all, st.String()+": import the images of "+st.To))
 		assert.Check(t, is.Contains(all, st.String()+": apply the Plans ("+st.To+", concurrency 1; the etcd bridge"))

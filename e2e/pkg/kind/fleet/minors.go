@@ -35,7 +35,6 @@ func (f *fleetRun) minorsActions() []kind.Action {
 		{Name: "import the workload images into every node", Do: (*kind.ClusterRun).ImportImages},
 		{Name: "create the fleet's workloads and the static pods", Do: f.do(f.createWorkloads)},
 		{Name: "wait until every pod is ready", Do: f.do(f.waitReady)},
-		{Name: "apply system-upgrade-controller", Do: f.do(f.applyController)},
 	}
 	for i, st := range f.Steps {
 		at := func(fn func(ctx context.Context) error) func(*kind.ClusterRun, context.Context) error {
@@ -46,7 +45,12 @@ func (f *fleetRun) minorsActions() []kind.Action {
 		}
 		out = append(out,
 			kind.Action{Name: fmt.Sprintf("%s: import the images of %s into every node (no registry: pre-loaded, as air-gapped fleets do)", st, st.To), Do: at(f.importTargetImages)},
-			kind.Action{Name: fmt.Sprintf("%s: import the upgrade Job's image of %s into every node", st, st.To), Do: at(f.importSUCImages)},
+			kind.Action{Name: fmt.Sprintf("%s: import the upgrade Job's image of %s into every node", st, st.To), Do: at(f.importSUCImages)})
+		if i == 0 {
+			// The controller's image came with the first step's layout.
+			out = append(out, kind.Action{Name: "apply system-upgrade-controller", Do: f.do(f.applyController)})
+		}
+		out = append(out,
 			kind.Action{Name: fmt.Sprintf("%s: baseline: snapshots, the API's pods, the pod ledger and the readiness watchers", st), Do: at(f.baseline)},
 			kind.Action{Name: fmt.Sprintf("%s: apply the Plans (%s, concurrency %d; the etcd bridge where kubeadm takes etcd to 3.7) and follow the roll", st, st.To, f.concurrency), Do: at(f.minorRoll)},
 			kind.Action{Name: fmt.Sprintf("%s: after the roll: every pod ready, snapshots, the API's pods", st), Do: at(f.afterRoll)},
