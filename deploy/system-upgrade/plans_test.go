@@ -143,13 +143,6 @@ func TestUpgradeImage(t *testing.T) {
 // image (KC_ETCD_BRIDGE_IMAGE) when the roll-out names one; the workers and
 // the naive roll never do, and a bridge image is a tagged etcd reference.
 func TestEtcdBridgeImage(t *testing.T) {
-	envOf := func(c *ContainerSpec) map[string]string {
-		m := map[string]string{}
-		for _, e := range c.Env {
-			m[e.Name] = e.Value
-		}
-		return m
-	}
 	o := DefaultOptions("1.37.0")
 	plans, err := Plans(o)
 	assert.NilError(t, err)
@@ -182,13 +175,6 @@ func TestEtcdBridgeImage(t *testing.T) {
 // 1.35) reach every Plan's Jobs, the naive roll's too; none, no variable;
 // an argument the script's word splitting would mangle is refused.
 func TestKubeadmArgs(t *testing.T) {
-	envOf := func(c *ContainerSpec) map[string]string {
-		m := map[string]string{}
-		for _, e := range c.Env {
-			m[e.Name] = e.Value
-		}
-		return m
-	}
 	o := DefaultOptions("1.35.8")
 	plans, err := Plans(o)
 	assert.NilError(t, err)
@@ -217,13 +203,6 @@ func TestKubeadmArgs(t *testing.T) {
 // the prepare step and the naive roll never do, and only a runtime the
 // project builds and packages is taken.
 func TestRuntime(t *testing.T) {
-	envOf := func(c *ContainerSpec) map[string]string {
-		m := map[string]string{}
-		for _, e := range c.Env {
-			m[e.Name] = e.Value
-		}
-		return m
-	}
 	for _, tc := range []struct {
 		name    string
 		runtime string
@@ -260,4 +239,13 @@ func TestRuntime(t *testing.T) {
 			}
 		})
 	}
+}
+
+// envOf is a container's environment, by name.
+func envOf(c *ContainerSpec) map[string]string {
+	m := map[string]string{}
+	for _, e := range c.Env {
+		m[e.Name] = e.Value
+	}
+	return m
 }
