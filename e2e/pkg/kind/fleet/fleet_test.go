@@ -109,7 +109,8 @@ func TestMinorsRoll(t *testing.T) {
 	assert.Check(t, is.Contains(names[len(names)-1], "the Job that ran across every step completes"))
 	// The images a step left behind go before the next step's come in
 	// (the disk of one machine holds three nodes of two minors, not five).
-	assert.Check(t, is.Equal(strings.Count(all, "remove the images no container uses"), len(chain)-1))
+	assert.Check(t, is.Equal(strings.Count(all, ": remove the images of "), len(chain)-1))
+	assert.Check(t, is.Contains(all, "1.34.12 -> 1.35.8: remove the images of 1.33.13 that 1.34.12 no longer lists from every node (not pause)"))
 	assert.Check(t, strings.Index(all, "1.34.12 -> 1.35.8: remove the images") < strings.Index(all, "import the images of 1.35.8"))
 	assert.Check(t, !strings.Contains(all, "drain") && !strings.Contains(all, "retry"), all)
 

@@ -44,7 +44,7 @@ func (f *fleetRun) minorsActions() []kind.Action {
 			}
 		}
 		if i > 0 {
-			out = append(out, kind.Action{Name: fmt.Sprintf("%s: remove the images no container uses from every node (crictl rmi --prune)", st), Do: at(f.pruneImages)})
+			out = append(out, kind.Action{Name: fmt.Sprintf("%s: remove the images of %s that %s no longer lists from every node (not pause)", st, f.Steps[i-1].From, st.From), Do: at(f.pruneImages)})
 		}
 		out = append(out,
 			kind.Action{Name: fmt.Sprintf("%s: import the images of %s into every node (no registry: pre-loaded, as air-gapped fleets do)", st, st.To), Do: at(f.importTargetImages)},
@@ -101,15 +101,28 @@ func bridgeImage(ctx context.Context, output, target string) (string, error) {
 	return etcdbridge.Ref(want), nil
 }
 
-// pruneImages removes from every node the images no container uses (the
-// versions the roll left behind), as the kubelet's image garbage
-// collection would under disk pressure: each node imports every step's
-// images (about 1 GiB of archives, twice that in containerd), which five
-// minors on three nodes do not leave room for on one machine's disk.
+// pruneImages removes from every node the images of the minor before
+// the step's From that the From's kubeadm no longer lists (its control
+// plane's, its etcd, its CoreDNS; never a pause: containerd's sandbox image
+// cannot be pulled back without a registry, which a first try with crictl
+// rmi --prune found), as an operator does between minors: each node
+// imports every step's images (about 1 GiB of archives, twice that in
+// containerd), which five minors on three nodes do not leave room for on
+// one machine's disk. An image still in use or gone already is left.
 func (f *fleetRun) pruneImages(ctx context.Context) error {
+	prev := f.Steps[f.step-1]
+	refs, err := nodeimage.LeftBehind(ctx, f.Options.Output, prev.From, prev.To)
+	if err != nil {
+		return err
+	}
+	if len(refs) == 0 {
+		return nil
+	}
+	// One that cannot go (in use, not there) is left, and logged.
+	script := `for r; do crictl --timeout 60s rmi "$r" || echo "left: $r"; done`
 	for _, n := range f.Cluster.Nodes {
-		if _, err := f.ExecLogged(ctx, n, "prune-images-"+f.cur().To, "crictl", "--timeout", "60s", "rmi", "--prune"); err != nil {
-			return fmt.Errorf("%s: crictl rmi --prune: %w", n.Name(), err)
+		if _, err := f.ExecLogged(ctx, n, "remove-images-"+f.cur().To, append([]string{"sh", "-c", script, "sh"}, refs...)...); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -92,3 +92,13 @@ func TestEtcdModuleVersion(t *testing.T) {
 		assert.Equal(t, got, tc.want, tc.tag)
 	}
 }
+
+// TestLeftBehind: the images a roll from one minor to the next leaves
+// unused, never the sandbox image and never one the next minor lists too.
+func TestLeftBehind(t *testing.T) {
+	old := imageList{compAPIServer: "registry.k8s.io/kube-apiserver:v1.33.13", compController: "registry.k8s.io/kube-controller-manager:v1.33.13",
+		compPause: "registry.k8s.io/pause:3.10", compEtcd: "registry.k8s.io/etcd:3.5.24-0", compCoreDNS: "registry.k8s.io/coredns/coredns:v1.12.0"}
+	next := imageList{compAPIServer: "registry.k8s.io/kube-apiserver:v1.34.12", compController: "registry.k8s.io/kube-controller-manager:v1.34.12",
+		compPause: "registry.k8s.io/pause:3.10.1", compEtcd: "registry.k8s.io/etcd:3.6.6-0", compCoreDNS: "registry.k8s.io/coredns/coredns:v1.12.0"}
+	assert.DeepEqual(t, leftBehind(old, next), []string{"registry.k8s.io/etcd:3.5.24-0", "registry.k8s.io/kube-apiserver:v1.33.13", "registry.k8s.io/kube-controller-manager:v1.33.13"})
+}
