@@ -217,7 +217,7 @@ func (f *fleetRun) checkFault(ctx context.Context) error {
 // re-run gated the node against the first run's picture.
 func (f *fleetRun) checkKilled(ctx context.Context) error {
 	cp := f.Cluster.ControlPlane()
-	prefix := fmt.Sprintf("%s %s", f.Name, f.roll)
+	prefix := f.label()
 	k := f.faults.kill()
 	j := f.jobs[cp.Name()]
 	s2, err := stage2(ctx, cp)
@@ -246,7 +246,7 @@ func (f *fleetRun) checkKilled(ctx context.Context) error {
 func (f *fleetRun) checkRolledBack(ctx context.Context) error {
 	st := f.Steps[0]
 	faulty := f.faultyWorker()
-	prefix := fmt.Sprintf("%s %s", f.Name, f.roll)
+	prefix := f.label()
 
 	// The gate failed there, and said why.
 	last := f.jobs[faulty.Name()]
@@ -333,7 +333,7 @@ func (f *fleetRun) checkStopped(ctx context.Context) {
 		}
 	}
 	reached := len(f.Cluster.Workers()) - len(untouched)
-	f.Record(report.Check{Name: fmt.Sprintf("%s %s: the roll stopped at %s, the workers after it untouched", f.Name, f.roll, faulty.Name()),
+	f.Record(report.Check{Name: fmt.Sprintf("%s: the roll stopped at %s, the workers after it untouched", f.label(), faulty.Name()),
 		Passed: len(wrong) == 0 && f.lastStarted() == faulty.Name(),
 		Detail: fmt.Sprintf("order %s; upgraded %s; untouched (no Job, stage2 %s) %s; %d of %d workers reached; wrong: %s",
 			strings.Join(f.order, " "), list(upgraded), st.From, list(untouched), reached, len(f.Cluster.Workers()), list(wrong))})
@@ -381,7 +381,7 @@ func (f *fleetRun) checkRetry(ctx context.Context) error {
 	}
 	fig := f.data.nodeFigures(f.windowOf(faulty.Name()))
 	gated := j != nil && strings.Contains(readLog(f.jobLogPath(j)), "gate: passed")
-	f.Record(report.Check{Name: fmt.Sprintf("%s %s: the retry rolled %s to %s through its gate, 0 restarts over the rollback and the retry", f.Name, f.roll, faulty.Name(), f.Steps[0].To),
+	f.Record(report.Check{Name: fmt.Sprintf("%s: the retry rolled %s to %s through its gate, 0 restarts over the rollback and the retry", f.label(), faulty.Name(), f.cur().To),
 		Passed: j != nil && j.Done && !j.Failed && gated && s2 == f.Steps[0].To && fig.Restarts == 0 && fig.Recreated == 0 && fig.UIDsChanged == 0 && fig.Evicted == 0,
 		Detail: fmt.Sprintf("Job runs on the node: %d, the last %s, gate passed: %t; stage2 %s; %s", runs(j), jobOutcome(j), gated, s2, describe(fig))})
 	return nil

@@ -44,7 +44,7 @@ func (f *fleetRun) minorsActions() []kind.Action {
 			}
 		}
 		if i > 0 {
-			out = append(out, kind.Action{Name: fmt.Sprintf("%s: remove the images of %s that %s no longer lists from every node (not pause)", st, f.Steps[i-1].From, st.From), Do: at(f.pruneImages)})
+			out = append(out, kind.Action{Name: fmt.Sprintf("%s: remove the images of %s that %s no longer lists from every node (not pause)", st, f.Steps[i-1].From, st.From), Do: at(f.removeLeftBehind)})
 		}
 		out = append(out,
 			kind.Action{Name: fmt.Sprintf("%s: import the images of %s into every node (no registry: pre-loaded, as air-gapped fleets do)", st, st.To), Do: at(f.importTargetImages)},
@@ -101,7 +101,7 @@ func bridgeImage(ctx context.Context, output, target string) (string, error) {
 	return etcdbridge.Ref(want), nil
 }
 
-// pruneImages removes from every node the images of the minor before
+// removeLeftBehind removes from every node the images of the minor before
 // the step's From that the From's kubeadm no longer lists (its control
 // plane's, its etcd, its CoreDNS; never a pause: containerd's sandbox image
 // cannot be pulled back without a registry, which a first try with crictl
@@ -109,7 +109,7 @@ func bridgeImage(ctx context.Context, output, target string) (string, error) {
 // imports every step's images (about 1 GiB of archives, twice that in
 // containerd), which five minors on three nodes do not leave room for on
 // one machine's disk. An image still in use or gone already is left.
-func (f *fleetRun) pruneImages(ctx context.Context) error {
+func (f *fleetRun) removeLeftBehind(ctx context.Context) error {
 	prev := f.Steps[f.step-1]
 	refs, err := nodeimage.LeftBehind(ctx, f.Options.Output, prev.From, prev.To)
 	if err != nil {

@@ -41,33 +41,3 @@ func kubeadmImages(ctx context.Context, outputDir, v string) (imageList, error) 
 // etcdBridgeRef is the bridge etcd's reference next to kubeadm's etcd
 // (registry.k8s.io/etcd:3.7.0-0 -> registry.k8s.io/etcd:3.6.16-0).
 func etcdBridgeRef(kubeadmRef string) string { return etcdbridge.Ref(kubeadmRef) }
-
-// LeftBehind are the images of version v's kubeadm that version next's
-// does not list, but the sandbox image (pause): a node rolled from v to
-// next runs none of them. containerd's configured sandbox image may be any
-// pause a node ever had, and without a registry a node cannot pull it back.
-func LeftBehind(ctx context.Context, outputDir, v, next string) ([]string, error) {
-	old, err := kubeadmImages(ctx, outputDir, v)
-	if err != nil {
-		return nil, err
-	}
-	keep, err := kubeadmImages(ctx, outputDir, next)
-	if err != nil {
-		return nil, err
-	}
-	return leftBehind(old, keep), nil
-}
-
-func leftBehind(old, keep imageList) []string {
-	kept := map[string]bool{}
-	for _, ref := range keep {
-		kept[ref] = true
-	}
-	var out []string
-	for _, ref := range old.refs() {
-		if !kept[ref] && ref != old[compPause] {
-			out = append(out, ref)
-		}
-	}
-	return out
-}

@@ -1,6 +1,7 @@
 package nodeimage
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -93,4 +94,34 @@ func coreDNSModuleVersion(tag string) (string, error) {
 		return "", fmt.Errorf("CoreDNS tag %q is not a release version", tag)
 	}
 	return v, nil
+}
+
+// LeftBehind are the images of version v's kubeadm that version next's
+// does not list, but the sandbox image (pause): a node rolled from v to
+// next runs none of them. containerd's configured sandbox image may be any
+// pause a node ever had, and without a registry a node cannot pull it back.
+func LeftBehind(ctx context.Context, outputDir, v, next string) ([]string, error) {
+	old, err := kubeadmImages(ctx, outputDir, v)
+	if err != nil {
+		return nil, err
+	}
+	keep, err := kubeadmImages(ctx, outputDir, next)
+	if err != nil {
+		return nil, err
+	}
+	return leftBehind(old, keep), nil
+}
+
+func leftBehind(old, keep imageList) []string {
+	kept := map[string]bool{}
+	for _, ref := range keep {
+		kept[ref] = true
+	}
+	var out []string
+	for _, ref := range old.refs() {
+		if !kept[ref] && ref != old[compPause] {
+			out = append(out, ref)
+		}
+	}
+	return out
 }
