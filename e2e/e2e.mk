@@ -66,6 +66,12 @@
 #   make e2e E2E_PROVIDER=kind E2E=steps E2E_STEPS=1.31.14:1.34.12
 #                                 any step or chain on kind; a step up more than one minor is the skip-level
 #                                 flow: the control plane one minor at a time, each worker's kubelet swapped once
+#   make e2e E2E_PROVIDER=kind E2E=steps E2E_ROAD=1.30.14,1.31.14,containerd@1.7.35,1.32.13,containerd@2.4.2,1.33.13
+#                                 a ROAD (issue 35 section 4): the kubelet chain on one cluster, and between its
+#                                 steps every node's runtime moved in place (the project's runtime .debs staged,
+#                                 runtime-select --restart-containerd) under the running kubelet; born on Debian's
+#                                 containerd 1.6.20; 0 restarts asserted per node and move on the patched cluster,
+#                                 exec and logs on an old container after each; one control cluster over the road
 #   make e2e E2E_PROVIDER=kind E2E=fleet
 #                                 the fleet roll-out (issue 22 section 4): 1 control-plane node and 4 workers,
 #                                 1.30.14 -> 1.31.14 by system-upgrade-controller's Plans at concurrency 1 and 2,
@@ -127,6 +133,10 @@ E2E_UNPATCHED_full := 1.19.16,1.20.15,1.21.14
 # older kubelet of a rollback) unpatched.
 E2E_VERSIONS ?=
 E2E_STEPS ?=
+# E2E=steps E2E_PROVIDER=kind E2E_ROAD=1.30.14,1.31.14,containerd@1.7.35,...:
+# a road, the kubelet chain with the runtime moved in place between its steps
+# (-road); its runtimes' packages come from make runtime-deb.
+E2E_ROAD ?=
 e2e_comma := ,
 e2e_space := $(subst ,, )
 e2e_join = $(subst $(e2e_space),$(e2e_comma),$(strip $(1)))
@@ -136,7 +146,8 @@ E2E_VERSIONS_steps := $(call e2e_join,$(sort $(e2e_chain) $(subst :, ,$(e2e_step
 E2E_UNPATCHED_steps := $(call e2e_join,$(sort $(wordlist 2,999,$(e2e_chain)) $(foreach s,$(e2e_steps),$(word 2,$(subst :, ,$(s))))))
 e2e_step_args := $(if $(E2E_VERSIONS),-versions $(E2E_VERSIONS)) $(if $(E2E_STEPS),-steps $(E2E_STEPS)) \
 	$(if $(filter runtime,$(E2E)),-runtime-kubelet $(E2E_RUNTIME_KUBELET)) $(if $(E2E_RUNTIME_STEPS),-runtime-steps $(E2E_RUNTIME_STEPS)) \
-	$(if $(E2E_RUNTIME_ORDER),-runtime-order $(E2E_RUNTIME_ORDER))
+	$(if $(E2E_RUNTIME_ORDER),-runtime-order $(E2E_RUNTIME_ORDER)) $(if $(E2E_ROAD),-road $(E2E_ROAD))
+e2e_road_runtimes := $(filter containerd@%,$(subst $(e2e_comma), ,$(E2E_ROAD)))
 # What to build: the versions of E2E_VERSIONS/E2E_STEPS when given (they
 # replace any mode's steps, e.g. E2E=api E2E_STEPS=1.32.13:1.33.13), else
 # the mode's.
@@ -145,8 +156,8 @@ e2e_build_versions := $(if $(e2e_given),$(E2E_VERSIONS_steps),$(E2E_VERSIONS_$(E
 e2e_build_unpatched := $(if $(e2e_given),$(E2E_UNPATCHED_steps),$(E2E_UNPATCHED_$(E2E)))
 # Without versions, `make build VERSIONS=` would not build what the plan needs.
 ifeq ($(E2E),steps)
-ifeq ($(strip $(E2E_VERSIONS)$(E2E_STEPS)),)
-$(error E2E=steps needs E2E_VERSIONS=v1,v2,... or E2E_STEPS=from:to,...)
+ifeq ($(strip $(E2E_VERSIONS)$(E2E_STEPS)$(E2E_ROAD)),)
+$(error E2E=steps needs E2E_VERSIONS=v1,v2,..., E2E_STEPS=from:to,... or E2E_ROAD=v1,v2,containerd@x.y.z,...)
 endif
 endif
 
@@ -199,6 +210,9 @@ ifeq ($(E2E_BUILD),true)
 	v=$$(./_output/e2e/e2e -mode versions -provider kind -images-of $(E2E) $(e2e_step_args)) && \
 	$(MAKE) build VERSIONS=$$v BINARIES=kubelet,kubeadm,kubectl && \
 	$(MAKE) build VERSIONS=$$v PATCHED=false BINARIES=kubelet,kube-apiserver,kube-controller-manager,kube-scheduler,kube-proxy
+ifneq ($(E2E_ROAD),)
+	$(MAKE) runtime-deb RUNTIME_COMPONENTS=$(call e2e_join,$(e2e_road_runtimes) runc@1.5.3)
+endif
 endif
 	$(GO) build -o _output/kubelet-compat ./cmd/kubelet-compat
 

@@ -27,7 +27,7 @@ type options struct {
 	kindImages, imagesOf, save                        string
 	resizePending, cpVersion, fleetRuns               string
 	recordAfterSwap, toGates, cliPath                 string
-	runtimeSteps, runtimeKubelet, runtimeOrder        string
+	runtimeSteps, runtimeKubelet, runtimeOrder, road  string
 	api, faults, patched, controls, runtimeChain      bool
 	admissionRace, resizeGate, readiness              bool
 	pods                                              int
@@ -70,6 +70,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fl.StringVar(&o.runtimeKubelet, "runtime-kubelet", plan.DefaultRuntimeKubelet, "the kubelet the runtime steps run under (patched, and as released for the controls), the same binary across each step; every runtime of the steps must serve it (pkg/runtimecompat)")
 	fl.StringVar(&o.runtimeOrder, "runtime-order", "", "-mode runtime with one runtime step: the kubelet step from:to (e.g. 1.36.5:1.37.2) to measure the runtime step against, in every order (runtime first under the old kubelet, kubelet first, both in one window while no kubelet runs), each from one start, patched then as released; replaces -runtime-kubelet")
 	fl.BoolVar(&o.runtimeChain, "runtime-chain", false, "the runtime steps as one road on ONE set of containers (each step starts where the one before ended, e.g. 1.6.20 -> 1.7.35 -> 2.4.2 on the containers 1.6.20 started): the patched kubelet over the road, then the control; default: each step from a fresh baseline on its From runtime")
+	fl.StringVar(&o.road, "road", "", "-mode steps, kind provider: a road instead of -versions, the kubelet versions and the runtimes in the order the cluster reaches them, e.g. 1.30.14,1.31.14,containerd@1.7.35,1.32.13,containerd@2.4.2,1.33.13: born on "+plan.KindRuntime.String()+" (Debian's, the node image's), each runtime moved in place on every node under the kubelet before it with the project's runtime packages (make runtime-deb; runtime-select --restart-containerd), 0 restarts asserted on the patched cluster; with controls ONE control cluster over the same road (its first move after its first kubelet step); every kubelet must be served by its runtime (pkg/runtimecompat)")
 	if err := fl.Parse(args); err != nil {
 		return nil, err
 	}
@@ -116,6 +117,9 @@ func (o *options) modePlan() (modePlan, []string, error) {
 		pl.steps = steps
 	}
 	if err := o.runtimePlan(&pl); err != nil {
+		return pl, nil, err
+	}
+	if err := o.roadPlan(&pl); err != nil {
 		return pl, nil, err
 	}
 	if len(pl.steps) == 0 && o.mode != "node" && len(pl.runtimeSteps) == 0 {
@@ -184,6 +188,7 @@ func (o *options) planAndRunner(pl modePlan, rolls []string, rootPath, repoRoot 
 	}
 	p := plan.Plan{Mode: o.mode, Steps: pl.steps, Controls: planControls(o.mode, pl.controls, o.controls), SkipPatched: !o.patched, Extras: pl.extras,
 		SyncFrequency: o.syncFreq, Output: abs(o.output), ReportDir: abs(o.reportDir), Log: log}
+	p.RuntimeMoves = pl.runtimeMoves
 	if len(pl.runtimeSteps) > 0 {
 		p.RuntimeSteps, p.RuntimeKubelet, p.RuntimeChain, p.RuntimeOrder = pl.runtimeSteps, o.runtimeKubelet, o.runtimeChain, pl.runtimeOrder
 	}
@@ -268,4 +273,24 @@ func (o *options) runtimePlan(pl *modePlan) error {
 	}
 	pl.runtimeOrder = order[0]
 	return plan.CheckRuntimeOrder(order[0], steps)
+}
+
+// roadPlan reads -road into pl: the kubelet steps of its chain and the
+// runtime moves between them (kind provider, -mode steps).
+func (o *options) roadPlan(pl *modePlan) error {
+	if o.road == "" {
+		return nil
+	}
+	switch {
+	case o.provider != "kind" || (o.mode != "steps" && o.imagesOf != "steps"):
+		return errors.New("-road runs with -mode steps on the kind provider (-provider kind); the local provider swaps the runtime with -runtime-steps")
+	case o.steps != "" || o.versions != "" || o.runtimeSteps != "":
+		return errors.New("-road is the whole plan: not with -steps, -versions or -runtime-steps")
+	}
+	steps, moves, err := plan.ParseRoad(o.road, plan.KindRuntime)
+	if err != nil {
+		return fmt.Errorf("-road: %w", err)
+	}
+	pl.steps, pl.runtimeMoves = steps, moves
+	return nil
 }

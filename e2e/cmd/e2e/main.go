@@ -48,6 +48,8 @@ type modePlan struct {
 	runtimeSteps []plan.RuntimeStep
 	// runtimeOrder: -runtime-order's kubelet step (zero: none).
 	runtimeOrder plan.Step
+	// runtimeMoves: -road's runtime moves between its kubelet steps.
+	runtimeMoves []plan.RuntimeMove
 }
 
 // plans are the modes of `make e2e E2E=<mode>`.

@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind/fleet"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/plan"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/procfs"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/rootdir"
 	"gotest.tools/v3/assert"
@@ -384,5 +386,49 @@ func TestTryAndRuntimeOrderRefused(t *testing.T) {
 		assert.Assert(t, strings.Contains(stderr.String(), tc.want), stderr.String())
 		_, err := os.Stat(root)
 		assert.Assert(t, os.IsNotExist(err), "made its root")
+	}
+}
+
+// TestRoadPlan: -road is the kind plan's kubelet chain with the runtime
+// moves between its steps; refused, in one line and before anything is
+// made, where it cannot run.
+func TestRoadPlan(t *testing.T) {
+	o, err := parseFlags([]string{"-mode", "steps", "-provider", "kind", "-road", "1.30.14,1.31.14,containerd@1.7.35,1.32.13,containerd@2.4.2"}, &bytes.Buffer{})
+	assert.NilError(t, err)
+	pl, _, err := o.modePlan()
+	assert.NilError(t, err)
+	p, runner, err := o.planAndRunner(pl, nil, filepath.Join(t.TempDir(), "e2e-root"), t.TempDir(), &bytes.Buffer{})
+	assert.NilError(t, err)
+	assert.DeepEqual(t, p.Steps, []plan.Step{{From: "1.30.14", To: "1.31.14"}, {From: "1.31.14", To: "1.32.13"}})
+	assert.Equal(t, len(p.RuntimeMoves), 2)
+	assert.Equal(t, p.RuntimeMoves[1].String(), "containerd@1.7.35 -> containerd@2.4.2 under kubelet 1.32.13")
+	assert.Assert(t, p.Controls)
+	patched, unpatched, err := runner.Versions(p)
+	assert.NilError(t, err)
+	assert.DeepEqual(t, patched, []string{"1.30.14", "1.31.14", "1.32.13"})
+	assert.DeepEqual(t, unpatched, []string{"1.31.14", "1.32.13"})
+	// One control cluster over the road: one node image, the first's.
+	assert.DeepEqual(t, kind.NodeVersions(p), []string{"1.30.14"})
+
+	root := filepath.Join(t.TempDir(), "e2e-root")
+	for _, tt := range []struct {
+		name, wantErr string
+		args          []string
+	}{
+		{name: "local provider", args: []string{"-mode", "steps", "-road", "1.30.14,1.31.14,containerd@1.7.35"}, wantErr: "-road runs with -mode steps on the kind provider"},
+		{name: "another mode", args: []string{"-mode", "ci", "-provider", "kind", "-road", "1.30.14,1.31.14,containerd@1.7.35"}, wantErr: "-road runs with -mode steps"},
+		{name: "with -versions", args: []string{"-mode", "steps", "-provider", "kind", "-versions", "1.30.14,1.31.14", "-road", "1.30.14,1.31.14,containerd@1.7.35"}, wantErr: "-road is the whole plan"},
+		{name: "a kubelet its runtime cannot serve", args: []string{"-mode", "steps", "-provider", "kind", "-road", "1.21.14,1.22.17,containerd@2.4.2"}, wantErr: "kubelet 1.22 speaks only CRI v1alpha2"},
+		{name: "a move at birth with controls", args: []string{"-mode", "steps", "-provider", "kind", "-road", "1.30.14,containerd@1.7.35,1.31.14"}, wantErr: "comes before the first kubelet step"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(append([]string{"-root", root}, tt.args...), &stdout, &stderr)
+			assert.Equal(t, code, 2, "stdout: %s\nstderr: %s", stdout.String(), stderr.String())
+			assert.Assert(t, strings.Contains(stderr.String(), tt.wantErr), stderr.String())
+			assert.Equal(t, strings.Count(strings.TrimSpace(stderr.String()), "\n"), 0, "one line: %s", stderr.String())
+			_, err := os.Stat(root)
+			assert.Assert(t, os.IsNotExist(err), "the refused run made its root")
+		})
 	}
 }

@@ -24,29 +24,45 @@ const diskMargin = 2 << 30
 // every node holds the images of its first version (the node image's,
 // copied into the node's /var) and imports those of each version a step
 // stages (a skip-level step's control-plane path too, which the workers
-// load as well). Clusters run one after the other and each is deleted
-// after its run, so the largest one counts: the patched chain's, unless
-// only the controls run.
+// load as well); before each step after the first (not after a skip-level
+// step) the images of the step before's From go (RemoveLeftBehind), so a
+// chain holds about two versions at its peak. Clusters run one after the
+// other and each is deleted after its run, so the largest one counts: the
+// patched chain's, unless only the controls run.
 func diskNeed(o ScenarioOptions, archive func(version string) (int64, error)) (int64, error) {
 	nodes := int64(1 + o.Workers)
+	cost := func(v string) (int64, error) {
+		size, err := archive(v)
+		return int64(float64(size)*importFactor) * nodes, err
+	}
 	clusterNeed := func(steps []Step) (int64, error) {
-		versions := []string{steps[0].From}
-		for _, st := range steps {
+		held, err := cost(steps[0].From)
+		if err != nil {
+			return 0, err
+		}
+		peak := held
+		for i, st := range steps {
+			if prev, ok := leftBehindBefore(steps, i); ok {
+				c, err := cost(prev.From)
+				if err != nil {
+					return 0, err
+				}
+				held -= c
+			}
 			path, err := plan.ControlPlanePath(st)
 			if err != nil {
 				return 0, err
 			}
-			versions = append(versions, path...)
-		}
-		var sum int64
-		for _, v := range versions {
-			size, err := archive(v)
-			if err != nil {
-				return 0, err
+			for _, v := range path {
+				c, err := cost(v)
+				if err != nil {
+					return 0, err
+				}
+				held += c
 			}
-			sum += int64(float64(size)*importFactor) * nodes
+			peak = max(peak, held)
 		}
-		return sum, nil
+		return peak, nil
 	}
 	var clusters [][]Step
 	if !o.SkipPatched && len(o.Steps) > 0 {

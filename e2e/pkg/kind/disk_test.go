@@ -26,8 +26,11 @@ func TestDiskNeed(t *testing.T) {
 		plan plan.Plan
 		want int64
 	}{
-		{name: "the patched chain: its first version and three staged", plan: plan.Plan{Steps: chain}, want: cost(4)},
-		{name: "controls are one step each: the chain is the largest", plan: plan.Plan{Steps: chain, Controls: true}, want: cost(4)},
+		// Before each step after the first, the images of the step before's From go.
+		{name: "the patched chain: two versions at its peak", plan: plan.Plan{Steps: chain}, want: cost(2)},
+		{name: "controls are one step each: as large as the chain", plan: plan.Plan{Steps: chain, Controls: true}, want: cost(2)},
+		// After a skip-level step nothing goes: 1.28, 1.29, 1.30, 1.31, then 1.32.
+		{name: "a chain after a skip-level step", plan: plan.Plan{Steps: []Step{{From: "1.28.15", To: "1.31.14"}, {From: "1.31.14", To: "1.32.13"}}}, want: cost(5)},
 		{name: "the controls alone", plan: plan.Plan{Steps: chain, Controls: true, SkipPatched: true}, want: cost(2)},
 		// 1.28 -> 1.31 stages 1.29, 1.30 and 1.31 on every node.
 		{name: "a skip-level step stages the control plane's path", plan: plan.Plan{Steps: []Step{{From: "1.28.15", To: "1.31.14"}}}, want: cost(4)},
@@ -38,4 +41,40 @@ func TestDiskNeed(t *testing.T) {
 	}
 	_, err := diskNeed(ScenarioOptions{Plan: plan.Plan{Steps: []Step{{From: "1.98.0", To: "1.99.0"}}}, Workers: 2}, archive)
 	assert.Error(t, err, "no images of 1.99.0")
+}
+
+func TestLeftBehindBefore(t *testing.T) {
+	steps := []Step{{From: "1.28.15", To: "1.31.14"}, {From: "1.31.14", To: "1.32.13"}, {From: "1.32.13", To: "1.33.13"}}
+	for _, tc := range []struct {
+		i    int
+		want Step
+		ok   bool
+	}{
+		{i: 0},
+		{i: 1}, // after a skip-level step: its path's versions stay
+		{i: 2, want: steps[1], ok: true},
+	} {
+		got, ok := leftBehindBefore(steps, tc.i)
+		assert.Equal(t, ok, tc.ok, "step %d", tc.i)
+		assert.Equal(t, got, tc.want, "step %d", tc.i)
+	}
+	r := &ClusterRun{Options: ScenarioOptions{Workers: 1}, Steps: steps[1:], Patched: true}
+	actions, err := r.actions()
+	assert.NilError(t, err)
+	var names []string
+	for _, a := range actions {
+		names = append(names, a.Name)
+	}
+	i := indexOf(names, "step 1.32.13 -> 1.33.13: snapshot")
+	assert.Equal(t, names[i-1], "remove the images of 1.31.14 that 1.32.13 no longer lists from every node (not pause)")
+	assert.Equal(t, indexOf(names, "remove the images of 1.28.15 that 1.31.14 no longer lists from every node (not pause)"), -1)
+}
+
+func indexOf(list []string, s string) int {
+	for i, x := range list {
+		if x == s {
+			return i
+		}
+	}
+	return -1
 }

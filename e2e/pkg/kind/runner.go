@@ -54,7 +54,7 @@ func (k *Runner) Check(p plan.Plan) error {
 			return err
 		}
 	}
-	return nil
+	return plan.CheckRoadControls(p)
 }
 
 // Versions are the versions of the plan's steps (package plan) and,
@@ -76,11 +76,12 @@ func (k *Runner) Versions(p plan.Plan) (patched, unpatched []string, err error) 
 
 // NodeVersions are the versions clusters are created on: the first step's
 // from, and with controls every step's (each control has a cluster of its
-// own). The others are staged on running nodes.
+// own; a road's control goes the whole road on one). The others are
+// staged on running nodes.
 func NodeVersions(p plan.Plan) []string {
 	var out []string
 	for i, s := range p.Steps {
-		if i == 0 || p.Controls {
+		if i == 0 || (p.Controls && len(p.RuntimeMoves) == 0) {
 			out = plan.Union(out, []string{s.From})
 		}
 	}

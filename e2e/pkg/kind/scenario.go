@@ -66,8 +66,12 @@ func Run(ctx context.Context, p *Provider, o ScenarioOptions, stack *cleanup.Sta
 	if err := checkDisk(ctx, p, o); err != nil {
 		return err
 	}
+	runs := plan.Runs(o.Steps, o.Controls, o.SkipPatched)
+	if len(o.RuntimeMoves) > 0 {
+		runs = plan.RoadRuns(o.Steps, o.Controls, o.SkipPatched)
+	}
 	var clusters []ClusterRunner
-	for i, r := range plan.Runs(o.Steps, o.Controls, o.SkipPatched) {
+	for i, r := range runs {
 		if !r.Patched {
 			clusters = append(clusters, &ClusterRun{Provider: p, Options: o, Report: rep, Name: fmt.Sprintf("kc-e2e-control-%d", i+1), Steps: r.Steps, Patched: false})
 			continue
@@ -138,7 +142,7 @@ func preflight(ctx context.Context, p *Provider, o ScenarioOptions) error {
 	var m MissingBuilds
 	need, exists := m.Need, Built
 	for i, st := range o.Steps {
-		if i == 0 || o.Controls {
+		if i == 0 || (o.Controls && len(o.RuntimeMoves) == 0) {
 			need(p.Engine.ImageExists(ctx, NodeImage(st.From)), "node image "+NodeImage(st.From))
 		}
 		// A skip-level step stages every version of the control plane's
@@ -156,6 +160,10 @@ func preflight(ctx context.Context, p *Provider, o ScenarioOptions) error {
 				need(exists(filepath.Join(nodeimage.PackageDir(o.Output, "unpatched"), nodeimage.NodePackages(v)[0])), "unpatched packages of "+v)
 			}
 		}
+	}
+	for _, mv := range o.RuntimeMoves {
+		_, _, err := runtimeDebs(RuntimeDebDir(o.Output), mv.Step.To)
+		need(err == nil, fmt.Sprintf("the runtime packages of %s (%v)", mv.Step.To, err))
 	}
 	return m.Err("make kind-images")
 }
@@ -199,6 +207,9 @@ type ClusterRun struct {
 	Statics    *corpus.Corpus
 	StaticNode *Node
 	Step       Step
+	// label names the step under way in the checks: the kubelet step,
+	// or a runtime move of the road.
+	label string
 	// stepStart is the cluster's snapshot (every node) at the start of
 	// the step; apiStart the workloads' pod UIDs in the API.
 	stepStart *snapshot.Snapshot
@@ -232,23 +243,38 @@ func (r *ClusterRun) Logf(format string, args ...interface{}) {
 // Run is the scenario on the cluster: create it, the workloads, each
 // step, the extras; then delete it.
 func (r *ClusterRun) Run(ctx context.Context, stack *cleanup.Stack) error {
-	actions := r.setupActions()
-	for _, st := range r.Steps {
+	actions, err := r.actions()
+	if err != nil {
+		return err
+	}
+	return r.RunThenDelete(ctx, stack, actions, nil)
+}
+
+// actions are the cluster's: the setup, each step (and the road's runtime
+// moves under the kubelet it reached, road.go), the extras.
+func (r *ClusterRun) actions() ([]Action, error) {
+	actions := append(r.setupActions(), r.roadActions(r.Steps[0].From)...)
+	for i, st := range r.Steps {
 		st := st
 		steps, err := r.stepActions(st)
 		if err != nil {
-			return err
+			return nil, err
+		}
+		if prev, ok := leftBehindBefore(r.Steps, i); ok {
+			actions = append(actions, Action{fmt.Sprintf("remove the images of %s that %s no longer lists from every node (not pause)", prev.From, prev.To),
+				func(r *ClusterRun, ctx context.Context) error { return r.RemoveLeftBehind(ctx, prev.From, prev.To) }})
 		}
 		actions = append(actions, Action{"step " + st.String() + ": snapshot", func(r *ClusterRun, ctx context.Context) error { return r.startStep(ctx, st) }})
 		actions = append(actions, steps...)
 		actions = append(actions, Action{"step " + st.String() + ": workloads and the API unchanged", (*ClusterRun).checkStep})
+		actions = append(actions, r.roadActions(st.To)...)
 	}
 	if r.Patched && !r.faults {
 		actions = append(actions,
 			Action{"a genuine change in the compat window restarts that container", (*ClusterRun).genuineChange},
 			Action{"kubelet-compat sweep keeps the file while needed, then deletes it", (*ClusterRun).sweep})
 	}
-	return r.RunThenDelete(ctx, stack, actions, nil)
+	return actions, nil
 }
 
 // setupActions bring the cluster up on Steps[0].From: the cluster, the pod
@@ -455,7 +481,7 @@ func (r *ClusterRun) apiPods(ctx context.Context) (map[string]string, error) {
 }
 
 func (r *ClusterRun) startStep(ctx context.Context, st Step) error {
-	r.Step = st
+	r.Step, r.label = st, st.String()
 	// One sync period without change before anything moves.
 	if err := ctxtime.Sleep(ctx, r.Options.SyncFrequency); err != nil {
 		return err
@@ -467,6 +493,39 @@ func (r *ClusterRun) startStep(ctx context.Context, st Step) error {
 	r.applyStart = r.stepStart
 	r.apiStart, err = r.apiPods(ctx)
 	return err
+}
+
+// leftBehindBefore is the step before step i whose From's images a node
+// no longer needs once it runs that step's To: none before the second
+// step, nor after a skip-level step (its control plane's path staged more
+// versions, which stay).
+func leftBehindBefore(steps []Step, i int) (Step, bool) {
+	if i == 0 || steps[i-1].SkipLevel() {
+		return Step{}, false
+	}
+	return steps[i-1], true
+}
+
+// RemoveLeftBehind removes from every node the images of v that next's
+// kubeadm no longer lists (v's control plane, its etcd, its CoreDNS;
+// never a pause: containerd's sandbox image cannot be pulled back without
+// a registry, which a first try with crictl rmi --prune found), as an
+// operator does between minors: each node imports every step's images
+// (about 1 GiB of archives, twice that in containerd), which a long chain
+// on three nodes does not leave room for on one machine's disk. An image
+// still in use or gone already is left, and logged.
+func (r *ClusterRun) RemoveLeftBehind(ctx context.Context, v, next string) error {
+	refs, err := nodeimage.LeftBehind(ctx, r.Options.Output, v, next)
+	if err != nil || len(refs) == 0 {
+		return err
+	}
+	script := `for r; do crictl --timeout 60s rmi "$r" || echo "left: $r"; done`
+	for _, n := range r.Cluster.Nodes {
+		if _, err := r.ExecLogged(ctx, n, "remove-images-"+v, append([]string{"sh", "-c", script, "sh"}, refs...)...); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // stage installs version's .debs next to the running version with dpkg
@@ -1023,7 +1082,7 @@ func (r *ClusterRun) checkStep(ctx context.Context) error {
 	}
 	detail := fmt.Sprintf("runtime, every node: %d pods, %d containers, %d restarts, %d recreated (%s); API: %d pods, deleted %s, new UID %s, new %s; kubelets %s",
 		diff.Pods, diff.Containers, diff.Restarts, diff.RecreatedPods, list(diff.RestartedPods), len(r.apiStart), list(gone), list(changed), list(added), versions)
-	check := report.Check{Name: fmt.Sprintf("%s %s %s: workloads over the whole step", r.Name, r.Step, r.Variant()), Detail: detail}
+	check := report.Check{Name: fmt.Sprintf("%s %s %s: workloads over the whole step", r.Name, r.label, r.Variant()), Detail: detail}
 	want := "v" + r.Step.To
 	versionsOK := true
 	for _, v := range strings.Split(versions, " ") {

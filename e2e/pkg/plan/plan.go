@@ -37,6 +37,11 @@ type Plan struct {
 	// RuntimeOrder, when set, measures the one runtime step against this
 	// kubelet step in every RuntimeOrder instead (OrderRuns).
 	RuntimeOrder Step
+	// RuntimeMoves move every node's container runtime in place between
+	// the kubelet steps, under the kubelet the cluster reached (a road,
+	// ParseRoad; kind provider): the patched chain and, with Controls, one
+	// control cluster over the same road.
+	RuntimeMoves []RuntimeMove
 	// Controls runs every step once more with the unpatched kubelet of
 	// its target, on a baseline of its own: the negative control.
 	Controls bool

@@ -101,29 +101,9 @@ func bridgeImage(ctx context.Context, output, target string) (string, error) {
 	return etcdbridge.Ref(want), nil
 }
 
-// removeLeftBehind removes from every node the images of the minor before
-// the step's From that the From's kubeadm no longer lists (its control
-// plane's, its etcd, its CoreDNS; never a pause: containerd's sandbox image
-// cannot be pulled back without a registry, which a first try with crictl
-// rmi --prune found), as an operator does between minors: each node
-// imports every step's images (about 1 GiB of archives, twice that in
-// containerd), which five minors on three nodes do not leave room for on
-// one machine's disk. An image still in use or gone already is left.
+// removeLeftBehind is kind's RemoveLeftBehind between the minors: the
+// images of the minor before the step's From.
 func (f *fleetRun) removeLeftBehind(ctx context.Context) error {
 	prev := f.Steps[f.step-1]
-	refs, err := nodeimage.LeftBehind(ctx, f.Options.Output, prev.From, prev.To)
-	if err != nil {
-		return err
-	}
-	if len(refs) == 0 {
-		return nil
-	}
-	// One that cannot go (in use, not there) is left, and logged.
-	script := `for r; do crictl --timeout 60s rmi "$r" || echo "left: $r"; done`
-	for _, n := range f.Cluster.Nodes {
-		if _, err := f.ExecLogged(ctx, n, "remove-images-"+f.cur().To, append([]string{"sh", "-c", script, "sh"}, refs...)...); err != nil {
-			return err
-		}
-	}
-	return nil
+	return f.RemoveLeftBehind(ctx, prev.From, prev.To)
 }

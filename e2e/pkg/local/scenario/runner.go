@@ -35,6 +35,9 @@ func (l *Local) Check(p plan.Plan) error {
 	if p.RecordAfterSwap && l.Options.API {
 		return errors.New(plan.RecordAfterSwapLocalOnly)
 	}
+	if len(p.RuntimeMoves) > 0 {
+		return plan.ErrRoadKindOnly
+	}
 	if len(p.RuntimeSteps) > 0 {
 		if l.Options.API || l.Options.Admission || l.Options.Devices || len(p.Steps) > 0 {
 			return errors.New("runtime steps run with static pods alone: not in API mode, not with kubelet steps")
