@@ -337,6 +337,12 @@ func Render(o Options) ([]byte, error) {
 	}
 	var b bytes.Buffer
 	more := ""
+	if o.EtcdBridgeImage != "" {
+		more += " -etcd-bridge-image " + o.EtcdBridgeImage
+	}
+	for _, a := range o.KubeadmArgs {
+		more += " -kubeadm-arg " + a
+	}
 	if o.Runtime != "" {
 		more += " -runtime " + o.Runtime
 	}

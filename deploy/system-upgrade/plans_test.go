@@ -249,3 +249,18 @@ func envOf(c *ContainerSpec) map[string]string {
 	}
 	return m
 }
+
+// TestRenderHeaderNamesEveryOption: the header's command regenerates the
+// file, so it names every option that changed it.
+func TestRenderHeaderNamesEveryOption(t *testing.T) {
+	o := DefaultOptions("1.37.2")
+	o.EtcdBridgeImage = "registry.k8s.io/etcd:3.6.16-0"
+	o.KubeadmArgs = []string{"--ignore-preflight-errors=SystemVerification", "--v=1"}
+	o.Runtime = "containerd@2.4.2"
+	y, err := Render(o)
+	assert.NilError(t, err)
+	header, _, _ := strings.Cut(string(y), "\n")
+	assert.Check(t, is.Contains(header, " -etcd-bridge-image registry.k8s.io/etcd:3.6.16-0"))
+	assert.Check(t, is.Contains(header, " -kubeadm-arg --ignore-preflight-errors=SystemVerification -kubeadm-arg --v=1"))
+	assert.Check(t, is.Contains(header, " -runtime containerd@2.4.2"))
+}
