@@ -56,7 +56,9 @@
 #                     refused (none; see README.md, "etcd 3.6 -> 3.7: the bridge")
 #   KC_RUNTIME        containerd@VERSION (e.g. containerd@1.7.35): the runtime step before the
 #                     kubelet's, when containerd's selection (runtime-select status) is another:
-#                     runtime-select --restart-containerd under the running kubelet, gated as
+#                     kubelet-compat cgroups --repair (containers out of their cgroups, which
+#                     containerd 1.7+ kills at its start), runtime-select
+#                     --restart-containerd under the running kubelet, gated as
 #                     the kubelet's swap is, rolled back alone (none: no runtime step; see
 #                     README.md, "The runtime step")
 #   KC_HOST_PATH      PATH of the commands run on the node (root's on Debian and RPM hosts)
@@ -1090,6 +1092,21 @@ runtime_plan() {
 	log "runtime: containerd $sel -> $RT_VERSION (KC_RUNTIME $RUNTIME; runs now: $runs): the runtime step first, under kubelet $PREVIOUS, then the kubelet's"
 }
 
+# runtime_cgroups puts back, with kubelet-compat cgroups --repair, every
+# running container whose process left a cgroup runc gave it (cgroup v1,
+# the systemd driver): its shim reports no process, and containerd 1.7 or
+# later kills such a shim at its start as leaked, and the pod with it.
+# Before the runtime step's preflight (which refuses such a containerd
+# while one is out) and right before the restart. Non-zero with WHY.
+runtime_cgroups() {
+	rc=0
+	on_host kubelet-compat cgroups --repair >"$WORK/cgroups" 2>"$WORK/cgroups.err" </dev/null || rc=$?
+	while IFS= read -r line; do log "runtime: cgroups: $line"; done <"$WORK/cgroups"
+	[ "$rc" = 0 ] && return 0
+	WHY="kubelet-compat cgroups --repair failed ($(sed -n '$s/^kubelet-compat: //p' "$WORK/cgroups.err")): containerd $RT_VERSION would kill the pods of containers out of their cgroups at its start"
+	return 1
+}
+
 # runtime_swap: the runtime step under the running kubelet: the picture,
 # as before the kubelet's swap; the kubelet's counters the gate then counts
 # from (its syncs and rejections, its readiness probes); then
@@ -1105,6 +1122,7 @@ runtime_swap() {
 	probe_sample "$WORK/probes-base" || fail_roll "the kubelet's $KUBELET_URL/metrics/probes did not answer"
 	put "$R/probes-base" <"$WORK/probes-base"
 	st_set "runtime_syncs=$syncs" "runtime_rejections=$rejections" "runtime_swapped_at=$(now)"
+	runtime_cgroups || fail_roll "$WHY"
 	log "runtime: runtime-select --restart-containerd containerd $RT_VERSION (containerd stopped alone: its shims, and so the containers, go on)"
 	on_host runtime-select --restart-containerd containerd "$RT_VERSION" </dev/null ||
 		fail_roll "runtime-select --restart-containerd containerd $RT_VERSION failed"
@@ -1258,6 +1276,7 @@ new_roll() {
 
 	# 1. preflight: what the patched kubelet would still lose.
 	if [ -n "$RT_STEP" ]; then
+		runtime_cgroups || die "$WHY: nothing changed"
 		preflight_kubelet "$RUNTIME" ||
 			die "kubelet-compat preflight refused this step on containerd $RT_VERSION (KC_RUNTIME), the runtime its kubelet would run on: $WHY: nothing changed"
 		from=$(sed -n 's/^note: runtime: --from: //; s/: is the running kubelet on another runtime endpoint?$//p' "$WORK/preflight" | head -n 1)

@@ -128,6 +128,8 @@ preflight) if [ -n "${PREFLIGHT_REFUSES:-}" ]; then echo "kubelet-compat: $PREFL
 	case " ${PREFLIGHT_FROM_OLD:-} " in *" $rt "*) echo "note: runtime: --from: kubelet 1.30 needs CRI v1, which containerd $rt does not serve (it answers v1alpha2): is the running kubelet on another runtime endpoint?" ;; esac ;;
 etcd-bridge) case "$*" in *" --bridge-image "*) echo "etcd-bridge: bridged: etcd 3.6.16 serves with kubeadm's flags" ;;
 	*) echo "kubelet-compat: etcd $ETCD_BEFORE -> $KUBEADM_ETCD crosses 3.6 -> 3.7: the bridge etcd (3.6.11 or later) must run first; give --bridge-image" >&2; exit 1 ;; esac ;;
+cgroups) if [ -n "${CGROUPS_REPAIR_FAILS:-}" ]; then echo "kubelet-compat: container 26305e1f26a1: process 314 is not the one runc started any more: left alone" >&2; exit 1; fi
+	echo "put back: kube-system/kube-proxy-zdlz7 sandbox 26305e1f26a1: process 314 out of its devices cgroup" ;;
 record) : >"$FAKE/recorded" ;;
 # Before any record of this roll the file is not in force: status lists
 # no admission pods (app/status_admission.go), as on a node whose last
@@ -369,10 +371,14 @@ func TestUpgradeScript(t *testing.T) {
 	// picture, the switch, the CRI's answer. Its gate is gateOK's calls; the
 	// kubelet's step follows from its own preflight (upgradeNode[3:]).
 	const rt = "containerd@1.7.35"
-	runtimeCheck := []string{"runtime-select status", "runtime-select list", "systemctl show -p KillMode containerd", "crictl version",
+	// cgroups --repair puts back what containerd 1.7+ would kill at its
+	// start, before preflight (which refuses it) and right before the
+	// restart.
+	const repairCall = "kubelet-compat cgroups --repair"
+	runtimeCheck := []string{"runtime-select status", "runtime-select list", "systemctl show -p KillMode containerd", "crictl version", repairCall,
 		"kubelet-compat preflight --node --from v1.30.14 --to v1.31.14 --kubeconfig /etc/kubernetes/kubelet.conf --runtime " + rt}
 	runtimeStep := []string{"kubelet-compat record --kubeconfig /etc/kubernetes/kubelet.conf", probesCall, statusCall, probesCall,
-		"kubelet-compat record --kubeconfig /etc/kubernetes/kubelet.conf", statusCall, metricsCall, probesCall,
+		"kubelet-compat record --kubeconfig /etc/kubernetes/kubelet.conf", statusCall, metricsCall, probesCall, repairCall,
 		"runtime-select --restart-containerd containerd 1.7.35", "crictl version"}
 	runtimeRollback := []string{"runtime-select status", "runtime-select --restart-containerd containerd system", "crictl version"}
 	// restarted is a status in which a container of the picture runs again
@@ -857,10 +863,15 @@ func TestUpgradeScript(t *testing.T) {
 			stage2: prev, wantContainerd: "system", failedMark: true,
 			wantErr: "the runtime step's health gate failed",
 			wantOut: []string{"(the kubelet has not synced every pod since the runtime swap: the kubelet finished 0 sync(s) since the runtime swap, the runtime runs 3 (kubelet_pod_worker_duration_seconds_count{operation_type=\"sync\"})"}},
+		{name: "runtime step: a container out of its cgroups that cgroups --repair cannot put back: nothing changed",
+			preflight: "preflight-1.30-1.31.table.golden", env: []string{"KC_RUNTIME=" + rt, "CGROUPS_REPAIR_FAILS=1"},
+			stage2: prev, wantContainerd: "system",
+			wantCalls: cat(upgradeNode[:3], runtimeCheck[:5]),
+			wantErr:   "kubelet-compat cgroups --repair failed (container 26305e1f26a1: process 314 is not the one runc started any more: left alone): containerd 1.7.35 would kill the pods of containers out of their cgroups at its start: nothing changed"},
 		{name: "runtime step: containerd does not come back on the new version (runtime-select undoes it), rolled back",
 			preflight: "preflight-1.30-1.31.table.golden", env: []string{"KC_RUNTIME=" + rt, "RUNTIME_RESTART_FAILS=1.7.35"},
 			stage2: prev, wantContainerd: "system", failedMark: true,
-			wantCalls: cat(upgradeNode[:3], runtimeCheck, runtimeStep[:9], runtimeRollback[:1], runtimeRollback[2:]),
+			wantCalls: cat(upgradeNode[:3], runtimeCheck, runtimeStep[:10], runtimeRollback[:1], runtimeRollback[2:]),
 			wantErr:   "runtime-select --restart-containerd containerd 1.7.35 failed: node node-1 is back on containerd system, its kubelet untouched (1.30.14)"},
 		{name: "runtime step: a gate failure of the kubelet's step rolls the kubelet back; the runtime step, gated, stays",
 			preflight: "preflight-1.30-1.31.table.golden", env: []string{"KC_RUNTIME=" + rt}, after: restarted,

@@ -186,3 +186,16 @@ func (l Line) Serves(minor int) (bool, string) {
 	p := problem(minor, l.Label, lineAPIs(l), l.RuntimeConfig)
 	return p == "", p
 }
+
+// KillsShimsWithoutProcesses says whether containerd name@version, at its
+// start, kills a running shim whose task reports no process and whose
+// sandbox its own store does not hold, as leaked: containerd 1.7 and later
+// (runtime/v2/shim_load.go, "cleaning leaked shim process", containerd
+// #6866). Every sandbox containerd 1.6 started is outside that store, and
+// a container's task is never in it; so before such a containerd starts
+// on a node, no running task may report no process
+// (pkg/taskcgroups).
+func KillsShimsWithoutProcesses(name, version string) bool {
+	major, minor, ok := majorMinor(version)
+	return name == "containerd" && ok && (major > 1 || major == 1 && minor >= 7)
+}

@@ -122,3 +122,20 @@ func TestStepsAreBuildable(t *testing.T) {
 		assert.Check(t, ok, "%s: no line", s)
 	}
 }
+
+func TestKillsShimsWithoutProcesses(t *testing.T) {
+	for _, tc := range []struct {
+		name, version string
+		want          bool
+	}{
+		{"containerd", "1.6.20", false},
+		{"containerd", "1.6.20~ds1", false},
+		{"containerd", "1.7.0", true},
+		{"containerd", "v1.7.35", true},
+		{"containerd", "2.4.2", true},
+		{"cri-o", "1.30.0", false},
+		{"containerd", "unknown", false},
+	} {
+		assert.Equal(t, KillsShimsWithoutProcesses(tc.name, tc.version), tc.want, tc.name+"@"+tc.version)
+	}
+}

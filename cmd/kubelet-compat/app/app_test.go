@@ -146,7 +146,7 @@ func (f *fixture) env() Env {
 	return Env{Stdout: &f.stdout, Stderr: &f.stderr, ProcRoot: f.procRoot, Now: func() time.Time { return f.now },
 		Hostname: func() (string, error) { return "Node-1", nil }, OwnerUID: os.Getuid(), Geteuid: os.Geteuid,
 		KubeletBinary: f.defaultKubeletBinary(), Systemd: kubelet.Systemd{RunDir: filepath.Join(f.dir, "run", "systemd", "system"), Systemctl: filepath.Join(f.dir, "bin", "systemctl")},
-		RootUID: os.Getuid(), Clocks: f.clocks}
+		RootUID: os.Getuid(), Clocks: f.clocks, FSRoot: f.hostRoot()}
 }
 
 // bootedAt is a machine's clocks an hour and a half after boot.
@@ -156,6 +156,10 @@ func bootedAt(boot time.Time) kubelet.Clocks {
 		return since, boot.Add(since), nil
 	}
 }
+
+// hostRoot is the root the cgroups check reads runc's state, /proc and the
+// cgroup files under: never the machine's.
+func (f *fixture) hostRoot() string { return filepath.Join(f.dir, "host") }
 
 func (f *fixture) compatPath() string { return filepath.Join(f.rootDir, kubeletcompat.DefaultFileName) }
 
@@ -173,6 +177,9 @@ func (f *fixture) runTo(ctx context.Context, stdout, stderr *bytes.Buffer, args 
 	// preflight reads the root dir too (cpu_manager_state, the device
 	// checkpoint, kubeadm-flags.env): never the machine's.
 	full := []string{args[0], "--runtime-endpoint", f.srv.Endpoint, "--manifest-dir", f.manifestDir, "--root-dir", f.rootDir}
+	if args[0] == "cgroups" {
+		full = full[:3]
+	}
 	if args[0] == "preflight" {
 		full = append(full, "--kubelet-config", filepath.Join(f.rootDir, "config.yaml"), "--extra-args-file", filepath.Join(f.dir, "sysconfig-kubelet"))
 	}

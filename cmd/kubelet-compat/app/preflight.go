@@ -146,7 +146,7 @@ func runPreflight(ctx context.Context, env Env, o *preflightOptions) error {
 	if o.onNode == (len(o.files) > 0) {
 		return fmt.Errorf("give either -f FILE|DIR or --node")
 	}
-	runtimeNotes, err := o.checkRuntime(ctx, from, to) // preflight_runtime.go
+	runtimeNotes, err := o.checkRuntime(ctx, env, from, to) // preflight_runtime.go
 	if err != nil {
 		return err
 	}

@@ -16,10 +16,12 @@ import (
 // (pkg/runtimecompat, docs/runtime.md).
 type runtimeCheckOptions struct {
 	runtime string
+	cgroups cgroupsOptions
 }
 
 func (r *runtimeCheckOptions) addFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&r.runtime, "runtime", "", "the node's container runtime as NAME@VERSION, e.g. containerd@1.7.35, judged by the runtime matrix (docs/runtime.md) instead of asking --runtime-endpoint (--node asks it by default)")
+	fs.StringVar(&r.runtime, "runtime", "", "the node's container runtime as NAME@VERSION, e.g. containerd@1.7.35, judged by the runtime matrix (docs/runtime.md) instead of asking --runtime-endpoint (--node asks it by default); with --node and containerd 1.7 or later, also refused while a running container is out of its cgroups (kubelet-compat cgroups)")
+	r.cgroups.addRuncRootFlag(fs)
 }
 
 // cgroupV1Host says whether this host mounts cgroup v1 at /sys/fs/cgroup;
@@ -38,7 +40,11 @@ var cgroupV1Host = func() (bool, error) {
 // runtime which CRI APIs it answers and whether it implements
 // RuntimeConfig; --runtime names it instead. Without
 // either (manifests only) there is no runtime to check.
-func (o *preflightOptions) checkRuntime(ctx context.Context, from, to kubeletcompat.Version) ([]string, error) {
+//
+// With --node, a --runtime that kills shims whose task reports no process
+// (containerd 1.7 or later) is refused while a running container is out
+// of its cgroups: that containerd's start would kill its pod.
+func (o *preflightOptions) checkRuntime(ctx context.Context, env Env, from, to kubeletcompat.Version) ([]string, error) {
 	var rt runtimecompat.Runtime
 	switch {
 	case o.runtime != "":
@@ -68,6 +74,24 @@ func (o *preflightOptions) checkRuntime(ctx context.Context, from, to kubeletcom
 	verdict := runtimecompat.Check(from.Minor, to.Minor, rt, cgroupV1)
 	if err := verdict.Err(); err != nil {
 		return nil, fmt.Errorf("runtime: %w", err)
+	}
+	if o.runtime != "" && o.onNode && runtimecompat.KillsShimsWithoutProcesses(rt.Name, rt.Version) {
+		out, err := escapedTasks(ctx, env, o.cgroups.runcRoot, &o.nodeOptions)
+		if err != nil {
+			return nil, fmt.Errorf("runtime: the containers' cgroups: %w", err)
+		}
+		if len(out) > 0 {
+			var pods []string
+			seen := map[string]bool{}
+			for _, e := range out {
+				if !seen[e.pod] {
+					seen[e.pod] = true
+					pods = append(pods, e.pod)
+				}
+			}
+			return nil, fmt.Errorf("runtime: %s would kill %d pod(s) at its start, whose shim reports no process (a container out of its cgroups; kubelet-compat cgroups): %s; put them back first: kubelet-compat cgroups --repair", o.runtime, len(pods), strings.Join(pods, " "))
+		}
+		notes = append(notes, "runtime: no running container is out of its cgroups: "+o.runtime+" kills no shim as leaked at its start")
 	}
 	for _, n := range verdict.Notes {
 		notes = append(notes, "runtime: "+n)

@@ -1,5 +1,5 @@
 // Package app holds the kubelet-compat commands: record, status, sweep,
-// preflight and etcd-bridge. The logic lives in the library and in small
+// preflight, etcd-bridge and cgroups. The logic lives in the library and in small
 // packages; the commands wire flags, the runtime and the output together.
 package app
 
@@ -29,6 +29,9 @@ type Env struct {
 	Stdout, Stderr io.Writer
 	// ProcRoot is where processes are looked up (/proc).
 	ProcRoot string
+	// FSRoot is the root the cgroups command reads /proc, runc's state and
+	// the cgroup files under ("" or "/": the machine's).
+	FSRoot   string
 	Now      func() time.Time
 	Hostname func() (string, error)
 	// OwnerUID is the owner the kubelet requires of the compat file (root).
@@ -74,6 +77,8 @@ built with the kubelet-compat patches.
   preflight  predict what an upgrade restarts, with and without the patches
   etcd-bridge  on a control-plane node, before kubeadm moves etcd 3.6 -> 3.7:
              the bridge etcd until a snapshot covers what etcd applied
+  cgroups    before containerd moves to 1.7 or later: the containers out of
+             their cgroups, which it would kill (--repair puts them back)
 
 The running kubelet is --kubelet-pid, else the PID in --kubelet-pidfile, else
 the MainPID of systemd's kubelet.service, else the only root process of the
@@ -89,7 +94,7 @@ Errors are one line on stderr prefixed "kubelet-compat: " and exit 1.`,
 	root.SetOut(env.Stdout)
 	root.SetErr(env.Stderr)
 	root.CompletionOptions.DisableDefaultCmd = true
-	root.AddCommand(newRecordCommand(env), newStatusCommand(env), newSweepCommand(env), newPreflightCommand(env), newEtcdBridgeCommand(env))
+	root.AddCommand(newRecordCommand(env), newStatusCommand(env), newSweepCommand(env), newPreflightCommand(env), newEtcdBridgeCommand(env), newCgroupsCommand(env))
 	return root
 }
 

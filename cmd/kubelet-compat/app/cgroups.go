@@ -1,0 +1,153 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/kubelet-compat/kubelet-compat/pkg/cri"
+	"github.com/kubelet-compat/kubelet-compat/pkg/taskcgroups"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// cgroupsOptions are the flags of cgroups, and preflight's for its check
+// of the same.
+type cgroupsOptions struct {
+	runcRoot string
+	repair   bool
+}
+
+func (c *cgroupsOptions) addRuncRootFlag(fs *pflag.FlagSet) {
+	fs.StringVar(&c.runcRoot, "runc-root", taskcgroups.DefaultRuncRoot, "runc's state of the Kubernetes namespace's containers (containerd's runc shim: /run/containerd/runc/k8s.io)")
+}
+
+func newCgroupsCommand(env Env) *cobra.Command {
+	o := &cgroupsOptions{}
+	n := &nodeOptions{}
+	cmd := &cobra.Command{
+		Use:   "cgroups [--repair]",
+		Short: "Before containerd moves to 1.7 or later: find (and put back) containers out of their cgroups",
+		Long: `cgroups lists the running containers whose first process is not in every
+cgroup runc gave it, with their pods, and with --repair puts each back.
+
+runc lists a container's processes from one of its cgroups (on cgroup v1,
+the devices hierarchy's), and containerd's runc shim answers containerd's
+Pids call with that list. On cgroup v1 nodes with the systemd cgroup driver
+a container's process can end up in its pod slice's devices cgroup instead
+of its scope (measured on kind nodes: the first pods of each node, such as
+kube-proxy's). It runs on, but its shim reports no process, and containerd
+1.7 or later, at its start, kills such a shim as leaked when its own
+sandbox store does not hold the sandbox: every sandbox containerd 1.6
+started, and any container. The pod's sandbox is then gone and the kubelet
+recreates the pod. Run cgroups --repair right before containerd restarts
+into 1.7 or later (the fleet's upgrade.sh does, in its runtime step;
+preflight --runtime refuses such a runtime while a container is out).
+
+The evidence is runc's state under --runc-root (its init PID, start time
+and recorded cgroups) and the kernel's (/proc, the cgroup files). A PID
+that names another process than the one runc started is left alone.
+
+Exit codes:
+  0  no running container is out of its cgroups (with --repair: any that
+     were are back)
+  1  an error
+  2  containers are out of their cgroups (without --repair)`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runCgroups(cmd.Context(), env, o, n)
+		},
+	}
+	fs := cmd.Flags()
+	o.addRuncRootFlag(fs)
+	fs.BoolVar(&o.repair, "repair", false, "put each container's first process back into the cgroups runc gave it")
+	fs.StringVar(&n.runtimeEndpoint, "runtime-endpoint", cri.DefaultRuntimeEndpoint, "CRI socket of the container runtime (names the containers' pods)")
+	positiveDurationVar(fs, &n.criTimeout, "cri-timeout", cri.DefaultCallTimeout, "timeout of each CRI call (positive)")
+	return cmd
+}
+
+func runCgroups(ctx context.Context, env Env, o *cgroupsOptions, n *nodeOptions) error {
+	out, err := escapedTasks(ctx, env, o.runcRoot, n)
+	if err != nil {
+		return err
+	}
+	if len(out) == 0 {
+		fmt.Fprintln(env.Stdout, "no running container is out of the cgroups runc gave it")
+		return nil
+	}
+	host := taskcgroups.Host{RuncRoot: o.runcRoot, FSRoot: env.FSRoot}
+	for _, e := range out {
+		if !o.repair {
+			fmt.Fprintf(env.Stdout, "out: %s\n", e)
+			continue
+		}
+		if err := host.Repair(e.Task); err != nil {
+			return err
+		}
+		fmt.Fprintf(env.Stdout, "put back: %s\n", e)
+	}
+	if !o.repair {
+		return &exitError{code: ExitKept, err: fmt.Errorf("%d container(s) out of their cgroups: containerd 1.7 or later would kill their pods at its start (kubelet-compat cgroups --repair puts them back)", len(out))}
+	}
+	return nil
+}
+
+// escapedTask is a container out of its cgroups, with its pod.
+type escapedTask struct {
+	taskcgroups.Task
+	pod, what string
+}
+
+func (e escapedTask) String() string {
+	var ctls []string
+	for _, c := range e.Out {
+		ctls = append(ctls, c.Controller)
+	}
+	return fmt.Sprintf("%s %s %.13s: process %d out of its %s cgroup", e.pod, e.what, e.ID, e.Pid, strings.Join(ctls, ", "))
+}
+
+// escapedTasks lists the running containers out of their cgroups, each
+// named by its pod through the CRI (a task the runtime does not list is
+// named by its ID alone).
+func escapedTasks(ctx context.Context, env Env, runcRoot string, n *nodeOptions) ([]escapedTask, error) {
+	tasks, err := taskcgroups.Host{RuncRoot: runcRoot, FSRoot: env.FSRoot}.Escaped()
+	if err != nil || len(tasks) == 0 {
+		return nil, err
+	}
+	c, err := n.dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	sandboxes, err := c.ListSandboxes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	containers, err := c.ListContainers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	pods := map[string]string{}
+	for _, s := range sandboxes {
+		pods[s.ID] = s.Namespace + "/" + s.Name
+	}
+	names := map[string]escapedTask{}
+	for _, s := range sandboxes {
+		names[s.ID] = escapedTask{pod: pods[s.ID], what: "sandbox"}
+	}
+	for _, ct := range containers {
+		names[ct.ID] = escapedTask{pod: pods[ct.SandboxID], what: "container " + ct.Name}
+	}
+	var out []escapedTask
+	for _, t := range tasks {
+		e, ok := names[t.ID]
+		if !ok {
+			e = escapedTask{pod: "(no pod)", what: "task"}
+		}
+		e.Task = t
+		out = append(out, e)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].pod+out[i].ID < out[j].pod+out[j].ID })
+	return out, nil
+}
