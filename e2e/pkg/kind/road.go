@@ -17,15 +17,16 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/swap"
+	"github.com/kubelet-compat/kubelet-compat/pkg/runtimecompat"
 )
 
 // RuntimeDebDir is where make runtime-deb writes the runtime's packages.
 func RuntimeDebDir(output string) string { return filepath.Join(output, "runtime-debs") }
 
-// runtimeDebs are the packages a move to to stages on a node: the selection
+// RuntimeDebs are the packages a move to to stages on a node: the selection
 // (runtime-select), to's containerd, and the newest runc built, which moves
 // with it.
-func runtimeDebs(dir string, to plan.Runtime) (debs []string, runc string, err error) {
+func RuntimeDebs(dir string, to plan.Runtime) (debs []string, runc string, err error) {
 	find := func(glob string) ([]string, error) {
 		m, err := filepath.Glob(filepath.Join(dir, glob))
 		if err != nil || len(m) == 0 {
@@ -69,7 +70,7 @@ func (r *ClusterRun) roadActions(at string) []Action {
 		}
 		mv := mv
 		out = append(out,
-			Action{"runtime " + mv.String() + ": stage its .debs on every node", func(r *ClusterRun, ctx context.Context) error { return r.stageRuntime(ctx, mv.Step.To) }},
+			Action{"runtime " + mv.String() + ": stage its .debs on every node", func(r *ClusterRun, ctx context.Context) error { return r.StageRuntime(ctx, mv.Step.To) }},
 			Action{"runtime " + mv.String() + ": snapshot", func(r *ClusterRun, ctx context.Context) error { return r.startMove(ctx, mv) }})
 		for i := 0; i <= r.Options.Workers; i++ {
 			i := i
@@ -88,10 +89,10 @@ func nodeWhat(i int) string {
 	return fmt.Sprintf("worker %d", i)
 }
 
-// stageRuntime installs the runtime's .debs next to what runs (Debian's
+// StageRuntime installs the runtime's .debs next to what runs (Debian's
 // containerd stays installed) on every node, as an operator stages them.
-func (r *ClusterRun) stageRuntime(ctx context.Context, to plan.Runtime) error {
-	debs, _, err := runtimeDebs(RuntimeDebDir(r.Options.Output), to)
+func (r *ClusterRun) StageRuntime(ctx context.Context, to plan.Runtime) error {
+	debs, _, err := RuntimeDebs(RuntimeDebDir(r.Options.Output), to)
 	if err != nil {
 		return err
 	}
@@ -131,7 +132,7 @@ func (r *ClusterRun) startMove(ctx context.Context, mv plan.RuntimeMove) error {
 // The running kubelet is the same process throughout. Then exec and logs
 // on a container the old containerd started.
 func (r *ClusterRun) moveRuntime(ctx context.Context, n *Node, mv plan.RuntimeMove) error {
-	_, runc, err := runtimeDebs(RuntimeDebDir(r.Options.Output), mv.Step.To)
+	_, runc, err := RuntimeDebs(RuntimeDebDir(r.Options.Output), mv.Step.To)
 	if err != nil {
 		return err
 	}
@@ -142,6 +143,12 @@ func (r *ClusterRun) moveRuntime(ctx context.Context, n *Node, mv plan.RuntimeMo
 		},
 		WaitFailed: swap.FailPatched(r.Patched, r.Logf, n.name+": "),
 		Settle:     swap.SettleFor(3 * r.Options.SyncFrequency),
+	}
+	if r.Patched {
+		// The project's procedure: what containerd 1.7+ would kill as a
+		// leaked shim is put back first (the control restarts containerd
+		// as operators do today, without it).
+		h.Prepare = func(ctx context.Context, _ *snapshot.Snapshot) error { return r.repairCgroups(ctx, n, mv) }
 	}
 	res, err := swap.Run(ctx, kindNode{r: r, n: n, to: mv.Step.To.String()}, r.selectRuntime(n, mv.Step.To, runc), h)
 	if err != nil {
@@ -195,7 +202,7 @@ func (r *ClusterRun) selectRuntime(n *Node, to plan.Runtime, runc string) swap.S
 			if err != nil {
 				return err
 			}
-			if !runtimeVersionIs(string(out), to.Version) {
+			if !RuntimeVersionIs(string(out), to.Version) {
 				return fmt.Errorf("crictl version: %s", strings.Join(strings.Fields(string(out)), " "))
 			}
 			return nil
@@ -207,8 +214,8 @@ func (r *ClusterRun) selectRuntime(n *Node, to plan.Runtime, runc string) swap.S
 	}
 }
 
-// runtimeVersionIs reads crictl version's RuntimeVersion line.
-func runtimeVersionIs(out, version string) bool {
+// RuntimeVersionIs reads crictl version's RuntimeVersion line.
+func RuntimeVersionIs(out, version string) bool {
 	for _, line := range strings.Split(out, "\n") {
 		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "RuntimeVersion" {
 			return strings.TrimPrefix(strings.TrimSpace(v), "v") == version
@@ -261,4 +268,29 @@ func (r *ClusterRun) execAndLog(ctx context.Context, n *Node, before, after *sna
 	execC.Detail = "no container took the exec: " + strings.Join(tried, "; ")
 	logC.Detail = "no exec"
 	return []report.Check{execC, logC}
+}
+
+// repairCgroups runs kubelet-compat cgroups --repair on n before its
+// runtime moves to a containerd that kills shims whose task reports no
+// process (pkg/runtimecompat), and records what it put back.
+func (r *ClusterRun) repairCgroups(ctx context.Context, n *Node, mv plan.RuntimeMove) error {
+	if !runtimecompat.KillsShimsWithoutProcesses(mv.Step.To.Name, mv.Step.To.Version) {
+		return nil
+	}
+	out, err := r.ExecLogged(ctx, n, "cgroups-repair-"+mv.Step.To.String(), "kubelet-compat", "cgroups", "--repair")
+	c := report.Check{Name: fmt.Sprintf("%s %s %s %s: kubelet-compat cgroups --repair before the restart", r.Name, n.name, mv, r.Variant()), Passed: err == nil}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	put := 0
+	for _, l := range lines {
+		if strings.HasPrefix(l, "put back: ") {
+			put++
+		}
+	}
+	c.Detail = fmt.Sprintf("%d container(s) put back into their cgroups: %s", put, strings.Join(lines, "; "))
+	if err != nil {
+		c.Detail = err.Error()
+	}
+	r.Logf("check %q: passed %t: %s", c.Name, c.Passed, c.Detail)
+	r.Record(c)
+	return nil
 }

@@ -80,7 +80,7 @@ func TestRuntimeDebs(t *testing.T) {
 		"runtime-runc-1.4.0_1.4.0-1_amd64.deb", "runtime-runc-1.5.3_1.5.3-1_amd64.deb", "runtime-cni-1.10.0_1.10.0-1_amd64.deb"} {
 		assert.NilError(t, os.WriteFile(filepath.Join(dir, f), nil, 0o644))
 	}
-	debs, runc, err := runtimeDebs(dir, plan.Runtime{Name: "containerd", Version: "1.7.35"})
+	debs, runc, err := RuntimeDebs(dir, plan.Runtime{Name: "containerd", Version: "1.7.35"})
 	assert.NilError(t, err)
 	assert.Equal(t, runc, "1.5.3")
 	var names []string
@@ -88,16 +88,16 @@ func TestRuntimeDebs(t *testing.T) {
 		names = append(names, filepath.Base(d))
 	}
 	assert.DeepEqual(t, names, []string{"runtime-unversioned_1.0.0-1_all.deb", "runtime-containerd-1.7.35_1.7.35-1_amd64.deb", "runtime-runc-1.5.3_1.5.3-1_amd64.deb"})
-	_, _, err = runtimeDebs(dir, plan.Runtime{Name: "containerd", Version: "2.4.2"})
+	_, _, err = RuntimeDebs(dir, plan.Runtime{Name: "containerd", Version: "2.4.2"})
 	assert.ErrorContains(t, err, "no runtime-containerd-2.4.2_*.deb in "+dir+" (make runtime-deb RUNTIME_COMPONENTS=containerd@2.4.2,runc@1.5.3)")
 }
 
 func TestRuntimeVersionIs(t *testing.T) {
 	out := "Version:  0.1.0\nRuntimeName:  containerd\nRuntimeVersion:  v1.7.35\nRuntimeApiVersion:  v1\n"
-	assert.Assert(t, runtimeVersionIs(out, "1.7.35"))
-	assert.Assert(t, !runtimeVersionIs(out, "1.7.3"))
-	assert.Assert(t, !runtimeVersionIs("RuntimeVersion:  1.6.20~ds1\n", "1.6.20"))
-	assert.Assert(t, !runtimeVersionIs("", "1.7.35"))
+	assert.Assert(t, RuntimeVersionIs(out, "1.7.35"))
+	assert.Assert(t, !RuntimeVersionIs(out, "1.7.3"))
+	assert.Assert(t, !RuntimeVersionIs("RuntimeVersion:  1.6.20~ds1\n", "1.6.20"))
+	assert.Assert(t, !RuntimeVersionIs("", "1.7.35"))
 }
 
 func TestJudgeMove(t *testing.T) {

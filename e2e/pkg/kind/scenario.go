@@ -162,7 +162,7 @@ func preflight(ctx context.Context, p *Provider, o ScenarioOptions) error {
 		}
 	}
 	for _, mv := range o.RuntimeMoves {
-		_, _, err := runtimeDebs(RuntimeDebDir(o.Output), mv.Step.To)
+		_, _, err := RuntimeDebs(RuntimeDebDir(o.Output), mv.Step.To)
 		need(err == nil, fmt.Sprintf("the runtime packages of %s (%v)", mv.Step.To, err))
 	}
 	return m.Err("make kind-images")

@@ -38,16 +38,25 @@ const (
 	Drain        = "drain"
 	Naive        = "naive"
 	Fault        = "fault"
+	// Runtime: our roll at concurrency 1 whose Plans carry KC_RUNTIME
+	// (FleetRuntime): each node's Job moves containerd first, then the
+	// kubelet. Not in Runs: run it with -fleet-runs runtime.
+	Runtime = "runtime"
 	// Minors: a chain of steps (-versions 1.33.13,...,1.37.2), one Plan
 	// after the other on one cluster; a plan of its own, so alone.
 	Minors = "minors"
 )
 
+// FleetRuntime is the runtime roll's containerd: the first move off
+// Debian's 1.6.20, the one that kills shims whose task reports no
+// process at its start (kubelet-compat cgroups).
+var FleetRuntime = plan.Runtime{Name: "containerd", Version: "1.7.35"}
+
 // Runs are every roll of one step, the default.
 var Runs = []string{Concurrency1, Concurrency2, Drain, Naive, Fault}
 
 // rolls are every roll -fleet-runs takes, in the order they run.
-var rolls = append(append([]string(nil), Runs...), Minors)
+var rolls = append(append([]string(nil), Runs...), Runtime, Minors)
 
 // Workers is the fleet clusters' worker count.
 const Workers = 4
@@ -133,6 +142,8 @@ func fleetCluster(roll string) string {
 		return "kc-e2e-naive"
 	case Minors:
 		return "kc-e2e-fleet-minors"
+	case Runtime:
+		return "kc-e2e-fleet-rt"
 	}
 	return "kc-e2e-fleet-fault"
 }
@@ -158,6 +169,9 @@ type fleetRun struct {
 	naive  bool
 	fault  bool
 	minors bool
+	// runtime is the containerd the Plans move each node to first
+	// (KC_RUNTIME; the runtime roll), else zero.
+	runtime plan.Runtime
 	// step is the index in Steps of the step the roll is at (the minors
 	// roll goes through each; the others have one).
 	step int
@@ -238,6 +252,9 @@ func newFleetRun(p *kind.Provider, o kind.ScenarioOptions, rep *report.Report, r
 	if roll == Concurrency2 {
 		f.concurrency = 2
 	}
+	if roll == Runtime {
+		f.runtime = FleetRuntime
+	}
 	return f
 }
 
@@ -251,6 +268,8 @@ type buildNeeds struct {
 	// upgrade Job's image (every SUC roll); unpatched: the target's
 	// packages as released (the drain and naive rolls).
 	patched, kubectl, unpatched bool
+	// runtime: the runtime roll's packages (make runtime-deb).
+	runtime plan.Runtime
 }
 
 func fleetNeeds(runs []*fleetRun) buildNeeds {
@@ -259,6 +278,9 @@ func fleetNeeds(runs []*fleetRun) buildNeeds {
 		n.patched = n.patched || f.Patched
 		n.kubectl = n.kubectl || !f.drain
 		n.unpatched = n.unpatched || !f.Patched
+		if f.runtime != (plan.Runtime{}) {
+			n.runtime = f.runtime
+		}
 	}
 	return n
 }
@@ -284,6 +306,10 @@ func fleetPreflight(ctx context.Context, p *kind.Provider, o Options, needs buil
 			need(exists(filepath.Join(nodeimage.PackageDir(o.Output, "unpatched"), nodeimage.NodePackages(st.To)[0])), "unpatched packages of "+st.To)
 		}
 	}
+	if needs.runtime != (plan.Runtime{}) {
+		_, _, err := kind.RuntimeDebs(kind.RuntimeDebDir(o.Output), needs.runtime)
+		need(err == nil, fmt.Sprintf("the runtime packages of %s (%v)", needs.runtime, err))
+	}
 	return m.Err("make kind-images E2E=fleet")
 }
 
@@ -306,6 +332,10 @@ func (f *fleetRun) actions() []kind.Action {
 	if !f.drain {
 		out = append(out, kind.Action{Name: "import system-upgrade-controller's and the upgrade Job's images into every node", Do: f.do(f.importSUCImages)})
 	}
+	if f.runtime != (plan.Runtime{}) {
+		out = append(out, kind.Action{Name: fmt.Sprintf("stage the runtime's .debs (containerd %s, runc) on every node; Debian's containerd 1.6.20 runs", f.runtime.Version),
+			Do: func(r *kind.ClusterRun, ctx context.Context) error { return r.StageRuntime(ctx, f.runtime) }})
+	}
 	out = append(out,
 		kind.Action{Name: "create the fleet's workloads and the static pods", Do: f.do(f.createWorkloads)},
 		kind.Action{Name: "wait until every pod is ready", Do: f.do(f.waitReady)},
@@ -323,6 +353,11 @@ func (f *fleetRun) actions() []kind.Action {
 			kind.Action{Name: fmt.Sprintf("apply the Plans (%s, concurrency %d) and follow the roll: the control plane's Job killed right after its swap, the gate failing on worker %d", st.To, f.concurrency, FaultWorker), Do: f.do(f.sucRoll)},
 			kind.Action{Name: fmt.Sprintf("the faults: the control plane gated by SUC's re-run; worker %d rolled back with its configuration, re-runs refused; the roll stopped there", FaultWorker), Do: f.do(f.checkFault)},
 			kind.Action{Name: fmt.Sprintf("the operator's retry: the canary deleted, worker %d's roll state and marker removed; the roll goes on to its end", FaultWorker), Do: f.do(f.retryRoll)})
+	case f.runtime != (plan.Runtime{}):
+		out = append(out,
+			kind.Action{Name: "apply system-upgrade-controller", Do: f.do(f.applyController)},
+			kind.Action{Name: fmt.Sprintf("apply the Plans (%s, concurrency %d, KC_RUNTIME %s: each node's Job moves containerd first) and follow the roll", st.To, f.concurrency, f.runtime), Do: f.do(f.sucRoll)},
+			kind.Action{Name: "every node runs containerd " + f.runtime.Version, Do: f.do(f.checkRuntimeMoved)})
 	default:
 		out = append(out,
 			kind.Action{Name: "apply system-upgrade-controller", Do: f.do(f.applyController)},

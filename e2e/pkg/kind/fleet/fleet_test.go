@@ -41,6 +41,8 @@ func TestParseRuns(t *testing.T) {
 		{in: "", wantErr: `unknown roll ""`},
 		{in: "drain,drain", wantErr: "drain given twice"},
 		{in: "minors", want: []string{Minors}},
+		{in: "runtime", want: []string{Runtime}},
+		{in: "runtime,concurrency-1", want: []string{Concurrency1, Runtime}},
 		{in: "minors,concurrency-1", wantErr: "run it alone"},
 	} {
 		got, err := ParseRuns(tt.in)
@@ -655,6 +657,11 @@ func TestFleetRolls(t *testing.T) {
 				"worker 3 rolled back with its configuration, re-runs refused; the roll stopped there",
 				"the operator's retry: the canary deleted, worker 3's roll state and marker removed",
 				"the retry: worker 3 upgraded through its gate"}},
+		{roll: Runtime, cluster: "kc-e2e-fleet-rt", variant: "patched", name: "SUC, concurrency 1, containerd 1.7.35 first (KC_RUNTIME)", concurrency: 1,
+			want: []string{"stage the runtime's .debs (containerd 1.7.35, runc) on every node; Debian's containerd 1.6.20 runs",
+				"apply the Plans (1.31.14, concurrency 1, KC_RUNTIME containerd@1.7.35: each node's Job moves containerd first) and follow the roll",
+				"every node runs containerd 1.7.35"},
+			wantNot: []string{"drain", "naive", "the faults"}},
 	} {
 		t.Run(tt.roll, func(t *testing.T) {
 			f := newFleetRun(nil, kind.ScenarioOptions{}, nil, tt.roll, []kind.Step{st})
@@ -691,6 +698,7 @@ func TestFleetNeeds(t *testing.T) {
 		{rolls: []string{Naive}, want: buildNeeds{kubectl: true, unpatched: true}},
 		{rolls: []string{Drain}, want: buildNeeds{unpatched: true}},
 		{rolls: []string{Concurrency1, Fault}, want: buildNeeds{patched: true, kubectl: true}},
+		{rolls: []string{Runtime}, want: buildNeeds{patched: true, kubectl: true, runtime: FleetRuntime}},
 	} {
 		var runs []*fleetRun
 		for _, r := range tt.rolls {
@@ -800,4 +808,17 @@ func testNodes(names ...string) []*kind.Node {
 		out = append(out, kind.NewNode(n, role, nil))
 	}
 	return out
+}
+
+// TestFleetRuntimePlans: only the runtime roll's Plans carry KC_RUNTIME.
+func TestFleetRuntimePlans(t *testing.T) {
+	st := kind.Step{From: "1.30.14", To: "1.31.14"}
+	for _, roll := range append(append([]string(nil), Runs...), Runtime) {
+		f := newFleetRun(nil, kind.ScenarioOptions{}, nil, roll, []kind.Step{st})
+		want := ""
+		if roll == Runtime {
+			want = "containerd@1.7.35"
+		}
+		assert.Check(t, is.Equal(f.planOptions().Runtime, want), roll)
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/plan"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -116,6 +117,8 @@ func (f *fleetRun) rollName() string {
 		return fmt.Sprintf("naive (SUC, concurrency %d, released kubelets, no drain)", f.concurrency)
 	case f.fault:
 		return fmt.Sprintf("SUC, concurrency %d, gate fails on worker %d", f.concurrency, FaultWorker)
+	case f.runtime != (plan.Runtime{}):
+		return fmt.Sprintf("SUC, concurrency %d, containerd %s first (KC_RUNTIME)", f.concurrency, f.runtime.Version)
 	case f.minors:
 		return fmt.Sprintf("SUC, concurrency %d, minor %d of %d (cluster born at %s)", f.concurrency, f.step+1, len(f.Steps), f.Steps[0].From)
 	}

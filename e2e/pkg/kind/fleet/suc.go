@@ -17,6 +17,7 @@ import (
 	systemupgrade "github.com/kubelet-compat/kubelet-compat/deploy/system-upgrade"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind/nodeimage"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/plan"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
 	"github.com/kubelet-compat/kubelet-compat/pkg/hostdeps"
 	"github.com/kubelet-compat/kubelet-compat/pkg/images"
@@ -79,6 +80,9 @@ func (f *fleetRun) planOptions() systemupgrade.Options {
 	o.GateTimeout = GateTimeout
 	o.Naive = f.naive
 	o.EtcdBridgeImage = f.bridgeImage
+	if f.runtime != (plan.Runtime{}) {
+		o.Runtime = f.runtime.String()
+	}
 	// What the e2e's own kubeadm steps pass on cgroup v1 nodes (kind on
 	// this machine's hosts): kubeadm from 1.35 fails SystemVerification
 	// there.
