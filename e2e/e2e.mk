@@ -79,6 +79,9 @@
 #                                 released kubelets, no drain) as the second, a roll whose health gate fails on worker 3;
 #                                 per node and in total: restarts, evictions, pod UIDs, the single replica's
 #                                 unavailable seconds, endpoint removals, seconds (E2E_ARGS='-fleet-runs drain,naive,fault')
+#   make e2e E2E_PROVIDER=kind E2E=fleet E2E_ARGS='-fleet-runs runtime'
+#                                 our roll whose Plans carry KC_RUNTIME containerd@1.7.35: each node's Job runs
+#                                 kubelet-compat cgroups --repair and moves containerd first, gated, then the kubelet
 #   make e2e E2E_PROVIDER=kind E2E=fleet E2E_VERSIONS=1.33.13,1.34.12,1.35.8,1.36.5,1.37.2 E2E_ARGS='-fleet-runs minors -controls=false'
 #                                 one cluster (1 control plane, 2 workers) born at the first version and rolled by
 #                                 our Plans minor after minor, unattended; the etcd bridge on the step to etcd 3.7
