@@ -27,6 +27,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/kubelet-compat/kubelet-compat/pkg/procstat"
 )
 
 // DefaultRuncRoot is where containerd's runc shim keeps runc's state of
@@ -128,25 +130,14 @@ func (h Host) check(id string) (Task, bool, error) {
 }
 
 // sameProcess says whether pid still names the process that started at
-// start (field 22 of /proc/PID/stat).
+// start (package procstat).
 func (h Host) sameProcess(pid int, start uint64) bool {
 	data, err := os.ReadFile(h.path(filepath.Join("/proc", strconv.Itoa(pid), "stat")))
 	if err != nil {
 		return false
 	}
-	// The command may hold spaces and parentheses: fields follow the last ')'.
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return false
-	}
-	fields := strings.Fields(s[i+1:])
-	// fields[0] is field 3 (state): starttime, field 22, is fields[19].
-	if len(fields) < 20 {
-		return false
-	}
-	got, err := strconv.ParseUint(fields[19], 10, 64)
-	return err == nil && got == start
+	st, err := procstat.Parse(data)
+	return err == nil && st.PID == pid && st.StartTicks == start
 }
 
 func holds(procs []byte, pid int) bool {

@@ -14,6 +14,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/kubelet-compat/kubelet-compat/pkg/procstat"
 )
 
 // FS is a /proc tree.
@@ -30,49 +32,11 @@ type ID struct {
 
 func (id ID) String() string { return fmt.Sprintf("%d (start %d)", id.PID, id.StartTicks) }
 
-// Stat is the part of /proc/<pid>/stat the e2e uses.
-type Stat struct {
-	PID        int
-	Comm       string
-	State      byte
-	PPID       int
-	StartTicks uint64
-}
+// Stat is the part of /proc/<pid>/stat the e2e uses (package procstat).
+type Stat = procstat.Stat
 
-// ParseStat parses /proc/<pid>/stat. The command name is in parentheses
-// and may itself hold spaces and parentheses: the fields follow the last ')'.
-func ParseStat(data []byte) (Stat, error) {
-	open := bytes.IndexByte(data, '(')
-	closing := bytes.LastIndexByte(data, ')')
-	if open < 0 || closing < open {
-		return Stat{}, fmt.Errorf("stat %q: no (comm)", truncate(data))
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(data[:open])))
-	if err != nil {
-		return Stat{}, fmt.Errorf("stat %q: pid: %w", truncate(data), err)
-	}
-	f := strings.Fields(string(data[closing+1:]))
-	// f[0] is field 3 (state), f[1] field 4 (ppid), f[19] field 22 (starttime).
-	if len(f) < 20 || len(f[0]) != 1 {
-		return Stat{}, fmt.Errorf("stat %q: %d fields after comm", truncate(data), len(f))
-	}
-	ppid, err := strconv.Atoi(f[1])
-	if err != nil {
-		return Stat{}, fmt.Errorf("stat %q: ppid: %w", truncate(data), err)
-	}
-	start, err := strconv.ParseUint(f[19], 10, 64)
-	if err != nil {
-		return Stat{}, fmt.Errorf("stat %q: starttime: %w", truncate(data), err)
-	}
-	return Stat{PID: pid, Comm: string(data[open+1 : closing]), State: f[0][0], PPID: ppid, StartTicks: start}, nil
-}
-
-func truncate(b []byte) string {
-	if len(b) > 80 {
-		return string(b[:80]) + "..."
-	}
-	return string(b)
-}
+// ParseStat parses /proc/<pid>/stat (package procstat).
+func ParseStat(data []byte) (Stat, error) { return procstat.Parse(data) }
 
 func (fs FS) path(pid int, name string) string {
 	return filepath.Join(fs.Root, strconv.Itoa(pid), name)

@@ -2,7 +2,6 @@ package kubelet
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/kubelet-compat/kubelet-compat/pkg/procstat"
 )
 
 // clockTicks is USER_HZ, the unit of /proc/<pid>/stat's starttime: 100 on
@@ -84,22 +85,14 @@ func startTicks(procRoot string, pid int) (uint64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("kubelet process %d: %w", pid, err)
 	}
-	// The command name (field 2) may hold spaces and parentheses: fields
-	// after it start behind the last ')'.
-	i := bytes.LastIndexByte(stat, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("kubelet process %d: malformed stat", pid)
+	st, err := procstat.Parse(stat)
+	if err != nil {
+		return 0, fmt.Errorf("kubelet process %d: %w", pid, err)
 	}
-	fields := strings.Fields(string(stat[i+1:]))
-	// fields[0] is field 3 (state), so field 22 is fields[19].
-	if len(fields) < 20 {
-		return 0, fmt.Errorf("kubelet process %d: stat has %d fields", pid, len(fields)+2)
+	if st.StartTicks > maxStartTicks {
+		return 0, fmt.Errorf("kubelet process %d: bad starttime %d", pid, st.StartTicks)
 	}
-	ticks, err := strconv.ParseUint(fields[19], 10, 64)
-	if err != nil || ticks > maxStartTicks {
-		return 0, fmt.Errorf("kubelet process %d: bad starttime %q", pid, fields[19])
-	}
-	return ticks, nil
+	return st.StartTicks, nil
 }
 
 // maxStartTicks keeps the conversion to a time.Duration from overflowing
