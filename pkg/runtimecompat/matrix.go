@@ -41,6 +41,12 @@ var measured = map[int][]string{
 	30: {"1.6.20", "1.7.35", "2.4.2"},
 	31: {"1.6.20", "1.7.35", "2.4.2"},
 	// 2026-12-04, the patched kubelet alone, the whole road, beside a kind
+	// run (23 to 25 speak v1 with a v1alpha2 fallback: v1 on all three).
+	23: {"1.6.20", "1.7.35", "2.4.2"},
+	24: {"1.6.20", "1.7.35", "2.4.2"},
+	25: {"1.6.20", "1.7.35", "2.4.2"},
+	27: {"1.6.20", "1.7.35", "2.4.2"},
+	// 2026-12-04, the patched kubelet alone, the whole road, beside a kind
 	// fleet run.
 	29: {"1.6.20", "1.7.35", "2.4.2"},
 	32: {"1.6.20", "1.7.35", "2.4.2"},
