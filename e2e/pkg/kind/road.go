@@ -23,9 +23,9 @@ import (
 // RuntimeDebDir is where make runtime-deb writes the runtime's packages.
 func RuntimeDebDir(output string) string { return filepath.Join(output, "runtime-debs") }
 
-// RuntimeDebs are the packages a move to to stages on a node: the selection
-// (runtime-select), to's containerd, and the newest runc built, which moves
-// with it.
+// RuntimeDebs are the packages a runtime move stages on a node: the
+// selection (runtime-select), the target's containerd, and the newest runc
+// built, which moves with it.
 func RuntimeDebs(dir string, to plan.Runtime) (debs []string, runc string, err error) {
 	find := func(glob string) ([]string, error) {
 		m, err := filepath.Glob(filepath.Join(dir, glob))
@@ -47,7 +47,7 @@ func RuntimeDebs(dir string, to plan.Runtime) (debs []string, runc string, err e
 		return nil, "", err
 	}
 	// runtime-runc-1.5.3_1.5.3-1_amd64.deb: the version is the name's.
-	sort.Slice(runcs, func(i, j int) bool { return runcVersion(runcs[i]) < runcVersion(runcs[j]) })
+	sort.Slice(runcs, func(i, j int) bool { return plan.VersionLess(runcVersion(runcs[i]), runcVersion(runcs[j])) })
 	newest := runcs[len(runcs)-1]
 	return []string{unversioned[0], containerd[0], newest}, runcVersion(newest), nil
 }

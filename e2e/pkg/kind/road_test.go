@@ -77,17 +77,17 @@ func TestRoadMoveAtBirth(t *testing.T) {
 func TestRuntimeDebs(t *testing.T) {
 	dir := t.TempDir()
 	for _, f := range []string{"runtime-unversioned_1.0.0-1_all.deb", "runtime-containerd-1.7.35_1.7.35-1_amd64.deb",
-		"runtime-runc-1.4.0_1.4.0-1_amd64.deb", "runtime-runc-1.5.3_1.5.3-1_amd64.deb", "runtime-cni-1.10.0_1.10.0-1_amd64.deb"} {
+		"runtime-runc-1.4.0_1.4.0-1_amd64.deb", "runtime-runc-1.5.3_1.5.3-1_amd64.deb", "runtime-runc-1.10.0_1.10.0-1_amd64.deb", "runtime-cni-1.10.0_1.10.0-1_amd64.deb"} {
 		assert.NilError(t, os.WriteFile(filepath.Join(dir, f), nil, 0o644))
 	}
 	debs, runc, err := RuntimeDebs(dir, plan.Runtime{Name: "containerd", Version: "1.7.35"})
 	assert.NilError(t, err)
-	assert.Equal(t, runc, "1.5.3")
+	assert.Equal(t, runc, "1.10.0", "by number, not as strings")
 	var names []string
 	for _, d := range debs {
 		names = append(names, filepath.Base(d))
 	}
-	assert.DeepEqual(t, names, []string{"runtime-unversioned_1.0.0-1_all.deb", "runtime-containerd-1.7.35_1.7.35-1_amd64.deb", "runtime-runc-1.5.3_1.5.3-1_amd64.deb"})
+	assert.DeepEqual(t, names, []string{"runtime-unversioned_1.0.0-1_all.deb", "runtime-containerd-1.7.35_1.7.35-1_amd64.deb", "runtime-runc-1.10.0_1.10.0-1_amd64.deb"})
 	_, _, err = RuntimeDebs(dir, plan.Runtime{Name: "containerd", Version: "2.4.2"})
 	assert.ErrorContains(t, err, "no runtime-containerd-2.4.2_*.deb in "+dir+" (make runtime-deb RUNTIME_COMPONENTS=containerd@2.4.2,runc@1.5.3)")
 }

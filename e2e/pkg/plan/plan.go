@@ -178,6 +178,17 @@ func ParseSteps(versions, stepsList string) ([]Step, error) {
 	return steps, nil
 }
 
+// VersionLess says whether MAJOR.MINOR.PATCH version a is older than b,
+// by number (1.5.3 before 1.10.0); a version that does not parse sorts
+// first.
+func VersionLess(a, b string) bool {
+	ka, kb := versionKey(a), versionKey(b)
+	if ka == nil || kb == nil {
+		return ka == nil && kb != nil
+	}
+	return compareKeys(ka, kb) < 0
+}
+
 // compareKeys is -1, 0 or 1 as version key a sorts before, with or after b.
 func compareKeys(a, b []int) int {
 	for i := range a {
