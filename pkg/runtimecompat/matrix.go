@@ -31,6 +31,11 @@ var measured = map[int][]string{
 	// 2026-12-04, the patched kubelet alone (-controls=false): 1.20 to
 	// 1.7.35, the others the whole road.
 	20: {"1.6.20", "1.7.35"},
+	// 2026-12-04, the patched kubelet alone, 1.6.20 -> 1.7.35 (CRI
+	// v1alpha2 only: not on 2.x).
+	18: {"1.6.20", "1.7.35"},
+	19: {"1.6.20", "1.7.35"},
+	22: {"1.6.20", "1.7.35"},
 	// 2026-12-04: the baseline on 1.6.20, swapped to 1.7.35, where exec,
 	// logs, a genuine change and stop worked (CRI v1alpha2 on both).
 	21: {"1.6.20", "1.7.35"},

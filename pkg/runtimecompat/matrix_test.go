@@ -40,9 +40,9 @@ func TestMatrixCells(t *testing.T) {
 		minor int
 		want  []string
 	}{
-		{18, []string{"yes", "yes", "no: no CRI v1alpha2"}},
+		{18, []string{"yes, measured", "yes, measured", "no: no CRI v1alpha2"}},
 		{21, []string{"yes, measured", "yes, measured", "no: no CRI v1alpha2"}},
-		{22, []string{"yes", "yes", "no: no CRI v1alpha2"}},
+		{22, []string{"yes, measured", "yes, measured", "no: no CRI v1alpha2"}},
 		{23, []string{"yes, measured", "yes, measured", "yes, measured"}},
 		{26, []string{"yes, measured", "yes, measured", "yes, measured"}},
 		{27, []string{"yes, measured", "yes, measured", "yes, measured"}},
