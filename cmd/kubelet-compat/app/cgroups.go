@@ -115,29 +115,21 @@ func escapedTasks(ctx context.Context, env Env, runcRoot string, n *nodeOptions)
 	if err != nil || len(tasks) == 0 {
 		return nil, err
 	}
-	c, err := n.dial(ctx)
+	c, node, err := n.dialNode(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer c.Close()
-	sandboxes, err := c.ListSandboxes(ctx)
-	if err != nil {
-		return nil, err
-	}
-	containers, err := c.ListContainers(ctx)
-	if err != nil {
-		return nil, err
-	}
-	pods := map[string]string{}
-	for _, s := range sandboxes {
-		pods[s.ID] = s.Namespace + "/" + s.Name
-	}
+	c.Close()
 	names := map[string]escapedTask{}
-	for _, s := range sandboxes {
-		names[s.ID] = escapedTask{pod: pods[s.ID], what: "sandbox"}
+	for _, s := range node.sandboxes {
+		names[s.ID] = escapedTask{pod: s.Namespace + "/" + s.Name, what: "sandbox"}
 	}
-	for _, ct := range containers {
-		names[ct.ID] = escapedTask{pod: pods[ct.SandboxID], what: "container " + ct.Name}
+	for _, ct := range node.containers {
+		pod := "(no pod)"
+		if s, ok := node.byID[ct.SandboxID]; ok {
+			pod = s.Namespace + "/" + s.Name
+		}
+		names[ct.ID] = escapedTask{pod: pod, what: "container " + ct.Name}
 	}
 	var out []escapedTask
 	for _, t := range tasks {
