@@ -136,14 +136,8 @@ func (r *ClusterRun) moveRuntime(ctx context.Context, n *Node, mv plan.RuntimeMo
 	if err != nil {
 		return err
 	}
-	h := swap.Hooks{
-		Wait: func(ctx context.Context, before *snapshot.Snapshot, started time.Time) (time.Time, error) {
-			window, err := r.waitNodeSettled(ctx, n, before, started, 4*time.Minute)
-			return started.Add(window), err
-		},
-		WaitFailed: swap.FailPatched(r.Patched, r.Logf, n.name+": "),
-		Settle:     swap.SettleFor(3 * r.Options.SyncFrequency),
-	}
+	h := r.nodeBack(n)
+	h.WaitFailed = swap.FailPatched(r.Patched, r.Logf, n.name+": ")
 	if r.Patched {
 		// The project's procedure: what containerd 1.7+ would kill as a
 		// leaked shim is put back first (the control restarts containerd
@@ -154,15 +148,9 @@ func (r *ClusterRun) moveRuntime(ctx context.Context, n *Node, mv plan.RuntimeMo
 	if err != nil {
 		return err
 	}
-	run := report.Run{Step: mv.String(), From: mv.Step.From.String(), To: mv.Step.To.String(), Variant: r.Variant(), Node: n.name,
-		Pods: res.Diff.Pods, Containers: res.Diff.Containers, Restarts: res.Diff.Restarts, RecreatedPods: res.Diff.RecreatedPods,
-		WindowSeconds: res.Window.Seconds(), Diff: res.Diff}
+	run := r.swapRun(res, n, mv.String(), mv.Step.From.String(), mv.Step.To.String())
 	judgeMove(&run, r.Patched)
-	r.Report.Runs = append(r.Report.Runs, run)
-	r.Logf("%s: %s %s: %d restarts, %d recreated pods, window %.1fs: %s", n.name, mv, r.Variant(), run.Restarts, run.RecreatedPods, run.WindowSeconds, run.Verdict)
-	if !run.Passed {
-		r.failures = append(r.failures, fmt.Sprintf("%s %s %s: %s", n.name, mv, r.Variant(), run.Verdict))
-	}
+	r.addRun(run, mv.String())
 	for _, c := range r.execAndLog(ctx, n, res.Before, res.After, fmt.Sprintf("%s %s %s %s: ", r.Name, n.name, mv, r.Variant())) {
 		r.Logf("check %q: passed %t: %s", c.Name, c.Passed, c.Detail)
 		r.Record(c)

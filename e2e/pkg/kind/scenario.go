@@ -807,14 +807,7 @@ func (r *ClusterRun) upgradeNode(ctx context.Context, n *Node, st Step) error {
 			}
 		}()
 	}
-	h := swap.Hooks{
-		Wait: func(ctx context.Context, before *snapshot.Snapshot, started time.Time) (time.Time, error) {
-			window, err := r.waitNodeSettled(ctx, n, before, started, 4*time.Minute)
-			return started.Add(window), err
-		},
-		// Three sync periods: anything the new kubelet restarts, it has by then.
-		Settle: swap.SettleFor(3 * r.Options.SyncFrequency),
-	}
+	h := r.nodeBack(n)
 	k := node.Kubelet{Version: st.To, Patched: r.Patched, SkipLevel: st.SkipLevel()}
 	res, err := swap.Run(ctx, kindNode{r: r, n: n, to: st.To}, r.swapTo(n, k), h)
 	if err != nil {
@@ -840,9 +833,8 @@ func (r *ClusterRun) upgradeNode(ctx context.Context, n *Node, st Step) error {
 		ready = r.endReadiness(ctx, watch, n, res.Started)
 		watch = nil
 	}
-	run := report.Run{Step: st.String(), From: st.From, To: st.To, Variant: r.Variant(), Node: n.name,
-		Pods: res.Diff.Pods, Containers: res.Diff.Containers, Restarts: res.Diff.Restarts, RecreatedPods: res.Diff.RecreatedPods,
-		WindowSeconds: res.Window.Seconds(), KeptLogLines: kept, Diff: res.Diff, Readiness: ready}
+	run := r.swapRun(res, n, st.String(), st.From, st.To)
+	run.KeptLogLines, run.Readiness = kept, ready
 	return r.judgeNodeRun(ctx, n, st, run)
 }
 
@@ -884,11 +876,7 @@ func (r *ClusterRun) judgeNodeRun(ctx context.Context, n *Node, st Step, run rep
 		run.Expected = r.expectations(n, st, pods)
 		report.AssertControl(&run)
 	}
-	r.Report.Runs = append(r.Report.Runs, run)
-	r.Logf("%s: %s -> %s %s: %d restarts, %d recreated pods, window %.1fs: %s", n.name, st.From, st.To, r.Variant(), run.Restarts, run.RecreatedPods, run.WindowSeconds, run.Verdict)
-	if !run.Passed {
-		r.failures = append(r.failures, fmt.Sprintf("%s %s %s: %s", n.name, st, r.Variant(), run.Verdict))
-	}
+	r.addRun(run, st.String())
 	for _, c := range nodeReadinessChecks(fmt.Sprintf("%s %s %s", r.Name, n.name, st), r.Variant(), kubelet.Minor(st.To), run.Readiness) {
 		status := "pass"
 		if !c.Passed {
@@ -898,6 +886,36 @@ func (r *ClusterRun) judgeNodeRun(ctx context.Context, n *Node, st Step, run rep
 		r.Record(c)
 	}
 	return nil
+}
+
+// nodeBack are the swap sequence's hooks every swap of a kind node
+// shares (the kubelet's, the runtime's): the node back (waitNodeSettled),
+// then three sync periods: anything the new part restarts, it has by then.
+func (r *ClusterRun) nodeBack(n *Node) swap.Hooks {
+	return swap.Hooks{
+		Wait: func(ctx context.Context, before *snapshot.Snapshot, started time.Time) (time.Time, error) {
+			window, err := r.waitNodeSettled(ctx, n, before, started, 4*time.Minute)
+			return started.Add(window), err
+		},
+		Settle: swap.SettleFor(3 * r.Options.SyncFrequency),
+	}
+}
+
+// swapRun is the report's run of one node's swap sequence.
+func (r *ClusterRun) swapRun(res *swap.Result, n *Node, step, from, to string) report.Run {
+	return report.Run{Step: step, From: from, To: to, Variant: r.Variant(), Node: n.name,
+		Pods: res.Diff.Pods, Containers: res.Diff.Containers, Restarts: res.Diff.Restarts, RecreatedPods: res.Diff.RecreatedPods,
+		WindowSeconds: res.Window.Seconds(), Diff: res.Diff}
+}
+
+// addRun reports a judged run, logs it, and fails the cluster's run when
+// it did not pass.
+func (r *ClusterRun) addRun(run report.Run, step string) {
+	r.Report.Runs = append(r.Report.Runs, run)
+	r.Logf("%s: %s %s: %d restarts, %d recreated pods, window %.1fs: %s", run.Node, step, r.Variant(), run.Restarts, run.RecreatedPods, run.WindowSeconds, run.Verdict)
+	if !run.Passed {
+		r.failures = append(r.failures, fmt.Sprintf("%s %s %s: %s", run.Node, step, r.Variant(), run.Verdict))
+	}
 }
 
 // kindNode is a kind node as the swap sequence's node.
