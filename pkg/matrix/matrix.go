@@ -89,6 +89,14 @@ var (
 	modVerRE  = regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+$`)
 )
 
+// controlPlaneModules are the staging modules kube-controller-manager
+// imports. A stub of one empties openapi-gen's inputs and breaks the build
+// of the control plane every kind node image carries.
+var controlPlaneModules = map[string]bool{
+	"k8s.io/controller-manager":      true,
+	"k8s.io/kube-controller-manager": true,
+}
+
 // ValidSum reports whether s looks like a go.sum h1: hash (base64 SHA-256).
 func ValidSum(s string) bool {
 	if !strings.HasPrefix(s, "h1:") {
@@ -115,6 +123,9 @@ func (r Row) Validate() error {
 	for _, s := range r.Stubs {
 		if s == "" || strings.ContainsAny(s, " \t@") || strings.Contains(s, "..") {
 			return fmt.Errorf("row %s: bad stub module path %q", r.Kubernetes, s)
+		}
+		if controlPlaneModules[s] {
+			return fmt.Errorf("row %s: %s cannot be a stub: kube-controller-manager imports it (the kind images' control plane); override it with a served patch", r.Kubernetes, s)
 		}
 		if _, ok := r.Overrides[s]; ok {
 			return fmt.Errorf("row %s: %s is both a stub and an override", r.Kubernetes, s)

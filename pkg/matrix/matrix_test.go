@@ -139,6 +139,7 @@ func TestParseRejects(t *testing.T) {
 		{"bad toolchain sum", `{"rows":[` + row("1.18.19", "1.13.15", sum, "sha256:x", "") + `]}`, "toolchainSum"},
 		{"bad override", `{"rows":[` + row("1.18.19", "1.13.15", sum, sum, `,"overrides":{"k8s.io/api":"0.18.18"}`) + `]}`, "bad override"},
 		{"stub and override", `{"rows":[` + row("1.18.19", "1.13.15", sum, sum, `,"stubs":["k8s.io/api"],"overrides":{"k8s.io/api":"v0.18.18"}`) + `]}`, "both"},
+		{"control-plane module stubbed", `{"rows":[` + row("1.25.16", "1.20.14", sum, sum, `,"stubs":["k8s.io/kube-controller-manager"]`) + `]}`, "kube-controller-manager imports it"},
 		{"out of order", `{"rows":[` + row("1.19.16", "1.15.15", sum, sum, "") + `,` + row("1.18.19", "1.13.15", sum, sum, "") + `]}`, "ascending"},
 		{"two of a minor", `{"rows":[` + row("1.18.18", "1.13.15", sum, sum, "") + `,` + row("1.18.19", "1.13.15", sum, sum, "") + `]}`, "ascending"},
 	}
