@@ -128,7 +128,10 @@ preflight) if [ -n "${PREFLIGHT_REFUSES:-}" ]; then echo "kubelet-compat: $PREFL
 	case " ${PREFLIGHT_FROM_OLD:-} " in *" $rt "*) echo "note: runtime: --from: kubelet 1.30 needs CRI v1, which containerd $rt does not serve (it answers v1alpha2): is the running kubelet on another runtime endpoint?" ;; esac ;;
 etcd-bridge) case "$*" in *" --bridge-image "*) echo "etcd-bridge: bridged: etcd 3.6.16 serves with kubeadm's flags" ;;
 	*) echo "kubelet-compat: etcd $ETCD_BEFORE -> $KUBEADM_ETCD crosses 3.6 -> 3.7: the bridge etcd (3.6.11 or later) must run first; give --bridge-image" >&2; exit 1 ;; esac ;;
-cgroups) if [ -n "${CGROUPS_REPAIR_FAILS:-}" ]; then echo "kubelet-compat: container 26305e1f26a1: process 314 is not the one runc started any more: left alone" >&2; exit 1; fi
+# CGROUPS_REPAIR_FAILS_AT=N: only the Nth call fails (the first runs
+# before the preflight, the second right before the restart).
+cgroups) n=$(($(cat "$FAKE/cgroups-calls" 2>/dev/null || echo 0) + 1)); echo $n >"$FAKE/cgroups-calls"
+	if [ -n "${CGROUPS_REPAIR_FAILS:-}" ] || [ "${CGROUPS_REPAIR_FAILS_AT:-}" = "$n" ]; then echo "kubelet-compat: container 26305e1f26a1: process 314 is not the one runc started any more: left alone" >&2; exit 1; fi
 	echo "put back: kube-system/kube-proxy-zdlz7 sandbox 26305e1f26a1: process 314 out of its devices cgroup" ;;
 record) : >"$FAKE/recorded" ;;
 # Before any record of this roll the file is not in force: status lists
@@ -868,6 +871,12 @@ func TestUpgradeScript(t *testing.T) {
 			stage2: prev, wantContainerd: "system",
 			wantCalls: cat(upgradeNode[:3], runtimeCheck[:5]),
 			wantErr:   "kubelet-compat cgroups --repair failed (container 26305e1f26a1: process 314 is not the one runc started any more: left alone): containerd 1.7.35 would kill the pods of containers out of their cgroups at its start: nothing changed"},
+		{name: "runtime step: cgroups --repair fails right before the restart: containerd never restarted, the kubelet untouched",
+			preflight: "preflight-1.30-1.31.table.golden", env: []string{"KC_RUNTIME=" + rt, "CGROUPS_REPAIR_FAILS_AT=2"},
+			stage2: prev, wantContainerd: "system", failedMark: true,
+			wantCalls: cat(upgradeNode[:3], runtimeCheck, runtimeStep[:9], runtimeRollback[:1], runtimeRollback[2:]),
+			wantOut:   []string{"rolled back: containerd system is selected and answers the CRI"}, wantNotOut: []string{"rollback: runtime-select"},
+			wantErr:   "kubelet-compat cgroups --repair failed (container 26305e1f26a1: process 314 is not the one runc started any more: left alone): containerd 1.7.35 would kill the pods of containers out of their cgroups at its start: node node-1 is back on containerd system, its kubelet untouched (1.30.14)"},
 		{name: "runtime step: containerd does not come back on the new version (runtime-select undoes it), rolled back",
 			preflight: "preflight-1.30-1.31.table.golden", env: []string{"KC_RUNTIME=" + rt, "RUNTIME_RESTART_FAILS=1.7.35"},
 			stage2: prev, wantContainerd: "system", failedMark: true,
