@@ -876,7 +876,7 @@ func TestUpgradeScript(t *testing.T) {
 			stage2: prev, wantContainerd: "system", failedMark: true,
 			wantCalls: cat(upgradeNode[:3], runtimeCheck, runtimeStep[:9], runtimeRollback[:1], runtimeRollback[2:]),
 			wantOut:   []string{"rolled back: containerd system is selected and answers the CRI"}, wantNotOut: []string{"rollback: runtime-select"},
-			wantErr:   "kubelet-compat cgroups --repair failed (container 26305e1f26a1: process 314 is not the one runc started any more: left alone): containerd 1.7.35 would kill the pods of containers out of their cgroups at its start: node node-1 is back on containerd system, its kubelet untouched (1.30.14)"},
+			wantErr: "kubelet-compat cgroups --repair failed (container 26305e1f26a1: process 314 is not the one runc started any more: left alone): containerd 1.7.35 would kill the pods of containers out of their cgroups at its start: node node-1 is back on containerd system, its kubelet untouched (1.30.14)"},
 		{name: "runtime step: containerd does not come back on the new version (runtime-select undoes it), rolled back",
 			preflight: "preflight-1.30-1.31.table.golden", env: []string{"KC_RUNTIME=" + rt, "RUNTIME_RESTART_FAILS=1.7.35"},
 			stage2: prev, wantContainerd: "system", failedMark: true,
