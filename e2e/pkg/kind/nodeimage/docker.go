@@ -43,8 +43,3 @@ func (d docker) imageHash(ctx context.Context, ref string) (string, bool) {
 	}
 	return out, true
 }
-
-// imageID returns ref's image ID.
-func (d docker) imageID(ctx context.Context, ref string) (string, error) {
-	return d.output(ctx, "image", "inspect", "--format", "{{.Id}}", ref)
-}

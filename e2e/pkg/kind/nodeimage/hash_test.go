@@ -1,8 +1,11 @@
 package nodeimage
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"gotest.tools/v3/assert"
 )
@@ -57,4 +60,47 @@ func TestContainerdConfig(t *testing.T) {
 			assert.Assert(t, strings.Contains(string(cfg), want), "%s: %s", tc.version, want)
 		}
 	}
+}
+
+// A version's tar is up to date by its images' inputs alone: the engine
+// may have dropped the images, and a rebuilt image has a new ID.
+func TestTarInputs(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "kube-apiserver")
+	assert.NilError(t, os.WriteFile(bin, []byte("v1"), 0o755))
+	pause := filepath.Join(dir, "pause")
+	assert.NilError(t, os.WriteFile(pause, []byte("p"), 0o755))
+	specs := []imageSpec{
+		scratchImage("registry.k8s.io/pause:3.10", "pause", pause),
+		binaryImage("registry.k8s.io/kube-apiserver:v1.31.14", "kubelet-compat/kind-components:abc", "kube-apiserver", bin),
+	}
+	got, err := tarInputs(specs)
+	assert.NilError(t, err)
+	lines := strings.Split(strings.TrimSuffix(got, "\n"), "\n")
+	assert.Equal(t, len(lines), 2)
+	assert.Assert(t, strings.HasPrefix(lines[0], "registry.k8s.io/kube-apiserver:v1.31.14 "), "sorted by ref")
+
+	reversed, err := tarInputs([]imageSpec{specs[1], specs[0]})
+	assert.NilError(t, err)
+	assert.Equal(t, reversed, got, "the specs' order must not matter")
+
+	later := time.Now().Add(time.Hour)
+	assert.NilError(t, os.Chtimes(bin, later, later))
+	touched, err := tarInputs(specs)
+	assert.NilError(t, err)
+	assert.Equal(t, touched, got, "a rebuilt binary with the same bytes is the same input")
+
+	assert.NilError(t, os.WriteFile(bin, []byte("v2"), 0o755))
+	changed, err := tarInputs(specs)
+	assert.NilError(t, err)
+	assert.Assert(t, changed != got, "a changed binary must make the tar stale")
+
+	specs[1] = binaryImage("registry.k8s.io/kube-apiserver:v1.31.14", "kubelet-compat/kind-components:def", "kube-apiserver", bin)
+	rebased, err := tarInputs(specs)
+	assert.NilError(t, err)
+	assert.Assert(t, rebased != changed, "another component root must make the tar stale")
+
+	assert.NilError(t, os.Remove(pause))
+	_, err = tarInputs(specs)
+	assert.ErrorContains(t, err, "image registry.k8s.io/pause:3.10")
 }

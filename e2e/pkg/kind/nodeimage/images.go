@@ -104,28 +104,49 @@ func (b *builder) buildVersionImages(ctx context.Context, v string) (versionImag
 	}
 	specs = append(specs, scratchImage(list[compPause], "pause", pause))
 
-	for _, s := range specs {
-		if err := b.buildImage(ctx, s); err != nil {
-			return versionImages{}, err
-		}
-	}
-	return b.saveImages(ctx, v, list, refs)
+	return b.saveImages(ctx, v, list, refs, specs)
 }
 
-// buildImage builds s unless an image with its input hash exists.
-func (b *builder) buildImage(ctx context.Context, s imageSpec) error {
+// specHash is the input hash of s: its Dockerfile and the content of each
+// file of its context. An image built from s carries it (HashLabel).
+func specHash(s imageSpec) (string, error) {
 	parts := map[string][]byte{"Dockerfile": []byte(s.dockerfile)}
 	for name, src := range s.files {
 		sum, err := fileSHA256(src)
 		if err != nil {
-			return err
+			return "", err
 		}
 		parts["file:"+name] = []byte(sum)
 	}
 	for name, content := range s.inline {
 		parts["inline:"+name] = content
 	}
-	hash := contentHash(parts)
+	return contentHash(parts), nil
+}
+
+// tarInputs is a version's tar's identity: a "ref hash" line per image,
+// sorted, from the images' inputs alone. The engine's image IDs change
+// with every build (their creation time), so they cannot say a tar is up
+// to date once the engine no longer holds the images.
+func tarInputs(specs []imageSpec) (string, error) {
+	var lines []string
+	for _, s := range specs {
+		h, err := specHash(s)
+		if err != nil {
+			return "", fmt.Errorf("image %s: %w", s.ref, err)
+		}
+		lines = append(lines, s.ref+" "+h)
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n") + "\n", nil
+}
+
+// buildImage builds s unless an image with its input hash exists.
+func (b *builder) buildImage(ctx context.Context, s imageSpec) error {
+	hash, err := specHash(s)
+	if err != nil {
+		return err
+	}
 	if h, ok := b.docker.imageHash(ctx, s.ref); ok && h == hash {
 		b.logf("image %s is up to date", s.ref)
 		return nil
@@ -155,31 +176,33 @@ func (b *builder) buildImage(ctx context.Context, s imageSpec) error {
 	return nil
 }
 
-// saveImages writes refs (list's images and any bridge etcd) to <v>.tar
-// unless the tar holds exactly these images already.
-func (b *builder) saveImages(ctx context.Context, v string, list imageList, refs []string) (versionImages, error) {
+// saveImages writes refs (list's images and any bridge etcd), built from
+// specs, to <v>.tar unless the tar holds images of exactly these inputs
+// already; then the engine drops them: the nodes import the tar, a node
+// image copies it, and a road of twenty versions would otherwise keep
+// about 17 GiB of images in the engine besides their tars.
+func (b *builder) saveImages(ctx context.Context, v string, list imageList, refs []string, specs []imageSpec) (versionImages, error) {
 	sort.Strings(refs)
-	var lines []string
-	for _, ref := range refs {
-		id, err := b.docker.imageID(ctx, ref)
-		if err != nil {
-			return versionImages{}, fmt.Errorf("image %s: %w", ref, err)
-		}
-		lines = append(lines, ref+" "+id)
+	inputs, err := tarInputs(specs)
+	if err != nil {
+		return versionImages{}, err
 	}
-	sort.Strings(lines)
-	ids := strings.Join(lines, "\n") + "\n"
 	dir := filepath.Join(b.kindDir, "images")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return versionImages{}, err
 	}
 	tar := filepath.Join(dir, v+".tar")
 	stamp := tar + ".ids"
-	res := versionImages{list: list, refs: refs, tar: tar, ids: ids}
-	if old, err := os.ReadFile(stamp); err == nil && string(old) == ids {
+	res := versionImages{list: list, refs: refs, tar: tar, ids: inputs}
+	if old, err := os.ReadFile(stamp); err == nil && string(old) == inputs {
 		if _, err := os.Stat(tar); err == nil {
 			b.logf("%s is up to date", tar)
 			return res, nil
+		}
+	}
+	for _, s := range specs {
+		if err := b.buildImage(ctx, s); err != nil {
+			return versionImages{}, err
 		}
 	}
 	done := b.step("saving " + tar)
@@ -192,10 +215,13 @@ func (b *builder) saveImages(ctx context.Context, v string, list imageList, refs
 	if err := os.Rename(tmp, tar); err != nil {
 		return versionImages{}, err
 	}
-	if err := os.WriteFile(stamp, []byte(ids), 0o644); err != nil {
+	if err := os.WriteFile(stamp, []byte(inputs), 0o644); err != nil {
 		return versionImages{}, err
 	}
 	done()
+	if err := b.docker.run(ctx, append([]string{"image", "rm"}, refs...)...); err != nil {
+		b.logf("the engine keeps some images of %s (%v): %s holds them all", v, err, tar)
+	}
 	return res, nil
 }
 
