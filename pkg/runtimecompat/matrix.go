@@ -59,8 +59,9 @@ var measured = map[int][]string{
 	34: {"1.6.20", "1.7.35", "2.4.2"},
 	35: {"1.6.20", "1.7.35", "2.4.2"},
 	// The order runs of 2026-12-04: the baseline on 1.7.35, the runtime
-	// first (1.7.35 -> 2.4.2 under 1.36.5).
-	36: {"1.7.35", "2.4.2"},
+	// first (1.7.35 -> 2.4.2 under 1.36.5); the whole road on 2026-12-04,
+	// the patched kubelet alone.
+	36: {"1.6.20", "1.7.35", "2.4.2"},
 	// The road of 2026-12-04: the baseline on 1.6.20, swapped to 1.7.35
 	// and 2.4.2, where exec, logs, a genuine change and stop worked.
 	37: {"1.6.20", "1.7.35", "2.4.2"},

@@ -50,8 +50,7 @@ func TestMatrixCells(t *testing.T) {
 		{32, []string{"yes, measured (not in containerd's list)", "yes, measured", "yes, measured"}},
 		{34, []string{"yes, measured (not in containerd's list)", "yes, measured", "yes, measured"}},
 		{35, []string{"yes, measured (not in containerd's list)", "yes, measured", "yes, measured"}},
-		// measured on a node: 1.36.5 on 1.7.35 and 2.4.2, 1.37.2 on all three.
-		{36, []string{"yes (not in containerd's list)", "yes, measured (not in containerd's list)", "yes, measured"}},
+		{36, []string{"yes, measured (not in containerd's list)", "yes, measured (not in containerd's list)", "yes, measured"}},
 		{37, []string{"yes, measured (not in containerd's list)", "yes, measured (not in containerd's list)", "yes, measured"}},
 		{38, []string{"no: no RuntimeConfig", "no: no RuntimeConfig", "yes"}},
 	} {
