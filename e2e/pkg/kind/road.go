@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/execlog"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/plan"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
@@ -212,49 +213,39 @@ func RuntimeVersionIs(out, version string) bool {
 	return false
 }
 
-// execAndLog execs (crictl exec, through the new containerd and the old
-// shim) into a workload container that ran before the move and still runs
-// under the same ID, writing a line to its pid 1's stdout, and waits for
-// that line in its log (crictl logs: the file the new containerd now
-// writes for it).
+// execAndLog makes execlog's checks through crictl in the node (exec
+// through the new containerd and the old shim; crictl logs, the file the
+// new containerd now writes) on a workload container that ran before the
+// move and still runs under the same ID.
 func (r *ClusterRun) execAndLog(ctx context.Context, n *Node, before, after *snapshot.Snapshot, prefix string) []report.Check {
-	execC := report.Check{Name: prefix + "exec into a container the old containerd started"}
-	logC := report.Check{Name: prefix + "its stdout still reaches its log"}
 	still := map[string]bool{}
 	for _, c := range after.Containers {
 		if c.State == "RUNNING" {
 			still[c.ID] = true
 		}
 	}
-	marker := fmt.Sprintf("kc-e2e-runtime-move-%d", time.Now().UnixNano())
-	var tried []string
+	var cands []snapshot.Container
 	for _, c := range workloadsOnly(before).Containers {
-		if c.State != "RUNNING" || !still[c.ID] || len(tried) == 4 {
-			continue
+		if c.State == "RUNNING" && still[c.ID] {
+			cands = append(cands, c)
 		}
-		out, err := n.Exec(ctx, nil, "crictl", "--timeout", "20s", "exec", c.ID, "sh", "-c", "echo "+marker+" >/proc/1/fd/1 && echo ok")
-		if err != nil {
-			tried = append(tried, fmt.Sprintf("%s/%s: %v", c.Pod, c.Name, err))
-			continue
-		}
-		execC.Passed = strings.TrimSpace(string(out)) == "ok"
-		execC.Detail = fmt.Sprintf("%s/%s (%.13s, started %s): exec answered %q", c.Pod, c.Name, c.ID, c.StartedAt.Format(time.RFC3339), strings.TrimSpace(string(out)))
-		err = Poll(ctx, 15*time.Second, func() error {
-			out, err := n.Exec(ctx, nil, "crictl", "logs", "--tail", "50", c.ID)
-			if err == nil && !strings.Contains(string(out), marker) {
-				err = fmt.Errorf("crictl logs has no %s", marker)
-			}
-			return err
-		})
-		logC.Passed = err == nil
-		logC.Detail = fmt.Sprintf("%s/%s: crictl logs holds the line written after the move", c.Pod, c.Name)
-		if err != nil {
-			logC.Detail = fmt.Sprintf("%s/%s: %v", c.Pod, c.Name, err)
-		}
-		return []report.Check{execC, logC}
 	}
-	execC.Detail = "no container took the exec: " + strings.Join(tried, "; ")
-	logC.Detail = "no exec"
+	execC, logC, _ := execlog.Check(ctx, execlog.Node{
+		Exec: func(ctx context.Context, id string, argv ...string) (string, error) {
+			out, err := n.Exec(ctx, nil, append([]string{"crictl", "--timeout", "20s", "exec", id}, argv...)...)
+			return string(out), err
+		},
+		LogHas: func(ctx context.Context, id, marker string) (string, error) {
+			return "crictl logs", Poll(ctx, 15*time.Second, func() error {
+				out, err := n.Exec(ctx, nil, "crictl", "logs", "--tail", "50", id)
+				if err == nil && !strings.Contains(string(out), marker) {
+					err = fmt.Errorf("crictl logs has no %s", marker)
+				}
+				return err
+			})
+		},
+	}, cands)
+	execC.Name, logC.Name = prefix+execC.Name, prefix+logC.Name
 	return []report.Check{execC, logC}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/corpus"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/crio"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/ctxtime"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/execlog"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/genuine"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/leftovers"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/plan"
@@ -40,8 +41,17 @@ func (s *Scenario) oldContainerChecks(ctx context.Context, st plan.RuntimeStep, 
 		return []report.Check{{Name: prefix + "CRI", Detail: err.Error()}}
 	}
 	defer c.Close()
-	marker := fmt.Sprintf("kc-e2e-runtime-swap-%d", time.Now().UnixNano())
-	execC, logC, old := execAndLog(ctx, c, cands, marker)
+	execC, logC, old := execlog.Check(ctx, execlog.Node{
+		Exec: func(ctx context.Context, id string, argv ...string) (string, error) {
+			return c.Exec(ctx, id, 10*time.Second, argv...)
+		},
+		LogHas: func(ctx context.Context, id, marker string) (string, error) {
+			return c.LogHas(ctx, id, marker, 15*time.Second)
+		},
+		// The command's own non-zero exit tries the next container; any
+		// other error is the CRI's.
+		Fatal: func(err error) bool { return !strings.Contains(err.Error(), ": exit ") },
+	}, cands)
 	execC.Name, logC.Name = prefix+execC.Name, prefix+logC.Name
 	checks := []report.Check{execC, logC}
 	g := genuine.Check(ctx, prefix+"a genuine change restarts (image of one static pod)", genuine.Node{
@@ -59,43 +69,6 @@ func (s *Scenario) oldContainerChecks(ctx context.Context, st plan.RuntimeStep, 
 		s.logf("runtime check %q: passed %t: %s", ch.Name, ch.Passed, ch.Detail)
 	}
 	return checks
-}
-
-// execAndLog execs into the first old container where the exec runs
-// (a container whose user cannot write its pid 1's stdout exits non-zero:
-// the next is tried), writing marker to that stdout, and waits for marker
-// in its log file. old is the container used.
-func execAndLog(ctx context.Context, c *crio.Client, cands []snapshot.Container, marker string) (execC, logC report.Check, old snapshot.Container) {
-	execC = report.Check{Name: "exec into a container the old containerd started"}
-	logC = report.Check{Name: "its stdout still reaches its log file"}
-	var tried []string
-	for _, cand := range cands {
-		if len(tried) == 4 {
-			break
-		}
-		out, err := c.Exec(ctx, cand.ID, 10*time.Second, "sh", "-c", "echo "+marker+" >/proc/1/fd/1 && echo ok")
-		if err != nil && !strings.Contains(err.Error(), ": exit ") {
-			execC.Detail = fmt.Sprintf("%s/%s: %v", cand.Pod, cand.Name, err)
-			logC.Detail = "no exec"
-			return execC, logC, cand
-		}
-		if err != nil {
-			tried = append(tried, fmt.Sprintf("%s/%s: %v", cand.Pod, cand.Name, err))
-			continue
-		}
-		execC.Passed = strings.TrimSpace(out) == "ok"
-		execC.Detail = fmt.Sprintf("%s/%s (%.13s, started %s): ExecSync answered %q", cand.Pod, cand.Name, cand.ID, cand.StartedAt.Format(time.RFC3339), strings.TrimSpace(out))
-		path, err := c.LogHas(ctx, cand.ID, marker, 15*time.Second)
-		logC.Passed = err == nil
-		logC.Detail = fmt.Sprintf("%s/%s: %s holds the line written after the swap", cand.Pod, cand.Name, path)
-		if err != nil {
-			logC.Detail = fmt.Sprintf("%s/%s: %v", cand.Pod, cand.Name, err)
-		}
-		return execC, logC, cand
-	}
-	execC.Detail = "no container took the exec: " + strings.Join(tried, "; ")
-	logC.Detail = "no exec"
-	return execC, logC, snapshot.Container{}
 }
 
 // stopOld stops old through the CRI and waits until it has exited and the
