@@ -5,6 +5,8 @@ import (
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
+
+	"github.com/kubelet-compat/kubelet-compat/pkg/matrix"
 )
 
 const list120 = `k8s.gcr.io/kube-apiserver:v1.20.15
@@ -101,4 +103,25 @@ func TestLeftBehind(t *testing.T) {
 	next := imageList{compAPIServer: "registry.k8s.io/kube-apiserver:v1.34.12", compController: "registry.k8s.io/kube-controller-manager:v1.34.12",
 		compPause: "registry.k8s.io/pause:3.10.1", compEtcd: "registry.k8s.io/etcd:3.6.6-0", compCoreDNS: "registry.k8s.io/coredns/coredns:v1.12.0"}
 	assert.DeepEqual(t, leftBehind(old, next), []string{"registry.k8s.io/etcd:3.5.24-0", "registry.k8s.io/kube-apiserver:v1.33.13", "registry.k8s.io/kube-controller-manager:v1.33.13"})
+}
+
+// CoreDNS falls back to the Go of the release that ships it, never older
+// than oldGo: CoreDNS 1.9.3 (kubeadm 1.25) failed with go1.16.15 (its
+// //go:build lines) and with the machine's Go (a linkname it refuses).
+func TestCoreDNSGo(t *testing.T) {
+	for _, tc := range []struct{ kubernetes, want string }{
+		{"1.18.19", oldGo},
+		{"1.21.14", oldGo},
+		{"1.22.17", oldGo},
+		{"1.25.16", "1.20.14"},
+		{"1.26.15", "1.21.8"},
+		{"1.28.15", "1.22.8"},
+	} {
+		got, sum, err := coreDNSGo(tc.kubernetes)
+		assert.NilError(t, err)
+		assert.Check(t, is.Equal(got, tc.want), tc.kubernetes)
+		assert.Check(t, matrix.ValidSum(sum), tc.kubernetes)
+	}
+	_, _, err := coreDNSGo("1.99.0")
+	assert.ErrorContains(t, err, "1.99")
 }

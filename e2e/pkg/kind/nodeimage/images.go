@@ -93,7 +93,7 @@ func (b *builder) buildVersionImages(ctx context.Context, v string) (versionImag
 		specs = append(specs, binaryImage(ref, base, "etcd", bin))
 		refs = append(refs, ref)
 	}
-	coredns, err := b.coreDNSBinary(ctx, list.tag(compCoreDNS))
+	coredns, err := b.coreDNSBinary(ctx, list.tag(compCoreDNS), v)
 	if err != nil {
 		return versionImages{}, fmt.Errorf("CoreDNS: %w", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
@@ -16,6 +17,38 @@ import (
 // oldGo is the cached toolchain CoreDNS releases of the 1.20/1.21 era build
 // with when the machine's Go refuses them.
 const oldGo = "1.16.15"
+
+// coreDNSGo is the toolchain CoreDNS of kubeadm v builds with when the
+// machine's Go refuses it: v's own Go (CoreDNS 1.9.3 of 1.25 needs go1.17
+// or later and links what go1.23+ refuses), oldGo for the releases whose
+// Go is older than it (1.18 to 1.22).
+func coreDNSGo(v string) (goVersion, sum string, err error) {
+	r, err := matrix.Lookup(v)
+	if err != nil {
+		return "", "", err
+	}
+	if goMinor(r.Go) > goMinor(oldGo) {
+		return r.Go, r.ToolchainSum, nil
+	}
+	old, err := matrix.Lookup(oldGoRelease)
+	if err != nil {
+		return "", "", err
+	}
+	return old.Go, old.ToolchainSum, nil
+}
+
+// oldGoRelease is a matrix row built with oldGo.
+const oldGoRelease = "1.22"
+
+// goMinor is 16 of "1.16.15" (0 when it does not parse).
+func goMinor(v string) int {
+	parts := strings.SplitN(v, ".", 3)
+	if len(parts) < 2 {
+		return 0
+	}
+	n, _ := strconv.Atoi(parts[1])
+	return n
+}
 
 // etcdBinary returns the etcd of kubeadm's image tag (3.5.15-0): from 3.5
 // on built from the Go module proxy at that release, so that kubeadm
@@ -148,7 +181,7 @@ func (b *builder) debianEtcd(ctx context.Context) (string, error) {
 
 // coreDNSBinary builds github.com/coredns/coredns at the release kubeadm
 // names (from the Go module proxy, static), cached per version.
-func (b *builder) coreDNSBinary(ctx context.Context, tag string) (string, error) {
+func (b *builder) coreDNSBinary(ctx context.Context, tag, kubernetes string) (string, error) {
 	version, err := coreDNSModuleVersion(tag)
 	if err != nil {
 		return "", err
@@ -173,32 +206,23 @@ func (b *builder) coreDNSBinary(ctx context.Context, tag string) (string, error)
 			return c.Run(ctx)
 		}
 		if err := build("go", modfetch.Env(b.opts.CacheDir)...); err != nil {
-			b.logf("CoreDNS %s does not build with the machine's Go (%v); trying go%s", version, firstLineOf(err.Error()), oldGo)
-			goroot, err := b.oldToolchain(ctx)
+			goVersion, sum, lerr := coreDNSGo(kubernetes)
+			if lerr != nil {
+				return lerr
+			}
+			b.logf("CoreDNS %s does not build with the machine's Go (%v); trying go%s", version, firstLineOf(err.Error()), goVersion)
+			// The harness's toolchain, installed into the cache with the
+			// sum the matrix records for it.
+			goroot, err := toolchain.Ensure(ctx, b.opts.CacheDir, goVersion, sum, "", b.cmdLog)
 			if err != nil {
 				return err
 			}
-			if err := build(filepath.Join(goroot, "bin", "go"), toolchain.Env(goroot, oldGo, b.opts.CacheDir)...); err != nil {
-				return fmt.Errorf("with go%s: %w", oldGo, err)
+			if err := build(filepath.Join(goroot, "bin", "go"), toolchain.Env(goroot, goVersion, b.opts.CacheDir)...); err != nil {
+				return fmt.Errorf("with go%s: %w", goVersion, err)
 			}
 		}
 		return nil
 	})
-}
-
-// oldToolchain is the harness's go<oldGo>, installed into the cache with
-// the sum the matrix records for it.
-func (b *builder) oldToolchain(ctx context.Context) (string, error) {
-	rows, err := matrix.Load()
-	if err != nil {
-		return "", err
-	}
-	for _, r := range rows {
-		if r.Go == oldGo {
-			return toolchain.Ensure(ctx, b.opts.CacheDir, oldGo, r.ToolchainSum, "", b.cmdLog)
-		}
-	}
-	return "", fmt.Errorf("go%s is in no row of the matrix", oldGo)
 }
 
 func firstLineOf(s string) string {
