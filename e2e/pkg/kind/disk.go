@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind/nodeimage"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/plan"
 )
 
@@ -21,19 +22,20 @@ const importFactor = 2.0
 const diskMargin = 2 << 30
 
 // diskNeed is the space the largest cluster of the plan takes, in bytes:
-// every node holds the images of its first version (the node image's,
-// copied into the node's /var) and imports those of each version a step
-// stages (a skip-level step's control-plane path too, which the workers
-// load as well); before each step after the first (not after a skip-level
-// step) the images of the step before's From go (RemoveLeftBehind), so a
-// chain holds about two versions at its peak. Clusters run one after the
-// other and each is deleted after its run, so the largest one counts: the
-// patched chain's, unless only the controls run.
-func diskNeed(o ScenarioOptions, archive func(version string) (int64, error)) (int64, error) {
+// every node holds its first version (the node image's images, copied
+// into the node's /var, and its packages) and imports and installs each
+// version a step stages (a skip-level step's control-plane path too, which
+// the workers load as well); before each step after the first (not after
+// a skip-level step) the images and the packages of the step before's From
+// go (RemoveLeftBehind, RemovePackages), so a chain holds about two
+// versions at its peak. perNode is what one version costs a node. Clusters
+// run one after the other and each is deleted after its run, so the
+// largest one counts: the patched chain's, unless only the controls run.
+func diskNeed(o ScenarioOptions, perNode func(version string) (int64, error)) (int64, error) {
 	nodes := int64(1 + o.Workers)
 	cost := func(v string) (int64, error) {
-		size, err := archive(v)
-		return int64(float64(size)*importFactor) * nodes, err
+		size, err := perNode(v)
+		return size * nodes, err
 	}
 	clusterNeed := func(steps []Step) (int64, error) {
 		held, err := cost(steps[0].From)
@@ -97,13 +99,7 @@ func checkDisk(ctx context.Context, p *Provider, o ScenarioOptions) error {
 	if info.DockerRootDir == "" || syscall.Statfs(info.DockerRootDir, &st) != nil {
 		return nil
 	}
-	need, err := diskNeed(o, func(v string) (int64, error) {
-		fi, err := os.Stat(filepath.Join(o.Output, "kind", "images", v+".tar"))
-		if err != nil {
-			return 0, err
-		}
-		return fi.Size(), nil
-	})
+	need, err := diskNeed(o, func(v string) (int64, error) { return versionCost(o.Output, v) })
 	if err != nil {
 		return err
 	}
@@ -116,3 +112,30 @@ func checkDisk(ctx context.Context, p *Provider, o ScenarioOptions) error {
 }
 
 func gb(bytes int64) float64 { return float64(bytes) / (1 << 30) }
+
+// versionCost is what version v costs one node: its images' archive
+// imported (importFactor), its kubelet, kubeadm and kubectl installed, and
+// their .debs staged beside them. Packages of 20 versions side by side
+// took about 5 GiB a node before RemovePackages, which the first full road
+// found (the check said 8.8 GiB; the nodes held 14 at its eighth version).
+func versionCost(output, v string) (int64, error) {
+	fi, err := os.Stat(filepath.Join(output, "kind", "images", v+".tar"))
+	if err != nil {
+		return 0, err
+	}
+	cost := int64(float64(fi.Size()) * importFactor)
+	var files []string
+	for _, b := range []string{"kubelet", "kubeadm", "kubectl"} {
+		files = append(files, filepath.Join(output, v, b))
+	}
+	for _, glob := range nodeimage.NodePackages(v) {
+		m, _ := filepath.Glob(filepath.Join(nodeimage.PackageDir(output, "patched"), glob))
+		files = append(files, m...)
+	}
+	for _, f := range files {
+		if fi, err := os.Stat(f); err == nil {
+			cost += fi.Size()
+		}
+	}
+	return cost, nil
+}

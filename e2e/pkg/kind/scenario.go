@@ -262,7 +262,9 @@ func (r *ClusterRun) actions() ([]Action, error) {
 		}
 		if prev, ok := leftBehindBefore(r.Steps, i); ok {
 			actions = append(actions, Action{fmt.Sprintf("remove the images of %s that %s no longer lists from every node (not pause)", prev.From, prev.To),
-				func(r *ClusterRun, ctx context.Context) error { return r.RemoveLeftBehind(ctx, prev.From, prev.To) }})
+				func(r *ClusterRun, ctx context.Context) error { return r.RemoveLeftBehind(ctx, prev.From, prev.To) }},
+				Action{fmt.Sprintf("remove the packages of %s from every node (dpkg -r: no longer selected)", prev.From),
+					func(r *ClusterRun, ctx context.Context) error { return r.RemovePackages(ctx, prev.From) }})
 		}
 		actions = append(actions, Action{"step " + st.String() + ": snapshot", func(r *ClusterRun, ctx context.Context) error { return r.startStep(ctx, st) }})
 		actions = append(actions, steps...)
@@ -522,6 +524,25 @@ func (r *ClusterRun) RemoveLeftBehind(ctx context.Context, v, next string) error
 	script := `for r; do crictl --timeout 60s rmi "$r" || echo "left: $r"; done`
 	for _, n := range r.Cluster.Nodes {
 		if _, err := r.ExecLogged(ctx, n, "remove-images-"+v, append([]string{"sh", "-c", script, "sh"}, refs...)...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// RemovePackages removes version v's node packages (dpkg -r) and what was
+// staged for them from every node once no stage selects v, as an operator
+// removes a version two minors back: each version installed side by side
+// holds its kubelet, kubeadm and kubectl (about 200 MiB a node), which a
+// road of twenty versions on three nodes does not leave room for. A
+// package dpkg will not remove is left, and logged.
+func (r *ClusterRun) RemovePackages(ctx context.Context, v string) error {
+	script := `v=$1; pkgs=""
+for p in node kubeadm client; do dpkg-query -W "kubernetes-$v-$p" >/dev/null 2>&1 && pkgs="$pkgs kubernetes-$v-$p"; done
+[ -z "$pkgs" ] || dpkg -r $pkgs || echo "left installed:$pkgs"
+rm -rf "/root/kc-e2e-stage/$v"`
+	for _, n := range r.Cluster.Nodes {
+		if _, err := r.ExecLogged(ctx, n, "remove-packages-"+v, "sh", "-c", script, "sh", v); err != nil {
 			return err
 		}
 	}
