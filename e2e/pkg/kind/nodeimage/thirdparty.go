@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/plan"
 	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
 	"github.com/kubelet-compat/kubelet-compat/pkg/matrix"
 	"github.com/kubelet-compat/kubelet-compat/pkg/modfetch"
@@ -18,36 +18,19 @@ import (
 // with when the machine's Go refuses them.
 const oldGo = "1.16.15"
 
-// coreDNSGo is the toolchain CoreDNS of kubeadm v builds with when the
-// machine's Go refuses it: v's own Go (CoreDNS 1.9.3 of 1.25 needs go1.17
-// or later and links what go1.23+ refuses), oldGo for the releases whose
-// Go is older than it (1.18 to 1.22).
-func coreDNSGo(v string) (goVersion, sum string, err error) {
+// coreDNSGo is the Go CoreDNS of kubeadm v builds with when the machine's
+// Go refuses it: v's own Go (CoreDNS 1.9.3 of 1.25 needs go1.17 or later
+// and links what go1.23+ refuses), oldGo for the releases whose Go is
+// older (1.18 to 1.22).
+func coreDNSGo(v string) (string, error) {
 	r, err := matrix.Lookup(v)
 	if err != nil {
-		return "", "", err
+		return "", err
 	}
-	if goMinor(r.Go) > goMinor(oldGo) {
-		return r.Go, r.ToolchainSum, nil
+	if plan.VersionLess(oldGo, r.Go) {
+		return r.Go, nil
 	}
-	old, err := matrix.Lookup(oldGoRelease)
-	if err != nil {
-		return "", "", err
-	}
-	return old.Go, old.ToolchainSum, nil
-}
-
-// oldGoRelease is a matrix row built with oldGo.
-const oldGoRelease = "1.22"
-
-// goMinor is 16 of "1.16.15" (0 when it does not parse).
-func goMinor(v string) int {
-	parts := strings.SplitN(v, ".", 3)
-	if len(parts) < 2 {
-		return 0
-	}
-	n, _ := strconv.Atoi(parts[1])
-	return n
+	return oldGo, nil
 }
 
 // etcdBinary returns the etcd of kubeadm's image tag (3.5.15-0): from 3.5
@@ -206,14 +189,12 @@ func (b *builder) coreDNSBinary(ctx context.Context, tag, kubernetes string) (st
 			return c.Run(ctx)
 		}
 		if err := build("go", modfetch.Env(b.opts.CacheDir)...); err != nil {
-			goVersion, sum, lerr := coreDNSGo(kubernetes)
+			goVersion, lerr := coreDNSGo(kubernetes)
 			if lerr != nil {
 				return lerr
 			}
 			b.logf("CoreDNS %s does not build with the machine's Go (%v); trying go%s", version, firstLineOf(err.Error()), goVersion)
-			// The harness's toolchain, installed into the cache with the
-			// sum the matrix records for it.
-			goroot, err := toolchain.Ensure(ctx, b.opts.CacheDir, goVersion, sum, "", b.cmdLog)
+			goroot, err := b.matrixToolchain(ctx, goVersion)
 			if err != nil {
 				return err
 			}
@@ -223,6 +204,21 @@ func (b *builder) coreDNSBinary(ctx context.Context, tag, kubernetes string) (st
 		}
 		return nil
 	})
+}
+
+// matrixToolchain is the harness's go<goVersion>, installed into the cache
+// with the sum the matrix records for it.
+func (b *builder) matrixToolchain(ctx context.Context, goVersion string) (string, error) {
+	rows, err := matrix.Load()
+	if err != nil {
+		return "", err
+	}
+	for _, r := range rows {
+		if r.Go == goVersion {
+			return toolchain.Ensure(ctx, b.opts.CacheDir, goVersion, r.ToolchainSum, "", b.cmdLog)
+		}
+	}
+	return "", fmt.Errorf("go%s is in no row of the matrix", goVersion)
 }
 
 func firstLineOf(s string) string {
