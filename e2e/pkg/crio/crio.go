@@ -1,6 +1,6 @@
 // Package crio is what the runtime-swap checks do to an old container
 // through CRI v1 (every containerd of the runtime road serves it): exec
-// into it, read its log, stop it. The project's CRI client (pkg/cri) lists
+// into it, read its log, attach to it, stop it. The project's CRI client (pkg/cri) lists
 // and reads; this one acts.
 package crio
 
@@ -8,13 +8,17 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
+	"net/url"
 	"os"
 	"strings"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/remotecommand"
 	runtimev1 "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -71,6 +75,30 @@ func (c *Client) Stop(ctx context.Context, id string, timeout time.Duration) err
 	_, err := c.rt.StopContainer(ctx, &runtimev1.StopContainerRequest{ContainerId: id, Timeout: int64(timeout.Seconds())})
 	if err != nil {
 		return fmt.Errorf("StopContainer %s: %w", short(id), err)
+	}
+	return nil
+}
+
+// Attach attaches to the container's stdout and stderr as the kubelet
+// does for kubectl attach (the CRI's Attach, then the runtime's streaming
+// server over SPDY) and copies them to out until ctx ends.
+func (c *Client) Attach(ctx context.Context, id string, out io.Writer) error {
+	resp, err := c.rt.Attach(ctx, &runtimev1.AttachRequest{ContainerId: id, Stdout: true, Stderr: true})
+	if err != nil {
+		return fmt.Errorf("Attach %s: %w", short(id), err)
+	}
+	u, err := url.Parse(resp.Url)
+	if err != nil {
+		return fmt.Errorf("Attach %s: the runtime's stream URL %q: %w", short(id), resp.Url, err)
+	}
+	// The runtime's streaming server listens on loopback without TLS, as
+	// containerd's default configuration has it.
+	stream, err := remotecommand.NewSPDYExecutor(&rest.Config{}, "POST", u)
+	if err != nil {
+		return fmt.Errorf("Attach %s: %w", short(id), err)
+	}
+	if err := stream.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: out, Stderr: out}); err != nil {
+		return fmt.Errorf("Attach %s: streaming from %s: %w", short(id), u.Host, err)
 	}
 	return nil
 }

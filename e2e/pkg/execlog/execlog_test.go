@@ -3,8 +3,11 @@ package execlog
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
@@ -70,6 +73,88 @@ func TestCheck(t *testing.T) {
 			if tc.logErr != nil {
 				assert.Check(t, is.Contains(logC.Detail, tc.logErr.Error()))
 			}
+		})
+	}
+}
+
+func TestAttach(t *testing.T) {
+	c := snapshot.Container{Pod: "kc-e2e/web", Name: "httpd", ID: "c2"}
+	for _, tc := range []struct {
+		name string
+		// attach is the transport: lines holds what the exec wrote.
+		attach     func(ctx context.Context, lines <-chan string, out io.Writer) error
+		execErr    error
+		c          snapshot.Container
+		wantPassed bool
+		wantDetail string
+	}{
+		{name: "the stream carries the line as it is written", c: c, wantPassed: true,
+			attach: func(ctx context.Context, lines <-chan string, out io.Writer) error {
+				for {
+					select {
+					case <-ctx.Done():
+						return ctx.Err()
+					case l := <-lines:
+						fmt.Fprintln(out, l)
+					}
+				}
+			},
+			wantDetail: "kc-e2e/web/httpd (c2): the attached stream carried the line"},
+		{name: "the stream is written only when the attach ends (crictl in a node)", c: c, wantPassed: true,
+			attach: func(ctx context.Context, lines <-chan string, out io.Writer) error {
+				var got []string
+				deadline := time.After(1200 * time.Millisecond)
+				for {
+					select {
+					case l := <-lines:
+						got = append(got, l)
+					case <-deadline:
+						_, err := fmt.Fprintln(out, strings.Join(got, "\n"))
+						return err
+					}
+				}
+			},
+			wantDetail: "the attached stream carried the line"},
+		{name: "the attach fails", c: c,
+			attach: func(context.Context, <-chan string, io.Writer) error {
+				return errors.New("rpc error: code = NotFound")
+			},
+			wantDetail: "kc-e2e/web/httpd (c2): attach: rpc error: code = NotFound"},
+		{name: "the stream never carries the line", c: c,
+			attach: func(ctx context.Context, _ <-chan string, out io.Writer) error {
+				<-ctx.Done()
+				return ctx.Err()
+			},
+			wantDetail: "none reached the attached stream"},
+		{name: "no line can be written", c: c, execErr: errors.New("ExecSync c2: exit 1: sh: not found"),
+			attach: func(ctx context.Context, _ <-chan string, out io.Writer) error {
+				<-ctx.Done()
+				return ctx.Err()
+			},
+			wantDetail: "no line written: ExecSync c2: exit 1"},
+		{name: "no container", wantDetail: "no container took the exec"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lines := make(chan string, 64)
+			n := Node{
+				Exec: func(_ context.Context, id string, argv ...string) (string, error) {
+					assert.Check(t, is.Equal(id, tc.c.ID))
+					if tc.execErr != nil {
+						return "", tc.execErr
+					}
+					lines <- strings.Fields(argv[len(argv)-1])[1]
+					return "", nil
+				},
+				Attach: func(ctx context.Context, id string, out io.Writer) error {
+					assert.Check(t, is.Equal(id, tc.c.ID))
+					return tc.attach(ctx, lines, out)
+				},
+				AttachFor: 1500 * time.Millisecond,
+			}
+			ch := Attach(context.Background(), n, tc.c)
+			assert.Check(t, is.Equal(ch.Passed, tc.wantPassed), ch.Detail)
+			assert.Check(t, is.Contains(ch.Detail, tc.wantDetail))
+			assert.Check(t, is.Equal(ch.Name, AttachCheck))
 		})
 	}
 }

@@ -8,8 +8,10 @@ package kind
 import (
 	"context"
 	"fmt"
+	"io"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -215,7 +217,8 @@ func RuntimeVersionIs(out, version string) bool {
 
 // execAndLog makes execlog's checks through crictl in the node (exec
 // through the new containerd and the old shim; crictl logs, the file the
-// new containerd now writes) on a workload container that ran before the
+// new containerd now writes; crictl attach, the new containerd's
+// streaming server) on a workload container that ran before the
 // move and still runs under the same ID.
 func (r *ClusterRun) execAndLog(ctx context.Context, n *Node, before, after *snapshot.Snapshot, prefix string) []report.Check {
 	still := map[string]bool{}
@@ -230,10 +233,18 @@ func (r *ClusterRun) execAndLog(ctx context.Context, n *Node, before, after *sna
 			cands = append(cands, c)
 		}
 	}
-	execC, logC, _ := execlog.Check(ctx, execlog.Node{
+	en := execlog.Node{
 		Exec: func(ctx context.Context, id string, argv ...string) (string, error) {
 			out, err := n.Exec(ctx, nil, append([]string{"crictl", "--timeout", "20s", "exec", id}, argv...)...)
 			return string(out), err
+		},
+		// crictl attach runs until its container exits: timeout ends it
+		// inside the node, and its output comes back then.
+		Attach: func(ctx context.Context, id string, out io.Writer) error {
+			secs := strconv.Itoa(int((execlog.DefaultAttachFor - 2*time.Second) / time.Second))
+			got, err := n.Exec(ctx, nil, "sh", "-c", `timeout "$1" crictl attach "$2"; rc=$?; [ $rc -eq 124 ] || exit $rc`, "sh", secs, id)
+			out.Write(got)
+			return err
 		},
 		LogHas: func(ctx context.Context, id, marker string) (string, error) {
 			return "crictl logs", Poll(ctx, 15*time.Second, func() error {
@@ -244,9 +255,11 @@ func (r *ClusterRun) execAndLog(ctx context.Context, n *Node, before, after *sna
 				return err
 			})
 		},
-	}, cands)
-	execC.Name, logC.Name = prefix+execC.Name, prefix+logC.Name
-	return []report.Check{execC, logC}
+	}
+	execC, logC, used := execlog.Check(ctx, en, cands)
+	attachC := execlog.Attach(ctx, en, used)
+	execC.Name, logC.Name, attachC.Name = prefix+execC.Name, prefix+logC.Name, prefix+attachC.Name
+	return []report.Check{execC, logC, attachC}
 }
 
 // repairCgroups runs kubelet-compat cgroups --repair on n before its

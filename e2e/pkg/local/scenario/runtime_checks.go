@@ -23,7 +23,9 @@ import (
 // oldContainerChecks are what must still work after a runtime swap on a
 // container the old containerd started: exec (ExecSync through its old
 // shim), its log (a line written to its stdout reaches its log file: the
-// new containerd took over its output), a genuine change (the image of
+// new containerd took over its output), attach (the same line reaches an
+// attached stream through the new containerd's streaming server), a
+// genuine change (the image of
 // the corpus's pinned pod: that container restarts, nothing else) and
 // stop (StopContainer, then the kubelet starts it again).
 func (s *Scenario) oldContainerChecks(ctx context.Context, st plan.RuntimeStep, variant string, before, after *snapshot.Snapshot) []report.Check {
@@ -41,7 +43,7 @@ func (s *Scenario) oldContainerChecks(ctx context.Context, st plan.RuntimeStep, 
 		return []report.Check{{Name: prefix + "CRI", Detail: err.Error()}}
 	}
 	defer c.Close()
-	execC, logC, old := execlog.Check(ctx, execlog.Node{
+	n := execlog.Node{
 		Exec: func(ctx context.Context, id string, argv ...string) (string, error) {
 			return c.Exec(ctx, id, 10*time.Second, argv...)
 		},
@@ -50,10 +52,13 @@ func (s *Scenario) oldContainerChecks(ctx context.Context, st plan.RuntimeStep, 
 		},
 		// The command's own non-zero exit tries the next container; any
 		// other error is the CRI's.
-		Fatal: func(err error) bool { return !strings.Contains(err.Error(), ": exit ") },
-	}, cands)
-	execC.Name, logC.Name = prefix+execC.Name, prefix+logC.Name
-	checks := []report.Check{execC, logC}
+		Fatal:  func(err error) bool { return !strings.Contains(err.Error(), ": exit ") },
+		Attach: c.Attach,
+	}
+	execC, logC, old := execlog.Check(ctx, n, cands)
+	attachC := execlog.Attach(ctx, n, old)
+	execC.Name, logC.Name, attachC.Name = prefix+execC.Name, prefix+logC.Name, prefix+attachC.Name
+	checks := []report.Check{execC, logC, attachC}
 	g := genuine.Check(ctx, prefix+"a genuine change restarts (image of one static pod)", genuine.Node{
 		Take:          func(ctx context.Context) (*snapshot.Snapshot, error) { return s.rt.Take(ctx, corpus.Namespace) },
 		WriteManifest: func(_ context.Context, pod *v1.Pod) error { return corpus.WritePod(s.manifestDir(), pod) },
