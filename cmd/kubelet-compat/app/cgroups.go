@@ -115,31 +115,57 @@ func escapedTasks(ctx context.Context, env Env, runcRoot string, n *nodeOptions)
 	if err != nil || len(tasks) == 0 {
 		return nil, err
 	}
+	names, err := taskNames(ctx, n)
+	if err != nil {
+		return nil, err
+	}
+	var out []escapedTask
+	for _, t := range tasks {
+		e := escapedTask{pod: names.pod(t.ID), what: names.what(t.ID)}
+		e.Task = t
+		out = append(out, e)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].pod+out[i].ID < out[j].pod+out[j].ID })
+	return out, nil
+}
+
+// taskName is a task's pod and what it is in the pod, by task ID.
+type taskName struct{ pod, what string }
+
+type taskNameMap map[string]taskName
+
+func (m taskNameMap) pod(id string) string {
+	if n, ok := m[id]; ok {
+		return n.pod
+	}
+	return "(no pod)"
+}
+
+func (m taskNameMap) what(id string) string {
+	if n, ok := m[id]; ok {
+		return n.what
+	}
+	return "task"
+}
+
+// taskNames names the runtime's sandboxes and containers by their pods
+// through the CRI.
+func taskNames(ctx context.Context, n *nodeOptions) (taskNameMap, error) {
 	c, node, err := n.dialNode(ctx)
 	if err != nil {
 		return nil, err
 	}
 	c.Close()
-	names := map[string]escapedTask{}
+	names := taskNameMap{}
 	for _, s := range node.sandboxes {
-		names[s.ID] = escapedTask{pod: s.Namespace + "/" + s.Name, what: "sandbox"}
+		names[s.ID] = taskName{pod: s.Namespace + "/" + s.Name, what: "sandbox"}
 	}
 	for _, ct := range node.containers {
 		pod := "(no pod)"
 		if s, ok := node.byID[ct.SandboxID]; ok {
 			pod = s.Namespace + "/" + s.Name
 		}
-		names[ct.ID] = escapedTask{pod: pod, what: "container " + ct.Name}
+		names[ct.ID] = taskName{pod: pod, what: "container " + ct.Name}
 	}
-	var out []escapedTask
-	for _, t := range tasks {
-		e, ok := names[t.ID]
-		if !ok {
-			e = escapedTask{pod: "(no pod)", what: "task"}
-		}
-		e.Task = t
-		out = append(out, e)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].pod+out[i].ID < out[j].pod+out[j].ID })
-	return out, nil
+	return names, nil
 }

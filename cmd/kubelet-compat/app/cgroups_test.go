@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/kubelet-compat/kubelet-compat/pkg/cri"
+	"github.com/kubelet-compat/kubelet-compat/pkg/shimgroups"
 	"github.com/kubelet-compat/kubelet-compat/pkg/taskcgroups"
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
@@ -82,5 +83,44 @@ func TestPreflightRuntimeRefusesContainersOutOfTheirCgroups(t *testing.T) {
 
 	assert.Equal(t, f.run("cgroups", "--repair"), ExitOK, f.stderr.String())
 	assert.Equal(t, f.run(append(args, "--runtime", "containerd@2.4.2")...), ExitOK, f.stderr.String())
-	assert.Check(t, is.Contains(f.stdout.String(), "note: runtime: no running container is out of its cgroups: containerd@2.4.2 kills no shim as leaked at its start"))
+	assert.Check(t, is.Contains(f.stdout.String(), "note: runtime: no running container is out of its cgroups or away from its shim's address: containerd@2.4.2 kills no shim as leaked at its start"))
+}
+
+// shimTask gives the runc task id (init pid) a shim process and a bundle
+// naming the socket address sock; listening: that shim listens there
+// (one shim per pod), else a socket no process holds does.
+func (f *fixture) shimTask(id string, pid, shim int, sock string, listening bool) {
+	f.t.Helper()
+	root := f.hostRoot()
+	f.write(filepath.Join(root, "proc", strconv.Itoa(pid), "stat"), strconv.Itoa(pid)+" (pause) S "+strconv.Itoa(shim)+" 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 4242 1 1\n")
+	held, listener := strconv.Itoa(shim), strconv.Itoa(shim)
+	if !listening {
+		listener = "9" + held // a socket no process holds
+	}
+	fd := filepath.Join(root, "proc", strconv.Itoa(shim), "fd")
+	assert.NilError(f.t, os.MkdirAll(fd, 0o755))
+	assert.NilError(f.t, os.Symlink("socket:["+held+"]", filepath.Join(fd, "3")))
+	f.write(filepath.Join(root, "proc", strconv.Itoa(shim), "net", "unix"), "Num RefCount Protocol Flags Type St Inode Path\n"+
+		"0000000000000000: 00000002 00000000 00010000 0001 01 "+listener+" "+sock+"\n")
+	f.write(filepath.Join(root, shimgroups.DefaultTaskState, id, "address"), "unix://"+sock)
+}
+
+// TestPreflightRuntimeRefusesSplitShimGroups: a pod whose sandbox's shim
+// lost the pod's socket to another shim; containerd 1.7 or later would
+// kill it at its start, preflight names it.
+func TestPreflightRuntimeRefusesSplitShimGroups(t *testing.T) {
+	f := newFixture(t, cri.APIv1, cri.APIv1alpha2)
+	f.srv.SetVersion("containerd", "1.7.35")
+	f.kubeProxyPod()
+	f.runcTask("sb-web", 585, false)
+	f.shimTask("sb-web", 585, 580, "/run/containerd/s/web", true)
+	args := []string{"preflight", "--node", "--from", "v1.30.14", "--to", "v1.31.14", "--runtime", "containerd@2.4.2"}
+	assert.Equal(t, f.run(args...), ExitOK, f.stderr.String())
+
+	f.runcTask("sb-proxy", 331, false)
+	f.shimTask("sb-proxy", 331, 330, "/run/containerd/s/proxy", false)
+	assert.Equal(t, f.run(args...), ExitError)
+	assertOneErrorLine(t, f.stderr.String(), "runtime: containerd@2.4.2 would kill 1 pod(s) at its start, whose shim no longer answers at its bundle's address (the pod's shim split in two): kube-system/kube-proxy-7sh5b (sandbox sb-proxy of kube-system/kube-proxy-7sh5b: its shim (pid 330) does not listen at unix:///run/containerd/s/proxy, nothing does); restart them first: nothing joins their shims again")
+	// Containerd 1.6 kills no shim as leaked.
+	assert.Equal(t, f.run(append(args[:len(args)-1], "containerd@1.6.36")...), ExitOK, f.stderr.String())
 }

@@ -8,6 +8,7 @@ import (
 	kubeletcompat "github.com/kubelet-compat/kubelet-compat/kubelet-compat"
 	"github.com/kubelet-compat/kubelet-compat/pkg/cri"
 	"github.com/kubelet-compat/kubelet-compat/pkg/runtimecompat"
+	"github.com/kubelet-compat/kubelet-compat/pkg/shimgroups"
 	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
 )
@@ -15,13 +16,15 @@ import (
 // runtimeCheckOptions are preflight's flags for the runtime check
 // (pkg/runtimecompat, docs/runtime.md).
 type runtimeCheckOptions struct {
-	runtime string
-	cgroups cgroupsOptions
+	runtime   string
+	cgroups   cgroupsOptions
+	taskState string
 }
 
 func (r *runtimeCheckOptions) addFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&r.runtime, "runtime", "", "the node's container runtime as NAME@VERSION, e.g. containerd@1.7.35, judged by the runtime matrix (docs/runtime.md) instead of asking --runtime-endpoint (--node asks it by default); with --node and containerd 1.7 or later, also refused while a running container is out of its cgroups (kubelet-compat cgroups)")
+	fs.StringVar(&r.runtime, "runtime", "", "the node's container runtime as NAME@VERSION, e.g. containerd@1.7.35, judged by the runtime matrix (docs/runtime.md) instead of asking --runtime-endpoint (--node asks it by default); with --node and containerd 1.7 or later, also refused while a running container is out of its cgroups (kubelet-compat cgroups) or its shim no longer answers at its bundle's address")
 	r.cgroups.addRuncRootFlag(fs)
+	fs.StringVar(&r.taskState, "task-state", shimgroups.DefaultTaskState, "containerd's state of the Kubernetes namespace's tasks, whose bundles name their shims' addresses")
 }
 
 // cgroupV1Host says whether this host mounts cgroup v1 at /sys/fs/cgroup;
@@ -43,7 +46,9 @@ var cgroupV1Host = func() (bool, error) {
 //
 // With --node, a --runtime that kills shims whose task reports no process
 // (containerd 1.7 or later) is refused while a running container is out
-// of its cgroups: that containerd's start would kill its pod.
+// of its cgroups, or while a task's shim no longer answers at the address
+// its bundle names (package shimgroups): that containerd's start would
+// kill its pod.
 func (o *preflightOptions) checkRuntime(ctx context.Context, env Env, from, to kubeletcompat.Version) ([]string, error) {
 	var rt runtimecompat.Runtime
 	switch {
@@ -91,10 +96,42 @@ func (o *preflightOptions) checkRuntime(ctx context.Context, env Env, from, to k
 			}
 			return nil, fmt.Errorf("runtime: %s would kill %d pod(s) at its start, whose shim reports no process (a container out of its cgroups; kubelet-compat cgroups): %s; put them back first: kubelet-compat cgroups --repair", o.runtime, len(pods), strings.Join(pods, " "))
 		}
-		notes = append(notes, "runtime: no running container is out of its cgroups: "+o.runtime+" kills no shim as leaked at its start")
+		if err := o.checkShimGroups(ctx, env); err != nil {
+			return nil, err
+		}
+		notes = append(notes, "runtime: no running container is out of its cgroups or away from its shim's address: "+o.runtime+" kills no shim as leaked at its start")
 	}
 	for _, n := range verdict.Notes {
 		notes = append(notes, "runtime: "+n)
 	}
 	return notes, nil
+}
+
+// checkShimGroups refuses the runtime while a running container's shim is
+// not the one listening at its bundle's address (a pod whose shim group
+// split in two): that containerd's start would take it for leaked. Nothing
+// joins them again; the pod must be restarted first.
+func (o *preflightOptions) checkShimGroups(ctx context.Context, env Env) error {
+	tasks, err := shimgroups.Host{RuncRoot: o.cgroups.runcRoot, TaskState: o.taskState, FSRoot: env.FSRoot}.Stranded()
+	if err != nil {
+		return fmt.Errorf("runtime: the containers' shims: %w", err)
+	}
+	if len(tasks) == 0 {
+		return nil
+	}
+	names, err := taskNames(ctx, &o.nodeOptions)
+	if err != nil {
+		return err
+	}
+	var pods, why []string
+	seen := map[string]bool{}
+	for _, t := range tasks {
+		pod := names.pod(t.ID)
+		if !seen[pod] {
+			seen[pod] = true
+			pods = append(pods, pod)
+		}
+		why = append(why, fmt.Sprintf("%s %.13s of %s: %s", names.what(t.ID), t.ID, pod, t.Reason()))
+	}
+	return fmt.Errorf("runtime: %s would kill %d pod(s) at its start, whose shim no longer answers at its bundle's address (the pod's shim split in two): %s (%s); restart them first: nothing joins their shims again", o.runtime, len(pods), strings.Join(pods, " "), strings.Join(why, "; "))
 }
