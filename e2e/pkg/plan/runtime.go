@@ -104,6 +104,14 @@ type RuntimeRun struct {
 	// runtime step done right, so this is what shows that the step's
 	// zero-restart assertion can fail: it must fail here.
 	KillShims bool
+	// SplitShimGroup makes the run the negative control of the shim-group
+	// check: before the swap one pod's shim group is split in two (its
+	// socket removed, a container of it restarted: the new container's
+	// shim takes the address), as a loaded node's shim start can do. A
+	// containerd that kills shims whose task it cannot reach (1.7 and
+	// later) kills the stranded one at its start; the check made before
+	// every swap must name it, and the zero-restart assertion must fail.
+	SplitShimGroup bool
 }
 
 // RuntimeRuns expands the runtime steps: per step the patched kubelet,
@@ -112,7 +120,8 @@ type RuntimeRun struct {
 // With chain, the steps are one road on ONE set of containers (each step
 // starts where the one before ended): the patched kubelet over the whole
 // road, then the control over it. With controls and the patched kubelet,
-// the negative control (KillShims) runs last, on the last step alone.
+// the negative controls run last, on the last step alone: KillShims, and
+// SplitShimGroup when the last step's runtime kills unreachable shims.
 func RuntimeRuns(steps []RuntimeStep, chain, controls, skipPatched bool) []RuntimeRun {
 	var out []RuntimeRun
 	if chain {
@@ -133,7 +142,11 @@ func RuntimeRuns(steps []RuntimeStep, chain, controls, skipPatched bool) []Runti
 		}
 	}
 	if controls && !skipPatched && len(steps) > 0 {
-		out = append(out, RuntimeRun{Steps: steps[len(steps)-1:], Patched: true, KillShims: true})
+		last := steps[len(steps)-1:]
+		out = append(out, RuntimeRun{Steps: last, Patched: true, KillShims: true})
+		if runtimecompat.KillsShimsWithoutProcesses(last[0].To.Name, last[0].To.Version) {
+			out = append(out, RuntimeRun{Steps: last, Patched: true, SplitShimGroup: true})
+		}
 	}
 	return out
 }

@@ -55,11 +55,18 @@ func TestRuntimeRuns(t *testing.T) {
 	// on the road's last step, swapped as a unit without KillMode=process
 	// stops containerd (its shims killed with it).
 	negative := RuntimeRun{Steps: road[1:], Patched: true, KillShims: true}
-	assert.DeepEqual(t, RuntimeRuns(road, false, true, false), []RuntimeRun{one(0, true), one(0, false), one(1, true), one(1, false), negative})
+	// Then, on a runtime that kills the shims it cannot reach (2.4.2), a
+	// pod's shim group split before the swap.
+	split := RuntimeRun{Steps: road[1:], Patched: true, SplitShimGroup: true}
+	assert.DeepEqual(t, RuntimeRuns(road, false, true, false), []RuntimeRun{one(0, true), one(0, false), one(1, true), one(1, false), negative, split})
+	// 1.6.20 kills no shim as leaked: no split run on a road ending there.
+	old, err := ParseRuntimeSteps("containerd@1.6.20:containerd@1.6.36")
+	assert.NilError(t, err)
+	assert.DeepEqual(t, RuntimeRuns(old, false, true, false), []RuntimeRun{{Steps: old, Patched: true}, {Steps: old}, {Steps: old, Patched: true, KillShims: true}})
 	assert.DeepEqual(t, RuntimeRuns(road, false, false, false), []RuntimeRun{one(0, true), one(1, true)})
 	// Without the patched kubelet, no negative control (it runs the patched one).
 	assert.DeepEqual(t, RuntimeRuns(road[:1], false, true, true), []RuntimeRun{one(0, false)})
-	assert.DeepEqual(t, RuntimeRuns(road, true, true, false), []RuntimeRun{{Steps: road, Patched: true}, {Steps: road}, negative})
+	assert.DeepEqual(t, RuntimeRuns(road, true, true, false), []RuntimeRun{{Steps: road, Patched: true}, {Steps: road}, negative, split})
 	assert.DeepEqual(t, RuntimeRuns(road, true, false, false), []RuntimeRun{{Steps: road, Patched: true}})
 	assert.NilError(t, CheckRuntimeChain(road))
 	gap, _ := ParseRuntimeSteps("containerd@1.6.20:containerd@1.7.35,containerd@1.6.20:containerd@2.4.2")

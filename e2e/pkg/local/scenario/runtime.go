@@ -111,32 +111,45 @@ func (s *Scenario) reportRuns(prefix string, runs []*report.Run) []error {
 func (s *Scenario) runtimeRun(ctx context.Context, r plan.RuntimeRun) ([]*report.Run, error) {
 	k := s.opts.RuntimeKubelet
 	what := fmt.Sprintf("runtime run of %d steps", len(r.Steps))
-	if r.KillShims {
+	switch {
+	case r.KillShims:
 		what = "negative control of the runtime swap (the shims killed with containerd)"
+	case r.SplitShimGroup:
+		what = "negative control of the shim-group check (one pod's shim group split before the swap)"
 	}
 	_, variant, err := s.startRuntimeRun(ctx, what, r.Steps[0].From, k, r.Patched)
 	if err != nil {
 		return nil, err
 	}
-	if r.KillShims {
+	switch {
+	case r.KillShims:
 		variant = negativeVariant
+	case r.SplitShimGroup:
+		variant = splitVariant
+		if _, err := s.splitShimGroup(ctx); err != nil {
+			return nil, err
+		}
 	}
-	// What the run's own checks assert: a patched run's, not the negative
+	// What the run's own checks assert: a patched run's, not a negative
 	// control's (its old containers are gone, as they must be).
-	asserted := r.Patched && !r.KillShims
+	negative := r.KillShims || r.SplitShimGroup
+	asserted := r.Patched && !negative
 	var runs []*report.Run
 	for _, st := range r.Steps {
 		to, err := local.FindRuntime(ctx, filepath.Join(s.opts.Output, "runtime"), st.To.Version)
 		if err != nil {
 			return nil, err
 		}
-		run, res, err := s.runtimeStep(ctx, st, k, r, variant, to)
+		run, res, shimCheck, err := s.runtimeStep(ctx, st, k, r, variant, to)
 		if err != nil {
 			return nil, err
 		}
-		var checks []report.Check
-		if !r.KillShims {
-			checks = s.runtimeChecks(ctx, st, variant, res.Before, res.After, asserted)
+		checks := []report.Check{shimCheck}
+		if asserted {
+			s.check(shimCheck)
+		}
+		if !negative {
+			checks = append(checks, s.runtimeChecks(ctx, st, variant, res.Before, res.After, asserted)...)
 		}
 		judgeRuntimeRun(run, r, checks)
 		runs = append(runs, run)
@@ -145,17 +158,25 @@ func (s *Scenario) runtimeRun(ctx context.Context, r plan.RuntimeRun) ([]*report
 	return runs, nil
 }
 
-// negativeVariant names the negative control's runs in the report.
-const negativeVariant = report.Patched + ", shims killed"
+// The negative controls' variants in the report.
+const (
+	negativeVariant = report.Patched + ", shims killed"
+	splitVariant    = report.Patched + ", shim group split"
+)
 
 // runtimeStep swaps the running containerd for to under the running
 // kubelet k, as run r does; the caller judges the step (judgeRuntimeRun).
-func (s *Scenario) runtimeStep(ctx context.Context, st plan.RuntimeStep, k string, r plan.RuntimeRun, variant string, to local.RuntimeDist) (*report.Run, *swap.Result, error) {
+//
+// Before the swap it makes the shim-group check (returned).
+func (s *Scenario) runtimeStep(ctx context.Context, st plan.RuntimeStep, k string, r plan.RuntimeRun, variant string, to local.RuntimeDist) (*report.Run, *swap.Result, report.Check, error) {
 	s.logf("runtime %s (%s): the swap starts %s", st, variant, to)
 	run := &report.Run{Step: fmt.Sprintf("%s (kubelet %s)", st, k), From: st.From.String(), To: st.To.String(), Variant: variant}
-	res, err := s.runtimeSwap(ctx, st, r, to, run)
+	var shimCheck report.Check
+	res, err := s.runtimeSwap(ctx, st, r, to, run, func() {
+		shimCheck, _ = s.shimGroupCheck(fmt.Sprintf("runtime %s (%s): ", st, variant))
+	})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, shimCheck, err
 	}
 	fill(run, res)
 	if last := lastStartAfter(res.After, res.Started); last.Sub(res.Started).Seconds() > run.WindowSeconds {
@@ -163,7 +184,7 @@ func (s *Scenario) runtimeStep(ctx context.Context, st plan.RuntimeStep, k strin
 	}
 	s.logf("runtime %s (%s): %d pods, %d containers, %d restarts, %d pods recreated, %d pod UIDs changed, window %.1fs (CRI down %.1fs)",
 		st, variant, run.Pods, run.Containers, run.Restarts, run.RecreatedPods, run.Diff.UIDChanges, run.WindowSeconds, run.RuntimeDownSeconds)
-	return run, res, nil
+	return run, res, shimCheck, nil
 }
 
 // runtimeChecks are exec, logs, a genuine change and stop on a container
@@ -200,6 +221,24 @@ func judgeRuntimeRun(run *report.Run, r plan.RuntimeRun, checks []report.Check) 
 		default:
 			run.Verdict = "negative control (the shims killed with containerd): the zero-restart assertion passed, so it cannot tell a loss: " + lost
 		}
+	case r.SplitShimGroup:
+		// checks[0] is the shim-group check made before the swap: it must
+		// have named the split pod, and the pod must be lost.
+		probe := *run
+		report.AssertPatched(&probe)
+		named := len(checks) > 0 && !checks[0].Passed && strings.Contains(checks[0].Detail, strandedDetail)
+		run.Passed = run.Pods > 0 && !probe.Passed && named
+		prefix := "negative control (one pod's shim group split before the swap): "
+		switch {
+		case run.Pods == 0:
+			run.Verdict = prefix + "no pods"
+		case run.Passed:
+			run.Verdict = prefix + "the check before the swap named it (" + checks[0].Detail + ") and the zero-restart assertion failed, as both must: " + lost
+		case !named:
+			run.Verdict = prefix + "the check before the swap did not name it: " + checkDetail(checks) + "; " + lost
+		default:
+			run.Verdict = prefix + "the check named it, but the zero-restart assertion passed: the new containerd kept the stranded shim: " + lost
+		}
 	case r.Patched:
 		report.AssertPatched(run)
 	default:
@@ -230,10 +269,11 @@ func controlOutcomes(checks []report.Check) string {
 // runtimeSwap is the swap sequence with the runtime swapped: the node is
 // back when every pod runs and serves and the kubelet has synced every pod
 // since the new containerd answered CRI.
-func (s *Scenario) runtimeSwap(ctx context.Context, st plan.RuntimeStep, r plan.RuntimeRun, to local.RuntimeDist, run *report.Run) (*swap.Result, error) {
+func (s *Scenario) runtimeSwap(ctx context.Context, st plan.RuntimeStep, r plan.RuntimeRun, to local.RuntimeDist, run *report.Run, beforeStop func()) (*swap.Result, error) {
 	var offset int64
 	h := swap.Hooks{
 		Prepare: func(context.Context, *snapshot.Snapshot) error {
+			beforeStop()
 			s.logf("runtime %s (%s): stopping containerd %s; kubelet pid %d keeps running", st, run.Variant, s.node.RunningRuntime().Version, s.kubelet.PID)
 			if r.KillShims {
 				s.logf("runtime %s (%s): the negative control: its shims are killed after it stopped, as systemd stops a unit without KillMode=process", st, run.Variant)
@@ -325,4 +365,11 @@ func oldContainers(before, after *snapshot.Snapshot, skip string) []snapshot.Con
 		}
 	}
 	return out
+}
+
+func checkDetail(checks []report.Check) string {
+	if len(checks) == 0 {
+		return "no check"
+	}
+	return checks[0].Detail
 }

@@ -57,9 +57,12 @@ func (s *Scenario) orderRun(ctx context.Context, r plan.OrderRun) ([]*report.Run
 	var runs []*report.Run
 	asRuntimeRun := plan.RuntimeRun{Patched: r.Patched}
 	runtimeStep := func(under string) error {
-		run, _, err := s.runtimeStep(ctx, rst, under, asRuntimeRun, variant, to)
+		run, _, shimCheck, err := s.runtimeStep(ctx, rst, under, asRuntimeRun, variant, to)
 		if err == nil {
-			judgeRuntimeRun(run, asRuntimeRun, nil)
+			if r.Patched {
+				s.check(shimCheck)
+			}
+			judgeRuntimeRun(run, asRuntimeRun, []report.Check{shimCheck})
 			runs = append(runs, run)
 		}
 		return err

@@ -31,6 +31,8 @@ func TestOldContainers(t *testing.T) {
 func TestJudgeRuntimeRun(t *testing.T) {
 	checks := []report.Check{{Name: "exec", Passed: true}, {Name: "logs", Passed: false}}
 	patched, control, negative := plan.RuntimeRun{Patched: true}, plan.RuntimeRun{}, plan.RuntimeRun{Patched: true, KillShims: true}
+	split := plan.RuntimeRun{Patched: true, SplitShimGroup: true}
+	named := []report.Check{{Detail: "1 " + strandedDetail + ": sb: its shim is pid 1, but unix:///s reaches pid 2"}}
 	lost := func() *report.Run {
 		return &report.Run{Pods: 10, Restarts: 3, Diff: snapshot.Diff{Pods: 10, Restarts: 3, RestartedPods: []string{"ns/a"}}}
 	}
@@ -38,6 +40,7 @@ func TestJudgeRuntimeRun(t *testing.T) {
 		name    string
 		run     *report.Run
 		r       plan.RuntimeRun
+		checks  []report.Check
 		passed  bool
 		verdict string
 	}{
@@ -51,13 +54,48 @@ func TestJudgeRuntimeRun(t *testing.T) {
 			verdict: "negative control (the shims killed with containerd): the zero-restart assertion passed, so it cannot tell a loss: 0 restarts (), 0 pods recreated, 0 pod UIDs changed"},
 		{name: "negative control: no pods", run: &report.Run{}, r: negative,
 			verdict: "negative control (the shims killed with containerd): no pods"},
+		{name: "split shim group: named before the swap and lost", run: lost(), r: split, checks: named, passed: true,
+			verdict: "negative control (one pod's shim group split before the swap): the check before the swap named it (1 " + strandedDetail + ": sb: its shim is pid 1, but unix:///s reaches pid 2) and the zero-restart assertion failed, as both must: 3 restarts (ns/a), 0 pods recreated, 0 pod UIDs changed"},
+		{name: "split shim group: lost but not named", run: lost(), r: split, checks: []report.Check{{Passed: true, Detail: "none away from its shim's address"}},
+			verdict: "negative control (one pod's shim group split before the swap): the check before the swap did not name it: none away from its shim's address; 3 restarts (ns/a), 0 pods recreated, 0 pod UIDs changed"},
+		{name: "split shim group: the check failed to read", run: lost(), r: split, checks: []report.Check{{Detail: "the shim's unix sockets: permission denied"}}},
+		{name: "split shim group: named, nothing lost", run: &report.Run{Pods: 10}, r: split, checks: named,
+			verdict: "negative control (one pod's shim group split before the swap): the check named it, but the zero-restart assertion passed: the new containerd kept the stranded shim: 0 restarts (), 0 pods recreated, 0 pod UIDs changed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			judgeRuntimeRun(tc.run, tc.r, checks)
+			cs := checks
+			if tc.checks != nil {
+				cs = tc.checks
+			}
+			judgeRuntimeRun(tc.run, tc.r, cs)
 			assert.Equal(t, tc.run.Passed, tc.passed, tc.run.Verdict)
 			if tc.verdict != "" {
 				assert.Equal(t, tc.run.Verdict, tc.verdict)
 			}
 		})
 	}
+}
+
+func TestSplitVictim(t *testing.T) {
+	snap := &snapshot.Snapshot{
+		Sandboxes: []snapshot.Sandbox{
+			{Pod: "kc-e2e/hostnet-001", ID: "s1", Ready: true, HostNetwork: true},
+			{Pod: "kc-e2e/multi-002", ID: "s2", Ready: true},
+			{Pod: "kc-e2e/web-000", ID: "s0", Ready: true},
+			{Pod: "kc-e2e/web-008", ID: "s8", Ready: true},
+		},
+		Containers: []snapshot.Container{
+			{Pod: "kc-e2e/hostnet-001", Name: "httpd", ID: "c1", SandboxID: "s1", State: "RUNNING"},
+			{Pod: "kc-e2e/multi-002", Name: "a", ID: "c2a", SandboxID: "s2", State: "RUNNING"},
+			{Pod: "kc-e2e/multi-002", Name: "b", ID: "c2b", SandboxID: "s2", State: "RUNNING"},
+			{Pod: "kc-e2e/web-000", Name: "httpd", ID: "c0", SandboxID: "s0", State: "RUNNING"},
+			{Pod: "kc-e2e/web-008", Name: "httpd", ID: "c8", SandboxID: "s8", State: "RUNNING"},
+		},
+	}
+	// Not on the host's network, exactly one container: web-000 (by name).
+	c, ok := splitVictim(snap)
+	assert.Assert(t, ok)
+	assert.Equal(t, c.ID, "c0")
+	_, ok = splitVictim(&snapshot.Snapshot{Sandboxes: snap.Sandboxes[:2], Containers: snap.Containers[:3]})
+	assert.Assert(t, !ok, "hostNetwork and multi-container pods only")
 }

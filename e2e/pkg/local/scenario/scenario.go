@@ -596,6 +596,12 @@ func (s *Scenario) baselineOn(ctx context.Context, version string, patched bool)
 		return fmt.Errorf("baseline on %s: %w", version, err)
 	}
 	s.logf("baseline on %s: all %d pods ready and serving after %.1fs; checking it is stable", version, len(s.pods()), time.Since(start).Seconds())
+	return s.waitStable(ctx, "baseline on "+version)
+}
+
+// waitStable waits until one sync period passes with no restart and no
+// pod recreated (four tries).
+func (s *Scenario) waitStable(ctx context.Context, what string) error {
 	for attempt := 0; ; attempt++ {
 		a, err := s.rt.Take(ctx, corpus.Namespace)
 		if err != nil {
@@ -613,9 +619,9 @@ func (s *Scenario) baselineOn(ctx context.Context, version string, patched bool)
 			return nil
 		}
 		if attempt == 3 {
-			return fmt.Errorf("baseline on %s never became stable: %d restarts in one sync period (%s)", version, d.Restarts, strings.Join(d.RestartedPods, " "))
+			return fmt.Errorf("%s never became stable: %d restarts in one sync period (%s)", what, d.Restarts, strings.Join(d.RestartedPods, " "))
 		}
-		s.logf("baseline not stable yet (%d restarts: %s); waiting", d.Restarts, strings.Join(d.RestartedPods, " "))
+		s.logf("%s: not stable yet (%d restarts: %s); waiting", what, d.Restarts, strings.Join(d.RestartedPods, " "))
 	}
 }
 
