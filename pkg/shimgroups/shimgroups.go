@@ -22,14 +22,14 @@
 // operator's choosing, before containerd restarts.
 //
 // The evidence is runc's state (the container's init PID and start time),
-// the bundle's address file (containerd's, root-owned) and the kernel's
-// (/proc: the init's parent, which is its shim, that shim's open sockets,
-// and the listening sockets of its network namespace), never what a
-// process calls itself.
+// the bundle's address file (containerd's, root-owned) and the kernel's:
+// /proc (the init's parent, which is its shim, and that shim's open
+// sockets) and sock_diag (which listening socket is bound to the file at
+// the address now), never what a process calls itself. sock_diag answers
+// for the caller's network namespace: run it in the shims' (the host's).
 package shimgroups
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -38,6 +38,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/kubelet-compat/kubelet-compat/pkg/procstat"
 )
@@ -55,6 +56,9 @@ type Host struct {
 	RuncRoot  string
 	TaskState string
 	FSRoot    string
+	// Listeners lists the listening unix sockets of the shims' network
+	// namespace (nil: UnixListeners, the kernel's for the caller's).
+	Listeners func() ([]Listener, error)
 }
 
 // Task is a running container its bundle's address no longer reaches.
@@ -81,76 +85,96 @@ func (t Task) Reason() string {
 func (h Host) path(p string) string { return filepath.Join(h.FSRoot, p) }
 
 // Stranded lists the running containers under RuncRoot whose shim does
-// not hold the listening socket their bundle's address names. A container
-// that does not run (its PID gone or reused), or that has no bundle
-// (being created or deleted), is not listed. No runc root: nothing.
-func (h Host) Stranded() ([]Task, error) {
+// not hold the listening socket their bundle's address names, and counts
+// the running containers it checked. A container that does not run (its
+// PID gone or reused), or that has no bundle (being created or deleted),
+// is not checked. No runc root: nothing.
+func (h Host) Stranded() (out []Task, checked int, err error) {
 	entries, err := os.ReadDir(h.path(h.RuncRoot))
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+		return nil, 0, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	var out []Task
+	list := h.Listeners
+	if list == nil {
+		list = UnixListeners
+	}
+	listeners, err := list()
+	if err != nil {
+		return nil, 0, err
+	}
 	for _, e := range entries {
 		if !e.IsDir() {
 			continue
 		}
-		t, ok, err := h.check(e.Name())
+		t, state, err := h.check(e.Name(), listeners)
 		if err != nil {
-			return nil, err
+			return nil, checked, err
 		}
-		if ok {
+		if state != notRunning {
+			checked++
+		}
+		if state == strandedTask {
 			out = append(out, t)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out, nil
+	return out, checked, nil
 }
 
-// check: ok when id runs and its shim does not listen at its address.
-func (h Host) check(id string) (Task, bool, error) {
+// What check found of one container.
+type finding int
+
+const (
+	notRunning finding = iota
+	reachable
+	strandedTask
+)
+
+// check: strandedTask when id runs and its shim does not listen at its
+// address.
+func (h Host) check(id string, listeners []Listener) (Task, finding, error) {
 	data, err := os.ReadFile(h.path(filepath.Join(h.RuncRoot, id, "state.json")))
 	if errors.Is(err, os.ErrNotExist) {
-		return Task{}, false, nil
+		return Task{}, notRunning, nil
 	}
 	if err != nil {
-		return Task{}, false, err
+		return Task{}, notRunning, err
 	}
 	var st struct {
 		Pid   int    `json:"init_process_pid"`
 		Start uint64 `json:"init_process_start"`
 	}
 	if err := json.Unmarshal(data, &st); err != nil {
-		return Task{}, false, fmt.Errorf("runc state of %s: %w", id, err)
+		return Task{}, notRunning, fmt.Errorf("runc state of %s: %w", id, err)
 	}
 	init, ok := h.stat(st.Pid)
 	if !ok || init.StartTicks != st.Start {
-		return Task{}, false, nil
+		return Task{}, notRunning, nil
 	}
 	addr, err := os.ReadFile(h.path(filepath.Join(h.TaskState, id, "address")))
 	if errors.Is(err, os.ErrNotExist) {
-		return Task{}, false, nil
+		return Task{}, notRunning, nil
 	}
 	if err != nil {
-		return Task{}, false, err
+		return Task{}, notRunning, err
 	}
 	t := Task{ID: id, Shim: init.PPID, Address: strings.TrimSpace(string(addr))}
 	sock, ok := strings.CutPrefix(t.Address, "unix://")
 	if !ok {
-		return Task{}, false, fmt.Errorf("task %s: address %q is not a unix socket", short(id), t.Address)
+		return Task{}, notRunning, fmt.Errorf("task %s: address %q is not a unix socket", short(id), t.Address)
 	}
-	// The shim's own network namespace holds its socket.
-	inodes, err := h.listening(t.Shim, sock)
+	inodes, err := h.boundAt(sock, listeners)
 	if err != nil {
-		return Task{}, false, fmt.Errorf("task %s: %w", short(id), err)
+		return Task{}, notRunning, fmt.Errorf("task %s: %w", short(id), err)
 	}
 	if h.holdsAny(t.Shim, inodes) {
-		return Task{}, false, nil
+		return t, reachable, nil
 	}
 	t.Listener = h.holder(inodes)
-	return t, true, nil
+	return t, strandedTask, nil
 }
 
 func (h Host) stat(pid int) (procstat.Stat, bool) {
@@ -165,29 +189,28 @@ func (h Host) stat(pid int) (procstat.Stat, bool) {
 	return st, err == nil && st.PID == pid
 }
 
-// listening returns the inodes of the listening unix sockets bound to
-// path, as the network namespace of pid lists them.
-func (h Host) listening(pid int, path string) (map[string]bool, error) {
-	f, err := os.Open(h.path(filepath.Join("/proc", strconv.Itoa(pid), "net", "unix")))
+// boundAt returns the socket inode of the listener bound at path now:
+// the one whose bound file is the file at path (a listener whose file was
+// removed keeps the name, not the file). None when no file is there.
+func (h Host) boundAt(path string, listeners []Listener) (map[string]bool, error) {
+	fi, err := os.Stat(h.path(path))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
 	if err != nil {
-		return nil, fmt.Errorf("the shim's unix sockets: %w", err)
+		return nil, err
 	}
-	defer f.Close()
-	// Num RefCount Protocol Flags Type St Inode Path; Flags 00010000 is
-	// __SO_ACCEPTCON: a listening socket.
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return nil, fmt.Errorf("%s: no inode", path)
+	}
 	out := map[string]bool{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fl := strings.Fields(sc.Text())
-		if len(fl) < 8 || fl[7] != path {
-			continue
-		}
-		flags, err := strconv.ParseUint(fl[3], 16, 32)
-		if err == nil && flags&0x10000 != 0 {
-			out[fl[6]] = true
+	for _, l := range listeners {
+		if l.Name == path && l.VFSInode == st.Ino {
+			out[l.Inode] = true
 		}
 	}
-	return out, sc.Err()
+	return out, nil
 }
 
 // holdsAny says whether pid has one of inodes open.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"testing"
 
 	"gotest.tools/v3/assert"
@@ -13,17 +14,19 @@ import (
 )
 
 // fakeHost is a file system root with runc's state, containerd's bundles
-// and /proc.
+// and /proc, and the kernel's listening sockets.
 type fakeHost struct {
-	t    *testing.T
-	root string
-	unix map[int]string // /proc/<pid>/net/unix bodies, by shim
+	t         *testing.T
+	root      string
+	listeners []Listener
 	Host
 }
 
 func newFakeHost(t *testing.T) *fakeHost {
 	root := t.TempDir()
-	return &fakeHost{t: t, root: root, unix: map[int]string{}, Host: Host{RuncRoot: DefaultRuncRoot, TaskState: DefaultTaskState, FSRoot: root}}
+	f := &fakeHost{t: t, root: root, Host: Host{RuncRoot: DefaultRuncRoot, TaskState: DefaultTaskState, FSRoot: root}}
+	f.Listeners = func() ([]Listener, error) { return f.listeners, nil }
+	return f
 }
 
 func (f *fakeHost) write(p, data string) {
@@ -37,17 +40,27 @@ func (f *fakeHost) process(pid, ppid int, start uint64) {
 	f.write("/proc/"+strconv.Itoa(pid)+"/stat", fmt.Sprintf("%d (x) S %d 1 1 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 %d 1 1 18446744073709551615\n", pid, ppid, start))
 }
 
-// shim is a shim process holding the socket inode on fd 3; listening
-// adds it to its namespace's listening sockets at path.
-func (f *fakeHost) shim(pid int, inode, path string) {
+// shim is a shim process holding the listening socket inode on fd 3,
+// bound to path: bound makes path's file (a new one) that socket's, as a
+// bind does; otherwise the socket keeps the name of a removed file.
+func (f *fakeHost) shim(pid int, inode, path string, bound bool) {
 	f.process(pid, 1, 100)
 	fd := filepath.Join(f.root, "/proc", strconv.Itoa(pid), "fd")
 	assert.NilError(f.t, os.MkdirAll(fd, 0o755))
 	assert.NilError(f.t, os.Symlink("socket:["+inode+"]", filepath.Join(fd, "3")))
 	assert.NilError(f.t, os.Symlink("/dev/null", filepath.Join(fd, "0")))
-	if path != "" {
-		f.unix[0] += fmt.Sprintf("0000000000000000: 00000002 00000000 00010000 0001 01 %s %s\n", inode, path)
+	l := Listener{Inode: inode, Name: path, VFSInode: 1} // inode 1: no file of the test's
+	if bound {
+		// A new file in the old one's place (made while the old one still
+		// exists: another inode).
+		full := filepath.Join(f.root, path)
+		f.write(path+".new", "")
+		assert.NilError(f.t, os.Rename(full+".new", full))
+		fi, err := os.Stat(full)
+		assert.NilError(f.t, err)
+		l.VFSInode = fi.Sys().(*syscall.Stat_t).Ino
 	}
+	f.listeners = append(f.listeners, l)
 }
 
 // container runs id's init (pid, start) under shim, its bundle naming
@@ -60,15 +73,6 @@ func (f *fakeHost) container(id string, pid, shim int, start uint64, address str
 	f.write(filepath.Join(DefaultTaskState, id, "address"), address+"\n")
 }
 
-// done writes every shim's /proc/<pid>/net/unix (one host namespace).
-func (f *fakeHost) done(shims ...int) {
-	for _, pid := range shims {
-		f.write("/proc/"+strconv.Itoa(pid)+"/net/unix", "Num       RefCount Protocol Flags    Type St Inode Path\n"+
-			"0000000000000000: 00000003 00000000 00000000 0001 03 999 /run/containerd/s/aaa\n"+ // a connected socket, not a listener
-			f.unix[0])
-	}
-}
-
 const (
 	sockA = "/run/containerd/s/aaa"
 	sockB = "/run/containerd/s/bbb"
@@ -76,65 +80,64 @@ const (
 
 func TestStranded(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
-		setup func(f *fakeHost)
-		want  []Task
+		name    string
+		setup   func(f *fakeHost)
+		want    []Task
+		checked int
 	}{
 		{name: "one shim per pod, each at its address", setup: func(f *fakeHost) {
-			f.shim(10, "501", sockA)
-			f.shim(20, "502", sockB)
+			f.shim(10, "501", sockA, true)
+			f.shim(20, "502", sockB, true)
 			f.container("sandboxa", 11, 10, 7, "unix://"+sockA)
 			f.container("appa", 12, 10, 8, "unix://"+sockA)
 			f.container("sandboxb", 21, 20, 9, "unix://"+sockB)
-			f.done(10, 20)
-		}},
+		}, checked: 3},
 		{name: "the pod's group split: the sandbox's shim lost its address to the app's", setup: func(f *fakeHost) {
-			f.shim(10, "501", "") // its socket was removed: listens on no path
-			f.shim(30, "503", sockA)
+			// Both listen with the name; the file at the name is the second's.
+			f.shim(10, "501", sockA, true)
+			f.shim(30, "503", sockA, true)
 			f.container("sandboxa", 11, 10, 7, "unix://"+sockA)
 			f.container("appa", 12, 30, 8, "unix://"+sockA)
-			f.done(10, 30)
-		}, want: []Task{{ID: "sandboxa", Shim: 10, Address: "unix://" + sockA, Listener: 30}}},
+		}, want: []Task{{ID: "sandboxa", Shim: 10, Address: "unix://" + sockA, Listener: 30}}, checked: 2},
 		{name: "nothing listens at the address", setup: func(f *fakeHost) {
-			f.shim(10, "501", "")
+			f.shim(10, "501", sockA, false) // its file removed, none made since
 			f.container("sandboxa", 11, 10, 7, "unix://"+sockA)
-			f.done(10)
-		}, want: []Task{{ID: "sandboxa", Shim: 10, Address: "unix://" + sockA}}},
+		}, want: []Task{{ID: "sandboxa", Shim: 10, Address: "unix://" + sockA}}, checked: 1},
 		{name: "a container that does not run is left out", setup: func(f *fakeHost) {
-			f.shim(10, "501", "")
+			f.shim(10, "501", sockA, false)
 			f.container("gone", 11, 10, 7, "unix://"+sockA)
 			f.process(11, 10, 70) // PID 11 reused by another process
-			f.done(10)
 		}},
 		{name: "a container without a bundle (being created or deleted) is left out", setup: func(f *fakeHost) {
-			f.shim(10, "501", "")
+			f.shim(10, "501", sockA, false)
 			f.container("sandboxa", 11, 10, 7, "unix://"+sockA)
 			assert.NilError(t, os.RemoveAll(filepath.Join(f.root, DefaultTaskState, "sandboxa")))
-			f.done(10)
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFakeHost(t)
 			tc.setup(f)
-			got, err := f.Stranded()
+			got, checked, err := f.Stranded()
 			assert.NilError(t, err)
 			assert.Check(t, is.DeepEqual(got, tc.want))
+			assert.Check(t, is.Equal(checked, tc.checked))
 		})
 	}
 }
 
 func TestStrandedNoRuncRoot(t *testing.T) {
-	got, err := Host{RuncRoot: "/nope", TaskState: DefaultTaskState, FSRoot: t.TempDir()}.Stranded()
+	got, checked, err := Host{RuncRoot: "/nope", TaskState: DefaultTaskState, FSRoot: t.TempDir(),
+		Listeners: func() ([]Listener, error) { return nil, nil }}.Stranded()
 	assert.NilError(t, err)
 	assert.Check(t, is.Len(got, 0))
+	assert.Check(t, is.Equal(checked, 0))
 }
 
 func TestStrandedBadAddress(t *testing.T) {
 	f := newFakeHost(t)
-	f.shim(10, "501", sockA)
+	f.shim(10, "501", sockA, true)
 	f.container("sandboxa", 11, 10, 7, "ttrpc+vsock://3:1024")
-	f.done(10)
-	_, err := f.Stranded()
+	_, _, err := f.Stranded()
 	assert.Error(t, err, `task sandboxa: address "ttrpc+vsock://3:1024" is not a unix socket`)
 }
 

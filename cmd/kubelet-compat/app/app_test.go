@@ -16,6 +16,7 @@ import (
 	kubeletcompat "github.com/kubelet-compat/kubelet-compat/kubelet-compat"
 	"github.com/kubelet-compat/kubelet-compat/pkg/cri"
 	"github.com/kubelet-compat/kubelet-compat/pkg/cri/fake"
+	"github.com/kubelet-compat/kubelet-compat/pkg/shimgroups"
 )
 
 const (
@@ -42,6 +43,7 @@ type fixture struct {
 	rootDir        string
 	procRoot       string
 	srv            *fake.Server
+	listeners      []shimgroups.Listener
 	stdout, stderr bytes.Buffer
 	// clocks is the machine's: booted at bootTime unless a test says otherwise.
 	clocks kubelet.Clocks
@@ -146,7 +148,8 @@ func (f *fixture) env() Env {
 	return Env{Stdout: &f.stdout, Stderr: &f.stderr, ProcRoot: f.procRoot, Now: func() time.Time { return f.now },
 		Hostname: func() (string, error) { return "Node-1", nil }, OwnerUID: os.Getuid(), Geteuid: os.Geteuid,
 		KubeletBinary: f.defaultKubeletBinary(), Systemd: kubelet.Systemd{RunDir: filepath.Join(f.dir, "run", "systemd", "system"), Systemctl: filepath.Join(f.dir, "bin", "systemctl")},
-		RootUID: os.Getuid(), Clocks: f.clocks, FSRoot: f.hostRoot()}
+		RootUID: os.Getuid(), Clocks: f.clocks, FSRoot: f.hostRoot(),
+		UnixListeners: func() ([]shimgroups.Listener, error) { return f.listeners, nil }}
 }
 
 // bootedAt is a machine's clocks an hour and a half after boot.

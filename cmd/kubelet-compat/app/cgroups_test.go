@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"testing"
 
 	"github.com/kubelet-compat/kubelet-compat/pkg/cri"
@@ -86,22 +87,26 @@ func TestPreflightRuntimeRefusesContainersOutOfTheirCgroups(t *testing.T) {
 	assert.Check(t, is.Contains(f.stdout.String(), "note: runtime: no running container is out of its cgroups or away from its shim's address: containerd@2.4.2 kills no shim as leaked at its start"))
 }
 
-// shimTask gives the runc task id (init pid) a shim process and a bundle
-// naming the socket address sock; listening: that shim listens there
-// (one shim per pod), else a socket no process holds does.
-func (f *fixture) shimTask(id string, pid, shim int, sock string, listening bool) {
+// shimTask gives the runc task id (init pid) a shim process holding a
+// listening socket named sock and a bundle naming that address; bound:
+// the file at sock is that socket's (one shim per pod), else the file was
+// removed and no socket took its place.
+func (f *fixture) shimTask(id string, pid, shim int, sock string, bound bool) {
 	f.t.Helper()
 	root := f.hostRoot()
 	f.write(filepath.Join(root, "proc", strconv.Itoa(pid), "stat"), strconv.Itoa(pid)+" (pause) S "+strconv.Itoa(shim)+" 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 4242 1 1\n")
-	held, listener := strconv.Itoa(shim), strconv.Itoa(shim)
-	if !listening {
-		listener = "9" + held // a socket no process holds
-	}
+	inode := strconv.Itoa(shim)
 	fd := filepath.Join(root, "proc", strconv.Itoa(shim), "fd")
 	assert.NilError(f.t, os.MkdirAll(fd, 0o755))
-	assert.NilError(f.t, os.Symlink("socket:["+held+"]", filepath.Join(fd, "3")))
-	f.write(filepath.Join(root, "proc", strconv.Itoa(shim), "net", "unix"), "Num RefCount Protocol Flags Type St Inode Path\n"+
-		"0000000000000000: 00000002 00000000 00010000 0001 01 "+listener+" "+sock+"\n")
+	assert.NilError(f.t, os.Symlink("socket:["+inode+"]", filepath.Join(fd, "3")))
+	l := shimgroups.Listener{Inode: inode, Name: sock}
+	if bound {
+		f.write(filepath.Join(root, sock), "")
+		fi, err := os.Stat(filepath.Join(root, sock))
+		assert.NilError(f.t, err)
+		l.VFSInode = fi.Sys().(*syscall.Stat_t).Ino
+	}
+	f.listeners = append(f.listeners, l)
 	f.write(filepath.Join(root, shimgroups.DefaultTaskState, id, "address"), "unix://"+sock)
 }
 

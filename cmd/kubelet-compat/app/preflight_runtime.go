@@ -112,7 +112,7 @@ func (o *preflightOptions) checkRuntime(ctx context.Context, env Env, from, to k
 // split in two): that containerd's start would take it for leaked. Nothing
 // joins them again; the pod must be restarted first.
 func (o *preflightOptions) checkShimGroups(ctx context.Context, env Env) error {
-	tasks, err := shimgroups.Host{RuncRoot: o.cgroups.runcRoot, TaskState: o.taskState, FSRoot: env.FSRoot}.Stranded()
+	tasks, _, err := shimgroups.Host{RuncRoot: o.cgroups.runcRoot, TaskState: o.taskState, FSRoot: env.FSRoot, Listeners: env.UnixListeners}.Stranded()
 	if err != nil {
 		return fmt.Errorf("runtime: the containers' shims: %w", err)
 	}

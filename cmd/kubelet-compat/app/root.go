@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kubelet-compat/kubelet-compat/cmd/kubelet-compat/internal/kubelet"
+	"github.com/kubelet-compat/kubelet-compat/pkg/shimgroups"
 	"github.com/spf13/cobra"
 )
 
@@ -46,6 +47,9 @@ type Env struct {
 	RootUID int
 	// Clocks gives the boot time the kubelet's start time counts from.
 	Clocks kubelet.Clocks
+	// UnixListeners lists the host's listening unix sockets (nil: the
+	// kernel's, shimgroups.UnixListeners).
+	UnixListeners func() ([]shimgroups.Listener, error)
 }
 
 // DefaultEnv is the real machine.

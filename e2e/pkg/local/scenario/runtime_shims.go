@@ -38,19 +38,23 @@ func (s *Scenario) shimHost() shimgroups.Host {
 // preflight --runtime refuses.
 func (s *Scenario) shimGroupCheck(prefix string) (report.Check, []shimgroups.Task) {
 	c := report.Check{Name: prefix + shimGroupCheckName}
-	tasks, err := s.shimHost().Stranded()
+	tasks, checked, err := s.shimHost().Stranded()
 	switch {
 	case err != nil:
 		c.Detail = err.Error()
+	case checked == 0:
+		// The corpus runs: a check that found no container looked in the
+		// wrong place.
+		c.Detail = "no running container found under " + s.shimHost().RuncRoot
 	case len(tasks) == 0:
 		c.Passed = true
-		c.Detail = "none away from its shim's address"
+		c.Detail = fmt.Sprintf("none of %d running containers away from its shim's address", checked)
 	default:
 		var ts []string
 		for _, t := range tasks {
 			ts = append(ts, t.String())
 		}
-		c.Detail = fmt.Sprintf("%d %s: %s", len(tasks), strandedDetail, strings.Join(ts, "; "))
+		c.Detail = fmt.Sprintf("%d of %d running containers %s: %s", len(tasks), checked, strandedDetail, strings.Join(ts, "; "))
 	}
 	s.logf("runtime check %q: passed %t: %s", c.Name, c.Passed, c.Detail)
 	return c, tasks

@@ -1,0 +1,109 @@
+package shimgroups
+
+import (
+	"encoding/binary"
+	"fmt"
+	"strconv"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Listener is a listening unix socket as the kernel's sock_diag lists it:
+// its socket inode, the inode of the file it is bound to (its VFS inode)
+// and its bound name.
+type Listener struct {
+	Inode    string
+	VFSInode uint64
+	Name     string
+}
+
+// sock_diag's unix family (linux/unix_diag.h).
+const (
+	udiagShowName = 0x1
+	udiagShowVFS  = 0x2
+	unixDiagName  = 0
+	unixDiagVFS   = 1
+	tcpListen     = 10
+)
+
+// UnixListeners lists the listening unix sockets of the caller's network
+// namespace with their bound files (NETLINK_SOCK_DIAG, UNIX_DIAG_VFS).
+// /proc/net/unix alone cannot tell them apart: a socket whose file was
+// removed keeps its name there, beside the one bound at the path since.
+func UnixListeners() ([]Listener, error) {
+	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG)
+	if err != nil {
+		return nil, fmt.Errorf("sock_diag: %w", err)
+	}
+	defer unix.Close(fd)
+	req := make([]byte, 16+24)
+	ne := binary.NativeEndian
+	ne.PutUint32(req[0:], uint32(len(req)))
+	ne.PutUint16(req[4:], unix.SOCK_DIAG_BY_FAMILY)
+	ne.PutUint16(req[6:], unix.NLM_F_REQUEST|unix.NLM_F_DUMP)
+	ne.PutUint32(req[8:], 1)
+	req[16] = unix.AF_UNIX
+	ne.PutUint32(req[20:], 1<<tcpListen)
+	ne.PutUint32(req[28:], udiagShowName|udiagShowVFS)
+	ne.PutUint32(req[32:], ^uint32(0))
+	ne.PutUint32(req[36:], ^uint32(0))
+	if err := unix.Sendto(fd, req, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+		return nil, fmt.Errorf("sock_diag: %w", err)
+	}
+	var out []Listener
+	buf := make([]byte, 1<<16)
+	for {
+		n, _, err := unix.Recvfrom(fd, buf, 0)
+		if err != nil {
+			return nil, fmt.Errorf("sock_diag: %w", err)
+		}
+		msgs, err := syscall.ParseNetlinkMessage(buf[:n])
+		if err != nil {
+			return nil, fmt.Errorf("sock_diag: %w", err)
+		}
+		for _, m := range msgs {
+			switch m.Header.Type {
+			case unix.NLMSG_DONE:
+				return out, nil
+			case unix.NLMSG_ERROR:
+				if len(m.Data) >= 4 {
+					if errno := int32(ne.Uint32(m.Data)); errno != 0 {
+						return nil, fmt.Errorf("sock_diag: %w", syscall.Errno(-errno))
+					}
+				}
+				return out, nil
+			}
+			if l, ok := parseUnixDiag(m.Data); ok {
+				out = append(out, l)
+			}
+		}
+	}
+}
+
+// parseUnixDiag reads a unix_diag_msg and its attributes.
+func parseUnixDiag(b []byte) (Listener, bool) {
+	const msgLen = 16
+	if len(b) < msgLen {
+		return Listener{}, false
+	}
+	ne := binary.NativeEndian
+	l := Listener{Inode: strconv.FormatUint(uint64(ne.Uint32(b[4:])), 10)}
+	for a := b[msgLen:]; len(a) >= 4; {
+		alen, atype := int(ne.Uint16(a[0:])), ne.Uint16(a[2:])
+		if alen < 4 || alen > len(a) {
+			break
+		}
+		data := a[4:alen]
+		switch atype {
+		case unixDiagName:
+			l.Name = string(data)
+		case unixDiagVFS:
+			if len(data) >= 8 {
+				l.VFSInode = uint64(ne.Uint32(data[0:]))
+			}
+		}
+		a = a[(alen+3)&^3:]
+	}
+	return l, true
+}
