@@ -1,6 +1,7 @@
 package shimgroups
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -146,4 +147,47 @@ func TestTaskString(t *testing.T) {
 		"fb1b77b8f6862: its shim is pid 10, but unix:///run/containerd/s/aaa reaches pid 30"))
 	assert.Check(t, is.Equal(Task{ID: "x", Shim: 10, Address: "unix://" + sockA}.String(),
 		"x: its shim (pid 10) does not listen at unix:///run/containerd/s/aaa, nothing does"))
+}
+
+func TestParseUnixDiag(t *testing.T) {
+	msg := func(attrs ...[]byte) []byte {
+		b := make([]byte, 16)
+		binary.NativeEndian.PutUint32(b[4:], 362762)
+		for _, a := range attrs {
+			b = append(b, a...)
+		}
+		return b
+	}
+	attr := func(typ uint16, data []byte) []byte {
+		a := make([]byte, 4, 4+len(data)+3)
+		binary.NativeEndian.PutUint16(a[0:], uint16(4+len(data)))
+		binary.NativeEndian.PutUint16(a[2:], typ)
+		a = append(a, data...)
+		for len(a)%4 != 0 {
+			a = append(a, 0)
+		}
+		return a
+	}
+	vfs := make([]byte, 8)
+	binary.NativeEndian.PutUint32(vfs, 860673)
+	for _, tc := range []struct {
+		name string
+		in   []byte
+		want Listener
+		ok   bool
+	}{
+		// The kernel sends a path's name with its NUL.
+		{name: "path", in: msg(attr(unixDiagName, []byte("/run/containerd/s/0c9e\x00")), attr(unixDiagVFS, vfs)),
+			want: Listener{Inode: "362762", Name: "/run/containerd/s/0c9e", VFSInode: 860673}, ok: true},
+		{name: "abstract", in: msg(attr(unixDiagName, []byte("\x00containerd-shim"))),
+			want: Listener{Inode: "362762", Name: "\x00containerd-shim"}, ok: true},
+		{name: "no attributes", in: msg(), want: Listener{Inode: "362762"}, ok: true},
+		{name: "short", in: []byte{1, 2, 3}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := parseUnixDiag(tc.in)
+			assert.Check(t, is.Equal(ok, tc.ok))
+			assert.Check(t, is.DeepEqual(got, tc.want))
+		})
+	}
 }

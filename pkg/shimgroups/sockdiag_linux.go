@@ -1,6 +1,7 @@
 package shimgroups
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"strconv"
@@ -97,6 +98,11 @@ func parseUnixDiag(b []byte) (Listener, bool) {
 		data := a[4:alen]
 		switch atype {
 		case unixDiagName:
+			// A path's name ends with its NUL; an abstract name starts
+			// with one.
+			if len(data) > 0 && data[0] != 0 {
+				data = bytes.TrimRight(data, "\x00")
+			}
 			l.Name = string(data)
 		case unixDiagVFS:
 			if len(data) >= 8 {
