@@ -1095,7 +1095,9 @@ runtime_plan() {
 # runtime_cgroups puts back, with kubelet-compat cgroups --repair, every
 # running container whose process left a cgroup runc gave it (cgroup v1,
 # the systemd driver): its shim reports no process, and containerd 1.7 or
-# later kills such a shim at its start as leaked, and the pod with it.
+# later kills such a shim at its start as leaked, and the pod with it. It
+# fails while a container's shim no longer answers at its address (a
+# pod's shim group split in two), which nothing can put back.
 # Before the runtime step's preflight (which refuses such a containerd
 # while one is out) and right before the restart. Non-zero with WHY.
 runtime_cgroups() {
@@ -1103,7 +1105,7 @@ runtime_cgroups() {
 	on_host kubelet-compat cgroups --repair >"$WORK/cgroups" 2>"$WORK/cgroups.err" </dev/null || rc=$?
 	while IFS= read -r line; do log "runtime: cgroups: $line"; done <"$WORK/cgroups"
 	[ "$rc" = 0 ] && return 0
-	WHY="kubelet-compat cgroups --repair failed ($(sed -n '$s/^kubelet-compat: //p' "$WORK/cgroups.err")): containerd $RT_VERSION would kill the pods of containers out of their cgroups at its start"
+	WHY="kubelet-compat cgroups --repair failed ($(sed -n '$s/^kubelet-compat: //p' "$WORK/cgroups.err")): containerd $RT_VERSION would kill those pods at its start"
 	return 1
 }
 

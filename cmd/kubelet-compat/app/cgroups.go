@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/kubelet-compat/kubelet-compat/pkg/cri"
+	"github.com/kubelet-compat/kubelet-compat/pkg/shimgroups"
 	"github.com/kubelet-compat/kubelet-compat/pkg/taskcgroups"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -15,12 +16,17 @@ import (
 // cgroupsOptions are the flags of cgroups, and preflight's for its check
 // of the same.
 type cgroupsOptions struct {
-	runcRoot string
-	repair   bool
+	runcRoot  string
+	taskState string
+	repair    bool
 }
 
 func (c *cgroupsOptions) addRuncRootFlag(fs *pflag.FlagSet) {
 	fs.StringVar(&c.runcRoot, "runc-root", taskcgroups.DefaultRuncRoot, "runc's state of the Kubernetes namespace's containers (containerd's runc shim: /run/containerd/runc/k8s.io)")
+}
+
+func (c *cgroupsOptions) addTaskStateFlag(fs *pflag.FlagSet) {
+	fs.StringVar(&c.taskState, "task-state", shimgroups.DefaultTaskState, "containerd's state of the Kubernetes namespace's tasks, whose bundles name their shims' addresses")
 }
 
 func newCgroupsCommand(env Env) *cobra.Command {
@@ -45,6 +51,12 @@ recreates the pod. Run cgroups --repair right before containerd restarts
 into 1.7 or later (the fleet's upgrade.sh does, in its runtime step;
 preflight --runtime refuses such a runtime while a container is out).
 
+It also fails while a running container's shim no longer answers at the
+address its bundle names (a pod whose shim group split in two: the shim
+of its next container found the pod's socket unanswering and took its
+place): containerd 1.7 or later kills such a shim at its start too, and
+nothing can join the two again. Restart the named pods first.
+
 The evidence is runc's state under --runc-root (its init PID, start time
 and recorded cgroups) and the kernel's (/proc, the cgroup files). A PID
 that names another process than the one runc started is left alone.
@@ -53,7 +65,8 @@ Exit codes:
   0  no running container is out of its cgroups (with --repair: any that
      were are back)
   1  an error
-  2  containers are out of their cgroups (without --repair)`,
+  2  containers are out of their cgroups (without --repair), or a
+     container's shim no longer answers at its address`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runCgroups(cmd.Context(), env, o, n)
@@ -61,6 +74,7 @@ Exit codes:
 	}
 	fs := cmd.Flags()
 	o.addRuncRootFlag(fs)
+	o.addTaskStateFlag(fs)
 	fs.BoolVar(&o.repair, "repair", false, "put each container's first process back into the cgroups runc gave it")
 	fs.StringVar(&n.runtimeEndpoint, "runtime-endpoint", cri.DefaultRuntimeEndpoint, "CRI socket of the container runtime (names the containers' pods)")
 	positiveDurationVar(fs, &n.criTimeout, "cri-timeout", cri.DefaultCallTimeout, "timeout of each CRI call (positive)")
@@ -68,6 +82,22 @@ Exit codes:
 }
 
 func runCgroups(ctx context.Context, env Env, o *cgroupsOptions, n *nodeOptions) error {
+	if err := runCgroupsRepair(ctx, env, o, n); err != nil {
+		return err
+	}
+	pods, why, err := strandedPods(ctx, env, o.runcRoot, o.taskState, n)
+	if err != nil || len(pods) == 0 {
+		return err
+	}
+	for _, w := range why {
+		fmt.Fprintf(env.Stdout, "away from its shim's address: %s\n", w)
+	}
+	return &exitError{code: ExitKept, err: fmt.Errorf("%d pod(s) whose shim no longer answers at its bundle's address (its shim group split in two): containerd 1.7 or later would kill them at its start; restart them first, nothing joins their shims again: %s", len(pods), strings.Join(pods, " "))}
+}
+
+// runCgroupsRepair lists (and with --repair puts back) the containers out
+// of their cgroups.
+func runCgroupsRepair(ctx context.Context, env Env, o *cgroupsOptions, n *nodeOptions) error {
 	out, err := escapedTasks(ctx, env, o.runcRoot, n)
 	if err != nil {
 		return err

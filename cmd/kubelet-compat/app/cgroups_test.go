@@ -126,6 +126,14 @@ func TestPreflightRuntimeRefusesSplitShimGroups(t *testing.T) {
 	f.shimTask("sb-proxy", 331, 330, "/run/containerd/s/proxy", false)
 	assert.Equal(t, f.run(args...), ExitError)
 	assertOneErrorLine(t, f.stderr.String(), "runtime: containerd@2.4.2 would kill 1 pod(s) at its start, whose shim no longer answers at its bundle's address (the pod's shim split in two): kube-system/kube-proxy-7sh5b (sandbox sb-proxy of kube-system/kube-proxy-7sh5b: its shim (pid 330) does not listen at unix:///run/containerd/s/proxy, nothing does); restart them first: nothing joins their shims again")
+	// cgroups (which upgrade.sh runs with --repair right before containerd
+	// restarts) names it too, and cannot repair it.
+	for _, repair := range [][]string{{"cgroups"}, {"cgroups", "--repair"}} {
+		assert.Equal(t, f.run(repair...), ExitKept)
+		assert.Check(t, is.Equal(f.stdout.String(), "no running container is out of the cgroups runc gave it\n"+
+			"away from its shim's address: sandbox sb-proxy of kube-system/kube-proxy-7sh5b: its shim (pid 330) does not listen at unix:///run/containerd/s/proxy, nothing does\n"))
+		assertOneErrorLine(t, f.stderr.String(), "1 pod(s) whose shim no longer answers at its bundle's address (its shim group split in two): containerd 1.7 or later would kill them at its start; restart them first, nothing joins their shims again: kube-system/kube-proxy-7sh5b")
+	}
 	// Containerd 1.6 kills no shim as leaked.
 	assert.Equal(t, f.run(append(args[:len(args)-1], "containerd@1.6.36")...), ExitOK, f.stderr.String())
 }

@@ -16,15 +16,14 @@ import (
 // runtimeCheckOptions are preflight's flags for the runtime check
 // (pkg/runtimecompat, docs/runtime.md).
 type runtimeCheckOptions struct {
-	runtime   string
-	cgroups   cgroupsOptions
-	taskState string
+	runtime string
+	cgroups cgroupsOptions
 }
 
 func (r *runtimeCheckOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&r.runtime, "runtime", "", "the node's container runtime as NAME@VERSION, e.g. containerd@1.7.35, judged by the runtime matrix (docs/runtime.md) instead of asking --runtime-endpoint (--node asks it by default); with --node and containerd 1.7 or later, also refused while a running container is out of its cgroups (kubelet-compat cgroups) or its shim no longer answers at its bundle's address")
 	r.cgroups.addRuncRootFlag(fs)
-	fs.StringVar(&r.taskState, "task-state", shimgroups.DefaultTaskState, "containerd's state of the Kubernetes namespace's tasks, whose bundles name their shims' addresses")
+	r.cgroups.addTaskStateFlag(fs)
 }
 
 // cgroupV1Host says whether this host mounts cgroup v1 at /sys/fs/cgroup;
@@ -112,18 +111,28 @@ func (o *preflightOptions) checkRuntime(ctx context.Context, env Env, from, to k
 // split in two): that containerd's start would take it for leaked. Nothing
 // joins them again; the pod must be restarted first.
 func (o *preflightOptions) checkShimGroups(ctx context.Context, env Env) error {
-	tasks, _, err := shimgroups.Host{RuncRoot: o.cgroups.runcRoot, TaskState: o.taskState, FSRoot: env.FSRoot, Listeners: env.UnixListeners}.Stranded()
-	if err != nil {
-		return fmt.Errorf("runtime: the containers' shims: %w", err)
-	}
-	if len(tasks) == 0 {
-		return nil
-	}
-	names, err := taskNames(ctx, &o.nodeOptions)
-	if err != nil {
+	pods, why, err := strandedPods(ctx, env, o.cgroups.runcRoot, o.cgroups.taskState, &o.nodeOptions)
+	if err != nil || len(pods) == 0 {
 		return err
 	}
-	var pods, why []string
+	return fmt.Errorf("runtime: %s would kill %d pod(s) at its start, whose shim no longer answers at its bundle's address (the pod's shim split in two): %s (%s); restart them first: nothing joins their shims again", o.runtime, len(pods), strings.Join(pods, " "), strings.Join(why, "; "))
+}
+
+// strandedPods names the pods of the running containers whose shim no
+// longer answers at their bundle's address (package shimgroups), and why
+// for each such container.
+func strandedPods(ctx context.Context, env Env, runcRoot, taskState string, n *nodeOptions) (pods, why []string, err error) {
+	tasks, _, err := shimgroups.Host{RuncRoot: runcRoot, TaskState: taskState, FSRoot: env.FSRoot, Listeners: env.UnixListeners}.Stranded()
+	if err != nil {
+		return nil, nil, fmt.Errorf("the containers' shims: %w", err)
+	}
+	if len(tasks) == 0 {
+		return nil, nil, nil
+	}
+	names, err := taskNames(ctx, n)
+	if err != nil {
+		return nil, nil, err
+	}
 	seen := map[string]bool{}
 	for _, t := range tasks {
 		pod := names.pod(t.ID)
@@ -133,5 +142,5 @@ func (o *preflightOptions) checkShimGroups(ctx context.Context, env Env) error {
 		}
 		why = append(why, fmt.Sprintf("%s %.13s of %s: %s", names.what(t.ID), t.ID, pod, t.Reason()))
 	}
-	return fmt.Errorf("runtime: %s would kill %d pod(s) at its start, whose shim no longer answers at its bundle's address (the pod's shim split in two): %s (%s); restart them first: nothing joins their shims again", o.runtime, len(pods), strings.Join(pods, " "), strings.Join(why, "; "))
+	return pods, why, nil
 }
