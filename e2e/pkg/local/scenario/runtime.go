@@ -5,9 +5,10 @@ package scenario
 // corpus on the step's From containerd under kubelet Plan.RuntimeKubelet
 // (patched, then as released for the control), then the swap sequence
 // (package swap) with the runtime as what is swapped: the kubelet is not
-// restarted and must reconnect. Judged as the kubelet swaps are (the
-// runtime's picture before and after), then exec, logs, a genuine change
-// and stop on the containers that ran before.
+// restarted and must reconnect. Before the swap, the shim-group check
+// (runtime_shims.go); judged as the kubelet swaps are (the runtime's
+// picture before and after), then exec, logs, attach, a genuine change and
+// stop on the containers that ran before.
 
 import (
 	"context"
