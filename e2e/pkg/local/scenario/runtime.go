@@ -224,10 +224,12 @@ func judgeRuntimeRun(run *report.Run, r plan.RuntimeRun, checks []report.Check) 
 		}
 	case r.SplitShimGroup:
 		// checks[0] is the shim-group check made before the swap: it must
-		// have named the split pod, and the pod must be lost.
+		// have named the split pod (and the CLI with it), and the pod must
+		// be lost.
 		probe := *run
 		report.AssertPatched(&probe)
-		named := len(checks) > 0 && !checks[0].Passed && strings.Contains(checks[0].Detail, strandedDetail)
+		named := len(checks) > 0 && !checks[0].Passed && strings.Contains(checks[0].Detail, strandedDetail) &&
+			strings.Contains(checks[0].Detail, cliAgrees)
 		run.Passed = run.Pods > 0 && !probe.Passed && named
 		prefix := "negative control (one pod's shim group split before the swap): "
 		switch {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	osexec "os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -56,8 +57,42 @@ func (s *Scenario) shimGroupCheck(prefix string) (report.Check, []shimgroups.Tas
 		}
 		c.Detail = fmt.Sprintf("%d of %d running containers %s: %s", len(tasks), checked, strandedDetail, strings.Join(ts, "; "))
 	}
+	if err == nil && checked > 0 {
+		s.cliShimGroups(&c, len(tasks) > 0)
+	}
 	s.logf("runtime check %q: passed %t: %s", c.Name, c.Passed, c.Detail)
 	return c, tasks
+}
+
+// cliAgrees is in the check's detail when the operator's command (the
+// CLI's cgroups, which the fleet's upgrade.sh runs right before containerd
+// restarts) said the same on the node.
+const cliAgrees = "kubelet-compat cgroups agrees"
+
+// cliShimGroups runs `kubelet-compat cgroups` on the run's containerd: it
+// must exit 2 exactly when containers are away from their shims' addresses,
+// else 0; the check fails when it says otherwise.
+func (s *Scenario) cliShimGroups(c *report.Check, away bool) {
+	h := s.shimHost()
+	cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := osexec.CommandContext(cctx, s.cli(), "cgroups", "--runc-root", h.RuncRoot, "--task-state", h.TaskState,
+		"--runtime-endpoint", s.node.RuntimeEndpoint()).CombinedOutput()
+	code := 0
+	var exitErr *osexec.ExitError
+	if errors.As(err, &exitErr) {
+		code = exitErr.ExitCode()
+	} else if err != nil {
+		code = -1
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	last := lines[len(lines)-1]
+	if (away && code == 2) || (!away && code == 0) {
+		c.Detail += fmt.Sprintf("; %s (exit %d: %s)", cliAgrees, code, last)
+		return
+	}
+	c.Passed = false
+	c.Detail += fmt.Sprintf("; kubelet-compat cgroups disagrees (exit %d: %s)", code, last)
 }
 
 // splitShimGroup splits one pod's shim group in two, as a shim start on

@@ -32,7 +32,7 @@ func TestJudgeRuntimeRun(t *testing.T) {
 	checks := []report.Check{{Name: "exec", Passed: true}, {Name: "logs", Passed: false}}
 	patched, control, negative := plan.RuntimeRun{Patched: true}, plan.RuntimeRun{}, plan.RuntimeRun{Patched: true, KillShims: true}
 	split := plan.RuntimeRun{Patched: true, SplitShimGroup: true}
-	named := []report.Check{{Detail: "1 " + strandedDetail + ": sb: its shim is pid 1, but unix:///s reaches pid 2"}}
+	named := []report.Check{{Detail: "1 " + strandedDetail + ": sb: its shim is pid 1, but unix:///s reaches pid 2; " + cliAgrees + " (exit 2)"}}
 	lost := func() *report.Run {
 		return &report.Run{Pods: 10, Restarts: 3, Diff: snapshot.Diff{Pods: 10, Restarts: 3, RestartedPods: []string{"ns/a"}}}
 	}
@@ -55,10 +55,12 @@ func TestJudgeRuntimeRun(t *testing.T) {
 		{name: "negative control: no pods", run: &report.Run{}, r: negative,
 			verdict: "negative control (the shims killed with containerd): no pods"},
 		{name: "split shim group: named before the swap and lost", run: lost(), r: split, checks: named, passed: true,
-			verdict: "negative control (one pod's shim group split before the swap): the check before the swap named it (1 " + strandedDetail + ": sb: its shim is pid 1, but unix:///s reaches pid 2) and the zero-restart assertion failed, as both must: 3 restarts (ns/a), 0 pods recreated, 0 pod UIDs changed"},
+			verdict: "negative control (one pod's shim group split before the swap): the check before the swap named it (1 " + strandedDetail + ": sb: its shim is pid 1, but unix:///s reaches pid 2; " + cliAgrees + " (exit 2)) and the zero-restart assertion failed, as both must: 3 restarts (ns/a), 0 pods recreated, 0 pod UIDs changed"},
 		{name: "split shim group: lost but not named", run: lost(), r: split, checks: []report.Check{{Passed: true, Detail: "none away from its shim's address"}},
 			verdict: "negative control (one pod's shim group split before the swap): the check before the swap did not name it: none away from its shim's address; 3 restarts (ns/a), 0 pods recreated, 0 pod UIDs changed"},
 		{name: "split shim group: the check failed to read", run: lost(), r: split, checks: []report.Check{{Detail: "the shim's unix sockets: permission denied"}}},
+		{name: "split shim group: the CLI did not name it", run: lost(), r: split,
+			checks: []report.Check{{Detail: "1 " + strandedDetail + ": sb; kubelet-compat cgroups disagrees (exit 0: no running container is out of the cgroups runc gave it)"}}},
 		{name: "split shim group: named, nothing lost", run: &report.Run{Pods: 10}, r: split, checks: named,
 			verdict: "negative control (one pod's shim group split before the swap): the check named it, but the zero-restart assertion passed: the new containerd kept the stranded shim: 0 restarts (), 0 pods recreated, 0 pod UIDs changed"},
 	} {
