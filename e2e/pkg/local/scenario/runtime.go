@@ -141,18 +141,18 @@ func (s *Scenario) runtimeRun(ctx context.Context, r plan.RuntimeRun) ([]*report
 		if err != nil {
 			return nil, err
 		}
-		run, res, shimCheck, err := s.runtimeStep(ctx, st, k, r, variant, to)
+		run, res, shims, err := s.runtimeStep(ctx, st, k, r, variant, to)
 		if err != nil {
 			return nil, err
 		}
-		checks := []report.Check{shimCheck}
+		checks := []report.Check{shims.Check}
 		if asserted {
-			s.check(shimCheck)
+			s.check(shims.Check)
 		}
 		if !negative {
 			checks = append(checks, s.runtimeChecks(ctx, st, variant, res.Before, res.After, asserted)...)
 		}
-		judgeRuntimeRun(run, r, checks)
+		judgeRuntimeRun(run, r, checks, shims.Named)
 		runs = append(runs, run)
 	}
 	s.finishRuntimeRun(ctx, fmt.Sprintf("runtime %s (%s): ", r.Steps[len(r.Steps)-1], variant), runs[len(runs)-1], asserted, nil)
@@ -169,15 +169,15 @@ const (
 // kubelet k, as run r does; the caller judges the step (judgeRuntimeRun).
 //
 // Before the swap it makes the shim-group check (returned).
-func (s *Scenario) runtimeStep(ctx context.Context, st plan.RuntimeStep, k string, r plan.RuntimeRun, variant string, to local.RuntimeDist) (*report.Run, *swap.Result, report.Check, error) {
+func (s *Scenario) runtimeStep(ctx context.Context, st plan.RuntimeStep, k string, r plan.RuntimeRun, variant string, to local.RuntimeDist) (*report.Run, *swap.Result, shimGroupResult, error) {
 	s.logf("runtime %s (%s): the swap starts %s", st, variant, to)
 	run := &report.Run{Step: fmt.Sprintf("%s (kubelet %s)", st, k), From: st.From.String(), To: st.To.String(), Variant: variant}
-	var shimCheck report.Check
-	res, err := s.runtimeSwap(ctx, st, r, to, run, func() {
-		shimCheck, _ = s.shimGroupCheck(fmt.Sprintf("runtime %s (%s): ", st, variant))
+	var shims shimGroupResult
+	res, err := s.runtimeSwap(ctx, st, r, to, run, func(ctx context.Context) {
+		shims = s.shimGroupCheck(ctx, fmt.Sprintf("runtime %s (%s): ", st, variant))
 	})
 	if err != nil {
-		return nil, nil, shimCheck, err
+		return nil, nil, shims, err
 	}
 	fill(run, res)
 	if last := lastStartAfter(res.After, res.Started); last.Sub(res.Started).Seconds() > run.WindowSeconds {
@@ -185,7 +185,7 @@ func (s *Scenario) runtimeStep(ctx context.Context, st plan.RuntimeStep, k strin
 	}
 	s.logf("runtime %s (%s): %d pods, %d containers, %d restarts, %d pods recreated, %d pod UIDs changed, window %.1fs (CRI down %.1fs)",
 		st, variant, run.Pods, run.Containers, run.Restarts, run.RecreatedPods, run.Diff.UIDChanges, run.WindowSeconds, run.RuntimeDownSeconds)
-	return run, res, shimCheck, nil
+	return run, res, shims, nil
 }
 
 // runtimeChecks are exec, logs, a genuine change and stop on a container
@@ -205,8 +205,10 @@ func (s *Scenario) runtimeChecks(ctx context.Context, st plan.RuntimeStep, varia
 // 0 pods recreated, 0 UIDs changed; its checks go to the report's
 // checks); a control is reported: what it lost and how its checks went
 // are its verdict. The negative control (r.KillShims) passes only when
-// that same assertion fails on it.
-func judgeRuntimeRun(run *report.Run, r plan.RuntimeRun, checks []report.Check) {
+// that same assertion fails on it; the split one (r.SplitShimGroup) only
+// when also the shim-group check before the swap (checks[0]) named
+// containers (splitNamed).
+func judgeRuntimeRun(run *report.Run, r plan.RuntimeRun, checks []report.Check, splitNamed bool) {
 	lost := fmt.Sprintf("%d restarts (%s), %d pods recreated, %d pod UIDs changed",
 		run.Restarts, strings.Join(run.Diff.RestartedPods, " "), run.RecreatedPods, run.Diff.UIDChanges)
 	switch {
@@ -223,21 +225,16 @@ func judgeRuntimeRun(run *report.Run, r plan.RuntimeRun, checks []report.Check) 
 			run.Verdict = "negative control (the shims killed with containerd): the zero-restart assertion passed, so it cannot tell a loss: " + lost
 		}
 	case r.SplitShimGroup:
-		// checks[0] is the shim-group check made before the swap: it must
-		// have named the split pod (and the CLI with it), and the pod must
-		// be lost.
 		probe := *run
 		report.AssertPatched(&probe)
-		named := len(checks) > 0 && !checks[0].Passed && strings.Contains(checks[0].Detail, strandedDetail) &&
-			strings.Contains(checks[0].Detail, cliAgrees)
-		run.Passed = run.Pods > 0 && !probe.Passed && named
+		run.Passed = run.Pods > 0 && !probe.Passed && splitNamed
 		prefix := "negative control (one pod's shim group split before the swap): "
 		switch {
 		case run.Pods == 0:
 			run.Verdict = prefix + "no pods"
 		case run.Passed:
 			run.Verdict = prefix + "the check before the swap named it (" + checks[0].Detail + ") and the zero-restart assertion failed, as both must: " + lost
-		case !named:
+		case !splitNamed:
 			run.Verdict = prefix + "the check before the swap did not name it: " + checkDetail(checks) + "; " + lost
 		default:
 			run.Verdict = prefix + "the check named it, but the zero-restart assertion passed: the new containerd kept the stranded shim: " + lost
@@ -272,11 +269,11 @@ func controlOutcomes(checks []report.Check) string {
 // runtimeSwap is the swap sequence with the runtime swapped: the node is
 // back when every pod runs and serves and the kubelet has synced every pod
 // since the new containerd answered CRI.
-func (s *Scenario) runtimeSwap(ctx context.Context, st plan.RuntimeStep, r plan.RuntimeRun, to local.RuntimeDist, run *report.Run, beforeStop func()) (*swap.Result, error) {
+func (s *Scenario) runtimeSwap(ctx context.Context, st plan.RuntimeStep, r plan.RuntimeRun, to local.RuntimeDist, run *report.Run, beforeStop func(context.Context)) (*swap.Result, error) {
 	var offset int64
 	h := swap.Hooks{
-		Prepare: func(context.Context, *snapshot.Snapshot) error {
-			beforeStop()
+		Prepare: func(ctx context.Context, _ *snapshot.Snapshot) error {
+			beforeStop(ctx)
 			s.logf("runtime %s (%s): stopping containerd %s; kubelet pid %d keeps running", st, run.Variant, s.node.RunningRuntime().Version, s.kubelet.PID)
 			if r.KillShims {
 				s.logf("runtime %s (%s): the negative control: its shims are killed after it stopped, as systemd stops a unit without KillMode=process", st, run.Variant)

@@ -57,12 +57,12 @@ func (s *Scenario) orderRun(ctx context.Context, r plan.OrderRun) ([]*report.Run
 	var runs []*report.Run
 	asRuntimeRun := plan.RuntimeRun{Patched: r.Patched}
 	runtimeStep := func(under string) error {
-		run, _, shimCheck, err := s.runtimeStep(ctx, rst, under, asRuntimeRun, variant, to)
+		run, _, shims, err := s.runtimeStep(ctx, rst, under, asRuntimeRun, variant, to)
 		if err == nil {
 			if r.Patched {
-				s.check(shimCheck)
+				s.check(shims.Check)
 			}
-			judgeRuntimeRun(run, asRuntimeRun, []report.Check{shimCheck})
+			judgeRuntimeRun(run, asRuntimeRun, []report.Check{shims.Check}, shims.Named)
 			runs = append(runs, run)
 		}
 		return err

@@ -21,9 +21,6 @@ import (
 // shimGroupCheckName is the check made before every runtime swap.
 const shimGroupCheckName = "before the swap: every running container's shim answers at its bundle's address (kubelet-compat preflight --runtime)"
 
-// strandedDetail is in the check's detail when it named containers.
-const strandedDetail = "away from their shim's address"
-
 // shimHost is the run's containerd as package shimgroups reads it.
 func (s *Scenario) shimHost() shimgroups.Host {
 	return shimgroups.Host{
@@ -33,11 +30,21 @@ func (s *Scenario) shimHost() shimgroups.Host {
 	}
 }
 
+// shimGroupResult is the shim-group check and whether it named containers
+// away from their shims' addresses, the library and the operator's command
+// alike (what the split negative control needs).
+type shimGroupResult struct {
+	report.Check
+	Named bool
+}
+
 // shimGroupCheck lists the running containers whose shim no longer
 // answers at their bundle's address (package shimgroups): what a
 // containerd that kills unreachable shims kills at its start, and what
-// preflight --runtime refuses.
-func (s *Scenario) shimGroupCheck(prefix string) (report.Check, []shimgroups.Task) {
+// preflight --runtime refuses. The operator's command (`kubelet-compat
+// cgroups`, which the fleet's upgrade.sh runs right before containerd
+// restarts) must say the same on the node.
+func (s *Scenario) shimGroupCheck(ctx context.Context, prefix string) shimGroupResult {
 	c := report.Check{Name: prefix + shimGroupCheckName}
 	tasks, checked, err := s.shimHost().Stranded()
 	switch {
@@ -55,29 +62,24 @@ func (s *Scenario) shimGroupCheck(prefix string) (report.Check, []shimgroups.Tas
 		for _, t := range tasks {
 			ts = append(ts, t.String())
 		}
-		c.Detail = fmt.Sprintf("%d of %d running containers %s: %s", len(tasks), checked, strandedDetail, strings.Join(ts, "; "))
+		c.Detail = fmt.Sprintf("%d of %d running containers away from their shim's address: %s", len(tasks), checked, strings.Join(ts, "; "))
 	}
+	agrees := false
 	if err == nil && checked > 0 {
-		s.cliShimGroups(&c, len(tasks) > 0)
+		agrees = s.cliShimGroups(ctx, &c, len(tasks) > 0)
+		c.Passed = c.Passed && agrees
 	}
 	s.logf("runtime check %q: passed %t: %s", c.Name, c.Passed, c.Detail)
-	return c, tasks
+	return shimGroupResult{Check: c, Named: len(tasks) > 0 && agrees}
 }
 
-// cliAgrees is in the check's detail when the operator's command (the
-// CLI's cgroups, which the fleet's upgrade.sh runs right before containerd
-// restarts) said the same on the node.
-const cliAgrees = "kubelet-compat cgroups agrees"
-
-// cliShimGroups runs `kubelet-compat cgroups` on the run's containerd: it
-// must exit 2 exactly when containers are away from their shims' addresses,
-// else 0; the check fails when it says otherwise.
-func (s *Scenario) cliShimGroups(c *report.Check, away bool) {
+// cliShimGroups runs `kubelet-compat cgroups` on the run's containerd and
+// says whether it agrees: exit 2 exactly when containers are away from
+// their shims' addresses, else 0.
+func (s *Scenario) cliShimGroups(ctx context.Context, c *report.Check, away bool) bool {
 	h := s.shimHost()
-	cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	out, err := osexec.CommandContext(cctx, s.cli(), "cgroups", "--runc-root", h.RuncRoot, "--task-state", h.TaskState,
-		"--runtime-endpoint", s.node.RuntimeEndpoint()).CombinedOutput()
+	out, err := s.cliExec(ctx, "cgroups", "--runc-root", h.RuncRoot, "--task-state", h.TaskState,
+		"--runtime-endpoint", s.node.RuntimeEndpoint())
 	code := 0
 	var exitErr *osexec.ExitError
 	if errors.As(err, &exitErr) {
@@ -85,14 +87,15 @@ func (s *Scenario) cliShimGroups(c *report.Check, away bool) {
 	} else if err != nil {
 		code = -1
 	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
 	last := lines[len(lines)-1]
-	if (away && code == 2) || (!away && code == 0) {
-		c.Detail += fmt.Sprintf("; %s (exit %d: %s)", cliAgrees, code, last)
-		return
+	agrees := (away && code == 2) || (!away && code == 0)
+	verb := "agrees"
+	if !agrees {
+		verb = "disagrees"
 	}
-	c.Passed = false
-	c.Detail += fmt.Sprintf("; kubelet-compat cgroups disagrees (exit %d: %s)", code, last)
+	c.Detail += fmt.Sprintf("; kubelet-compat cgroups %s (exit %d: %s)", verb, code, last)
+	return agrees
 }
 
 // splitShimGroup splits one pod's shim group in two, as a shim start on

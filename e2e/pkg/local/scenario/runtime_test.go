@@ -32,17 +32,20 @@ func TestJudgeRuntimeRun(t *testing.T) {
 	checks := []report.Check{{Name: "exec", Passed: true}, {Name: "logs", Passed: false}}
 	patched, control, negative := plan.RuntimeRun{Patched: true}, plan.RuntimeRun{}, plan.RuntimeRun{Patched: true, KillShims: true}
 	split := plan.RuntimeRun{Patched: true, SplitShimGroup: true}
-	named := []report.Check{{Detail: "1 " + strandedDetail + ": sb: its shim is pid 1, but unix:///s reaches pid 2; " + cliAgrees + " (exit 2)"}}
+	const namedDetail = "1 of 23 running containers away from their shim's address: sb: its shim is pid 1, but unix:///s reaches pid 2; kubelet-compat cgroups agrees (exit 2)"
+	named := []report.Check{{Detail: namedDetail}}
 	lost := func() *report.Run {
 		return &report.Run{Pods: 10, Restarts: 3, Diff: snapshot.Diff{Pods: 10, Restarts: 3, RestartedPods: []string{"ns/a"}}}
 	}
 	for _, tc := range []struct {
-		name    string
-		run     *report.Run
-		r       plan.RuntimeRun
-		checks  []report.Check
-		passed  bool
-		verdict string
+		name   string
+		run    *report.Run
+		r      plan.RuntimeRun
+		checks []report.Check
+		// splitNamed: the shim-group check named containers, the CLI too.
+		splitNamed bool
+		passed     bool
+		verdict    string
 	}{
 		{name: "patched, nothing lost", run: &report.Run{Pods: 10}, r: patched, passed: true},
 		{name: "patched, restarts", run: lost(), r: patched},
@@ -54,14 +57,14 @@ func TestJudgeRuntimeRun(t *testing.T) {
 			verdict: "negative control (the shims killed with containerd): the zero-restart assertion passed, so it cannot tell a loss: 0 restarts (), 0 pods recreated, 0 pod UIDs changed"},
 		{name: "negative control: no pods", run: &report.Run{}, r: negative,
 			verdict: "negative control (the shims killed with containerd): no pods"},
-		{name: "split shim group: named before the swap and lost", run: lost(), r: split, checks: named, passed: true,
-			verdict: "negative control (one pod's shim group split before the swap): the check before the swap named it (1 " + strandedDetail + ": sb: its shim is pid 1, but unix:///s reaches pid 2; " + cliAgrees + " (exit 2)) and the zero-restart assertion failed, as both must: 3 restarts (ns/a), 0 pods recreated, 0 pod UIDs changed"},
+		{name: "split shim group: named before the swap and lost", run: lost(), r: split, checks: named, splitNamed: true, passed: true,
+			verdict: "negative control (one pod's shim group split before the swap): the check before the swap named it (" + namedDetail + ") and the zero-restart assertion failed, as both must: 3 restarts (ns/a), 0 pods recreated, 0 pod UIDs changed"},
 		{name: "split shim group: lost but not named", run: lost(), r: split, checks: []report.Check{{Passed: true, Detail: "none away from its shim's address"}},
 			verdict: "negative control (one pod's shim group split before the swap): the check before the swap did not name it: none away from its shim's address; 3 restarts (ns/a), 0 pods recreated, 0 pod UIDs changed"},
 		{name: "split shim group: the check failed to read", run: lost(), r: split, checks: []report.Check{{Detail: "the shim's unix sockets: permission denied"}}},
 		{name: "split shim group: the CLI did not name it", run: lost(), r: split,
-			checks: []report.Check{{Detail: "1 " + strandedDetail + ": sb; kubelet-compat cgroups disagrees (exit 0: no running container is out of the cgroups runc gave it)"}}},
-		{name: "split shim group: named, nothing lost", run: &report.Run{Pods: 10}, r: split, checks: named,
+			checks: []report.Check{{Detail: "1 of 23 running containers away from their shim's address: sb; kubelet-compat cgroups disagrees (exit 0: no running container is out of the cgroups runc gave it)"}}},
+		{name: "split shim group: named, nothing lost", run: &report.Run{Pods: 10}, r: split, checks: named, splitNamed: true,
 			verdict: "negative control (one pod's shim group split before the swap): the check named it, but the zero-restart assertion passed: the new containerd kept the stranded shim: 0 restarts (), 0 pods recreated, 0 pod UIDs changed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -69,7 +72,7 @@ func TestJudgeRuntimeRun(t *testing.T) {
 			if tc.checks != nil {
 				cs = tc.checks
 			}
-			judgeRuntimeRun(tc.run, tc.r, cs)
+			judgeRuntimeRun(tc.run, tc.r, cs, tc.splitNamed)
 			assert.Equal(t, tc.run.Passed, tc.passed, tc.run.Verdict)
 			if tc.verdict != "" {
 				assert.Equal(t, tc.run.Verdict, tc.verdict)

@@ -926,7 +926,12 @@ func (s *Scenario) cliRun(ctx context.Context, command string, extra ...string) 
 		// must run: the node has no /usr/bin/kubelet.
 		args = append(args, "--kubelet-pid", fmt.Sprint(s.kubelet.PID), "--kubelet-binary", s.kubelet.Binary)
 	}
-	args = append(args, extra...)
+	return s.cliExec(ctx, append(args, extra...)...)
+}
+
+// cliExec runs the CLI with args alone (a minute at most) and returns its
+// combined output; an *exec.ExitError carries its exit code.
+func (s *Scenario) cliExec(ctx context.Context, args ...string) (string, error) {
 	cctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	out, err := osexec.CommandContext(cctx, s.cli(), args...).CombinedOutput()
