@@ -30,7 +30,6 @@
 package shimgroups
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -40,7 +39,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/kubelet-compat/kubelet-compat/pkg/procstat"
+	"github.com/kubelet-compat/kubelet-compat/pkg/runcstate"
 )
 
 // Defaults of containerd's runc shim for the Kubernetes namespace.
@@ -90,11 +89,8 @@ func (h Host) path(p string) string { return filepath.Join(h.FSRoot, p) }
 // PID gone or reused), or that has no bundle (being created or deleted),
 // is not checked. No runc root: nothing.
 func (h Host) Stranded() (out []Task, checked int, err error) {
-	entries, err := os.ReadDir(h.path(h.RuncRoot))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, 0, nil
-	}
-	if err != nil {
+	ids, err := h.runc().IDs(h.RuncRoot)
+	if err != nil || len(ids) == 0 {
 		return nil, 0, err
 	}
 	list := h.Listeners
@@ -105,11 +101,8 @@ func (h Host) Stranded() (out []Task, checked int, err error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	for _, e := range entries {
-		if !e.IsDir() {
-			continue
-		}
-		t, state, err := h.check(e.Name(), listeners)
+	for _, id := range ids {
+		t, state, err := h.check(id, listeners)
 		if err != nil {
 			return nil, checked, err
 		}
@@ -124,6 +117,8 @@ func (h Host) Stranded() (out []Task, checked int, err error) {
 	return out, checked, nil
 }
 
+func (h Host) runc() runcstate.Host { return runcstate.Host{FSRoot: h.FSRoot} }
+
 // What check found of one container.
 type finding int
 
@@ -136,22 +131,12 @@ const (
 // check: strandedTask when id runs and its shim does not listen at its
 // address.
 func (h Host) check(id string, listeners []Listener) (Task, finding, error) {
-	data, err := os.ReadFile(h.path(filepath.Join(h.RuncRoot, id, "state.json")))
-	if errors.Is(err, os.ErrNotExist) {
-		return Task{}, notRunning, nil
-	}
-	if err != nil {
+	st, ok, err := h.runc().Read(h.RuncRoot, id)
+	if err != nil || !ok {
 		return Task{}, notRunning, err
 	}
-	var st struct {
-		Pid   int    `json:"init_process_pid"`
-		Start uint64 `json:"init_process_start"`
-	}
-	if err := json.Unmarshal(data, &st); err != nil {
-		return Task{}, notRunning, fmt.Errorf("runc state of %s: %w", id, err)
-	}
-	init, ok := h.stat(st.Pid)
-	if !ok || init.StartTicks != st.Start {
+	init, running := h.runc().Init(st.Pid, st.Start)
+	if !running {
 		return Task{}, notRunning, nil
 	}
 	addr, err := os.ReadFile(h.path(filepath.Join(h.TaskState, id, "address")))
@@ -175,18 +160,6 @@ func (h Host) check(id string, listeners []Listener) (Task, finding, error) {
 	}
 	t.Listener = h.holder(inodes)
 	return t, strandedTask, nil
-}
-
-func (h Host) stat(pid int) (procstat.Stat, bool) {
-	if pid <= 0 {
-		return procstat.Stat{}, false
-	}
-	data, err := os.ReadFile(h.path(filepath.Join("/proc", strconv.Itoa(pid), "stat")))
-	if err != nil {
-		return procstat.Stat{}, false
-	}
-	st, err := procstat.Parse(data)
-	return st, err == nil && st.PID == pid
 }
 
 // boundAt returns the socket inode of the listener bound at path now:

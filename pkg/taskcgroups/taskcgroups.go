@@ -19,8 +19,6 @@ package taskcgroups
 
 import (
 	"bufio"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -28,7 +26,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/kubelet-compat/kubelet-compat/pkg/procstat"
+	"github.com/kubelet-compat/kubelet-compat/pkg/runcstate"
 )
 
 // DefaultRuncRoot is where containerd's runc shim keeps runc's state of
@@ -59,15 +57,9 @@ type Task struct {
 // Cgroup is one controller's recorded cgroup directory.
 type Cgroup struct{ Controller, Dir string }
 
-// state is what the package reads of runc's state.json.
-type state struct {
-	ID    string            `json:"id"`
-	Pid   int               `json:"init_process_pid"`
-	Start uint64            `json:"init_process_start"`
-	Paths map[string]string `json:"cgroup_paths"`
-}
-
 func (h Host) path(p string) string { return filepath.Join(h.FSRoot, p) }
+
+func (h Host) runc() runcstate.Host { return runcstate.Host{FSRoot: h.FSRoot} }
 
 // Escaped lists the running containers under RuncRoot whose init process
 // (the one runc started: same PID and start time) is missing from one of
@@ -75,19 +67,13 @@ func (h Host) path(p string) string { return filepath.Join(h.FSRoot, p) }
 // whose PID now names another process, is not running: not listed. No
 // runc root: nothing to list.
 func (h Host) Escaped() ([]Task, error) {
-	entries, err := os.ReadDir(h.path(h.RuncRoot))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
+	ids, err := h.runc().IDs(h.RuncRoot)
 	if err != nil {
 		return nil, err
 	}
 	var out []Task
-	for _, e := range entries {
-		if !e.IsDir() {
-			continue
-		}
-		t, ok, err := h.check(e.Name())
+	for _, id := range ids {
+		t, ok, err := h.check(id)
 		if err != nil {
 			return nil, err
 		}
@@ -101,18 +87,11 @@ func (h Host) Escaped() ([]Task, error) {
 // check reads one container's state; ok when it runs and is out of a
 // recorded cgroup.
 func (h Host) check(id string) (Task, bool, error) {
-	data, err := os.ReadFile(h.path(filepath.Join(h.RuncRoot, id, "state.json")))
-	if errors.Is(err, os.ErrNotExist) {
-		return Task{}, false, nil // being created or deleted
-	}
-	if err != nil {
+	st, ok, err := h.runc().Read(h.RuncRoot, id)
+	if err != nil || !ok {
 		return Task{}, false, err
 	}
-	var st state
-	if err := json.Unmarshal(data, &st); err != nil {
-		return Task{}, false, fmt.Errorf("runc state of %s: %w", id, err)
-	}
-	if st.Pid <= 0 || !h.sameProcess(st.Pid, st.Start) {
+	if _, running := h.runc().Init(st.Pid, st.Start); !running {
 		return Task{}, false, nil
 	}
 	t := Task{ID: id, Pid: st.Pid, StartTime: st.Start}
@@ -127,17 +106,6 @@ func (h Host) check(id string) (Task, bool, error) {
 	}
 	sort.Slice(t.Out, func(i, j int) bool { return t.Out[i].Controller < t.Out[j].Controller })
 	return t, len(t.Out) > 0, nil
-}
-
-// sameProcess says whether pid still names the process that started at
-// start (package procstat).
-func (h Host) sameProcess(pid int, start uint64) bool {
-	data, err := os.ReadFile(h.path(filepath.Join("/proc", strconv.Itoa(pid), "stat")))
-	if err != nil {
-		return false
-	}
-	st, err := procstat.Parse(data)
-	return err == nil && st.PID == pid && st.StartTicks == start
 }
 
 func holds(procs []byte, pid int) bool {
@@ -155,7 +123,7 @@ func holds(procs []byte, pid int) bool {
 // checking again that it is the same process (a PID reused since Escaped
 // is left alone, with an error).
 func (h Host) Repair(t Task) error {
-	if !h.sameProcess(t.Pid, t.StartTime) {
+	if _, same := h.runc().Init(t.Pid, t.StartTime); !same {
 		return fmt.Errorf("container %s: process %d is not the one runc started any more: left alone", short(t.ID), t.Pid)
 	}
 	for _, cg := range t.Out {
