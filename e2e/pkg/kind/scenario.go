@@ -537,12 +537,13 @@ func (r *ClusterRun) RemoveLeftBehind(ctx context.Context, v, next string) error
 // road of twenty versions on three nodes does not leave room for. A
 // package dpkg will not remove is left, and logged.
 func (r *ClusterRun) RemovePackages(ctx context.Context, v string) error {
-	script := `v=$1; pkgs=""
-for p in node kubeadm client; do dpkg-query -W "kubernetes-$v-$p" >/dev/null 2>&1 && pkgs="$pkgs kubernetes-$v-$p"; done
+	script := `v=$1; shift; pkgs=""
+for p in "$@"; do dpkg-query -W "$p" >/dev/null 2>&1 && pkgs="$pkgs $p"; done
 [ -z "$pkgs" ] || dpkg -r $pkgs || echo "left installed:$pkgs"
 rm -rf "/root/kc-e2e-stage/$v"`
+	args := append([]string{"sh", "-c", script, "sh", v}, nodeimage.NodePackageNames(v)...)
 	for _, n := range r.Cluster.Nodes {
-		if _, err := r.ExecLogged(ctx, n, "remove-packages-"+v, "sh", "-c", script, "sh", v); err != nil {
+		if _, err := r.ExecLogged(ctx, n, "remove-packages-"+v, args...); err != nil {
 			return err
 		}
 	}

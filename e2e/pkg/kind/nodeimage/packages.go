@@ -22,10 +22,19 @@ type packageSet struct {
 	patched, unpatched string
 }
 
-// NodePackages are the .debs of version v a node installs, as globs:
-// the versioned node, kubeadm and client packages.
+// NodePackageNames are the packages of version v a node installs: the
+// versioned node, kubeadm and client packages.
+func NodePackageNames(v string) []string {
+	return []string{"kubernetes-" + v + "-node", "kubernetes-" + v + "-kubeadm", "kubernetes-" + v + "-client"}
+}
+
+// NodePackages are NodePackageNames(v)'s .debs, as globs.
 func NodePackages(v string) []string {
-	return []string{"kubernetes-" + v + "-node_*.deb", "kubernetes-" + v + "-kubeadm_*.deb", "kubernetes-" + v + "-client_*.deb"}
+	var globs []string
+	for _, n := range NodePackageNames(v) {
+		globs = append(globs, n+"_*.deb")
+	}
+	return globs
 }
 
 // forVersion returns the patched packages a node of version v installs:
