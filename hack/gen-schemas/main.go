@@ -26,6 +26,7 @@ import (
 
 	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
 	"github.com/kubelet-compat/kubelet-compat/pkg/matrix"
+	"github.com/kubelet-compat/kubelet-compat/pkg/modfetch"
 )
 
 //go:embed reflect.go.tmpl
@@ -111,7 +112,16 @@ func readSchema(ctx context.Context, apiVersion string) ([]string, error) {
 	env := []string{"GOFLAGS=-mod=mod", "GOTOOLCHAIN=local", "CGO_ENABLED=0"}
 	tidy := &exec.Cmd{Name: "go", Args: []string{"mod", "tidy"}, Dir: dir, Env: env}
 	if err := tidy.Run(ctx); err != nil {
-		return nil, err
+		// k8s.io/api 0.38 and later need a newer Go than the machine's.
+		toolchain := modfetch.NewerToolchainFor(err.Error())
+		if toolchain == "" {
+			return nil, err
+		}
+		env = append(env, "GOTOOLCHAIN="+toolchain)
+		tidy.Env = env
+		if err := tidy.Run(ctx); err != nil {
+			return nil, err
+		}
 	}
 	run := &exec.Cmd{Name: "go", Args: []string{"run", "."}, Dir: dir, Env: env}
 	stdout, err := run.Output(ctx)

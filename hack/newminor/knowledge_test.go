@@ -111,3 +111,8 @@ func TestPatchgenFailure(t *testing.T) {
 	stderr := "[1.37.2] wrote nothing\npatchgen: [1.37.2] 1 hook(s) do not apply to v1.37.2\n  hook 3-admit (from v1.36.patch):\n    pkg/kubelet/kubelet.go: hunk #1 rejected\nexit status 1\n"
 	assert.Check(t, is.Equal(patchgenFailure(stderr), "[1.37.2] wrote nothing\n[1.37.2] 1 hook(s) do not apply to v1.37.2\n  hook 3-admit (from v1.36.patch):\n    pkg/kubelet/kubelet.go: hunk #1 rejected"))
 }
+
+func TestPreReleaseNote(t *testing.T) {
+	assert.Check(t, is.Equal(preReleaseNote("1.38.0-rc.1"),
+		"Pre-release: the newest 1.38 the proxy serves until 1.38.0; hack/new-minor 1.38.0 replaces this row when the proxy serves it."))
+}

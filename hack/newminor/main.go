@@ -17,6 +17,10 @@
 // (file:line). Every file is written whole through a rename, and only when
 // it changes: running it again changes nothing.
 //
+// A pre-release (1.38.0-rc.1, 1.38.0-beta.0) gets the row of its minor
+// until the final release, which replaces it the same way a newer patch
+// replaces a row.
+//
 //	hack/new-minor [-note TEXT] [-go 1.26.10 -go-note TEXT] [-skip-hashes] 1.38.0
 package main
 
@@ -64,7 +68,7 @@ func main() {
 	flag.BoolVar(&o.skipHashes, "skip-hashes", false, "do not compute the minor's hash goldens (slow: compiles the tree with its Go); lastKnownMinor is then left alone unless the golden already has the minor")
 	flag.StringVar(&o.cacheDir, "cache", cachedir.Resolve(os.Getenv(cachedir.Env)), "cache root; default $KC_CACHE")
 	flag.Usage = func() {
-		fmt.Fprintf(os.Stderr, "usage: hack/new-minor [flags] <release, e.g. 1.38.0>\n")
+		fmt.Fprintf(os.Stderr, "usage: hack/new-minor [flags] <release, e.g. 1.38.0 or 1.38.0-rc.1>\n")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
@@ -128,11 +132,17 @@ func (r *report) print(w io.Writer) {
 	section("prose that ends a range at the previous newest minor (review)", "", review)
 }
 
-var releaseRE = regexp.MustCompile(`^1\.[0-9]+\.[0-9]+$`)
+var releaseRE = regexp.MustCompile(`^1\.[0-9]+\.[0-9]+(-(alpha|beta|rc)\.[0-9]+)?$`)
+
+// preReleaseNote is the note of a pre-release row without -note.
+func preReleaseNote(release string) string {
+	final := release[:strings.IndexByte(release, '-')]
+	return fmt.Sprintf("Pre-release: the newest %s the proxy serves until %s; hack/new-minor %s replaces this row when the proxy serves it.", final[:strings.LastIndexByte(final, '.')], final, final)
+}
 
 func run(ctx context.Context, o options, r *report) error {
 	if !releaseRE.MatchString(o.release) {
-		return fmt.Errorf("release %q must look like 1.38.0", o.release)
+		return fmt.Errorf("release %q must look like 1.38.0, or a pre-release such as 1.38.0-rc.1", o.release)
 	}
 	if _, err := os.Stat(matrixFile); err != nil {
 		return fmt.Errorf("run from the repository's root: %w", err)
@@ -244,8 +254,11 @@ func fetchRow(ctx context.Context, o options, existing matrix.Row) (matrix.Row, 
 	}
 	row := matrix.Row{Kubernetes: o.release, SourceSum: mod.Sum, Build: true,
 		Note: existing.Note, GoNote: existing.GoNote, Stubs: existing.Stubs, Overrides: existing.Overrides}
-	if o.note != "" {
+	switch {
+	case o.note != "":
 		row.Note = o.note
+	case row.Note == "" && row.PreRelease() != "":
+		row.Note = preReleaseNote(o.release)
 	}
 	gv, err := os.ReadFile(filepath.Join(mod.Dir, ".go-version"))
 	if err != nil {

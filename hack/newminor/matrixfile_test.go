@@ -73,6 +73,8 @@ func TestSetRow(t *testing.T) {
 			wantCI: `"ci": ["1.18.19", "1.36.9"]`, wantRows: []string{"1.18.19", "1.36.9"}},
 		{name: "a minor in between: inserted, ci kept", row: newRow("1.20.15"),
 			wantCI: `"ci": ["1.18.19", "1.36.5"]`, wantRows: []string{"1.18.19", "1.20.15", "1.36.5"}},
+		{name: "a pre-release of a new minor: appended, ci follows", row: newRow("1.37.0-beta.0"),
+			wantCI: `"ci": ["1.18.19", "1.37.0-beta.0"]`, wantRows: []string{"1.18.19", "1.36.5", "1.37.0-beta.0"}},
 		{name: "a reference row is not the newest build row", row: func() matrix.Row { r := newRow("1.37.2"); r.Build = false; return r }(),
 			wantCI: `"ci": ["1.18.19", "1.36.5"]`, wantRows: []string{"1.18.19", "1.36.5", "1.37.2"}},
 	} {
@@ -98,6 +100,20 @@ func TestSetRow(t *testing.T) {
 	}
 	_, _, err := setRow([]byte(small), matrix.Row{Kubernetes: "1.38"})
 	assert.Check(t, is.ErrorContains(err, "must look like"))
+}
+
+// The final release takes the pre-release's row and its place in the sets.
+func TestSetRowFinalReplacesPreRelease(t *testing.T) {
+	pre := matrix.Row{Kubernetes: "1.37.0-rc.1", Note: "pre", Go: "1.26.10", SourceSum: sumA, ToolchainSum: sumB, Build: true}
+	withPre, _, err := setRow([]byte(small), pre)
+	assert.NilError(t, err)
+	final := pre
+	final.Kubernetes, final.Note = "1.37.0", "final"
+	out, replaced, err := setRow(withPre, final)
+	assert.NilError(t, err)
+	assert.Check(t, is.Equal(replaced.Kubernetes, "1.37.0-rc.1"))
+	assert.Check(t, is.Contains(string(out), `"ci": ["1.18.19", "1.37.0"]`))
+	assert.Check(t, !strings.Contains(string(out), "rc.1"))
 }
 
 func TestRenderRow(t *testing.T) {

@@ -18,7 +18,9 @@ var matrixJSON []byte
 
 // Row is one Kubernetes release and what it takes to build it.
 type Row struct {
-	// Kubernetes is the release without the leading v, e.g. "1.18.19".
+	// Kubernetes is the release without the leading v, e.g. "1.18.19", or
+	// a pre-release of the newest minor, e.g. "1.38.0-rc.1": the row a new
+	// minor has before its final release, which then replaces it.
 	Kubernetes string `json:"kubernetes"`
 	// Note explains why this patch release and not a later one.
 	Note string `json:"note,omitempty"`
@@ -60,8 +62,18 @@ func (r Row) Minor() string {
 	return parts[0] + "." + parts[1]
 }
 
+// PreRelease is the pre-release of the row, e.g. "rc.1" for 1.38.0-rc.1, or
+// "" for a release.
+func (r Row) PreRelease() string {
+	if i := strings.IndexByte(r.Kubernetes, '-'); i >= 0 {
+		return r.Kubernetes[i+1:]
+	}
+	return ""
+}
+
 // StagingVersion is the version the staging modules were published under for
-// this release, e.g. "v0.18.19" for 1.18.19.
+// this release, e.g. "v0.18.19" for 1.18.19 (and "v0.38.0-rc.1" for
+// 1.38.0-rc.1).
 func (r Row) StagingVersion() string {
 	return "v0." + strings.SplitN(r.Kubernetes, ".", 2)[1]
 }
@@ -84,7 +96,7 @@ func ToolchainModule(goVersion string) string {
 }
 
 var (
-	releaseRE = regexp.MustCompile(`^1\.[0-9]+\.[0-9]+$`)
+	releaseRE = regexp.MustCompile(`^1\.[0-9]+\.[0-9]+(-(alpha|beta|rc)\.[0-9]+)?$`)
 	goRE      = regexp.MustCompile(`^1\.[0-9]+(\.[0-9]+)?$`)
 	modVerRE  = regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+$`)
 )
@@ -109,7 +121,7 @@ func ValidSum(s string) bool {
 // Validate checks one row on its own.
 func (r Row) Validate() error {
 	if !releaseRE.MatchString(r.Kubernetes) {
-		return fmt.Errorf("row %q: kubernetes must look like 1.18.19", r.Kubernetes)
+		return fmt.Errorf("row %q: kubernetes must look like 1.18.19 (or 1.38.0-rc.1, 1.38.0-beta.0, 1.38.0-alpha.3)", r.Kubernetes)
 	}
 	if !goRE.MatchString(r.Go) {
 		return fmt.Errorf("row %s: go %q must look like 1.13.15", r.Kubernetes, r.Go)
@@ -164,6 +176,11 @@ func parse(data []byte) (*file, error) {
 		}
 		if i > 0 && !lessMinor(f.Rows[i-1].Minor(), r.Minor()) {
 			return nil, fmt.Errorf("matrix rows must be one per minor in ascending order: %s after %s", r.Kubernetes, f.Rows[i-1].Kubernetes)
+		}
+		// A pre-release stands for a minor not yet released: every older
+		// minor has its final release.
+		if r.PreRelease() != "" && i != len(f.Rows)-1 {
+			return nil, fmt.Errorf("matrix: pre-release %s must be the newest row (%s follows it): replace it by its final release", r.Kubernetes, f.Rows[len(f.Rows)-1].Kubernetes)
 		}
 	}
 	for name, members := range f.Sets {

@@ -121,6 +121,36 @@ func TestRowHelpers(t *testing.T) {
 	}
 }
 
+func TestPreRelease(t *testing.T) {
+	for _, tt := range []struct {
+		release, pre, minor, staging string
+	}{
+		{"1.38.0-beta.0", "beta.0", "1.38", "v0.38.0-beta.0"},
+		{"1.38.0-rc.1", "rc.1", "1.38", "v0.38.0-rc.1"},
+		{"1.38.0-alpha.2", "alpha.2", "1.38", "v0.38.0-alpha.2"},
+		{"1.38.0", "", "1.38", "v0.38.0"},
+	} {
+		r := Row{Kubernetes: tt.release}
+		if got := r.PreRelease(); got != tt.pre {
+			t.Errorf("%s: PreRelease = %q, want %q", tt.release, got, tt.pre)
+		}
+		if got := r.Minor(); got != tt.minor {
+			t.Errorf("%s: Minor = %q, want %q", tt.release, got, tt.minor)
+		}
+		if got := r.StagingVersion(); got != tt.staging {
+			t.Errorf("%s: StagingVersion = %q, want %q", tt.release, got, tt.staging)
+		}
+		if got := r.Tag(); got != "v"+tt.release {
+			t.Errorf("%s: Tag = %q", tt.release, got)
+		}
+	}
+	const sum = "h1:0YIfmYlhMe0yUYdbupupU89br9R11dmf/VOP2nfew9s="
+	r := Row{Kubernetes: "1.38.0-beta.0", Go: "1.27.3", SourceSum: sum, ToolchainSum: sum, Build: true}
+	if err := r.Validate(); err != nil {
+		t.Errorf("Validate(%s) = %v", r.Kubernetes, err)
+	}
+}
+
 func TestParseRejects(t *testing.T) {
 	const sum = "h1:0YIfmYlhMe0yUYdbupupU89br9R11dmf/VOP2nfew9s="
 	row := func(k8s, goV, src, tc string, extra string) string {
@@ -142,6 +172,8 @@ func TestParseRejects(t *testing.T) {
 		{"control-plane module stubbed", `{"rows":[` + row("1.25.16", "1.20.14", sum, sum, `,"stubs":["k8s.io/kube-controller-manager"]`) + `]}`, "kube-controller-manager imports it"},
 		{"out of order", `{"rows":[` + row("1.19.16", "1.15.15", sum, sum, "") + `,` + row("1.18.19", "1.13.15", sum, sum, "") + `]}`, "ascending"},
 		{"two of a minor", `{"rows":[` + row("1.18.18", "1.13.15", sum, sum, "") + `,` + row("1.18.19", "1.13.15", sum, sum, "") + `]}`, "ascending"},
+		{"unknown pre-release", `{"rows":[` + row("1.38.0-gamma.1", "1.27.3", sum, sum, "") + `]}`, "kubernetes must"},
+		{"pre-release not the newest minor", `{"rows":[` + row("1.37.0-rc.1", "1.26.10", sum, sum, "") + `,` + row("1.38.0", "1.27.3", sum, sum, "") + `]}`, "pre-release 1.37.0-rc.1 must be the newest row"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

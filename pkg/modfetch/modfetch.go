@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
@@ -17,6 +19,50 @@ import (
 
 // goCommand is the modern go command: the one first on PATH.
 const goCommand = "go"
+
+// NewerGo is the one Go newer than the machine's that the project may run
+// (GOTOOLCHAIN=go1.27.3): a module whose go.mod needs a newer Go than the
+// machine's (k8s.io/kubernetes 1.38 says go 1.27.0) is downloaded with it.
+// The go command fetches that toolchain from the module proxy and checks
+// it against the checksum database like any module.
+const NewerGo = "1.27.3"
+
+// needsGoRE is the go command's refusal to download a module whose go.mod
+// needs a newer Go than the local one.
+var needsGoRE = regexp.MustCompile(`requires go >= ([0-9][0-9.]*) \(running go [^;]*; GOTOOLCHAIN=local\)`)
+
+// NewerToolchainFor is the GOTOOLCHAIN to run the go command again with after
+// its error msg, or "" when msg is another error or NewerGo is too
+// old for the module.
+func NewerToolchainFor(msg string) string {
+	m := needsGoRE.FindStringSubmatch(msg)
+	if m == nil || compareGo(m[1], NewerGo) > 0 {
+		return ""
+	}
+	return "go" + NewerGo
+}
+
+// compareGo compares two Go versions ("1.27", "1.27.0", "1.27.3")
+// numerically; a missing part counts as 0.
+func compareGo(a, b string) int {
+	as, bs := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; i < len(as) || i < len(bs); i++ {
+		var x, y int
+		if i < len(as) {
+			x, _ = strconv.Atoi(as[i])
+		}
+		if i < len(bs) {
+			y, _ = strconv.Atoi(bs[i])
+		}
+		if x != y {
+			if x < y {
+				return -1
+			}
+			return 1
+		}
+	}
+	return 0
+}
 
 // Module is what `go mod download -json` reports for one module.
 type Module struct {
@@ -60,16 +106,15 @@ func Download(ctx context.Context, cacheDir, path, version, wantSum string) (Mod
 	}
 	defer os.RemoveAll(tmp)
 
-	cmd := exec.Command(goCommand, "mod", "download", "-json", what)
-	cmd.Dir = tmp
-	cmd.Env = Env(cacheDir)
-	out, runErr := cmd.Output(ctx)
-	var m Module
-	if err := json.Unmarshal(out, &m); err != nil {
-		if runErr != nil {
-			return Module{}, fmt.Errorf("downloading %s: %w", what, runErr)
+	m, runErr, err := download(ctx, tmp, what, Env(cacheDir))
+	if err != nil {
+		return Module{}, err
+	}
+	if toolchain := NewerToolchainFor(m.Error); toolchain != "" {
+		m, runErr, err = download(ctx, tmp, what, append(Env(cacheDir), "GOTOOLCHAIN="+toolchain))
+		if err != nil {
+			return Module{}, err
 		}
-		return Module{}, fmt.Errorf("downloading %s: decoding go mod download output: %w", what, err)
 	}
 	if m.Error != "" {
 		return m, fmt.Errorf("downloading %s: %s", what, firstLine(m.Error))
@@ -81,6 +126,22 @@ func Download(ctx context.Context, cacheDir, path, version, wantSum string) (Mod
 		return m, &SumMismatchError{Module: what, Got: m.Sum, Want: wantSum}
 	}
 	return m, nil
+}
+
+// download runs go mod download -json once; err is set when its output
+// does not decode, runErr is the command's own error.
+func download(ctx context.Context, dir, what string, env []string) (m Module, runErr, err error) {
+	cmd := exec.Command(goCommand, "mod", "download", "-json", what)
+	cmd.Dir = dir
+	cmd.Env = env // the last GOTOOLCHAIN wins
+	out, runErr := cmd.Output(ctx)
+	if err := json.Unmarshal(out, &m); err != nil {
+		if runErr != nil {
+			return Module{}, nil, fmt.Errorf("downloading %s: %w", what, runErr)
+		}
+		return Module{}, nil, fmt.Errorf("downloading %s: decoding go mod download output: %w", what, err)
+	}
+	return m, runErr, nil
 }
 
 // SumMismatchError means the proxy served (and the checksum database vouched
