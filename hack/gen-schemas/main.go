@@ -65,7 +65,8 @@ func run(out string, check bool, versionList string) error {
 		if err != nil {
 			return fmt.Errorf("matrix row %q: %v", v, err)
 		}
-		apiVersion := "v0." + parts[1] + "." + parts[2]
+		// The staging module's version: v0.38.0-rc.1 for 1.38.0-rc.1.
+		apiVersion := matrix.Row{Kubernetes: v}.StagingVersion()
 		start := time.Now()
 		types, err := readSchema(ctx, apiVersion)
 		if err != nil {
