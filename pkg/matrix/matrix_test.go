@@ -15,10 +15,10 @@ func TestEmbeddedMatrixIsValid(t *testing.T) {
 	if got, want := rows[0].Minor(), "1.16"; got != want {
 		t.Errorf("first minor = %s, want %s", got, want)
 	}
-	if got, want := rows[len(rows)-1].Minor(), "1.37"; got != want {
+	if got, want := rows[len(rows)-1].Minor(), "1.38"; got != want {
 		t.Errorf("last minor = %s, want %s", got, want)
 	}
-	if got, want := len(rows), 37-16+1; got != want {
+	if got, want := len(rows), 38-16+1; got != want {
 		t.Errorf("%d rows, want one per minor: %d", got, want)
 	}
 }

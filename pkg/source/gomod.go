@@ -133,4 +133,71 @@ type Natural = upstream.Natural
 func NaturalLess(str1, str2 string) bool { return upstream.NaturalLess(str1, str2) }
 `),
 	},
+	"sigs.k8s.io/iptables-wrappers": {
+		"go.mod": []byte("// Shim written by kubelet-compat build/source: the module proxy serves the\n" +
+			"// .info and .mod of sigs.k8s.io/iptables-wrappers v1.0.0 but not its .zip\n" +
+			"// (403). Kubelet 1.38 imports its pkg/iptables only to create the\n" +
+			"// KUBE-IPTABLES-HINT and KUBE-FIREWALL chains; this shim finds no iptables,\n" +
+			"// so the kubelet skips them as upstream's does on a host without iptables.\n" +
+			"module sigs.k8s.io/iptables-wrappers\n"),
+		"pkg/iptables/iptables.go": []byte(iptablesShim),
+	},
 }
+
+// iptablesShim is the API of sigs.k8s.io/iptables-wrappers/pkg/iptables
+// that kubelet 1.38's kubelet_network_linux.go uses, with no iptables
+// behind it: NewBestEffort finds none, the kubelet logs "No iptables support
+// on this system" and goes on (its own path on nftables-only hosts).
+const iptablesShim = `// Package iptables is kubelet-compat's shim of
+// sigs.k8s.io/iptables-wrappers/pkg/iptables: no iptables is found.
+package iptables
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+type (
+	// Chain is an iptables chain.
+	Chain string
+	// Table is an iptables table.
+	Table string
+	// Protocol is IPv4 or IPv6.
+	Protocol string
+	// RulePosition is where a rule is added.
+	RulePosition string
+	// Mode is how the iptables binary is chosen.
+	Mode string
+)
+
+const (
+	TableFilter      Table        = "filter"
+	TableMangle      Table        = "mangle"
+	TableNAT         Table        = "nat"
+	ChainInput       Chain        = "INPUT"
+	ChainOutput      Chain        = "OUTPUT"
+	Prepend          RulePosition = "-I"
+	Append           RulePosition = "-A"
+	ProtocolIPv4     Protocol     = "IPv4"
+	ProtocolIPv6     Protocol     = "IPv6"
+	UseInstalledMode Mode         = "installed"
+)
+
+// Interface is the part of the iptables client the kubelet calls.
+type Interface interface {
+	EnsureChain(ctx context.Context, table Table, chain Chain) (bool, error)
+	EnsureRule(ctx context.Context, position RulePosition, table Table, chain Chain, args ...string) (bool, error)
+	IsIPv6() bool
+	Protocol() Protocol
+	Monitor(ctx context.Context, canary Chain, tables []Table, reloadFunc func(), interval time.Duration)
+}
+
+// ErrNoIPTables is what a client would answer; none is ever returned.
+var ErrNoIPTables = errors.New("kubelet-compat shim: no iptables")
+
+// NewBestEffort returns the iptables clients that work on this host: none.
+func NewBestEffort(ctx context.Context, mode Mode) map[Protocol]Interface {
+	return map[Protocol]Interface{}
+}
+`

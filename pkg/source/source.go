@@ -18,10 +18,12 @@ package source
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -252,10 +254,28 @@ func DownloadModules(ctx context.Context, cacheDir string, row matrix.Row, goroo
 	cmd.Dir = tree
 	cmd.Env = toolchain.Env(goroot, row.Go, cacheDir)
 	if err := cmd.Run(ctx); err != nil {
+		var ee *exec.Error
+		if errors.As(err, &ee) {
+			if m := refusedModule(ee.Stderr); m != "" {
+				return fmt.Errorf("[%s] downloading modules: the module proxy does not serve %s: if nothing built from the tree imports it, add it to the row's stubs in pkg/matrix/matrix.json, else a served version to its overrides", row.Kubernetes, m)
+			}
+		}
 		return fmt.Errorf("[%s] downloading modules: %w", row.Kubernetes, err)
 	}
 	fmt.Fprintf(progress, "[%s] downloading modules... done in %s\n", row.Kubernetes, time.Since(start).Round(time.Second))
 	return nil
+}
+
+// refusedRE is the go command's line for a module the proxy refuses.
+var refusedRE = regexp.MustCompile(`(?m)^go: (\S+@\S+): reading \S+: (403|404|410) `)
+
+// refusedModule is the path@version the go command's stderr says the proxy
+// refused, or "".
+func refusedModule(stderr string) string {
+	if m := refusedRE.FindStringSubmatch(stderr); m != nil {
+		return m[1]
+	}
+	return ""
 }
 
 // intoPlace fills a temporary sibling of dst with fill and renames it to dst,

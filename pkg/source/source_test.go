@@ -318,3 +318,20 @@ func TestUserSource(t *testing.T) {
 		})
 	}
 }
+
+func TestRefusedModule(t *testing.T) {
+	for _, tt := range []struct {
+		name, stderr, want string
+	}{
+		{"a zip the proxy refuses",
+			"go: sigs.k8s.io/iptables-wrappers@v1.0.0: reading https://proxy.golang.org/sigs.k8s.io/iptables-wrappers/@v/v1.0.0.zip: 403 Forbidden\n\tserver response: This module version is not available.\n",
+			"sigs.k8s.io/iptables-wrappers@v1.0.0"},
+		{"another failure", "go: updates to go.mod needed\n", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := refusedModule(tt.stderr); got != tt.want {
+				t.Errorf("refusedModule = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
