@@ -36,7 +36,7 @@ type anchor struct {
 // lives. Each is upstream behaviour this project measured, not derived.
 var knowledge = []anchor{
 	{"pkg/upstream/upstream.go", `^\s*Last\s*=\s*\d+`, "the minors the e2e's unpatched controls measured: run the unpatched control 1.{prev} -> 1.{new}, then raise Last"},
-	{"pkg/upstream/upstream.go", `^var staticPodUIDChanges`, "static-pod UID: does 1.{new} derive another UID for a static pod without metadata.uid (internal api.Pod types changed; measured by the unpatched control)? add {new}: \"reason\" if so"},
+	{"pkg/upstream/upstream.go", `^var staticPodUIDChanges`, "static-pod UID: did the unpatched control 1.{prev} -> 1.{new} recreate the corpus's static pods without metadata.uid? add {new}: true or false (the types 1.{new} changed are generated: zz_generated.podtypes.go, which e2e/pkg/corpus's test holds to it)"},
 	{"cmd/kubelet-compat/internal/preflight/declared.go", `^var declaredFeatures`, "re-admission: node-declared features and admission 1.{new} adds or graduates (registry of the minors the CLI predicts re-admission for)"},
 	{"pkg/runtimecompat/check.go", `^\s*{prev}: \{`, "containerd releases containerd's RELEASES.md recommends for 1.{new} (add {new}: {...})"},
 	{"pkg/runtimebuild/spec.go", `crictl\("v1\.\d+\.\d+"`, "crictl of the runtime images: a cri-tools release for 1.{new} once published"},

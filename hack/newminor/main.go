@@ -5,6 +5,8 @@
 //     and the Go of its .go-version, and that toolchain's sum, from the Go
 //     module proxy; the "ci" set follows the newest row;
 //   - kubelet-compat/zz_generated.schemas.go (hack/gen-schemas);
+//   - pkg/upstream/zz_generated.podtypes.go (hack/gen-pod-types): the
+//     internal Pod types each minor changed;
 //   - the minor's lines of kubelet-compat/testdata/hashes.golden
 //     (hack/gen-hash-goldens, in the real tree with its Go);
 //   - lastKnownMinor (kubelet-compat/schema.go), when the golden shows the
@@ -49,6 +51,7 @@ const (
 	schemaGo   = "kubelet-compat/schema.go"
 	goldenFile = "kubelet-compat/testdata/hashes.golden"
 	schemasGo  = "kubelet-compat/zz_generated.schemas.go"
+	podTypesGo = "pkg/upstream/zz_generated.podtypes.go"
 )
 
 type options struct {
@@ -196,6 +199,11 @@ func run(ctx context.Context, o options, r *report) error {
 		return fmt.Errorf("gen-schemas: %w", err)
 	}
 	r.did("%s %s (hack/gen-schemas)", schemasGo, what)
+	what, err = changes(podTypesGo, func() error { return goRun(ctx, "./hack/gen-pod-types") })
+	if err != nil {
+		return fmt.Errorf("gen-pod-types: %w", err)
+	}
+	r.did("%s %s (hack/gen-pod-types)", podTypesGo, what)
 
 	// 3. Hash goldens for the new minor, in its real tree.
 	if o.skipHashes {
@@ -221,7 +229,7 @@ func run(ctx context.Context, o options, r *report) error {
 	// 6. What a human does.
 	r.facts = append(r.facts,
 		fmt.Sprintf("container hash of 1.%d: %s shows whether 1.%d hashes like 1.%d (this run's verdict is above); a new era needs the library's hash code and the eras in %s", next, goldenFile, next, prev, schemaGo),
-		fmt.Sprintf("static-pod UID: run the e2e's unpatched control 1.%d -> 1.%d (make e2e, e2e/README.md); record it in pkg/upstream (staticPodUIDChanges, Last)", prev, next),
+		fmt.Sprintf("static-pod UID: run the e2e's unpatched control 1.%d -> 1.%d (make e2e, e2e/README.md); whether it recreated the corpus's static pods without metadata.uid goes into pkg/upstream (staticPodUIDChanges, then raise Last; e2e/pkg/corpus's test holds %s to it)", prev, next, podTypesGo),
 		fmt.Sprintf("re-admission: whether kubelet 1.%d re-admits the pods 1.%d started (the e2e's admission scenarios, e2e/pkg/local/scenario/admission.go); the CLI's tables below", next, prev),
 		fmt.Sprintf("verify-trees on 1.%d (make verify-trees VERSIONS=%s) and the patched and unpatched kind steps 1.%d -> 1.%d; README's tables", next, row.Kubernetes, prev, next),
 	)

@@ -1,7 +1,17 @@
 // Package upstream is what this project measured of upstream kubelets
 // across an in-place upgrade, per minor: which minors derive another UID
 // for a static pod without metadata.uid, and when a container's hash
-// changes. `kubelet-compat preflight` predicts from it and the e2e's
+// changes.
+//
+// A static pod without metadata.uid gets as UID a hash of its decoded,
+// defaulted internal api.Pod printed by go-spew (md5, FNV-128a from 1.35;
+// node name and file path hashed too from 1.21). go-spew prints a nil
+// pointer as a typed nil and an empty slice or map without elements, so a
+// type that changes between two minors changes the UID only of the pods
+// that instantiate it (InstantiatedTypes), besides the minors that change
+// the derivation itself (1.19, 1.21, 1.35). The changed types per minor
+// are generated from upstream's trees (hack/gen-pod-types,
+// zz_generated.podtypes.go); StaticPodUIDFor answers per pod. `kubelet-compat preflight` predicts from it and the e2e's
 // unpatched controls are asserted against it, so a prediction and its proof
 // cannot drift apart.
 package upstream
@@ -25,69 +35,146 @@ const (
 // kubelet created restarts under an unpatched 1.31 or newer.
 const NameImageHashMinor = 31
 
-// staticPodUIDChanges are the minors whose kubelet derives another UID
-// for a static pod without metadata.uid than the previous minor did: the
-// UID is a hash (md5, FNV-128a from 1.35) of the decoded, defaulted
-// internal api.Pod printed by go-spew with every field, so any field added
-// to, removed from or renamed in a struct the pod instantiates changes it.
-// Every minor 1.19 .. 1.37 is measured by the e2e's unpatched controls
-// (every static pod without metadata.uid recreated, or none); the reasons
-// were read from upstream's source first (pkg/apis/core/types.go and
-// apimachinery's meta/v1, minor to minor). 1.20, 1.22 and 1.29 changed
-// none of the fields the corpus's pods instantiate.
-var staticPodUIDChanges = map[int]string{
-	19: "new UID derivation in 1.19 (PodSpec, PodSecurityContext, SecurityContext, VolumeSource got fields)",
+// uidDerivationChanges are the minors whose kubelet derives the UID of a
+// static pod without metadata.uid differently whatever the pod holds.
+var uidDerivationChanges = map[int]string{
+	19: "new UID derivation in 1.19",
 	21: "UID includes node name and path in 1.21",
-	23: "internal Pod type changed in 1.23 (PodSpec, Probe, ProbeHandler)",
-	24: "internal Pod type changed in 1.24 (ObjectMeta: ClusterName renamed)",
-	25: "internal Pod type changed in 1.25 (ObjectMeta, PodSecurityContext)",
-	26: "internal Pod type changed in 1.26 (PodSpec, ResourceRequirements)",
-	27: "internal Pod type changed in 1.27 (Container, PodStatus)",
-	28: "internal Pod type changed in 1.28 (Container, PodStatus)",
-	30: "internal Pod type changed in 1.30 (PodSecurityContext, SecurityContext, VolumeMount)",
-	31: "internal Pod type changed in 1.31 (PodSecurityContext, VolumeSource)",
-	32: "internal Pod type changed in 1.32 (PodSpec, PodSecurityContext)",
-	33: "internal Pod type changed in 1.33 (PodStatus)",
-	34: "internal Pod type changed in 1.34 (Container, PodSpec, PodStatus)",
-	35: "UID hash is FNV-128a from 1.35, and PodSpec, PodStatus changed",
-	36: "internal Pod type changed in 1.36 (PodSpec, PodStatus)",
-	37: "internal Pod type changed in 1.37 (PodSpec, PodStatus, PodSecurityContext, ...)",
+	35: "UID hash is FNV-128a from 1.35",
+}
+
+// staticPodUIDChanges are what the e2e's unpatched controls measured per
+// minor 1.19 .. 1.37: true when the kubelet of that minor recreated every
+// static pod without metadata.uid of the corpus (kinds web, hostnet,
+// multi, init, hostpath), false when it kept them all. The prediction per
+// pod comes from uidDerivationChanges and the types the pod instantiates
+// (zz_generated.podtypes.go, hack/gen-pod-types); e2e/pkg/corpus's test
+// holds it to these measurements.
+var staticPodUIDChanges = map[int]bool{
+	19: true, 20: false, 21: true, 22: false, 23: true, 24: true, 25: true,
+	26: true, 27: true, 28: true, 29: false, 30: true, 31: true, 32: true,
+	33: true, 34: true, 35: true, 36: true, 37: true,
+}
+
+// MeasuredCorpusRecreated says what the unpatched control of minor m did
+// to the corpus's static pods without metadata.uid: measured is false
+// outside (First, Last].
+func MeasuredCorpusRecreated(m int) (recreated, measured bool) {
+	recreated, measured = staticPodUIDChanges[m]
+	return recreated, measured
+}
+
+// UIDModel is what a static pod's UID change is predicted from: the
+// newest measured minor and, per minor, the types that changed.
+type UIDModel struct {
+	// Last is the newest minor the e2e's unpatched controls measured;
+	// the minors above it are Unmeasured.
+	Last int
+	// TypeChanges are podTypeChanges: per minor, the types reachable from
+	// the internal api.Pod that changed.
+	TypeChanges map[int][]string
+}
+
+// Model is the measured model (Last, the generated table), a copy that a
+// test may extend with a minor not yet in the matrix.
+func Model() UIDModel {
+	m := UIDModel{Last: Last, TypeChanges: map[int][]string{}}
+	for minor, types := range podTypeChanges {
+		m.TypeChanges[minor] = append([]string(nil), types...)
+	}
+	return m
+}
+
+var measuredModel = UIDModel{Last: Last, TypeChanges: podTypeChanges}
+
+// StaticPodUIDFor says which minors between kubelets 1.from and 1.to
+// change the UID of p, a static pod without metadata.uid: those in
+// (from, to] on an upgrade, in (to, from] on a rollback (to < from),
+// where an unpatched 1.to derives the UID as 1.to always did.
+func StaticPodUIDFor(p *v1.Pod, from, to int) UIDChange {
+	return measuredModel.StaticPodUID(p, from, to)
 }
 
 // UIDChange is what a kubelet 1.to does to a static pod without
 // metadata.uid that kubelet 1.from started.
 type UIDChange struct {
-	// Changed are the minors in (from, to] that derive another UID; for
-	// a rollback (to < from), the minors in (to, from]: the older kubelet
-	// derives the UID as its own minor does, without the changes those
-	// minors made.
+	// Changed are the measured minors of the range that derive another
+	// UID for the pod: a new UID derivation, or a type the pod
+	// instantiates changed. For a rollback (to < from), the range is
+	// (to, from]: the older kubelet lacks those minors' changes.
 	Changed []int
 	// Unmeasured are the minors of that range no control measured.
 	Unmeasured []int
+	// Predicted are the Unmeasured minors whose type table says the UID
+	// changes; Unmeasured minors in neither list and without a table
+	// entry are unknown (Prediction says which).
+	Predicted []int
 	// Rollback: to is older than from.
 	Rollback bool
+	// reasons per minor of Changed and Predicted; prediction, the text of
+	// every Unmeasured minor.
+	reasons    map[int]string
+	prediction []string
 }
 
-// StaticPodUID says which minors between kubelets 1.from and 1.to change
-// the UID of a static pod without metadata.uid, and which were never
-// measured: those in (from, to] on an upgrade, in (to, from] on a
-// rollback (to < from), where an unpatched 1.to derives the UID as 1.to
-// always did.
-func StaticPodUID(from, to int) UIDChange {
-	var c UIDChange
+// StaticPodUID is StaticPodUIDFor with the model's knowledge.
+func (model UIDModel) StaticPodUID(p *v1.Pod, from, to int) UIDChange {
+	c := UIDChange{reasons: map[int]string{}}
 	lo, hi := from, to
 	if to < from {
 		lo, hi, c.Rollback = to, from, true
 	}
+	var instantiated map[string]bool
+	if lo < hi {
+		instantiated = InstantiatedTypes(p)
+	}
 	for m := lo + 1; m <= hi; m++ {
-		switch _, ok := staticPodUIDChanges[m]; {
-		case m <= First || m > Last:
+		reason, known := model.minorReason(m, instantiated)
+		switch {
+		case m <= First || m > model.Last:
 			c.Unmeasured = append(c.Unmeasured, m)
-		case ok:
+			c.prediction = append(c.prediction, predictionText(m, reason, known))
+			if reason != "" && m > First {
+				c.Predicted = append(c.Predicted, m)
+				c.reasons[m] = reason
+			}
+		case reason != "":
 			c.Changed = append(c.Changed, m)
+			c.reasons[m] = reason
 		}
 	}
 	return c
+}
+
+// minorReason says why minor m derives another UID for a pod
+// instantiating those types, "" when it does not; known is false when
+// the type table has no entry for m.
+func (model UIDModel) minorReason(m int, instantiated map[string]bool) (reason string, known bool) {
+	types, known := changedTypesOf(model.TypeChanges, m, instantiated)
+	changed := ""
+	if len(types) > 0 {
+		changed = fmt.Sprintf("internal Pod types changed in 1.%d: %s", m, strings.Join(types, ", "))
+	}
+	derivation, ok := uidDerivationChanges[m]
+	switch {
+	case ok && changed != "":
+		return derivation + "; " + changed, true
+	case ok:
+		return derivation, true
+	}
+	return changed, known
+}
+
+func predictionText(m int, reason string, known bool) string {
+	switch {
+	case m <= First:
+		return fmt.Sprintf("1.%d: may change (no prediction before the UID derivation of 1.19)", m)
+	case !known:
+		return fmt.Sprintf("1.%d: may change (no type table for it)", m)
+	case reason != "":
+		return fmt.Sprintf("1.%d: predicted another UID (%s)", m, reason)
+	}
+	return fmt.Sprintf("1.%d: predicted the same UID (no type the pod instantiates changed)", m)
 }
 
 // Reason is the first change's reason, "" when the UID stays; on a
@@ -100,9 +187,27 @@ func (c UIDChange) Reason() string {
 	if c.Rollback {
 		// The first change above the older kubelet's minor: it lacks
 		// that one and every later one.
-		return fmt.Sprintf("rollback below 1.%d, whose UID derivation the older kubelet lacks: %s", m, staticPodUIDChanges[m])
+		return fmt.Sprintf("rollback below 1.%d, whose UID derivation the older kubelet lacks: %s", m, c.reasons[m])
 	}
-	return staticPodUIDChanges[m]
+	return c.reasons[m]
+}
+
+// ControlReason is why an e2e control of the step expects the pod
+// recreated, "" when it expects it kept: Reason, or for a step no control
+// measured yet the first Predicted minor's reason, marked as such, so that
+// the control's run measures the prediction.
+func (c UIDChange) ControlReason() string {
+	if r := c.Reason(); r != "" || len(c.Predicted) == 0 {
+		return r
+	}
+	m := c.Predicted[0]
+	return fmt.Sprintf("predicted, 1.%d not measured: %s", m, c.reasons[m])
+}
+
+// Prediction is what the type table says of the Unmeasured minors, ""
+// when there are none.
+func (c UIDChange) Prediction() string {
+	return strings.Join(c.prediction, "; ")
 }
 
 // ContainerHashChange says why a container's hash differs between

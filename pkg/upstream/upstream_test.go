@@ -1,14 +1,30 @@
 package upstream
 
 import (
+	"reflect"
 	"testing"
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-func TestStaticPodUID(t *testing.T) {
+// Pods of the shapes whose UIDs the table tells apart.
+var (
+	plainPod = &v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{{Name: "app", Image: "busybox:1"}}}}
+	// resourcesPod instantiates resource.Quantity.
+	resourcesPod = &v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{{Name: "app", Image: "busybox:1",
+		Resources: v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("5m")}}}}}}
+	// seccompPod sets a pod-level seccompProfile, as kubeadm's
+	// control-plane pods do.
+	seccompPod = &v1.Pod{Spec: v1.PodSpec{SecurityContext: &v1.PodSecurityContext{SeccompProfile: &v1.SeccompProfile{Type: v1.SeccompProfileTypeRuntimeDefault}},
+		Containers: []v1.Container{{Name: "app", Image: "busybox:1"}}}}
+	containerSeccompPod = &v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{{Name: "app", Image: "busybox:1",
+		SecurityContext: &v1.SecurityContext{SeccompProfile: &v1.SeccompProfile{Type: v1.SeccompProfileTypeRuntimeDefault}}}}}}
+)
+
+func TestStaticPodUIDFor(t *testing.T) {
 	for _, tc := range []struct {
 		from, to   int
 		changed    []int
@@ -39,14 +55,66 @@ func TestStaticPodUID(t *testing.T) {
 		{18, 16, nil, []int{17, 18}},
 		{38, 37, nil, []int{38}},
 	} {
-		got := StaticPodUID(tc.from, tc.to)
-		assert.Check(t, is.DeepEqual(got.Changed, tc.changed), "1.%d -> 1.%d", tc.from, tc.to)
-		assert.Check(t, is.DeepEqual(got.Unmeasured, tc.unmeasured), "1.%d -> 1.%d", tc.from, tc.to)
-		assert.Check(t, (got.Reason() != "") == (len(tc.changed) > 0), "1.%d -> 1.%d: %q", tc.from, tc.to, got.Reason())
-		assert.Check(t, is.Equal(got.Rollback, tc.to < tc.from), "1.%d -> 1.%d", tc.from, tc.to)
-		if got.Rollback && len(tc.changed) > 0 {
-			assert.Check(t, is.Contains(got.Reason(), "rollback below 1."), "1.%d -> 1.%d", tc.from, tc.to)
+		// Every minor 1.19 .. 1.37 changed PodSpec, PodStatus, ObjectMeta
+		// or PodSecurityContext (which defaulting always sets), or the
+		// derivation: the pods' shapes do not matter there.
+		for _, p := range []*v1.Pod{plainPod, resourcesPod, seccompPod} {
+			got := StaticPodUIDFor(p, tc.from, tc.to)
+			assert.Check(t, is.DeepEqual(got.Changed, tc.changed), "1.%d -> 1.%d", tc.from, tc.to)
+			assert.Check(t, is.DeepEqual(got.Unmeasured, tc.unmeasured), "1.%d -> 1.%d", tc.from, tc.to)
+			assert.Check(t, (got.Reason() != "") == (len(tc.changed) > 0), "1.%d -> 1.%d: %q", tc.from, tc.to, got.Reason())
+			assert.Check(t, is.Equal(got.Rollback, tc.to < tc.from), "1.%d -> 1.%d", tc.from, tc.to)
+			if got.Rollback && len(tc.changed) > 0 {
+				assert.Check(t, is.Contains(got.Reason(), "rollback below 1."), "1.%d -> 1.%d", tc.from, tc.to)
+			}
 		}
+	}
+}
+
+// types138 is what `go run ./hack/gen-pod-types -tree
+// 1.38.0-beta.0=<kubernetes@v1.38.0-beta.0>,<apimachinery@v0.38.0-beta.0>`
+// wrote for 1.38 before the matrix had its row: SeccompProfile gained OCI,
+// and resource.Quantity's cached string became a struct.
+var types138 = []string{"SeccompProfile", "SecurityProfileOCI", "SecurityProfileOCIBase", "SecurityProfileOCIBaseType", "resource.Quantity", "resource.cachedString", "resource.formatCode"}
+
+// TestStaticPodUIDPerPod: a minor that changes types only some pods
+// instantiate (1.38) changes only those pods' UIDs.
+func TestStaticPodUIDPerPod(t *testing.T) {
+	model := Model()
+	model.Last = 38
+	model.TypeChanges[38] = types138
+	for _, tc := range []struct {
+		name    string
+		pod     *v1.Pod
+		changed []int
+		reason  string
+	}{
+		{"no seccompProfile, no quantity", plainPod, nil, ""},
+		{"pod-level seccompProfile", seccompPod, []int{38}, "internal Pod types changed in 1.38: SeccompProfile"},
+		{"container seccompProfile", containerSeccompPod, []int{38}, "SeccompProfile"},
+		{"resource requests", resourcesPod, []int{38}, "resource.Quantity"},
+	} {
+		got := model.StaticPodUID(tc.pod, 37, 38)
+		assert.Check(t, is.DeepEqual(got.Changed, tc.changed), tc.name)
+		assert.Check(t, is.Contains(got.Reason(), tc.reason), tc.name)
+		back := model.StaticPodUID(tc.pod, 38, 37)
+		assert.Check(t, is.DeepEqual(back.Changed, tc.changed), "rollback: "+tc.name)
+	}
+	// Unmeasured (Last 37): the table predicts, the verdict stays open.
+	model.Last = 37
+	got := model.StaticPodUID(seccompPod, 37, 38)
+	assert.Check(t, is.DeepEqual(got.Predicted, []int{38}))
+	assert.Check(t, is.Contains(got.Prediction(), "1.38: predicted another UID (internal Pod types changed in 1.38: SeccompProfile)"))
+	got = model.StaticPodUID(plainPod, 37, 38)
+	assert.Check(t, is.Len(got.Predicted, 0))
+	assert.Check(t, is.Contains(got.Prediction(), "1.38: predicted the same UID"))
+}
+
+// TestTypes138 holds types138 to the generated table once the matrix has
+// the 1.38 row.
+func TestTypes138(t *testing.T) {
+	if types, ok := podTypeChanges[38]; ok {
+		assert.Check(t, is.DeepEqual(types, types138))
 	}
 }
 
@@ -55,20 +123,109 @@ func TestStaticPodUID(t *testing.T) {
 func TestStaticPodUIDRollbackMirrorsUpgrade(t *testing.T) {
 	for a := 14; a <= 40; a++ {
 		for b := a + 1; b <= 40; b++ {
-			up, down := StaticPodUID(a, b), StaticPodUID(b, a)
-			assert.Check(t, is.DeepEqual(up.Changed, down.Changed), "1.%d <-> 1.%d", a, b)
-			assert.Check(t, is.DeepEqual(up.Unmeasured, down.Unmeasured), "1.%d <-> 1.%d", a, b)
+			for _, p := range []*v1.Pod{plainPod, seccompPod} {
+				up, down := StaticPodUIDFor(p, a, b), StaticPodUIDFor(p, b, a)
+				assert.Check(t, is.DeepEqual(up.Changed, down.Changed), "1.%d <-> 1.%d", a, b)
+				assert.Check(t, is.DeepEqual(up.Unmeasured, down.Unmeasured), "1.%d <-> 1.%d", a, b)
+				assert.Check(t, is.DeepEqual(up.Predicted, down.Predicted), "1.%d <-> 1.%d", a, b)
+			}
 		}
 	}
 }
 
 func TestStaticPodUIDRollbackReason(t *testing.T) {
-	assert.Check(t, is.Contains(StaticPodUID(31, 30).Reason(), "rollback below 1.31"))
-	assert.Check(t, is.Contains(StaticPodUID(31, 30).Reason(), "PodSecurityContext, VolumeSource"))
-	assert.Check(t, is.Contains(StaticPodUID(21, 20).Reason(), "node name and path"))
+	assert.Check(t, is.Contains(StaticPodUIDFor(plainPod, 31, 30).Reason(), "rollback below 1.31"))
+	assert.Check(t, is.Contains(StaticPodUIDFor(plainPod, 31, 30).Reason(), "PodSecurityContext"))
+	assert.Check(t, is.Contains(StaticPodUIDFor(plainPod, 21, 20).Reason(), "node name and path"))
 	// Several minors down: the first change the older kubelet lacks.
-	assert.Check(t, is.Contains(StaticPodUID(22, 18).Reason(), "rollback below 1.19"))
-	assert.Check(t, is.Equal(StaticPodUID(20, 19).Reason(), ""))
+	assert.Check(t, is.Contains(StaticPodUIDFor(plainPod, 22, 18).Reason(), "rollback below 1.19"))
+	assert.Check(t, is.Equal(StaticPodUIDFor(plainPod, 20, 19).Reason(), ""))
+}
+
+// TestMeasuredMinors: every minor (First, Last] was measured, and the
+// table has every minor of the matrix but the first.
+func TestMeasuredMinors(t *testing.T) {
+	for m := First + 1; m <= Last; m++ {
+		_, measured := MeasuredCorpusRecreated(m)
+		assert.Check(t, measured, "1.%d", m)
+		_, ok := podTypeChanges[m]
+		assert.Check(t, ok, "1.%d has no type table", m)
+	}
+	assert.Check(t, is.Len(staticPodUIDChanges, Last-First))
+}
+
+func TestInstantiatedTypes(t *testing.T) {
+	probe := plainPod.DeepCopy()
+	probe.Spec.Containers[0].LivenessProbe = &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"true"}}}}
+	probe.Spec.Volumes = []v1.Volume{{Name: "v"}}
+	for _, tc := range []struct {
+		name      string
+		pod       *v1.Pod
+		has, lack []string
+	}{
+		{"plain: defaulting sets the PodSecurityContext", plainPod,
+			[]string{"Pod", "PodSpec", "PodStatus", "PodSecurityContext", "Container", "ResourceRequirements", "metav1.ObjectMeta", "metav1.Time", "metav1.TypeMeta"},
+			[]string{"SeccompProfile", "resource.Quantity", "SecurityContext", "Probe", "Volume"}},
+		{"pod-level seccompProfile", seccompPod, []string{"SeccompProfile", "SeccompProfileType"}, []string{"resource.Quantity"}},
+		{"quantities and their unexported parts", resourcesPod, []string{"resource.Quantity", "resource.int64Amount", "ResourceList", "ResourceName"}, []string{"SeccompProfile"}},
+		{"a probe holds the internal Handler before 1.23; a volume without a source is an emptyDir", probe,
+			[]string{"Probe", "ProbeHandler", "Handler", "ExecAction", "Volume", "VolumeSource", "EmptyDirVolumeSource"}, []string{"HTTPGetAction", "LifecycleHandler"}},
+	} {
+		got := InstantiatedTypes(tc.pod)
+		for _, name := range tc.has {
+			assert.Check(t, got[name], "%s: %s", tc.name, name)
+		}
+		for _, name := range tc.lack {
+			assert.Check(t, !got[name], "%s: %s", tc.name, name)
+		}
+	}
+	assert.Check(t, plainPod.Spec.SecurityContext == nil, "the walk defaults a copy")
+}
+
+// TestTableNamesV1Types: every type the generated table names is a type a
+// v1.Pod can hold (so InstantiatedTypes can see it), the internal twin of
+// one (internalNames), or gone from k8s.io/api and internal only.
+func TestTableNamesV1Types(t *testing.T) {
+	reachable := map[string]bool{}
+	walkType(reflect.TypeOf(v1.Pod{}), reachable)
+	for _, internal := range internalNames {
+		reachable[internal] = true
+	}
+	for m, types := range podTypeChanges {
+		for _, name := range types {
+			assert.Check(t, reachable[name] || internalOnly[name], "1.%d: %s is no type of k8s.io/api's v1.Pod: add it to internalNames or internalOnly", m, name)
+		}
+	}
+}
+
+// internalOnly are the table's types without a v1 type of the name that a
+// v1.Pod holds: gone from k8s.io/api, or only internal.
+var internalOnly = map[string]bool{
+	"ClaimSource":       true, // PodResourceClaim's source, 1.26 .. 1.30
+	"WorkloadReference": true, // PodSpec.WorkloadRef, 1.35 .. 1.36, tombstoned in v1
+}
+
+// walkType collects the named types a value of t can hold, named as
+// InstantiatedTypes names them.
+func walkType(t reflect.Type, seen map[string]bool) {
+	if t.Name() != "" && t.PkgPath() != "" {
+		name := typePrefix(t.PkgPath()) + t.Name()
+		if seen[name] {
+			return
+		}
+		seen[name] = true
+	}
+	switch t.Kind() {
+	case reflect.Ptr, reflect.Slice, reflect.Array:
+		walkType(t.Elem(), seen)
+	case reflect.Map:
+		walkType(t.Key(), seen)
+		walkType(t.Elem(), seen)
+	case reflect.Struct:
+		for i := 0; i < t.NumField(); i++ {
+			walkType(t.Field(i).Type, seen)
+		}
+	}
 }
 
 func TestContainerHashChange(t *testing.T) {

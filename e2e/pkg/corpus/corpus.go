@@ -2,7 +2,8 @@
 // cover what an in-place kubelet upgrade can break (hostNetwork and bridge
 // pods, several containers, init containers, probes of every kind,
 // resources, env, emptyDir and hostPath volumes, pods with and without
-// metadata.uid, seccompProfile, a probe's terminationGracePeriodSeconds;
+// metadata.uid, seccompProfile (container and pod level), a probe's
+// terminationGracePeriodSeconds;
 // in API mode also configMap volumes and resizePolicy), and what
 // upstream's kubelet restarts for each of them on each step.
 package corpus
@@ -53,7 +54,23 @@ const (
 	// (KEP-5328). Static pods only, one more pod after the rotation, when
 	// every kubelet of the plan is RestartAllMinMinor or newer.
 	KindRestartAll = "restartall"
+	// KindPodSeccomp is web without resources, with a pod-level
+	// seccompProfile RuntimeDefault (as kubeadm's control-plane pods) and
+	// without metadata.uid; KindPlain is web without resources and
+	// without metadata.uid. 1.38 changed SeccompProfile and
+	// resource.Quantity only: it recreates the first and keeps the second
+	// (pkg/upstream, per pod). Static pods only, after the rotation, when
+	// every kubelet of the plan is PerPodUIDMinMinor or newer.
+	KindPodSeccomp = "podseccomp"
+	KindPlain      = "plain"
 )
+
+// PerPodUIDMinMinor is the oldest plan minor whose static corpus gets the
+// KindPodSeccomp and KindPlain pods: 1.37 -> 1.38 is the first step whose
+// kubelet changes only types some pods instantiate, and older plans keep
+// the corpus their figures (docs/results.md) were measured with (a
+// seccompProfile needs 1.19 anyway).
+const PerPodUIDMinMinor = 37
 
 // RestartAllMinMinor is the first minor whose kubelet accepts a static pod
 // with a RestartAllContainers rule by default: a kubelet validates static
@@ -133,12 +150,21 @@ func New(o Options) *Corpus {
 	if !o.API && o.MinKubeletMinor >= RestartAllMinMinor {
 		c.Pods = append(c.Pods, newPod(KindRestartAll, fmt.Sprintf("%s-%03d", KindRestartAll, o.Pods), o.Pods, o))
 	}
+	if !o.API && o.MinKubeletMinor >= PerPodUIDMinMinor {
+		for _, kind := range []string{KindPodSeccomp, KindPlain} {
+			i := len(c.Pods)
+			c.Pods = append(c.Pods, newPod(kind, fmt.Sprintf("%s-%03d", kind, i), i, o))
+		}
+	}
 	c.API, c.ResizeGate = o.API, o.ResizeGate
 	return c
 }
 
 func newPod(kind, name string, i int, o Options) Pod {
 	p := build(kind, name, i, o)
+	if kind == KindPodSeccomp || kind == KindPlain {
+		perPodUID(p, kind)
+	}
 	runtimeName := Namespace + "/" + name + "-" + o.NodeName
 	if o.API {
 		no := false
@@ -247,7 +273,7 @@ func build(kind, name string, i int, o Options) *v1.Pod {
 		LivenessProbe:  &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"test", "-f", "/www/index.html"}}}, PeriodSeconds: 10, FailureThreshold: 3},
 	}
 	switch kind {
-	case KindWeb:
+	case KindWeb, KindPodSeccomp, KindPlain: // the last two: perPodUID
 		p.Spec.Containers = []v1.Container{web}
 	case KindConfigMap:
 		c := web
@@ -326,6 +352,16 @@ func build(kind, name string, i int, o Options) *v1.Pod {
 	return p
 }
 
+// perPodUID makes p, a web pod, a KindPodSeccomp or KindPlain pod: without
+// resources (no resource.Quantity), with a pod-level seccompProfile for
+// KindPodSeccomp.
+func perPodUID(p *v1.Pod, kind string) {
+	p.Spec.Containers[0].Resources = v1.ResourceRequirements{}
+	if kind == KindPodSeccomp {
+		p.Spec.SecurityContext = &v1.PodSecurityContext{SeccompProfile: &v1.SeccompProfile{Type: v1.SeccompProfileTypeRuntimeDefault}}
+	}
+}
+
 // restartAll is c with restartPolicy Always and a restartPolicyRules
 // action RestartAllContainers on exit code 42 (the kind restartall):
 // ValidatePodCreate of 1.36 and 1.37 wants the container's restartPolicy
@@ -347,7 +383,8 @@ type Expectation struct {
 // UpstreamRestarts lists the pods an unpatched kubelet restarts (recreates
 // or restarts a container of) when it replaces kubelet 1.<from> in place as
 // kubelet 1.<to>: static pods without metadata.uid when a minor in
-// (from, to] derives their UID differently (upstream.StaticPodUID), and
+// (from, to] derives their UID differently (upstream.StaticPodUIDFor, per
+// pod: a new derivation, or a type the pod instantiates changed), and
 // containers whose hash differs between the two minors
 // (kubeletcompat.ContainerHash: fields a minor's v1.Container lacks, e.g.
 // seccompProfile before 1.19 and the probe's terminationGracePeriodSeconds
@@ -377,13 +414,9 @@ func (c *Corpus) UpstreamRestarts(from, to int) []Expectation {
 		}
 		return out
 	}
-	uidReason := ""
-	if r := upstream.StaticPodUID(from, to).Reason(); r != "" {
-		uidReason = "static pod without metadata.uid: " + r
-	}
 	for _, p := range c.Pods {
-		if !p.PinnedUID && uidReason != "" {
-			out = append(out, Expectation{p.RuntimeName, uidReason})
+		if r := staticUIDReason(p, from, to); r != "" {
+			out = append(out, Expectation{p.RuntimeName, r})
 			continue
 		}
 		if r := upstream.PodHashChange(p.Spec.Spec.Containers, from, to); r != "" {
@@ -392,6 +425,19 @@ func (c *Corpus) UpstreamRestarts(from, to int) []Expectation {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Pod < out[j].Pod })
 	return out
+}
+
+// staticUIDReason is why kubelet 1.to derives another UID for p than 1.from
+// did (upstream's ControlReason: measured, or predicted for a step no
+// control measured yet), "" when it does not or p sets metadata.uid.
+func staticUIDReason(p Pod, from, to int) string {
+	if p.PinnedUID {
+		return ""
+	}
+	if r := upstream.StaticPodUIDFor(p.Spec, from, to).ControlReason(); r != "" {
+		return "static pod without metadata.uid: " + r
+	}
+	return ""
 }
 
 // TargetRefuses lists the pods kubelet 1.<to>, with the feature gates

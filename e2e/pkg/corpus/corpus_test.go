@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kubelet-compat/kubelet-compat/pkg/upstream"
 	"gotest.tools/v3/assert"
 	v1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
@@ -238,7 +239,11 @@ func TestRestartAllPodOnlyWhereEveryKubeletAcceptsIt(t *testing.T) {
 			assert.Equal(t, len(ra), 0, "min %d api %t", tc.min, tc.api)
 			continue
 		}
-		assert.Equal(t, len(c.Pods), 11)
+		perPod := 0
+		if tc.min >= PerPodUIDMinMinor {
+			perPod = 2 // KindPodSeccomp, KindPlain
+		}
+		assert.Equal(t, len(c.Pods), 11+perPod)
 		assert.Equal(t, len(ra), 1)
 		p := ra[0]
 		assert.Equal(t, p.RuntimeName, Namespace+"/restartall-010-n")
@@ -273,4 +278,49 @@ func TestTargetRefuses(t *testing.T) {
 		assert.Assert(t, e.Pod != got[0].Pod, e.Reason)
 	}
 	assert.Equal(t, len(New(Options{Pods: 10, NodeName: "n", MinKubeletMinor: 36, API: true}).TargetRefuses(36, off)), 0)
+}
+
+// TestUIDPredictionsMatchMeasurements holds the generated type table
+// (pkg/upstream) to what the unpatched controls measured: on every minor
+// 1.19 .. 1.37 they recreated every static pod without metadata.uid of
+// the corpus, or none (1.20, 1.22, 1.29); the per-pod prediction must say
+// the same of each of those pods. A contradiction is a fact to report,
+// not a table to bend.
+func TestUIDPredictionsMatchMeasurements(t *testing.T) {
+	c := New(Options{Pods: 8, NodeName: "n", HostPathRoot: "/tmp/hp", FirstHostPort: 19000})
+	for m := upstream.First + 1; m <= upstream.Last; m++ {
+		recreated, measured := upstream.MeasuredCorpusRecreated(m)
+		assert.Assert(t, measured, "1.%d", m)
+		for _, p := range c.Pods {
+			if p.PinnedUID {
+				continue
+			}
+			got := upstream.StaticPodUIDFor(p.Spec, m-1, m)
+			assert.Check(t, (len(got.Changed) > 0) == recreated, "1.%d -> 1.%d, %s: measured recreated=%t, predicted %v (%s)", m-1, m, p.Name, recreated, got.Changed, got.Reason())
+		}
+	}
+}
+
+// TestPerPodUIDPods: the two pods that tell a per-pod UID change from a
+// per-minor one come with plans from PerPodUIDMinMinor on, without
+// metadata.uid, and instantiate SeccompProfile (podseccomp) or neither it
+// nor a resource.Quantity (plain), the types 1.38 changed.
+func TestPerPodUIDPods(t *testing.T) {
+	for _, min := range []int{0, 36} {
+		for _, p := range New(Options{Pods: 8, NodeName: "n", FirstHostPort: 19000, MinKubeletMinor: min}).Pods {
+			assert.Check(t, p.Kind != KindPodSeccomp && p.Kind != KindPlain, "min %d: %s", min, p.Name)
+		}
+	}
+	c := New(Options{Pods: 8, NodeName: "n", FirstHostPort: 19000, MinKubeletMinor: PerPodUIDMinMinor})
+	kinds := map[string]Pod{}
+	for _, p := range c.Pods {
+		kinds[p.Kind] = p
+	}
+	seccomp, plain := kinds[KindPodSeccomp], kinds[KindPlain]
+	assert.Equal(t, seccomp.RuntimeName, Namespace+"/podseccomp-009-n")
+	assert.Equal(t, plain.RuntimeName, Namespace+"/plain-010-n")
+	assert.Check(t, !seccomp.PinnedUID && !plain.PinnedUID)
+	st, pt := upstream.InstantiatedTypes(seccomp.Spec), upstream.InstantiatedTypes(plain.Spec)
+	assert.Check(t, st["SeccompProfile"] && !st["resource.Quantity"], "%v", st)
+	assert.Check(t, !pt["SeccompProfile"] && !pt["resource.Quantity"], "%v", pt)
 }

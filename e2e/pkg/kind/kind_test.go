@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
+	"github.com/kubelet-compat/kubelet-compat/pkg/upstream"
 	"gotest.tools/v3/assert"
 	"gotest.tools/v3/golden"
 	v1 "k8s.io/api/core/v1"
@@ -130,4 +131,13 @@ func TestTryInstructions(t *testing.T) {
 	assert.NilError(t, WriteTryInstructions(&b, TryInfo{Cluster: TryCluster, From: "1.36.5", To: "1.37.2", Workers: 1, ApplyArgs: "--ignore-preflight-errors=SystemVerification"}))
 	assert.Check(t, strings.Contains(b.String(), "kubeadm upgrade apply v1.37.2 --yes --ignore-preflight-errors=SystemVerification\n"))
 	assert.Check(t, !strings.Contains(b.String(), "private Docker engine"), "an engine that answers is not stopped")
+}
+
+// TestKubeadmStaticPodSetsSeccomp: the stand-in for kubeadm's control-plane
+// pods instantiates what 1.38 changed (a pod-level seccompProfile, cpu
+// requests), so a 1.37 -> 1.38 control expects all four recreated.
+func TestKubeadmStaticPodSetsSeccomp(t *testing.T) {
+	types := upstream.InstantiatedTypes(kubeadmStaticPod)
+	assert.Check(t, types["SeccompProfile"] && types["resource.Quantity"], "%v", types)
+	assert.Check(t, kubeadmStaticPod.UID == "")
 }

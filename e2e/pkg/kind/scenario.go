@@ -12,7 +12,9 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/cleanup"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/corpus"
@@ -56,6 +58,34 @@ var snapshotNamespaces = []string{Namespace, "kube-system"}
 
 // controlPlaneStatics are kubeadm's static pods on the control-plane node.
 var controlPlaneStatics = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"}
+
+// kubeadmStaticPod stands for the four for package upstream, which
+// predicts a static pod's UID change from the types it instantiates: as
+// kubeadm's ComponentPod (cmd/kubeadm/app/util/staticpod/utils.go) writes
+// them, hostNetwork, a priority, a pod-level seccompProfile RuntimeDefault
+// (from kubeadm 1.22), hostPath volumes, and a container with cpu requests
+// (ComponentResources; etcd's memory too) and an httpGet liveness probe.
+// No metadata.uid: every minor that changes one of their types recreates
+// all four (1.38: SeccompProfile, resource.Quantity).
+var kubeadmStaticPod = func() *v1.Pod {
+	priority := int32(2000001000)
+	dir := v1.HostPathDirectoryOrCreate
+	return &v1.Pod{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Name: "kube-scheduler", Namespace: "kube-system", Labels: map[string]string{"component": "kube-scheduler", "tier": "control-plane"}},
+		Spec: v1.PodSpec{
+			HostNetwork: true, Priority: &priority, PriorityClassName: "system-node-critical",
+			SecurityContext: &v1.PodSecurityContext{SeccompProfile: &v1.SeccompProfile{Type: v1.SeccompProfileTypeRuntimeDefault}},
+			Volumes:         []v1.Volume{{Name: "kubeconfig", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: "/etc/kubernetes/scheduler.conf", Type: &dir}}}},
+			Containers: []v1.Container{{
+				Name: "kube-scheduler", Image: "registry.k8s.io/kube-scheduler",
+				Resources:     v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m")}},
+				LivenessProbe: &v1.Probe{ProbeHandler: v1.ProbeHandler{HTTPGet: &v1.HTTPGetAction{Host: "127.0.0.1", Path: "/livez", Port: intstr.FromInt(10259), Scheme: v1.URISchemeHTTPS}}},
+				VolumeMounts:  []v1.VolumeMount{{Name: "kubeconfig", MountPath: "/etc/kubernetes/scheduler.conf", ReadOnly: true}},
+			}},
+		},
+	}
+}()
 
 // Run runs the controls (each step on a fresh cluster with the unpatched
 // kubelet), then the patched chain on one cluster.
@@ -978,7 +1008,7 @@ func (r *ClusterRun) expectations(n *Node, st Step, apiPods []v1.Pod) []report.E
 	from, to := kubelet.Minor(st.From), kubelet.Minor(st.To)
 	var out []report.Expectation
 	if n.role == "control-plane" {
-		uid := upstream.StaticPodUID(from, to).Reason()
+		uid := upstream.StaticPodUIDFor(kubeadmStaticPod, from, to).ControlReason()
 		for _, name := range controlPlaneStatics {
 			pod := "kube-system/" + name + "-" + n.name
 			switch {

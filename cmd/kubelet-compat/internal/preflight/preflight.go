@@ -148,28 +148,27 @@ const recordedUID = "static pod keeps its recorded UID while the manifest is unc
 
 // staticUIDChange says whether a static pod without metadata.uid gets a new
 // UID from from to to: RecreatePod (measured), MayRecreatePod (a minor on
-// the way was not measured) or "" (no change), with the reason; the
-// measurements are package upstream's, which the e2e's controls assert.
-func staticUIDChange(from, to kubeletcompat.Version) (string, string) {
+// the way was not measured; the reason says what the types it changed
+// predict for this pod) or "" (no change), with the reason. It answers per
+// pod: a minor that changed only types the pod does not instantiate keeps
+// its UID. The model is package upstream's (upstream.Model), which the
+// e2e's controls assert.
+func staticUIDChange(model upstream.UIDModel, from, to kubeletcompat.Version, pod *v1.Pod) (string, string) {
 	if from.Minor == to.Minor {
 		return "", ""
 	}
-	c := upstream.StaticPodUID(from.Minor, to.Minor)
-	between := func(ms []int) string {
-		var out []string
-		for _, m := range ms {
-			out = append(out, fmt.Sprintf("1.%d and 1.%d", m-1, m))
-		}
-		return strings.Join(out, " and between ")
-	}
+	c := model.StaticPodUID(pod, from.Minor, to.Minor)
 	switch {
 	case len(c.Changed) > 0:
-		return RecreatePod, "static pod without metadata.uid: the UID derivation changes between " + between(c.Changed) + " (measured)"
+		return RecreatePod, "static pod without metadata.uid: " + c.Reason() + " (measured)"
 	case len(c.Unmeasured) > 0:
-		return MayRecreatePod, "static pod without metadata.uid: the UID derivation may change between " + strings.Replace(between(c.Unmeasured), " and between ", ", ", -1) + " (not measured)"
+		return MayRecreatePod, "static pod without metadata.uid: not measured: " + c.Prediction()
 	}
 	return "", ""
 }
+
+// uidModel is what staticUIDChange predicts from.
+var uidModel = upstream.Model()
 
 // Run builds the report. now stands for the upgrade time.
 func Run(from, to kubeletcompat.Version, pods []Pod, now time.Time) (*Report, error) {
@@ -281,7 +280,7 @@ func checkPod(from, to kubeletcompat.Version, p Pod, patched *kubeletcompat.Deci
 	}
 	podVerdict, podReason := "", ""
 	if p.Static && p.Object.UID == "" {
-		podVerdict, podReason = staticUIDChange(from, to)
+		podVerdict, podReason = staticUIDChange(uidModel, from, to, p.Object)
 	}
 	var rows []Row
 	for _, c := range p.Object.Spec.InitContainers {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	kubeletcompat "github.com/kubelet-compat/kubelet-compat/kubelet-compat"
+	"github.com/kubelet-compat/kubelet-compat/pkg/upstream"
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -22,6 +23,7 @@ func mustVersion(t *testing.T, s string) kubeletcompat.Version {
 }
 
 func TestStaticUIDChange(t *testing.T) {
+	pod := &v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{{Name: "a", Image: "busybox:1.36"}}}}
 	for _, tc := range []struct{ from, to, want string }{
 		{"v1.18.19", "v1.19.16", RecreatePod},
 		{"v1.19.16", "v1.20.15", ""},
@@ -37,10 +39,39 @@ func TestStaticUIDChange(t *testing.T) {
 		{"v1.16.15", "v1.18.19", MayRecreatePod},
 		{"v1.37.2", "v1.38.0", MayRecreatePod},
 	} {
-		got, why := staticUIDChange(mustVersion(t, tc.from), mustVersion(t, tc.to))
+		got, why := staticUIDChange(upstream.Model(), mustVersion(t, tc.from), mustVersion(t, tc.to), pod)
 		if got != tc.want {
 			t.Errorf("%s -> %s: %q (%s), want %q", tc.from, tc.to, got, why, tc.want)
 		}
+	}
+}
+
+// TestStaticUIDChangePerPod: 1.38 changes SeccompProfile and
+// resource.Quantity only, so it recreates the static pods that
+// instantiate them and keeps the others; the model carries 1.38's types
+// as hack/gen-pod-types generated them from v1.38.0-beta.0 and a Last of
+// 38, as once the control measures it.
+func TestStaticUIDChangePerPod(t *testing.T) {
+	model := upstream.Model()
+	model.Last = 38
+	model.TypeChanges[38] = []string{"SeccompProfile", "SecurityProfileOCI", "SecurityProfileOCIBase", "SecurityProfileOCIBaseType", "resource.Quantity", "resource.cachedString", "resource.formatCode"}
+	plain := &v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{{Name: "a", Image: "busybox:1.36"}}}}
+	seccomp := plain.DeepCopy()
+	seccomp.Spec.SecurityContext = &v1.PodSecurityContext{SeccompProfile: &v1.SeccompProfile{Type: v1.SeccompProfileTypeRuntimeDefault}}
+	from, to := mustVersion(t, "v1.37.2"), mustVersion(t, "v1.38.0")
+	if got, why := staticUIDChange(model, from, to, seccomp); got != RecreatePod || !strings.Contains(why, "SeccompProfile") {
+		t.Errorf("seccompProfile: %q (%s), want %q naming SeccompProfile", got, why, RecreatePod)
+	}
+	if got, why := staticUIDChange(model, from, to, plain); got != "" {
+		t.Errorf("no seccompProfile: %q (%s), want kept", got, why)
+	}
+	// Unmeasured: the verdict stays open, the reason says the prediction.
+	model.Last = 37
+	if got, why := staticUIDChange(model, from, to, seccomp); got != MayRecreatePod || !strings.Contains(why, "predicted another UID") {
+		t.Errorf("seccompProfile, 1.38 unmeasured: %q (%s)", got, why)
+	}
+	if got, why := staticUIDChange(model, from, to, plain); got != MayRecreatePod || !strings.Contains(why, "predicted the same UID") {
+		t.Errorf("no seccompProfile, 1.38 unmeasured: %q (%s)", got, why)
 	}
 }
 
