@@ -27,6 +27,7 @@ var podTypeTrees = map[int]string{
 	35: "k8s.io/kubernetes@v1.35.8, k8s.io/apimachinery@v0.35.8",
 	36: "k8s.io/kubernetes@v1.36.5, k8s.io/apimachinery@v0.36.5",
 	37: "k8s.io/kubernetes@v1.37.2, k8s.io/apimachinery@v0.37.2",
+	38: "k8s.io/kubernetes@v1.38.0-beta.0, k8s.io/apimachinery@v0.38.0-beta.0",
 }
 
 // podTypeChanges lists, per minor, the named types reachable from the
@@ -56,4 +57,5 @@ var podTypeChanges = map[int][]string{
 	35: {"PodCertificateProjection", "PodSpec", "PodStatus", "WorkloadReference"},
 	36: {"ImageVolumeStatus", "NodeAllocatableResourceClaimStatus", "PodSchedulingGroup", "PodSpec", "PodStatus", "ResourceHealth", "VolumeMountStatus", "VolumeStatus", "WorkloadReference", "metav1.FieldsV1"},
 	37: {"ClusterTrustBundleProjection", "ConfigMapVolumeSource", "DownwardAPIVolumeFile", "DownwardAPIVolumeSource", "EmptyDirVolumeSource", "EvictionResponder", "GRPCAction", "GRPCProbeMode", "HTTPGetAction", "HTTPProtocol", "KeyToPath", "NodeAllocatableMappedResources", "NodeAllocatableOverheadResources", "NodeAllocatableResourceClaimStatus", "PodCertificateProjection", "PodSecurityContext", "PodSpec", "PodStatus", "PodVolumeHealth", "ProjectedVolumeSource", "SecretVolumeSource", "ServiceAccountTokenProjection", "VolumeHealthCondition", "VolumeHealthStatusType", "VolumeMount", "VolumeSource"},
+	38: {"SeccompProfile", "SecurityProfileOCI", "SecurityProfileOCIBase", "SecurityProfileOCIBaseType", "resource.Quantity", "resource.cachedString", "resource.formatCode"},
 }
