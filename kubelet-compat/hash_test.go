@@ -108,7 +108,8 @@ func TestEraOf(t *testing.T) {
 		{Version{Major: 1, Minor: 30}, EraJSON},
 		{Version{Major: 1, Minor: 31}, EraNameImage},
 		{Version{Major: 1, Minor: 37}, EraNameImage},
-		{Version{Major: 1, Minor: 38}, EraUnknown},
+		{Version{Major: 1, Minor: 38}, EraNameImage},
+		{Version{Major: 1, Minor: 39}, EraUnknown},
 		{Version{Major: 0, Minor: 9}, EraUnknown},
 		{Version{Major: 2, Minor: 0}, EraUnknown},
 	} {

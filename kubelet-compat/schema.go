@@ -24,7 +24,7 @@ const (
 	// The newest minor this package knows (EraOf, the running kubelet's own
 	// version, the CLI's versions): testdata/hashes.golden shows 1.32 to
 	// 1.37 hash {name, image} exactly as 1.31 does.
-	lastKnownMinor = 37
+	lastKnownMinor = 38
 )
 
 // HashEra is the algorithm a kubelet minor uses for container hashes.
