@@ -240,6 +240,12 @@ func (o *preflightOptions) nodeKillers(ctx context.Context, env Env, from, to ku
 		note(n)
 	}
 
+	subIDs := env.SubIDs
+	if subIDs == nil {
+		subIDs = hostSubIDs
+	}
+	add(preflight.UserNamespaceRange(to, cfg.UserNamespaces.IDsPerPod, func() preflight.SubIDs { return subIDs(ctx) }))
+
 	if o.targetKubelet == "" {
 		note(notCheckedPrefix + "flags: give --target-kubelet (the target binary parses the node's flags and lists its feature gates)")
 		return

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kubelet-compat/kubelet-compat/cmd/kubelet-compat/internal/kubelet"
+	"github.com/kubelet-compat/kubelet-compat/cmd/kubelet-compat/internal/preflight"
 	"github.com/kubelet-compat/kubelet-compat/pkg/shimgroups"
 	"github.com/spf13/cobra"
 )
@@ -50,6 +51,9 @@ type Env struct {
 	// UnixListeners lists the host's listening unix sockets (nil: the
 	// kernel's, shimgroups.UnixListeners).
 	UnixListeners func() ([]shimgroups.Listener, error)
+	// SubIDs answers the kubelet's look-up of its user namespace range
+	// (nil: getent and getsubids on this host, hostSubIDs).
+	SubIDs func(ctx context.Context) preflight.SubIDs
 }
 
 // DefaultEnv is the real machine.

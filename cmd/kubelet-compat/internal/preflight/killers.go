@@ -29,6 +29,7 @@ const (
 	CheckCPUManager       = "cpu-manager"
 	CheckDeviceCheckpoint = "device-checkpoint"
 	CheckFlags            = "flags"
+	CheckUserNamespaces   = "userns"
 )
 
 // NodeRow is the POD of a finding about the node rather than one pod.

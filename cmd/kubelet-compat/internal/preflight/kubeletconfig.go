@@ -22,6 +22,9 @@ type KubeletConfig struct {
 	CPUManagerPolicy   string            `json:"cpuManagerPolicy,omitempty"`
 	ReservedSystemCPUs string            `json:"reservedSystemCPUs,omitempty"`
 	FeatureGates       map[string]bool   `json:"featureGates,omitempty"`
+	UserNamespaces     struct {
+		IDsPerPod int64 `json:"idsPerPod,omitempty"`
+	} `json:"userNamespaces,omitempty"`
 }
 
 // DefaultEvictionHard is the kubelet's default when evictionHard is unset.
