@@ -2,6 +2,7 @@ package deb
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/md5"
 	"crypto/sha256"
@@ -405,7 +406,9 @@ func (c Config) contentDigest(key string) (string, error) {
 		version = "0.0.0"
 	}
 	var m strings.Builder
-	fmt.Fprintf(&m, "kubelet-compat deb content 1\ncompression %s\n", c.Compression)
+	// Content 2: a gzipped doc counts by what it holds, not by the bytes
+	// of the Go release's compressor (go1.27's differ from go1.26's).
+	fmt.Fprintf(&m, "kubelet-compat deb content 2\ncompression %s\n", c.Compression)
 	for _, p := range g.Packages {
 		meta, err := packageMeta(c.Layout, g, p, version, "@VERSION@-@REVISION@", "@ARCH@", time.Unix(0, 0))
 		if err != nil {
@@ -417,7 +420,11 @@ func (c Config) contentDigest(key string) (string, error) {
 		}
 		fmt.Fprintf(&m, "conffiles %q\n", meta.Conffiles)
 		for _, doc := range sortedKeysBytes(meta.Docs) {
-			fmt.Fprintf(&m, "doc %s %x\n", doc, sha256.Sum256(meta.Docs[doc]))
+			b, err := docContent(doc, meta.Docs[doc])
+			if err != nil {
+				return "", err
+			}
+			fmt.Fprintf(&m, "doc %s %x\n", doc, sha256.Sum256(b))
 		}
 		for _, e := range g.Entries(p, version, layout.Deb) {
 			fmt.Fprintf(&m, "entry %s %s %04o %q %v\n", e.Path, e.Type, e.Mode, e.Target, e.Config)
@@ -434,6 +441,19 @@ func (c Config) contentDigest(key string) (string, error) {
 	}
 	sum := sha256.Sum256([]byte(m.String()))
 	return hex.EncodeToString(sum[:]), nil
+}
+
+// docContent is a doc as its reader sees it: a .gz doc uncompressed.
+func docContent(name string, b []byte) ([]byte, error) {
+	if !strings.HasSuffix(name, ".gz") {
+		return b, nil
+	}
+	r, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		return nil, fmt.Errorf("doc %s: %w", name, err)
+	}
+	defer r.Close()
+	return io.ReadAll(r)
 }
 
 // table is deb/releases.txt, with this configuration's digests.
