@@ -4,7 +4,10 @@ SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 .DEFAULT_GOAL := all
 
-export GOTOOLCHAIN := local
+# Our go.mod needs Go 1.27 (k8s.io/api v0.38): go1.27.3, fetched by the go
+# command from the module proxy, is the one newer Go the project runs; it
+# never switches by itself.
+export GOTOOLCHAIN := go1.27.3
 export GOFLAGS := -mod=mod -buildvcs=false
 # Everything fetched or built outside the work tree lives here (toolchains,
 # module cache of the Kubernetes trees, pristine sources).

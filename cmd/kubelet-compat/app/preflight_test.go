@@ -40,8 +40,8 @@ func TestPreflightErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--from", "v1.18.19", "--to", "v1.38.0", "-f", "testdata/corpus"}, "unsupported --to v1.38.0"},
-		{[]string{"--from", "v1.38.0", "--to", "v1.39.0", "-f", "testdata/corpus"}, "unknown version v1.38.0"},
+		{[]string{"--from", "v1.18.19", "--to", "v1.39.0", "-f", "testdata/corpus"}, "unsupported --to v1.39.0"},
+		{[]string{"--from", "v1.39.0", "--to", "v1.40.0", "-f", "testdata/corpus"}, "unknown version v1.39.0"},
 		{[]string{"--from", "v1.21.0", "--to", "v1.21.0", "-f", "testdata/corpus"}, "--from v1.21.0 and --to v1.21.0 are the same version"},
 		{[]string{"--from", "1.18", "--to", "v1.19.16", "-f", "testdata/corpus"}, "--from: invalid version"},
 		{[]string{"--from", "v1.18.19", "--to", "v1.19.16"}, "give either -f FILE|DIR or --node"},

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kubelet-compat/kubelet-compat/cmd/kubelet-compat/internal/manifest"
+	"github.com/kubelet-compat/kubelet-compat/cmd/kubelet-compat/internal/preflight"
 	kubeletcompat "github.com/kubelet-compat/kubelet-compat/kubelet-compat"
 	"github.com/kubelet-compat/kubelet-compat/pkg/cri"
 	"github.com/spf13/cobra"
@@ -82,7 +83,7 @@ func runRecord(ctx context.Context, env Env, o *nodeOptions) error {
 		return err
 	}
 	if kubeletcompat.EraOf(version) == kubeletcompat.EraUnknown {
-		return fmt.Errorf("kubelet %s is not a version kubelet-compat knows (1.x up to 1.37)", version)
+		return fmt.Errorf("kubelet %s is not a version kubelet-compat knows (1.x up to 1.%d)", version, preflight.NewestKnownVersion().Minor)
 	}
 	statics, err := manifest.ReadStaticDir(o.manifestDir)
 	switch {

@@ -200,8 +200,8 @@ func TestRecordFailuresLeaveNoPartialFile(t *testing.T) {
 			f.write(filepath.Join(f.manifestDir, "deploy.yaml"), "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\n")
 			return nil
 		}},
-		{name: "unknown kubelet version", wantErr: "kubelet v1.38.0 is not a version kubelet-compat knows", setup: func(f *fixture) []string {
-			return []string{"--kubelet-binary", f.kubeletBinary("v1.38.0")}
+		{name: "unknown kubelet version", wantErr: "kubelet v1.39.0 is not a version kubelet-compat knows", setup: func(f *fixture) []string {
+			return []string{"--kubelet-binary", f.kubeletBinary("v1.39.0")}
 		}},
 		{name: "unparsable kubelet version", wantErr: "unexpected `--version` output", setup: func(f *fixture) []string {
 			return []string{"--kubelet-binary", f.kubeletBinary("")}

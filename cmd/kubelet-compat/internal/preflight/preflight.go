@@ -20,7 +20,7 @@ import (
 // with (go.mod): the newest minor whose hash the library knows or newer
 // (TestTypesMinor), so the specs it decodes hold every field of each
 // kubelet it predicts and record writes specHash for.
-const TypesMinor = 37
+const TypesMinor = 38
 
 // Outcomes of an upgrade for one container.
 const (
@@ -125,6 +125,10 @@ func CheckVersions(from, to kubeletcompat.Version) error {
 }
 
 // newestKnownVersion is the newest minor whose hash the library knows.
+// NewestKnownVersion is the newest minor whose container hash the library
+// knows.
+func NewestKnownVersion() kubeletcompat.Version { return newestKnownVersion() }
+
 func newestKnownVersion() kubeletcompat.Version {
 	v := kubeletcompat.Version{Major: 1, Minor: 16}
 	for kubeletcompat.EraOf(kubeletcompat.Version{Major: 1, Minor: v.Minor + 1}) != kubeletcompat.EraUnknown {
