@@ -179,8 +179,8 @@ func ParseSteps(versions, stepsList string) ([]Step, error) {
 }
 
 // VersionLess says whether MAJOR.MINOR.PATCH version a is older than b,
-// by number (1.5.3 before 1.10.0); a version that does not parse sorts
-// first.
+// by number (1.5.3 before 1.10.0, 1.38.0-rc.1 before 1.38.0); a version
+// that does not parse sorts first.
 func VersionLess(a, b string) bool {
 	ka, kb := versionKey(a), versionKey(b)
 	if ka == nil || kb == nil {
@@ -202,13 +202,25 @@ func compareKeys(a, b []int) int {
 	return 0
 }
 
-// versionKey is major, minor, patch of a version such as 1.21.14, or nil.
+// versionKey is major, minor, patch and pre-release rank of a version
+// such as 1.21.14 or 1.38.0-rc.1, or nil. A pre-release sorts before its
+// release: alpha, beta, rc, then the release.
 func versionKey(v string) []int {
+	rank := preReleaseRank(0, 0) // a release
+	if i := strings.IndexByte(v, '-'); i >= 0 {
+		kind, num, ok := strings.Cut(v[i+1:], ".")
+		n, err := strconv.Atoi(num)
+		order := map[string]int{"alpha": 1, "beta": 2, "rc": 3}[kind]
+		if !ok || err != nil || n < 0 || order == 0 {
+			return nil
+		}
+		rank, v = preReleaseRank(order, n), v[:i]
+	}
 	parts := strings.Split(v, ".")
 	if len(parts) != 3 {
 		return nil
 	}
-	out := make([]int, 3)
+	out := make([]int, 4)
 	for i, p := range parts {
 		n, err := strconv.Atoi(p)
 		if err != nil || n < 0 {
@@ -216,7 +228,17 @@ func versionKey(v string) []int {
 		}
 		out[i] = n
 	}
+	out[3] = rank
 	return out
+}
+
+// preReleaseRank orders pre-releases: kind 1 alpha, 2 beta, 3 rc, and 0
+// for the release, which sorts after all of them.
+func preReleaseRank(kind, n int) int {
+	if kind == 0 {
+		return 1 << 30
+	}
+	return kind<<20 + n
 }
 
 // Run is one run of a plan on a baseline of its own: a control (one step,

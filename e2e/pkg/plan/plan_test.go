@@ -94,6 +94,12 @@ func TestRollback(t *testing.T) {
 		{Step{"2.0.0", "1.99.99"}, true},
 		{Step{"1.30.14", "1.30.14"}, false},
 		{Step{"1.31", "1.30.14"}, false}, // unparsable: ParseSteps refuses it
+		{Step{"1.37.2", "1.38.0-beta.0"}, false},
+		{Step{"1.38.0-beta.0", "1.37.2"}, true},
+		{Step{"1.38.0", "1.38.0-rc.1"}, true},
+		{Step{"1.38.0-beta.0", "1.38.0-rc.1"}, false},
+		{Step{"1.38.0-rc.1", "1.38.0-alpha.3"}, true},
+		{Step{"1.37.2", "1.38.0-gamma.1"}, false}, // unparsable
 	}
 	for _, tt := range tests {
 		assert.Equal(t, tt.step.Rollback(), tt.want, "%+v", tt.step)
