@@ -42,7 +42,7 @@ var knowledge = []anchor{
 	{"pkg/runtimebuild/spec.go", `crictl\("v1\.\d+\.\d+"`, "crictl of the runtime images: a cri-tools release for 1.{new} once published"},
 	{"go.mod", `^\s*k8s\.io/api v0\.\d+\.\d+`, "the CLI's k8s.io/api (and apimachinery, client-go): 1.{new}'s, so the CLI decodes every field of 1.{new}"},
 	{"cmd/kubelet-compat/internal/preflight/preflight.go", `^const TypesMinor = \d+`, "TypesMinor follows go.mod's k8s.io/api minor (TestTypesMinor)"},
-	{"cmd/kubelet-compat/app/record.go", `up to 1\.\d+\)`, "the versions message names the newest known minor"},
+	{"pkg/runtimecompat/runtimecompat.go", `^const runtimeConfigMinor = \d+`, "KEP-4033: does 1.{new}'s getCgroupDriverFromCRI (cmd/kubelet/app/server.go) still fall back when the runtime answers RuntimeConfig Unimplemented? if it fails instead, runtimeConfigMinor is {new}"},
 	{"e2e/pkg/kind/kind_test.go", `"1\.{prev}\.\d+"`, "kind: kubeadm flags and node image of 1.{new} (make kind-images E2E=...; e2e/README.md \"kind node images\")"},
 }
 

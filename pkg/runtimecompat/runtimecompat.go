@@ -14,10 +14,13 @@
 //     is Unimplemented (1.26.15); from 1.31 the client is k8s.io/cri-client,
 //     whose validateServiceConnection fails on any v1 Version error
 //     (k8s.io/cri-client@v0.31.14 and v0.36.1 pkg/remote_runtime.go).
-//   - 1.38 takes its cgroup driver from the RuntimeConfig CRI call and fails
-//     without it (KEP-4033; 1.37.2 cmd/kubelet/app/server.go getCgroupDriverFromCRI
-//     still falls back on Unimplemented and counts CRILosingSupport "1.38.0").
-//     From the KEP, not measured.
+//   - KEP-4033 makes the kubelet take its cgroup driver from the RuntimeConfig
+//     CRI call and fail without it (runtimeConfigMinor). 1.37.2's and
+//     1.38.0-beta.0's cmd/kubelet/app/server.go getCgroupDriverFromCRI still
+//     fall back on Unimplemented (counting CRILosingSupport "1.38.0"), and
+//     1.38.0-beta.0 ran the e2e's corpus on containerd 1.6.20, which lacks
+//     the call (2026-12-07): the removal (kubernetes#136731) is not in 1.38's
+//     tree.
 //   - From 1.35 failCgroupV1 defaults to true (KEP-5573;
 //     pkg/kubelet/apis/config/v1beta1/defaults.go: false in 1.34.12, true in
 //     1.35.8): on a cgroup v1 host the kubelet refuses to start unless its
@@ -111,11 +114,16 @@ func majorMinor(v string) (int, int, bool) {
 	return major, minor, err1 == nil && err2 == nil
 }
 
+// runtimeConfigMinor is the first minor that fails without the CRI
+// RuntimeConfig call (KEP-4033): none up to 1.38 (see the package comment);
+// assumed the next, and read from its tree by hack/new-minor's checklist.
+const runtimeConfigMinor = 39
+
 // Needs is what a kubelet minor needs of its runtime.
 type Needs struct {
 	// APIs are the CRI versions the kubelet can use (any one suffices).
 	APIs []string
-	// RuntimeConfig: it fails without the RuntimeConfig call (1.38, KEP).
+	// RuntimeConfig: it fails without the RuntimeConfig call (KEP-4033).
 	RuntimeConfig bool
 	// FailsOnCgroupV1: failCgroupV1 defaults to true (1.35+).
 	FailsOnCgroupV1 bool
@@ -123,7 +131,7 @@ type Needs struct {
 
 // KubeletNeeds is what kubelet 1.<minor> needs; see the package comment.
 func KubeletNeeds(minor int) Needs {
-	n := Needs{RuntimeConfig: minor >= 38, FailsOnCgroupV1: minor >= 35}
+	n := Needs{RuntimeConfig: minor >= runtimeConfigMinor, FailsOnCgroupV1: minor >= 35}
 	switch {
 	case minor <= 22:
 		n.APIs = []string{V1alpha2}

@@ -39,14 +39,14 @@ func TestRefusals(t *testing.T) {
 			wantStep: "containerd@1.7.35"},
 		{name: "1.18 on containerd 2.x", from: 18, to: 19, rt: containerd2,
 			wantErr: "kubelet 1.19 speaks only CRI v1alpha2, which containerd v2.4.2 does not serve (it answers v1)", wantStep: "containerd@1.7.35"},
-		{name: "1.38 on containerd 1.7 (from KEP-4033, not measured)", from: 37, to: 38, rt: containerd17,
-			wantErr:  "kubelet 1.38 needs the CRI RuntimeConfig call (KEP-4033, not measured), which containerd v1.7.35 does not implement: first move the runtime to containerd 2.4.2",
+		{name: "1.39 on containerd 1.7 (from KEP-4033, not measured)", from: 38, to: 39, rt: containerd17,
+			wantErr:  "kubelet 1.39 needs the CRI RuntimeConfig call (KEP-4033, not measured), which containerd v1.7.35 does not implement: first move the runtime to containerd 2.4.2",
 			wantStep: "containerd@2.4.2"},
-		{name: "1.38 on a containerd 2.x that answers RuntimeConfig Unimplemented: the probe wins", from: 37, to: 38,
+		{name: "1.39 on a containerd 2.x that answers RuntimeConfig Unimplemented: the probe wins", from: 38, to: 39,
 			rt:      Runtime{Name: "containerd", Version: "v2.4.2", APIs: []string{"v1"}, RuntimeConfig: new(bool)},
-			wantErr: "kubelet 1.38 needs the CRI RuntimeConfig call (KEP-4033, not measured), which containerd v2.4.2 does not implement: the matrix says containerd 2.x serves it (from source: "},
-		{name: "1.22 to 1.38: no runtime serves both", from: 22, to: 38, rt: containerd17,
-			wantErr: "no runtime of the matrix serves both kubelet 1.22 and 1.38: upgrade the kubelet in steps"},
+			wantErr: "kubelet 1.39 needs the CRI RuntimeConfig call (KEP-4033, not measured), which containerd v2.4.2 does not implement: the matrix says containerd 2.x serves it (from source: "},
+		{name: "1.22 to 1.39: no runtime serves both", from: 22, to: 39, rt: containerd17,
+			wantErr: "no runtime of the matrix serves both kubelet 1.22 and 1.39: upgrade the kubelet in steps"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v := Check(tc.from, tc.to, tc.rt, false)
