@@ -27,7 +27,7 @@ import (
 // First and Last bound the minors the e2e's unpatched controls measured.
 const (
 	First = 18
-	Last  = 37
+	Last  = 38
 )
 
 // NameImageHashMinor is the first minor hashing only a container's name
@@ -44,16 +44,18 @@ var uidDerivationChanges = map[int]string{
 }
 
 // staticPodUIDChanges are what the e2e's unpatched controls measured per
-// minor 1.19 .. 1.37: true when the kubelet of that minor recreated every
+// minor 1.19 .. 1.38: true when the kubelet of that minor recreated every
 // static pod without metadata.uid of the corpus (kinds web, hostnet,
-// multi, init, hostpath), false when it kept them all. The prediction per
+// multi, init, hostpath), false when it kept them all. 1.38 (1.38.0-beta.0,
+// 2026-12-07) recreated those five kinds, which all hold a resource
+// quantity, and podseccomp (a seccompProfile), and kept plain. The prediction per
 // pod comes from uidDerivationChanges and the types the pod instantiates
 // (zz_generated.podtypes.go, hack/gen-pod-types); e2e/pkg/corpus's test
 // holds it to these measurements.
 var staticPodUIDChanges = map[int]bool{
 	19: true, 20: false, 21: true, 22: false, 23: true, 24: true, 25: true,
 	26: true, 27: true, 28: true, 29: false, 30: true, 31: true, 32: true,
-	33: true, 34: true, 35: true, 36: true, 37: true,
+	33: true, 34: true, 35: true, 36: true, 37: true, 38: true,
 }
 
 // MeasuredCorpusRecreated says what the unpatched control of minor m did

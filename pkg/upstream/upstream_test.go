@@ -27,6 +27,27 @@ var (
 		SecurityContext: &v1.SecurityContext{SeccompProfile: &v1.SeccompProfile{Type: v1.SeccompProfileTypeRuntimeDefault}}}}}}
 )
 
+// TestStaticPodUIDFor138: 1.38 (measured) changes the UID of the pods
+// that hold a resource quantity or a seccompProfile, and only theirs.
+func TestStaticPodUIDFor138(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		pod     *v1.Pod
+		changed []int
+	}{
+		{"plain", plainPod, nil},
+		{"resources", resourcesPod, []int{38}},
+		{"pod-level seccompProfile", seccompPod, []int{38}},
+		{"container seccompProfile", containerSeccompPod, []int{38}},
+	} {
+		for _, step := range [][2]int{{37, 38}, {38, 37}} {
+			got := StaticPodUIDFor(tc.pod, step[0], step[1])
+			assert.Check(t, is.DeepEqual(got.Changed, tc.changed), "%s: 1.%d -> 1.%d", tc.name, step[0], step[1])
+			assert.Check(t, is.Len(got.Unmeasured, 0), "%s: 1.%d -> 1.%d", tc.name, step[0], step[1])
+		}
+	}
+}
+
 func TestStaticPodUIDFor(t *testing.T) {
 	for _, tc := range []struct {
 		from, to   int
@@ -43,7 +64,7 @@ func TestStaticPodUIDFor(t *testing.T) {
 		{36, 37, []int{37}, nil},
 		{21, 21, nil, nil},
 		{16, 18, nil, []int{17, 18}},
-		{37, 38, nil, []int{38}},
+		{38, 39, nil, []int{39}},
 		// Rollbacks: the older kubelet derives the UID as its own minor
 		// does, so the minors in (to, from] count.
 		{31, 30, []int{31}, nil},
@@ -56,7 +77,7 @@ func TestStaticPodUIDFor(t *testing.T) {
 		{31, 28, []int{30, 31}, nil},
 		{37, 36, []int{37}, nil},
 		{18, 16, nil, []int{17, 18}},
-		{38, 37, nil, []int{38}},
+		{39, 38, nil, []int{39}},
 	} {
 		// Every minor 1.19 .. 1.37 changed PodSpec, PodStatus, ObjectMeta
 		// or PodSecurityContext (which defaulting always sets), or the

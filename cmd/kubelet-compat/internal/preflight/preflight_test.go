@@ -35,9 +35,10 @@ func TestStaticUIDChange(t *testing.T) {
 		{"v1.21.14", "v1.23.17", RecreatePod},
 		{"v1.30.14", "v1.31.14", RecreatePod},
 		{"v1.36.5", "v1.37.2", RecreatePod},
+		{"v1.37.2", "v1.38.0", ""}, // the pod holds no quantity nor seccompProfile
 		// Steps no e2e control measured.
 		{"v1.16.15", "v1.18.19", MayRecreatePod},
-		{"v1.37.2", "v1.38.0", MayRecreatePod},
+		{"v1.38.0", "v1.39.0", MayRecreatePod},
 	} {
 		got, why := staticUIDChange(upstream.Model(), mustVersion(t, tc.from), mustVersion(t, tc.to), pod)
 		if got != tc.want {
