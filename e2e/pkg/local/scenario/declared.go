@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -38,6 +39,9 @@ type refusals struct {
 	expected  []corpus.Expectation
 	asked     bool
 	predicted []string
+	// restarts are the pods preflight says this variant's kubelet
+	// restarts or recreates (its unpatched or patched column).
+	restarts []string
 	// preflightErr is preflight's failure (its output), if any.
 	preflightErr string
 }
@@ -82,6 +86,9 @@ func (s *Scenario) refusalsBefore(ctx context.Context, st Step, patched bool) *r
 		out, err := s.preflight(ctx, st, patched)
 		if err == nil {
 			r.predicted, err = parsePreflightRefusals(out)
+		}
+		if err == nil {
+			r.restarts, err = parsePreflightRestarts(out, patched)
 		}
 		if err != nil {
 			r.preflightErr = fmt.Sprintf("%v: %.600s", err, out)
@@ -156,6 +163,51 @@ func parsePreflightRefusals(out string) ([]string, error) {
 	return pods, nil
 }
 
+// parsePreflightRestarts is the pods preflight's JSON report says the
+// patched (or the unpatched) kubelet restarts a container of or recreates
+// (a verdict other than keep), sorted.
+func parsePreflightRestarts(out string, patched bool) ([]string, error) {
+	var rep struct {
+		Rows []struct {
+			Pod       string `json:"pod"`
+			Unpatched string `json:"unpatched"`
+			Patched   string `json:"patched"`
+		} `json:"containers"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		return nil, fmt.Errorf("preflight's JSON: %w", err)
+	}
+	seen := map[string]bool{}
+	var pods []string
+	for _, row := range rep.Rows {
+		verdict := row.Unpatched
+		if patched {
+			verdict = row.Patched
+		}
+		if verdict != "keep" && !seen[row.Pod] {
+			seen[row.Pod] = true
+			pods = append(pods, row.Pod)
+		}
+	}
+	sort.Strings(pods)
+	return pods, nil
+}
+
+// changedPods are the pods of which the swap restarted or replaced
+// anything, lost, or recreated, sorted.
+func changedPods(d snapshot.Diff) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, c := range d.Changes {
+		if !seen[c.Pod] {
+			seen[c.Pod] = true
+			out = append(out, c.Pod)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 // refusalsAfter puts the expected refusals into the run (its assertions
 // hold both variants to losing them) and checks preflight's prediction
 // against the pods the swap lost (no ready sandbox after it).
@@ -175,6 +227,20 @@ func (s *Scenario) refusalsAfter(r *refusals, run *report.Run) {
 	}
 	c.Detail += s.refusalLogLines(r.expected)
 	s.check(c)
+
+	// Every pod preflight says this kubelet restarts or recreates (or
+	// refuses), and no other, is one the swap changed.
+	predicted := append(append([]string(nil), r.restarts...), r.predicted...)
+	sort.Strings(predicted)
+	predicted = slices.Compact(predicted)
+	changed := changedPods(run.Diff)
+	pc := report.Check{Name: fmt.Sprintf("%s %s: preflight names exactly the pods the swap restarted, recreated or lost", r.step, r.variant)}
+	pc.Passed = r.preflightErr == "" && strings.Join(predicted, " ") == strings.Join(changed, " ")
+	pc.Detail = fmt.Sprintf("preflight named [%s], the swap changed [%s]", strings.Join(predicted, " "), strings.Join(changed, " "))
+	if r.preflightErr != "" {
+		pc.Detail += "; preflight failed: " + r.preflightErr
+	}
+	s.check(pc)
 }
 
 // lostPods are the pods without a ready sandbox after the swap, sorted.

@@ -42,6 +42,29 @@ func TestParsePreflightRefusals(t *testing.T) {
 	assert.Assert(t, err != nil)
 }
 
+func TestParsePreflightRestarts(t *testing.T) {
+	out := `{"from":"v1.37.2","to":"v1.38.0","containers":[
+	 {"pod":"kc-e2e/web-000-n","container":"httpd","unpatched":"recreate pod","patched":"keep"},
+	 {"pod":"kc-e2e/multi-002-n","container":"a","unpatched":"keep","patched":"keep"},
+	 {"pod":"kc-e2e/multi-002-n","container":"b","unpatched":"restart","patched":"restart"},
+	 {"pod":"kc-e2e/plain-010-n","container":"httpd","unpatched":"keep","patched":"keep"},
+	 {"pod":"kc-e2e/seccomp-011-n","container":"httpd","unpatched":"may recreate pod","patched":"keep"}]}`
+	unpatched, err := parsePreflightRestarts(out, false)
+	assert.NilError(t, err)
+	assert.DeepEqual(t, unpatched, []string{"kc-e2e/multi-002-n", "kc-e2e/seccomp-011-n", "kc-e2e/web-000-n"})
+	patched, err := parsePreflightRestarts(out, true)
+	assert.NilError(t, err)
+	assert.DeepEqual(t, patched, []string{"kc-e2e/multi-002-n"})
+	_, err = parsePreflightRestarts("Error: unknown flag", false)
+	assert.Assert(t, err != nil)
+}
+
+func TestChangedPods(t *testing.T) {
+	d := snapshot.Diff{Changes: []snapshot.Change{{Pod: "ns/b", Kind: snapshot.PodGone}, {Pod: "ns/c", Kind: snapshot.SandboxChanged},
+		{Pod: "ns/c", Container: "x", Kind: "container-replaced"}, {Pod: "ns/a", Kind: snapshot.PodGone}}}
+	assert.DeepEqual(t, changedPods(d), []string{"ns/a", "ns/b", "ns/c"})
+}
+
 func TestShellQuote(t *testing.T) {
 	assert.Equal(t, shellQuote([]string{"--eviction-hard=memory.available<1Mi", "--x=it's"}), `'--eviction-hard=memory.available<1Mi' '--x=it'\''s'`)
 }
