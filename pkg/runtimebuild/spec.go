@@ -323,6 +323,22 @@ func Crictl(minor int) (c Component, ok bool) {
 	return Components[best], true
 }
 
+// CrictlFor is the crictl to install next to a kubelet of minor 1.<minor>:
+// Crictl's, or, before cri-tools publishes that minor (1.38 on its release
+// day), the newest served release, with a note saying so. crictl and the
+// runtime meet on CRI v1, which has not changed shape between minors.
+func CrictlFor(minor int) (c Component, note string) {
+	if c, ok := Crictl(minor); ok {
+		return c, ""
+	}
+	for _, cand := range Components {
+		if cand.Name == "crictl" && (c.Name == "" || mustMinor(cand.Version) > mustMinor(c.Version)) {
+			c = cand
+		}
+	}
+	return c, fmt.Sprintf("cri-tools v1.%d is not served yet: crictl %s stands in (the CRI v1 it speaks is the one kubelet 1.%d serves)", minor, c.Version, minor)
+}
+
 func mustMinor(v string) int {
 	s, _ := ParseSemver(v)
 	return s.Minor

@@ -198,6 +198,17 @@ func TestCrictlPerMinor(t *testing.T) {
 	}
 }
 
+// TestCrictlFor: without a served cri-tools release of the kubelet's
+// minor, the newest served one stands in, and says so.
+func TestCrictlFor(t *testing.T) {
+	c, note := CrictlFor(37)
+	assert.Check(t, is.Equal(c.Version, "v1.37.0"))
+	assert.Check(t, is.Equal(note, ""))
+	c, note = CrictlFor(38)
+	assert.Check(t, is.Equal(c.Version, "v1.37.0"))
+	assert.Check(t, is.Equal(note, "cri-tools v1.38 is not served yet: crictl v1.37.0 stands in (the CRI v1 it speaks is the one kubelet 1.38 serves)"))
+}
+
 func TestScratchGoMod(t *testing.T) {
 	c := mustComponent(t, "runc@1.5.3")
 	assert.Check(t, is.Equal(ScratchGoMod(c), "module kubelet-compat.local/runtime-build\n\ngo 1.25.0\n\nrequire github.com/opencontainers/runc v1.5.3\n"))

@@ -112,11 +112,11 @@ func list(w io.Writer) error {
 		fmt.Fprintf(w, "%s\t%s@%s\tgo%s\t%s\n", c, c.Module, c.Version, c.Go, strings.Join(bins, " "))
 	}
 	for minor := 18; minor <= 38; minor++ {
-		if c, ok := runtimebuild.Crictl(minor); ok {
-			fmt.Fprintf(w, "kubernetes 1.%d\tcrictl %s\n", minor, c.Version)
-		} else {
-			fmt.Fprintf(w, "kubernetes 1.%d\tcrictl: none served yet\n", minor)
+		c, note := runtimebuild.CrictlFor(minor)
+		if note != "" {
+			note = "\t" + note
 		}
+		fmt.Fprintf(w, "kubernetes 1.%d\tcrictl %s%s\n", minor, c.Version, note)
 	}
 	return nil
 }

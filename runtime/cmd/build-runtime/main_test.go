@@ -42,7 +42,7 @@ func TestList(t *testing.T) {
 		"runc@1.5.3\tgithub.com/opencontainers/runc@v1.5.3\tgo1.25.0\trunc\n",
 		"kubernetes 1.26\tcrictl v1.34.0\n",
 		"kubernetes 1.35\tcrictl v1.37.0\n",
-		"kubernetes 1.38\tcrictl: none served yet\n",
+		"kubernetes 1.38\tcrictl v1.37.0\tcri-tools v1.38 is not served yet: crictl v1.37.0 stands in",
 	} {
 		assert.Check(t, is.Contains(out.String(), want))
 	}
