@@ -1,5 +1,7 @@
 # kubelet-compat: the main job (`make`) builds every supported Kubernetes
-# version with the compat patches; `make test` runs the test suite that CI runs.
+# version with the compat patches; `make test` runs the unit tests and the
+# checks that need no Kubernetes tree, `make verify` the tree-level checks
+# (both in CI).
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 .DEFAULT_GOAL := all

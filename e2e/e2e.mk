@@ -219,9 +219,10 @@ endif
 endif
 	$(GO) build -o _output/kubelet-compat ./cmd/kubelet-compat
 
-# The e2e's fast unit tests (also part of `go test ./...`).
+# The e2e's fast unit tests, with the pkg/ packages it shares with
+# deploy/system-upgrade/sim (also part of `go test ./...`).
 e2e-unit:
-	$(GO) test -count=1 ./e2e/...
+	$(GO) test -count=1 ./e2e/... ./pkg/controlplane/ ./pkg/kubelet/ ./pkg/proc/ ./pkg/procfs/...
 
 # kind node images without a registry (e2e/README.md, "kind node images"):
 # kubelet-compat/kind-node:v<ver>, _output/kind/images/<ver>.tar,

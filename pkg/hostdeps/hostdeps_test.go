@@ -43,7 +43,7 @@ var entryPoints = []struct {
 		notRun: map[string]string{Rpmbuild.Name: onlyRPM}},
 	{name: "build-packages -format all", roots: []string{"./cmd/build-packages"}, ensured: []Path{RPM, Deb}},
 	{name: "the harness and hack/", roots: []string{"./build/...", "./hack/..."}, ensured: []Path{Build}},
-	{name: "the local e2e", roots: []string{"./e2e/pkg/local/scenario", "./e2e/pkg/local", "./e2e/pkg/controlplane"}, ensured: []Path{Local, LocalAPI},
+	{name: "the local e2e", roots: []string{"./e2e/pkg/local/scenario", "./e2e/pkg/local", "./pkg/controlplane"}, ensured: []Path{Local, LocalAPI},
 		notRun: map[string]string{"docker": "leftovers removes a docker network only for a journal that has one: a kind run's"}},
 	{name: "deploy/system-upgrade", roots: []string{"./deploy/system-upgrade/cmd/system-upgrade"}, ensured: []Path{SystemUpgrade}},
 	{name: "make runtime (build-runtime)", roots: []string{"./runtime/cmd/build-runtime"}, ensured: []Path{Runtime}},

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	systemupgrade "github.com/kubelet-compat/kubelet-compat/deploy/system-upgrade"
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/controlplane"
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/proc"
+	"github.com/kubelet-compat/kubelet-compat/pkg/controlplane"
+	"github.com/kubelet-compat/kubelet-compat/pkg/proc"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,7 +26,7 @@ import (
 	"k8s.io/client-go/util/retry"
 )
 
-// Ports on 127.0.0.1 besides e2e/pkg/controlplane's.
+// Ports on 127.0.0.1 besides pkg/controlplane's.
 const (
 	schedulerPort = 16459
 	kwokPort      = 16460

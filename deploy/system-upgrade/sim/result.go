@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/proc"
+	"github.com/kubelet-compat/kubelet-compat/pkg/proc"
 )
 
 // clockTicks is USER_HZ, the unit of /proc/<pid>/stat's times (100 on

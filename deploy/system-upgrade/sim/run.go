@@ -11,7 +11,7 @@ import (
 	"time"
 
 	systemupgrade "github.com/kubelet-compat/kubelet-compat/deploy/system-upgrade"
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/proc"
+	"github.com/kubelet-compat/kubelet-compat/pkg/proc"
 )
 
 // Result is one run: one concurrency on a fresh cluster.

@@ -21,13 +21,13 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/cleanup"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/journal"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind"
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kubelet"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/leftovers"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/local/scenario"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/plan"
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/procfs"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/rootdir"
+	"github.com/kubelet-compat/kubelet-compat/pkg/kubelet"
+	"github.com/kubelet-compat/kubelet-compat/pkg/procfs"
 )
 
 // modePlan is what a mode of `make e2e E2E=<mode>` runs.

@@ -13,8 +13,8 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind/fleet"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/plan"
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/procfs"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/rootdir"
+	"github.com/kubelet-compat/kubelet-compat/pkg/procfs"
 	"gotest.tools/v3/assert"
 )
 

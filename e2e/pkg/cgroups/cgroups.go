@@ -19,7 +19,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/procfs"
+	"github.com/kubelet-compat/kubelet-compat/pkg/procfs"
 )
 
 // Host is where the cgroups are: Root is /sys/fs/cgroup on the machine and

@@ -24,8 +24,8 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/cgroups"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/cleanup"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/local/iptables"
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/procfs"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/rootdir"
+	"github.com/kubelet-compat/kubelet-compat/pkg/procfs"
 	"github.com/kubelet-compat/kubelet-compat/pkg/regularfile"
 )
 

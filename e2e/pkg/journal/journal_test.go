@@ -9,7 +9,7 @@ import (
 
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/cgroups"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/local/iptables"
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/procfs"
+	"github.com/kubelet-compat/kubelet-compat/pkg/procfs"
 	"gotest.tools/v3/assert"
 )
 

@@ -13,10 +13,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/genuine"
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kubelet"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
 	kcexec "github.com/kubelet-compat/kubelet-compat/pkg/exec"
+	"github.com/kubelet-compat/kubelet-compat/pkg/kubelet"
 )
 
 // compatFile is where kubelet-compat record writes on a kubeadm node.

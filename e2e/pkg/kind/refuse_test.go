@@ -18,9 +18,9 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/fakehost"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/journal"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/leftovers"
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/procfs"
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/procfs/fakeproc"
 	"github.com/kubelet-compat/kubelet-compat/pkg/cachelock"
+	"github.com/kubelet-compat/kubelet-compat/pkg/procfs"
+	"github.com/kubelet-compat/kubelet-compat/pkg/procfs/fakeproc"
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 )

@@ -30,9 +30,9 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/local/iptables"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/local/mounts"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/local/shims"
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/procfs"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/rootdir"
 	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
+	"github.com/kubelet-compat/kubelet-compat/pkg/procfs"
 )
 
 // Host is the machine the undo acts on; tests use fakes in temporary

@@ -17,9 +17,9 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/fakehost"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/journal"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/local/iptables"
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/procfs"
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/procfs/fakeproc"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/rootdir"
+	"github.com/kubelet-compat/kubelet-compat/pkg/procfs"
+	"github.com/kubelet-compat/kubelet-compat/pkg/procfs/fakeproc"
 	"gotest.tools/v3/assert"
 )
 

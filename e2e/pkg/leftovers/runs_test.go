@@ -14,10 +14,10 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/fakehost"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/journal"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/local/shims"
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/procfs"
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/procfs/fakeproc"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/rootdir"
 	"github.com/kubelet-compat/kubelet-compat/pkg/cachelock"
+	"github.com/kubelet-compat/kubelet-compat/pkg/procfs"
+	"github.com/kubelet-compat/kubelet-compat/pkg/procfs/fakeproc"
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 )

@@ -16,8 +16,8 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/local/deviceplugin"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/local/iptables"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/local/shims"
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/procfs"
 	"github.com/kubelet-compat/kubelet-compat/pkg/hostdeps"
+	"github.com/kubelet-compat/kubelet-compat/pkg/procfs"
 )
 
 // KubeletSysctls are what the kubelet sets on start (setupKernelTunables)

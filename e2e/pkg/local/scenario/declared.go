@@ -22,9 +22,9 @@ import (
 	osexec "os/exec"
 
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/corpus"
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kubelet"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
+	"github.com/kubelet-compat/kubelet-compat/pkg/kubelet"
 )
 
 // preflightDeclaredCheck is preflight's CHECK for these pods

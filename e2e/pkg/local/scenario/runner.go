@@ -6,9 +6,9 @@ import (
 	"fmt"
 
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/cleanup"
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kubelet"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/plan"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
+	"github.com/kubelet-compat/kubelet-compat/pkg/kubelet"
 )
 
 // Local is the local provider's runner of plans (plan.Runner): the host is the

@@ -17,20 +17,20 @@ import (
 	osexec "os/exec"
 
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/cleanup"
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/controlplane"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/corpus"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/ctxtime"
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kubelet"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/local"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/local/mounts"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/node"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/plan"
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/proc"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/readiness"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/swap"
+	"github.com/kubelet-compat/kubelet-compat/pkg/controlplane"
 	"github.com/kubelet-compat/kubelet-compat/pkg/hostdeps"
+	"github.com/kubelet-compat/kubelet-compat/pkg/kubelet"
+	"github.com/kubelet-compat/kubelet-compat/pkg/proc"
 )
 
 // Step is one in-place upgrade: the plan's (package plan).

@@ -22,7 +22,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/procfs"
+	"github.com/kubelet-compat/kubelet-compat/pkg/procfs"
 )
 
 // Run is what the journal knows about the run's containerd.

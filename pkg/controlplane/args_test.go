@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kubelet"
+	"github.com/kubelet-compat/kubelet-compat/pkg/kubelet"
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 )

@@ -1,7 +1,8 @@
-// Package controlplane runs the e2e's API mode control plane on the local
-// node: etcd from Debian and the harness's kube-apiserver, on 127.0.0.1
-// only, with a throw-away CA, and upgrades the API server before the
-// kubelet as upstream's version skew policy requires.
+// Package controlplane runs a control plane on the local node, the e2e's
+// API mode and deploy/system-upgrade/sim's: etcd from Debian and the
+// harness's kube-apiserver, on 127.0.0.1 only, with a throw-away CA, and
+// upgrades the API server before the kubelet as upstream's version skew
+// policy requires.
 package controlplane
 
 import (

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/procfs/fakeproc"
+	"github.com/kubelet-compat/kubelet-compat/pkg/procfs/fakeproc"
 	"gotest.tools/v3/assert"
 )
 

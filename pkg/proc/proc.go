@@ -1,8 +1,9 @@
-// Package proc starts the e2e's long-running processes (containerd, the
-// kubelet, etcd, kube-apiserver) in their own process group with output
-// to a log file, records each in the run's journal (name before it
-// starts; PID and start time right after, while it cannot have been
-// reaped), and stops them by PID.
+// Package proc starts long-running processes (the e2e's containerd,
+// kubelet, etcd and kube-apiserver; deploy/system-upgrade/sim's control
+// plane, kwok and controller) in their own process group with output to a
+// log file, records each in the run's journal when it has one (name
+// before it starts; PID and start time right after, while it cannot have
+// been reaped), and stops them by PID.
 package proc
 
 import (
@@ -14,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/procfs"
+	"github.com/kubelet-compat/kubelet-compat/pkg/procfs"
 )
 
 // Recorder records the processes a run starts (the journal).

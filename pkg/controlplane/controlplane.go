@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kubelet"
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/proc"
+	"github.com/kubelet-compat/kubelet-compat/pkg/kubelet"
+	"github.com/kubelet-compat/kubelet-compat/pkg/proc"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 )

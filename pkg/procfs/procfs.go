@@ -1,4 +1,4 @@
-// Package procfs reads what the e2e needs from /proc: a process's parent,
+// Package procfs reads what the e2e and pkg/proc need from /proc: a process's parent,
 // start time, command line and cgroups, and the boot ID. A PID alone names
 // a process only until it exits; PID plus start time (clock ticks since
 // boot, /proc/<pid>/stat field 22) within one boot names it for good, so

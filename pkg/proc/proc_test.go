@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/procfs"
+	"github.com/kubelet-compat/kubelet-compat/pkg/procfs"
 	"gotest.tools/v3/assert"
 )
 

@@ -1,6 +1,6 @@
 // Package kubelet runs one kubelet binary of the e2e (standalone with
 // static pods, or against an API server) and reads its log for the pods it
-// has synced.
+// has synced; pkg/controlplane asks a binary its flags and minor with it.
 package kubelet
 
 import (
@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/proc"
+	"github.com/kubelet-compat/kubelet-compat/pkg/proc"
 )
 
 // Config is one kubelet run.
