@@ -82,7 +82,11 @@ func UnixListeners() ([]Listener, error) {
 	}
 }
 
-// parseUnixDiag reads a unix_diag_msg and its attributes.
+// parseUnixDiag reads a unix_diag_msg and its attributes; ok when b holds
+// the message. Attributes are read while each header and its length fit
+// in b: one whose length is below its header's or past b's end ends the
+// reading, and the last may end without its padding (the kernel's
+// nla_ok/nla_next).
 func parseUnixDiag(b []byte) (Listener, bool) {
 	const msgLen = 16
 	if len(b) < msgLen {
@@ -109,7 +113,10 @@ func parseUnixDiag(b []byte) (Listener, bool) {
 				l.VFSInode = uint64(ne.Uint32(data[0:]))
 			}
 		}
-		a = a[(alen+3)&^3:]
+		a = a[min(attrAlign(alen), len(a)):]
 	}
 	return l, true
 }
+
+// attrAlign is an attribute's length with its padding (NLA_ALIGN).
+func attrAlign(n int) int { return (n + 3) &^ 3 }
