@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 
+	"golang.org/x/sys/unix"
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 )
@@ -242,4 +243,54 @@ func FuzzParseUnixDiag(f *testing.F) {
 			t.Fatalf("a name of %d bytes from %d", len(l.Name), len(b))
 		}
 	})
+}
+
+// nlMsg is one netlink message of type typ and sequence seq around data.
+func nlMsg(typ uint16, seq uint32, data []byte) []byte {
+	b := make([]byte, 16, 16+len(data)+3)
+	binary.NativeEndian.PutUint32(b[0:], uint32(16+len(data)))
+	binary.NativeEndian.PutUint16(b[4:], typ)
+	binary.NativeEndian.PutUint32(b[8:], seq)
+	b = append(b, data...)
+	for len(b)%4 != 0 {
+		b = append(b, 0)
+	}
+	return b
+}
+
+// TestReadDumpTakesOnlyTheKernelsReplies: a datagram another process
+// sent to the socket (sender port ID not 0), or one answering another
+// request (another sequence number), is not read.
+func TestReadDumpTakesOnlyTheKernelsReplies(t *testing.T) {
+	listener := func(name string) []byte {
+		vfs := make([]byte, 8)
+		binary.NativeEndian.PutUint32(vfs, 860673)
+		return diagMsg(diagAttr(unixDiagName, []byte(name+"\x00")), diagAttr(unixDiagVFS, vfs))
+	}
+	done := func(seq uint32) []byte { return nlMsg(unix.NLMSG_DONE, seq, make([]byte, 4)) }
+	kernel := &unix.SockaddrNetlink{Family: unix.AF_NETLINK}
+	forger := &unix.SockaddrNetlink{Family: unix.AF_NETLINK, Pid: 4242}
+	type datagram struct {
+		b    []byte
+		from unix.Sockaddr
+	}
+	dgrams := []datagram{
+		{append(nlMsg(unix.SOCK_DIAG_BY_FAMILY, dumpSeq, listener("/run/forged")), done(dumpSeq)...), forger},
+		{nlMsg(unix.NLMSG_ERROR, dumpSeq, []byte{0xf3, 0xff, 0xff, 0xff}), forger},
+		{[]byte{1, 2, 3}, forger},
+		{nlMsg(unix.SOCK_DIAG_BY_FAMILY, dumpSeq, listener("/run/no-sender")), nil},
+		{append(nlMsg(unix.SOCK_DIAG_BY_FAMILY, dumpSeq+1, listener("/run/stale")), done(dumpSeq+1)...), kernel},
+		{nlMsg(unix.SOCK_DIAG_BY_FAMILY, dumpSeq, listener("/run/containerd/s/aaa")), kernel},
+		{done(dumpSeq), kernel},
+	}
+	got, err := readDump(func() ([]byte, unix.Sockaddr, error) {
+		if len(dgrams) == 0 {
+			return nil, nil, syscall.EAGAIN
+		}
+		d := dgrams[0]
+		dgrams = dgrams[1:]
+		return d.b, d.from, nil
+	}, dumpSeq)
+	assert.NilError(t, err)
+	assert.Check(t, is.DeepEqual(got, []Listener{{Inode: "362762", Name: "/run/containerd/s/aaa", VFSInode: 860673}}))
 }
