@@ -47,6 +47,9 @@ const DefaultRuncRoot = "/run/containerd/runc/k8s.io"
 type Host struct {
 	RuncRoot string
 	FSRoot   string
+	// writeProcs writes pid into the cgroup.procs file at path (nil:
+	// writeProcs, the kernel's; tests make a PID reused during it).
+	writeProcs func(path string, pid int) error
 }
 
 // Task is a running container whose init process is neither in the cgroup
@@ -191,27 +194,51 @@ func holds(procs []byte, pid int) bool {
 	return false
 }
 
-// Repair writes t's init process back into each cgroup it is out of, after
-// checking again that it is the same process (a PID reused since Escaped
-// is left alone, with an error).
+// Repair writes t's init process back into the cgroup runc ps reads,
+// checking that PID names the same process (its start time) before the
+// write and again after it. The kernel moves whatever process the PID
+// names when the write lands, and a PID is free for another process once
+// its own exited and was reaped; but a process seen before the write and
+// after it ran through it, and the PID of a running (or unreaped) process
+// names no other: the write moved it. A PID reused before the write is
+// left alone, with an error; an init that exited by the write's end is an
+// error that names what the PID names now, which the write may have moved
+// (nothing can tell where it was).
 func (h Host) Repair(t Task) error {
-	if _, same := h.runc().Init(t.Pid, t.StartTime); !same {
-		return fmt.Errorf("container %s: process %d is not the one runc started any more: left alone", short(t.ID), t.Pid)
+	write := h.writeProcs
+	if write == nil {
+		write = writeProcs
 	}
 	for _, cg := range t.Out {
-		f, err := os.OpenFile(h.path(filepath.Join(cg.Dir, "cgroup.procs")), os.O_WRONLY, 0)
-		if err != nil {
-			return fmt.Errorf("container %s: %s cgroup: %w", short(t.ID), cg.Name(), err)
+		if _, same := h.runc().Init(t.Pid, t.StartTime); !same {
+			return fmt.Errorf("container %s: process %d is not the one runc started any more: left alone", short(t.ID), t.Pid)
 		}
-		_, err = f.WriteString(strconv.Itoa(t.Pid))
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
+		if err := write(h.path(filepath.Join(cg.Dir, "cgroup.procs")), t.Pid); err != nil {
 			return fmt.Errorf("container %s: moving process %d into its %s cgroup %s: %w", short(t.ID), t.Pid, cg.Name(), cg.Dir, err)
+		}
+		if now, same := h.runc().Init(t.Pid, t.StartTime); !same {
+			what := fmt.Sprintf("no process has PID %d now", t.Pid)
+			if now.PID == t.Pid {
+				what = fmt.Sprintf("PID %d now names another process (start %d), which this write may have moved there: check /proc/%d/cgroup", t.Pid, now.StartTicks, t.Pid)
+			}
+			return fmt.Errorf("container %s: process %d exited while it was written into its %s cgroup %s: %s", short(t.ID), t.Pid, cg.Name(), cg.Dir, what)
 		}
 	}
 	return nil
+}
+
+// writeProcs writes pid into the cgroup.procs file at path: the kernel
+// moves the process pid names at that moment.
+func writeProcs(path string, pid int) error {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(strconv.Itoa(pid))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 func short(id string) string {

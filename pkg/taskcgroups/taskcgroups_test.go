@@ -168,3 +168,42 @@ func TestEscapedCountsWhatRuncPsReads(t *testing.T) {
 		})
 	}
 }
+
+// TestRepairPidReusedDuringTheWrite: the init exits and its PID names
+// another process between Repair's check and its write, which the kernel
+// then moves: Repair sees it after the write and says so.
+func TestRepairPidReusedDuringTheWrite(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		during func(f *fakeHost)
+		err    string
+	}{
+		{name: "the same process before and after: written", during: func(*fakeHost) {}},
+		{name: "another process at the PID after the write", during: func(f *fakeHost) { f.process(500, "someone-else", 2000) },
+			err: "container eeee: process 500 exited while it was written into its devices cgroup " + eeeeDevices + ": PID 500 now names another process (start 2000), which this write may have moved there: check /proc/500/cgroup"},
+		{name: "no process at the PID after the write", during: func(f *fakeHost) {
+			assert.NilError(f.t, os.RemoveAll(filepath.Join(f.root, "/proc/500")))
+		}, err: "container eeee: process 500 exited while it was written into its devices cgroup " + eeeeDevices + ": no process has PID 500 now"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeHost(t)
+			f.container("eeee", 500, 1000, "memory", "pids")
+			f.process(500, "pause", 1000)
+			got, err := f.Escaped()
+			assert.NilError(t, err)
+			assert.Assert(t, is.Len(got, 1))
+			f.Host.writeProcs = func(path string, pid int) error {
+				tc.during(f)
+				return writeProcs(path, pid)
+			}
+			err = f.Repair(got[0])
+			if tc.err == "" {
+				assert.NilError(t, err)
+			} else {
+				assert.Error(t, err, tc.err)
+			}
+		})
+	}
+}
+
+const eeeeDevices = "/sys/fs/cgroup/devices/kubelet.slice/pod.slice/cri-containerd-eeee.scope"
