@@ -81,13 +81,20 @@ func TestEscaped(t *testing.T) {
 	assert.Check(t, is.Len(got, 0))
 }
 
-func TestRepairLeavesAReusedPid(t *testing.T) {
+// outOfDevices is a host with container eeee (init 500, started at 1000)
+// out of its devices cgroup, and Escaped's task of it.
+func outOfDevices(t *testing.T) (*fakeHost, []Task) {
 	f := newFakeHost(t)
 	f.container("eeee", 500, 1000, "memory", "pids")
 	f.process(500, "pause", 1000)
 	got, err := f.Escaped()
 	assert.NilError(t, err)
 	assert.Assert(t, is.Len(got, 1))
+	return f, got
+}
+
+func TestRepairLeavesAReusedPid(t *testing.T) {
+	f, got := outOfDevices(t)
 	f.process(500, "someone-else", 2000)
 	assert.ErrorContains(t, f.Repair(got[0]), "container eeee: process 500 is not the one runc started any more: left alone")
 	procs, err := os.ReadFile(filepath.Join(f.root, got[0].Out[0].Dir, "cgroup.procs"))
@@ -186,17 +193,12 @@ func TestRepairPidReusedDuringTheWrite(t *testing.T) {
 		}, err: "container eeee: process 500 exited while it was written into its devices cgroup " + eeeeDevices + ": no process has PID 500 now"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFakeHost(t)
-			f.container("eeee", 500, 1000, "memory", "pids")
-			f.process(500, "pause", 1000)
-			got, err := f.Escaped()
-			assert.NilError(t, err)
-			assert.Assert(t, is.Len(got, 1))
+			f, got := outOfDevices(t)
 			f.Host.writeProcs = func(path string, pid int) error {
 				tc.during(f)
 				return writeProcs(path, pid)
 			}
-			err = f.Repair(got[0])
+			err := f.Repair(got[0])
 			if tc.err == "" {
 				assert.NilError(t, err)
 			} else {
