@@ -1,7 +1,7 @@
 # Generators and verifiers (owned by hack/), and the test entry points.
 #
 # `make test` (CI's first step): formatting, vet, unit tests (with the
-# compat-file parser's fuzz seeds) and the race detector on the library;
+# compat-file parser's and the sock_diag parser's fuzz seeds) and the race detector on the library;
 # nothing in it needs a Kubernetes tree or an old Go toolchain.
 # `make verify` (CI's next step): the tree-level checks, the library's build
 # with the oldest supported tree's Go (go1.13.15, downloaded) and the
@@ -64,6 +64,7 @@ generate-hash-goldens:
 
 fuzz:
 	$(GO) test ./kubelet-compat/ -run '^$$' -fuzz FuzzParse -fuzztime $${FUZZTIME:-60s}
+	$(GO) test ./pkg/shimgroups/ -run '^$$' -fuzz FuzzParseUnixDiag -fuzztime $${FUZZTIME:-60s}
 
 bench:
 	$(GO) test ./kubelet-compat/ -run '^$$' -bench . -benchmem -count $${COUNT:-1}

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 
+	"golang.org/x/sys/unix"
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 )
@@ -149,25 +150,41 @@ func TestTaskString(t *testing.T) {
 		"x: its shim (pid 10) does not listen at unix:///run/containerd/s/aaa, nothing does"))
 }
 
+// diagMsg is a unix_diag_msg of socket inode 362762 with attrs.
+func diagMsg(attrs ...[]byte) []byte {
+	b := make([]byte, 16)
+	binary.NativeEndian.PutUint32(b[4:], 362762)
+	for _, a := range attrs {
+		b = append(b, a...)
+	}
+	return b
+}
+
+// diagAttr is a netlink attribute, padded to 4 bytes.
+func diagAttr(typ uint16, data []byte) []byte {
+	a := unpadded(typ, data)
+	for len(a)%4 != 0 {
+		a = append(a, 0)
+	}
+	return a
+}
+
+// unpadded is an attribute without its padding, as a message's last may
+// end.
+func unpadded(typ uint16, data []byte) []byte {
+	return rawAttr(uint16(4+len(data)), typ, data)
+}
+
+// rawAttr is an attribute header claiming length n, then data.
+func rawAttr(n, typ uint16, data []byte) []byte {
+	a := make([]byte, 4, 4+len(data)+3)
+	binary.NativeEndian.PutUint16(a[0:], n)
+	binary.NativeEndian.PutUint16(a[2:], typ)
+	return append(a, data...)
+}
+
 func TestParseUnixDiag(t *testing.T) {
-	msg := func(attrs ...[]byte) []byte {
-		b := make([]byte, 16)
-		binary.NativeEndian.PutUint32(b[4:], 362762)
-		for _, a := range attrs {
-			b = append(b, a...)
-		}
-		return b
-	}
-	attr := func(typ uint16, data []byte) []byte {
-		a := make([]byte, 4, 4+len(data)+3)
-		binary.NativeEndian.PutUint16(a[0:], uint16(4+len(data)))
-		binary.NativeEndian.PutUint16(a[2:], typ)
-		a = append(a, data...)
-		for len(a)%4 != 0 {
-			a = append(a, 0)
-		}
-		return a
-	}
+	msg, attr := diagMsg, diagAttr
 	vfs := make([]byte, 8)
 	binary.NativeEndian.PutUint32(vfs, 860673)
 	for _, tc := range []struct {
@@ -183,6 +200,19 @@ func TestParseUnixDiag(t *testing.T) {
 			want: Listener{Inode: "362762", Name: "\x00containerd-shim"}, ok: true},
 		{name: "no attributes", in: msg(), want: Listener{Inode: "362762"}, ok: true},
 		{name: "short", in: []byte{1, 2, 3}},
+		// The last attribute of a message may end without its padding.
+		{name: "an unpadded last attribute", in: msg(attr(unixDiagVFS, vfs), unpadded(unixDiagName, []byte("/run/s\x00"))),
+			want: Listener{Inode: "362762", Name: "/run/s", VFSInode: 860673}, ok: true},
+		{name: "an unpadded last attribute of one byte", in: msg(unpadded(unixDiagName, []byte("/"))),
+			want: Listener{Inode: "362762", Name: "/"}, ok: true},
+		{name: "a length past the message's end: the rest is not read", in: msg(attr(unixDiagVFS, vfs), rawAttr(40, unixDiagName, []byte("/run/s\x00"))),
+			want: Listener{Inode: "362762", VFSInode: 860673}, ok: true},
+		{name: "a length below the header's", in: msg(rawAttr(2, unixDiagName, []byte("/run/s\x00"))),
+			want: Listener{Inode: "362762"}, ok: true},
+		{name: "a truncated header", in: append(msg(attr(unixDiagName, []byte("/run/s\x00"))), 8, 0),
+			want: Listener{Inode: "362762", Name: "/run/s"}, ok: true},
+		{name: "a VFS attribute too short", in: msg(attr(unixDiagVFS, vfs[:4])),
+			want: Listener{Inode: "362762"}, ok: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, ok := parseUnixDiag(tc.in)
@@ -190,4 +220,77 @@ func TestParseUnixDiag(t *testing.T) {
 			assert.Check(t, is.DeepEqual(got, tc.want))
 		})
 	}
+}
+
+// FuzzParseUnixDiag: no message, however cut or forged, panics the parser.
+func FuzzParseUnixDiag(f *testing.F) {
+	vfs := make([]byte, 8)
+	binary.NativeEndian.PutUint32(vfs, 860673)
+	f.Add(diagMsg(diagAttr(unixDiagName, []byte("/run/containerd/s/0c9e\x00")), diagAttr(unixDiagVFS, vfs)))
+	f.Add(diagMsg(diagAttr(unixDiagVFS, vfs), unpadded(unixDiagName, []byte("/run/s\x00"))))
+	f.Add(diagMsg(unpadded(unixDiagName, []byte("/"))))
+	f.Add(diagMsg(rawAttr(0xffff, unixDiagName, []byte("/run/s"))))
+	f.Add(diagMsg(rawAttr(0, unixDiagName, nil)))
+	f.Add(append(diagMsg(), 5, 0))
+	f.Add(diagMsg())
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		l, ok := parseUnixDiag(b)
+		if ok != (len(b) >= 16) {
+			t.Fatalf("ok %v for %d bytes", ok, len(b))
+		}
+		if len(l.Name) > len(b) {
+			t.Fatalf("a name of %d bytes from %d", len(l.Name), len(b))
+		}
+	})
+}
+
+// nlMsg is one netlink message of type typ and sequence seq around data.
+func nlMsg(typ uint16, seq uint32, data []byte) []byte {
+	b := make([]byte, 16, 16+len(data)+3)
+	binary.NativeEndian.PutUint32(b[0:], uint32(16+len(data)))
+	binary.NativeEndian.PutUint16(b[4:], typ)
+	binary.NativeEndian.PutUint32(b[8:], seq)
+	b = append(b, data...)
+	for len(b)%4 != 0 {
+		b = append(b, 0)
+	}
+	return b
+}
+
+// TestReadDumpTakesOnlyTheKernelsReplies: a datagram another process
+// sent to the socket (sender port ID not 0), or one answering another
+// request (another sequence number), is not read.
+func TestReadDumpTakesOnlyTheKernelsReplies(t *testing.T) {
+	listener := func(name string) []byte {
+		vfs := make([]byte, 8)
+		binary.NativeEndian.PutUint32(vfs, 860673)
+		return diagMsg(diagAttr(unixDiagName, []byte(name+"\x00")), diagAttr(unixDiagVFS, vfs))
+	}
+	done := func(seq uint32) []byte { return nlMsg(unix.NLMSG_DONE, seq, make([]byte, 4)) }
+	kernel := &unix.SockaddrNetlink{Family: unix.AF_NETLINK}
+	forger := &unix.SockaddrNetlink{Family: unix.AF_NETLINK, Pid: 4242}
+	type datagram struct {
+		b    []byte
+		from unix.Sockaddr
+	}
+	dgrams := []datagram{
+		{append(nlMsg(unix.SOCK_DIAG_BY_FAMILY, dumpSeq, listener("/run/forged")), done(dumpSeq)...), forger},
+		{nlMsg(unix.NLMSG_ERROR, dumpSeq, []byte{0xf3, 0xff, 0xff, 0xff}), forger},
+		{[]byte{1, 2, 3}, forger},
+		{nlMsg(unix.SOCK_DIAG_BY_FAMILY, dumpSeq, listener("/run/no-sender")), nil},
+		{append(nlMsg(unix.SOCK_DIAG_BY_FAMILY, dumpSeq+1, listener("/run/stale")), done(dumpSeq+1)...), kernel},
+		{nlMsg(unix.SOCK_DIAG_BY_FAMILY, dumpSeq, listener("/run/containerd/s/aaa")), kernel},
+		{done(dumpSeq), kernel},
+	}
+	got, err := readDump(func() ([]byte, unix.Sockaddr, error) {
+		if len(dgrams) == 0 {
+			return nil, nil, syscall.EAGAIN
+		}
+		d := dgrams[0]
+		dgrams = dgrams[1:]
+		return d.b, d.from, nil
+	}, dumpSeq)
+	assert.NilError(t, err)
+	assert.Check(t, is.DeepEqual(got, []Listener{{Inode: "362762", Name: "/run/containerd/s/aaa", VFSInode: 860673}}))
 }

@@ -38,38 +38,68 @@ func UnixListeners() ([]Listener, error) {
 		return nil, fmt.Errorf("sock_diag: %w", err)
 	}
 	defer unix.Close(fd)
+	if err := unix.Sendto(fd, dumpRequest(dumpSeq), 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+		return nil, fmt.Errorf("sock_diag: %w", err)
+	}
+	buf := make([]byte, 1<<16)
+	return readDump(func() ([]byte, unix.Sockaddr, error) {
+		n, from, err := unix.Recvfrom(fd, buf, 0)
+		if err != nil {
+			return nil, nil, err
+		}
+		return buf[:n], from, nil
+	}, dumpSeq)
+}
+
+// dumpSeq is the sequence number of UnixListeners' request.
+const dumpSeq = 1
+
+// dumpRequest asks for every listening unix socket with its name and
+// bound file (a unix_diag_req).
+func dumpRequest(seq uint32) []byte {
 	req := make([]byte, 16+24)
 	ne := binary.NativeEndian
 	ne.PutUint32(req[0:], uint32(len(req)))
 	ne.PutUint16(req[4:], unix.SOCK_DIAG_BY_FAMILY)
 	ne.PutUint16(req[6:], unix.NLM_F_REQUEST|unix.NLM_F_DUMP)
-	ne.PutUint32(req[8:], 1)
+	ne.PutUint32(req[8:], seq)
 	req[16] = unix.AF_UNIX
 	ne.PutUint32(req[20:], 1<<tcpListen)
 	ne.PutUint32(req[28:], udiagShowName|udiagShowVFS)
 	ne.PutUint32(req[32:], ^uint32(0))
 	ne.PutUint32(req[36:], ^uint32(0))
-	if err := unix.Sendto(fd, req, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
-		return nil, fmt.Errorf("sock_diag: %w", err)
-	}
+	return req
+}
+
+// readDump reads the replies to the dump request seq through recv (one
+// datagram a call, with its sender) until the kernel's NLMSG_DONE. Only
+// the kernel's replies to seq count: a datagram whose sender is not the
+// kernel (port ID 0) is passed over unread, as is a message of another
+// sequence number (any process may send to this socket's port ID).
+func readDump(recv func() ([]byte, unix.Sockaddr, error), seq uint32) ([]Listener, error) {
 	var out []Listener
-	buf := make([]byte, 1<<16)
 	for {
-		n, _, err := unix.Recvfrom(fd, buf, 0)
+		b, from, err := recv()
 		if err != nil {
 			return nil, fmt.Errorf("sock_diag: %w", err)
 		}
-		msgs, err := syscall.ParseNetlinkMessage(buf[:n])
+		if sa, ok := from.(*unix.SockaddrNetlink); !ok || sa.Pid != 0 {
+			continue
+		}
+		msgs, err := syscall.ParseNetlinkMessage(b)
 		if err != nil {
 			return nil, fmt.Errorf("sock_diag: %w", err)
 		}
 		for _, m := range msgs {
+			if m.Header.Seq != seq {
+				continue
+			}
 			switch m.Header.Type {
 			case unix.NLMSG_DONE:
 				return out, nil
 			case unix.NLMSG_ERROR:
 				if len(m.Data) >= 4 {
-					if errno := int32(ne.Uint32(m.Data)); errno != 0 {
+					if errno := int32(binary.NativeEndian.Uint32(m.Data)); errno != 0 {
 						return nil, fmt.Errorf("sock_diag: %w", syscall.Errno(-errno))
 					}
 				}
@@ -82,7 +112,11 @@ func UnixListeners() ([]Listener, error) {
 	}
 }
 
-// parseUnixDiag reads a unix_diag_msg and its attributes.
+// parseUnixDiag reads a unix_diag_msg and its attributes; ok when b holds
+// the message. Attributes are read while each header and its length fit
+// in b: one whose length is below its header's or past b's end ends the
+// reading, and the last may end without its padding (the kernel's
+// nla_ok/nla_next).
 func parseUnixDiag(b []byte) (Listener, bool) {
 	const msgLen = 16
 	if len(b) < msgLen {
@@ -109,7 +143,10 @@ func parseUnixDiag(b []byte) (Listener, bool) {
 				l.VFSInode = uint64(ne.Uint32(data[0:]))
 			}
 		}
-		a = a[(alen+3)&^3:]
+		a = a[min(attrAlign(alen), len(a)):]
 	}
 	return l, true
 }
+
+// attrAlign is an attribute's length with its padding (NLA_ALIGN).
+func attrAlign(n int) int { return (n + 3) &^ 3 }

@@ -1,17 +1,24 @@
 // Package taskcgroups finds the running containers whose init process has
-// left a cgroup runc gave it, and puts it back.
+// left the cgroup runc lists their processes from, and puts it back.
 //
 // runc lists a container's processes (runc ps, which containerd's runc
 // shim answers the task API's Pids with) from one cgroup of those it
-// recorded: on cgroup v1, the devices hierarchy's. On cgroup v1 nodes with
-// the systemd cgroup driver a container's processes can end up in the pod
-// slice's devices cgroup instead of the container's scope (measured on kind
-// nodes: the first pods of each node, kube-proxy's among them). The
+// recorded, and from every cgroup below it: on cgroup v1 the devices
+// hierarchy's, on cgroup v2 the container's one cgroup. On cgroup v1 nodes
+// with the systemd cgroup driver a container's processes can end up in the
+// pod slice's devices cgroup instead of the container's scope (measured on
+// kind nodes: the first pods of each node, kube-proxy's among them). The
 // container runs on, but its shim then reports no process, and containerd
 // 1.7 and later, loading the shims at its start, take a shim whose task
 // reports no process and whose sandbox its own store does not hold (every
 // one containerd 1.6 started) for a leaked one and kill it, and with it
 // the pod. Put back before that restart, nothing is lost.
+//
+// A container whose init moved into a cgroup below its own (systemd as
+// PID 1, Docker-in-Docker's entrypoint: they make child cgroups and move
+// themselves there) is not out: runc ps finds it there, as this package
+// does. Nor is one out of another controller's cgroup only (memory, pids):
+// runc ps does not read them.
 //
 // The evidence is runc's own state (root-owned, under its root) and the
 // kernel's (/proc, the cgroup files), never what a process calls itself.
@@ -19,10 +26,11 @@ package taskcgroups
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -39,33 +47,60 @@ const DefaultRuncRoot = "/run/containerd/runc/k8s.io"
 type Host struct {
 	RuncRoot string
 	FSRoot   string
+	// writeProcs writes pid into the cgroup.procs file at path (nil:
+	// writeProcs, the kernel's; tests make a PID reused during it).
+	writeProcs func(path string, pid int) error
 }
 
-// Task is a running container whose init process is not in every cgroup
-// runc recorded for it.
+// Task is a running container whose init process is neither in the cgroup
+// runc ps reads nor below it.
 type Task struct {
 	ID  string
 	Pid int
 	// StartTime is the init process's start (clock ticks after boot), as
 	// runc recorded it and /proc shows it.
 	StartTime uint64
-	// Out are the controllers whose recorded cgroup does not hold Pid,
-	// with that cgroup's directory, sorted.
+	// Out is the cgroup runc ps reads, which holds Pid neither itself nor
+	// in a cgroup below it (one: runc ps reads one).
 	Out []Cgroup
 }
 
-// Cgroup is one controller's recorded cgroup directory.
+// Cgroup is one controller's recorded cgroup directory; Controller ""
+// is cgroup v2's one cgroup (runc records it under "").
 type Cgroup struct{ Controller, Dir string }
+
+// Name is the controller, or "unified" for cgroup v2's one cgroup.
+func (c Cgroup) Name() string {
+	if c.Controller == "" {
+		return "unified"
+	}
+	return c.Controller
+}
+
+// psCgroup is the cgroup runc ps lists a container's processes from: on
+// cgroup v1 the devices hierarchy's (also on a hybrid host, which records
+// the unified one too), on cgroup v2 the one cgroup runc records, under
+// "". None when runc recorded neither (runc ps then fails alike).
+func psCgroup(paths map[string]string) (Cgroup, bool) {
+	if dir, ok := paths["devices"]; ok {
+		return Cgroup{Controller: "devices", Dir: dir}, true
+	}
+	if dir, ok := paths[""]; ok && len(paths) == 1 {
+		return Cgroup{Dir: dir}, true
+	}
+	return Cgroup{}, false
+}
 
 func (h Host) path(p string) string { return filepath.Join(h.FSRoot, p) }
 
 func (h Host) runc() runcstate.Host { return runcstate.Host{FSRoot: h.FSRoot} }
 
 // Escaped lists the running containers under RuncRoot whose init process
-// (the one runc started: same PID and start time) is missing from one of
-// its recorded cgroups that exists. A container whose process is gone, or
-// whose PID now names another process, is not running: not listed. No
-// runc root: nothing to list.
+// (the one runc started: same PID and start time) runc ps would not find:
+// it is neither in the cgroup runc ps reads (psCgroup), when that exists,
+// nor in a cgroup below it. A container whose process is gone, or whose
+// PID now names another process, is not running: not listed. No runc
+// root: nothing to list.
 func (h Host) Escaped() ([]Task, error) {
 	ids, err := h.runc().IDs(h.RuncRoot)
 	if err != nil {
@@ -84,8 +119,8 @@ func (h Host) Escaped() ([]Task, error) {
 	return out, nil
 }
 
-// check reads one container's state; ok when it runs and is out of a
-// recorded cgroup.
+// check reads one container's state; ok when it runs and runc ps would
+// not find its init.
 func (h Host) check(id string) (Task, bool, error) {
 	st, ok, err := h.runc().Read(h.RuncRoot, id)
 	if err != nil || !ok {
@@ -94,18 +129,58 @@ func (h Host) check(id string) (Task, bool, error) {
 	if _, running := h.runc().Init(st.Pid, st.Start); !running {
 		return Task{}, false, nil
 	}
-	t := Task{ID: id, Pid: st.Pid, StartTime: st.Start}
-	for controller, dir := range st.Paths {
-		procs, err := os.ReadFile(h.path(filepath.Join(dir, "cgroup.procs")))
-		if err != nil {
-			continue // a cgroup runc recorded but the host does not have (e.g. a controller not mounted)
-		}
-		if !holds(procs, st.Pid) {
-			t.Out = append(t.Out, Cgroup{Controller: controller, Dir: dir})
-		}
+	cg, ok := psCgroup(st.Paths)
+	if !ok {
+		return Task{}, false, nil
 	}
-	sort.Slice(t.Out, func(i, j int) bool { return t.Out[i].Controller < t.Out[j].Controller })
-	return t, len(t.Out) > 0, nil
+	found, err := h.holdsBelow(cg.Dir, st.Pid)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Task{}, false, nil // a cgroup runc recorded but the host does not have (e.g. a controller not mounted)
+	}
+	if err != nil {
+		return Task{}, false, fmt.Errorf("container %s: its %s cgroup: %w", short(id), cg.Name(), err)
+	}
+	if found {
+		return Task{}, false, nil
+	}
+	return Task{ID: id, Pid: st.Pid, StartTime: st.Start, Out: []Cgroup{cg}}, true, nil
+}
+
+// errFound ends holdsBelow's walk.
+var errFound = errors.New("found")
+
+// holdsBelow says whether the cgroup dir or one below it holds pid, as
+// runc ps walks them (every directory's cgroup.procs; links not
+// followed). A cgroup removed during the walk is passed over; dir itself
+// missing is fs.ErrNotExist.
+func (h Host) holdsBelow(dir string, pid int) (bool, error) {
+	root := h.path(dir)
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if p != root && errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		procs, err := os.ReadFile(filepath.Join(p, "cgroup.procs"))
+		if err != nil {
+			if p != root && errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if holds(procs, pid) {
+			return errFound
+		}
+		return nil
+	})
+	if err == errFound {
+		return true, nil
+	}
+	return false, err
 }
 
 func holds(procs []byte, pid int) bool {
@@ -119,27 +194,51 @@ func holds(procs []byte, pid int) bool {
 	return false
 }
 
-// Repair writes t's init process back into each cgroup it is out of, after
-// checking again that it is the same process (a PID reused since Escaped
-// is left alone, with an error).
+// Repair writes t's init process back into the cgroup runc ps reads,
+// checking that PID names the same process (its start time) before the
+// write and again after it. The kernel moves whatever process the PID
+// names when the write lands, and a PID is free for another process once
+// its own exited and was reaped; but a process seen before the write and
+// after it ran through it, and the PID of a running (or unreaped) process
+// names no other: the write moved it. A PID reused before the write is
+// left alone, with an error; an init that exited by the write's end is an
+// error that names what the PID names now, which the write may have moved
+// (nothing can tell where it was).
 func (h Host) Repair(t Task) error {
-	if _, same := h.runc().Init(t.Pid, t.StartTime); !same {
-		return fmt.Errorf("container %s: process %d is not the one runc started any more: left alone", short(t.ID), t.Pid)
+	write := h.writeProcs
+	if write == nil {
+		write = writeProcs
 	}
 	for _, cg := range t.Out {
-		f, err := os.OpenFile(h.path(filepath.Join(cg.Dir, "cgroup.procs")), os.O_WRONLY, 0)
-		if err != nil {
-			return fmt.Errorf("container %s: %s cgroup: %w", short(t.ID), cg.Controller, err)
+		if _, same := h.runc().Init(t.Pid, t.StartTime); !same {
+			return fmt.Errorf("container %s: process %d is not the one runc started any more: left alone", short(t.ID), t.Pid)
 		}
-		_, err = f.WriteString(strconv.Itoa(t.Pid))
-		if cerr := f.Close(); err == nil {
-			err = cerr
+		if err := write(h.path(filepath.Join(cg.Dir, "cgroup.procs")), t.Pid); err != nil {
+			return fmt.Errorf("container %s: moving process %d into its %s cgroup %s: %w", short(t.ID), t.Pid, cg.Name(), cg.Dir, err)
 		}
-		if err != nil {
-			return fmt.Errorf("container %s: moving process %d into its %s cgroup %s: %w", short(t.ID), t.Pid, cg.Controller, cg.Dir, err)
+		if now, same := h.runc().Init(t.Pid, t.StartTime); !same {
+			what := fmt.Sprintf("no process has PID %d now", t.Pid)
+			if now.PID == t.Pid {
+				what = fmt.Sprintf("PID %d now names another process (start %d), which this write may have moved there: check /proc/%d/cgroup", t.Pid, now.StartTicks, t.Pid)
+			}
+			return fmt.Errorf("container %s: process %d exited while it was written into its %s cgroup %s: %s", short(t.ID), t.Pid, cg.Name(), cg.Dir, what)
 		}
 	}
 	return nil
+}
+
+// writeProcs writes pid into the cgroup.procs file at path: the kernel
+// moves the process pid names at that moment.
+func writeProcs(path string, pid int) error {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(strconv.Itoa(pid))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 func short(id string) string {

@@ -81,13 +81,20 @@ func TestEscaped(t *testing.T) {
 	assert.Check(t, is.Len(got, 0))
 }
 
-func TestRepairLeavesAReusedPid(t *testing.T) {
+// outOfDevices is a host with container eeee (init 500, started at 1000)
+// out of its devices cgroup, and Escaped's task of it.
+func outOfDevices(t *testing.T) (*fakeHost, []Task) {
 	f := newFakeHost(t)
 	f.container("eeee", 500, 1000, "memory", "pids")
 	f.process(500, "pause", 1000)
 	got, err := f.Escaped()
 	assert.NilError(t, err)
 	assert.Assert(t, is.Len(got, 1))
+	return f, got
+}
+
+func TestRepairLeavesAReusedPid(t *testing.T) {
+	f, got := outOfDevices(t)
 	f.process(500, "someone-else", 2000)
 	assert.ErrorContains(t, f.Repair(got[0]), "container eeee: process 500 is not the one runc started any more: left alone")
 	procs, err := os.ReadFile(filepath.Join(f.root, got[0].Out[0].Dir, "cgroup.procs"))
@@ -107,3 +114,98 @@ func TestEscapedBadState(t *testing.T) {
 	_, err := f.Escaped()
 	assert.ErrorContains(t, err, "runc state of ffff")
 }
+
+// TestEscapedCountsWhatRuncPsReads: a container is out only when its init
+// is in neither the cgroup runc ps lists it from (cgroup v1: the devices
+// hierarchy's; v2: its one cgroup) nor a descendant of it, as runc ps
+// walks them.
+func TestEscapedCountsWhatRuncPsReads(t *testing.T) {
+	const (
+		dev     = "/sys/fs/cgroup/devices/kubepods.slice/pod.slice/cri-containerd-x.scope"
+		mem     = "/sys/fs/cgroup/memory/kubepods.slice/pod.slice/cri-containerd-x.scope"
+		hybrid  = "/sys/fs/cgroup/unified/kubepods.slice/pod.slice/cri-containerd-x.scope"
+		unified = "/sys/fs/cgroup/kubepods.slice/pod.slice/cri-containerd-x.scope"
+	)
+	v1 := map[string]string{"devices": dev, "memory": mem}
+	for _, tc := range []struct {
+		name  string
+		paths map[string]string
+		procs map[string]string // cgroup directory: its cgroup.procs
+		want  []Cgroup
+	}{
+		{name: "v1: in its devices cgroup", paths: v1,
+			procs: map[string]string{dev: "100\n", mem: "100\n"}},
+		{name: "v1: in a child of its devices cgroup (systemd as PID 1, Docker-in-Docker)", paths: v1,
+			procs: map[string]string{dev: "", dev + "/init.scope": "100\n", mem: "", mem + "/init.scope": "100\n"}},
+		{name: "v1: in a grandchild of its devices cgroup", paths: v1,
+			procs: map[string]string{dev: "", dev + "/a": "7\n", dev + "/a/b": "100\n", mem: "100\n"}},
+		{name: "v1: out of its memory cgroup only (runc ps does not read it)", paths: v1,
+			procs: map[string]string{dev: "100\n", mem: ""}},
+		{name: "v1: in its pod's devices cgroup", paths: v1,
+			procs: map[string]string{dev: "", dev + "/init.scope": "7\n", filepath.Dir(dev): "100\n", mem: "100\n"},
+			want:  []Cgroup{{"devices", dev}}},
+		{name: "v1 hybrid: out of the unified one only (runc ps reads devices)",
+			paths: map[string]string{"devices": dev, "memory": mem, "": hybrid},
+			procs: map[string]string{dev: "100\n", mem: "100\n", hybrid: ""}},
+		{name: "v1: no devices cgroup on the host", paths: v1, procs: map[string]string{mem: ""}},
+		{name: "v2: in its cgroup", paths: map[string]string{"": unified},
+			procs: map[string]string{unified: "100\n"}},
+		{name: "v2: in a child of its cgroup", paths: map[string]string{"": unified},
+			procs: map[string]string{unified: "", unified + "/init.scope": "100\n"}},
+		{name: "v2: in its pod's cgroup", paths: map[string]string{"": unified},
+			procs: map[string]string{unified: "", filepath.Dir(unified): "100\n"},
+			want:  []Cgroup{{"", unified}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeHost(t)
+			for dir, procs := range tc.procs {
+				f.write(filepath.Join(dir, "cgroup.procs"), procs)
+			}
+			data, err := json.Marshal(map[string]interface{}{"id": "x", "init_process_pid": 100, "init_process_start": 5000, "cgroup_paths": tc.paths})
+			assert.NilError(t, err)
+			f.write(filepath.Join(DefaultRuncRoot, "x", "state.json"), string(data))
+			f.process(100, "systemd", 5000)
+			got, err := f.Escaped()
+			assert.NilError(t, err)
+			var want []Task
+			if tc.want != nil {
+				want = []Task{{ID: "x", Pid: 100, StartTime: 5000, Out: tc.want}}
+			}
+			assert.Check(t, is.DeepEqual(got, want))
+		})
+	}
+}
+
+// TestRepairPidReusedDuringTheWrite: the init exits and its PID names
+// another process between Repair's check and its write, which the kernel
+// then moves: Repair sees it after the write and says so.
+func TestRepairPidReusedDuringTheWrite(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		during func(f *fakeHost)
+		err    string
+	}{
+		{name: "the same process before and after: written", during: func(*fakeHost) {}},
+		{name: "another process at the PID after the write", during: func(f *fakeHost) { f.process(500, "someone-else", 2000) },
+			err: "container eeee: process 500 exited while it was written into its devices cgroup " + eeeeDevices + ": PID 500 now names another process (start 2000), which this write may have moved there: check /proc/500/cgroup"},
+		{name: "no process at the PID after the write", during: func(f *fakeHost) {
+			assert.NilError(f.t, os.RemoveAll(filepath.Join(f.root, "/proc/500")))
+		}, err: "container eeee: process 500 exited while it was written into its devices cgroup " + eeeeDevices + ": no process has PID 500 now"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, got := outOfDevices(t)
+			f.Host.writeProcs = func(path string, pid int) error {
+				tc.during(f)
+				return writeProcs(path, pid)
+			}
+			err := f.Repair(got[0])
+			if tc.err == "" {
+				assert.NilError(t, err)
+			} else {
+				assert.Error(t, err, tc.err)
+			}
+		})
+	}
+}
+
+const eeeeDevices = "/sys/fs/cgroup/devices/kubelet.slice/pod.slice/cri-containerd-eeee.scope"

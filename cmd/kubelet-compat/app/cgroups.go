@@ -35,15 +35,19 @@ func newCgroupsCommand(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cgroups [--repair]",
 		Short: "Before containerd moves to 1.7 or later: find (and put back) containers out of their cgroups",
-		Long: `cgroups lists the running containers whose first process is not in every
-cgroup runc gave it, with their pods, and with --repair puts each back.
+		Long: `cgroups lists the running containers whose first process runc ps would not
+find, with their pods, and with --repair puts each back.
 
-runc lists a container's processes from one of its cgroups (on cgroup v1,
-the devices hierarchy's), and containerd's runc shim answers containerd's
-Pids call with that list. On cgroup v1 nodes with the systemd cgroup driver
-a container's process can end up in its pod slice's devices cgroup instead
-of its scope (measured on kind nodes: the first pods of each node, such as
-kube-proxy's). It runs on, but its shim reports no process, and containerd
+runc lists a container's processes from one of its cgroups and every
+cgroup below it (on cgroup v1 the devices hierarchy's, on cgroup v2 its
+one cgroup), and containerd's runc shim answers containerd's Pids call
+with that list. A process in a cgroup below its container's (systemd as
+PID 1 or Docker-in-Docker made one and moved there) is found, and one out
+of another controller's cgroup only is not looked for: neither is out.
+
+On cgroup v1 nodes with the systemd cgroup driver a container's process
+can end up in its pod slice's devices cgroup instead of its scope
+(measured on kind nodes: the first pods of each node, such as kube-proxy's). It runs on, but its shim reports no process, and containerd
 1.7 or later, at its start, kills such a shim as leaked when its own
 sandbox store does not hold the sandbox: every sandbox containerd 1.6
 started, and any container. The pod's sandbox is then gone and the kubelet
@@ -59,7 +63,10 @@ nothing can join the two again. Restart the named pods first.
 
 The evidence is runc's state under --runc-root (its init PID, start time
 and recorded cgroups) and the kernel's (/proc, the cgroup files). A PID
-that names another process than the one runc started is left alone.
+that names another process than the one runc started is left alone, and
+the PID is checked again after the write: an init that exited meanwhile
+(its PID may name another process now, which the write may have moved)
+is an error.
 
 Exit codes:
   0  no running container is out of its cgroups (with --repair: any that
@@ -75,7 +82,7 @@ Exit codes:
 	fs := cmd.Flags()
 	o.addRuncRootFlag(fs)
 	o.addTaskStateFlag(fs)
-	fs.BoolVar(&o.repair, "repair", false, "put each container's first process back into the cgroups runc gave it")
+	fs.BoolVar(&o.repair, "repair", false, "put each container's first process back into the cgroup runc ps lists it from")
 	fs.StringVar(&n.runtimeEndpoint, "runtime-endpoint", cri.DefaultRuntimeEndpoint, "CRI socket of the container runtime (names the containers' pods)")
 	positiveDurationVar(fs, &n.criTimeout, "cri-timeout", cri.DefaultCallTimeout, "timeout of each CRI call (positive)")
 	return cmd
@@ -132,7 +139,7 @@ type escapedTask struct {
 func (e escapedTask) String() string {
 	var ctls []string
 	for _, c := range e.Out {
-		ctls = append(ctls, c.Controller)
+		ctls = append(ctls, c.Name())
 	}
 	return fmt.Sprintf("%s %s %.13s: process %d out of its %s cgroup", e.pod, e.what, e.ID, e.Pid, strings.Join(ctls, ", "))
 }
