@@ -181,3 +181,13 @@ func ParseRef(s string) (Ref, error) {
 	}
 	return Ref{Name: name, Version: v}, nil
 }
+
+// MustParseRef is ParseRef for a reference the code holds in a table
+// (its test parses every entry): it panics on an error.
+func MustParseRef(s string) Ref {
+	r, err := ParseRef(s)
+	if err != nil {
+		panic(fmt.Sprintf("versions.MustParseRef(%q): %v", s, err))
+	}
+	return r
+}

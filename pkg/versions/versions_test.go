@@ -189,3 +189,14 @@ func TestSplitRef(t *testing.T) {
 		})
 	}
 }
+
+func TestMustParseRef(t *testing.T) {
+	assert.Equal(t, MustParseRef("containerd@v2.4.2").String(), "containerd@2.4.2")
+	assert.Assert(t, panics(func() { MustParseRef("containerd@2.4") }))
+}
+
+func panics(f func()) (did bool) {
+	defer func() { did = recover() != nil }()
+	f()
+	return false
+}
