@@ -169,7 +169,7 @@ func (o *options) checkModeFlags(pl modePlan) error {
 		return errors.New("-resize-pending needs API mode (-mode api, or -api) on the local provider")
 	case o.resizePending != "" && o.resizePending != scenario.ResizeWhileOldKubelet && o.resizePending != scenario.ResizeBetweenKubelets:
 		return fmt.Errorf("-resize-pending is %s or %s", scenario.ResizeWhileOldKubelet, scenario.ResizeBetweenKubelets)
-	case o.cpVersion != "" && (!pl.api || !local || pl.admission || pl.devices || !releaseVersion.MatchString(o.cpVersion)):
+	case o.cpVersion != "" && (!pl.api || !local || pl.admission || pl.devices || !releaseVersion(o.cpVersion)):
 		return errors.New("-control-plane-version 1.<minor>.<patch> needs API mode (-mode api, or -api) on the local provider, not admission or devices")
 	case pl.fleet && o.provider != "kind" && o.mode == "fleet":
 		return errors.New("-mode fleet runs on the kind provider only (-provider kind)")

@@ -14,7 +14,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
@@ -28,6 +27,7 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/rootdir"
 	"github.com/kubelet-compat/kubelet-compat/pkg/kubelet"
 	"github.com/kubelet-compat/kubelet-compat/pkg/procfs"
+	"github.com/kubelet-compat/kubelet-compat/pkg/versions"
 )
 
 // modePlan is what a mode of `make e2e E2E=<mode>` runs.
@@ -78,8 +78,12 @@ var plans = map[string]modePlan{
 	"runtime": {pods: 10, controls: true, runtime: true},
 }
 
-// releaseVersion is a version as the matrix names it (-control-plane-version).
-var releaseVersion = regexp.MustCompile(`^1\.[0-9]+\.[0-9]+$`)
+// releaseVersion says whether v is a release as the matrix names it,
+// 1.MINOR.PATCH (-control-plane-version; pkg/versions).
+func releaseVersion(v string) bool {
+	k, err := versions.ParseKubernetes(v)
+	return err == nil && k.Major == 1 && k.PreRelease() == ""
+}
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
