@@ -87,6 +87,9 @@
 #                                 our Plans minor after minor, unattended; the etcd bridge on the step to etcd 3.7
 #   make e2e E2E_ARGS='-pods 20'  anything else for e2e/cmd/e2e
 #   make e2e E2E_BUILD=false      use the binaries already in _output
+#   make e2e-binaries [E2E=...] [E2E_PROVIDER=kind] [E2E_STEPS=...]
+#                             build what that e2e needs first, as `make e2e` does: the e2e binary prints
+#                             it (./_output/e2e/e2e -print-build -mode MODE ...: the mode table is the e2e's)
 #   make e2e-cleanup          undo what a killed run's journal lists (.ci/run runs it first)
 #   make kind-images [E2E=full] [KIND_SAVE=file]   the kind node images alone
 #                             (E2E_ARGS=-controls=false: only what the patched chain needs)
@@ -98,42 +101,19 @@ E2E_ARGS ?=
 # harness run holds the work trees).
 E2E_BUILD ?= true
 
-E2E_VERSIONS_ci := 1.20.15,1.21.14
-E2E_UNPATCHED_ci := 1.21.14
-E2E_VERSIONS_bench := $(E2E_VERSIONS_ci)
-E2E_UNPATCHED_bench := $(E2E_UNPATCHED_ci)
-E2E_VERSIONS_api := $(E2E_VERSIONS_ci)
-E2E_UNPATCHED_api := $(E2E_UNPATCHED_ci)
-E2E_BINARIES_api := kubelet,kube-apiserver
-# Built as released for every version of the plan (from and to): the
-# controller manager of the readiness watchers (API mode).
-E2E_RELEASED_api := kube-controller-manager
-E2E_VERSIONS_admission := $(E2E_VERSIONS_ci)
-E2E_UNPATCHED_admission := $(E2E_UNPATCHED_ci)
-E2E_BINARIES_admission := $(E2E_BINARIES_api)
-# E2E=fleet (kind only): the drain and naive rolls swap in the target as released.
-E2E_VERSIONS_fleet := 1.30.14,1.31.14
-E2E_UNPATCHED_fleet := 1.31.14
-E2E_VERSIONS_devices := 1.18.19,1.19.16,1.20.15,1.21.14
-E2E_UNPATCHED_devices := 1.19.16,1.20.15,1.21.14
-E2E_BINARIES_devices := $(E2E_BINARIES_api)
-E2E_VERSIONS_full := 1.18.19,1.19.16,1.20.15,1.21.14
+# What each mode builds first (its versions patched and as released, the
+# binaries, make runtime's or runtime-deb's components) is the e2e's mode
+# table, not make's: e2e-binaries asks the e2e binary (-print-build,
+# e2e/cmd/e2e/build.go) and runs the make invocations it prints.
 # E2E=runtime: the runtime road under one kubelet, patched and as released.
 E2E_RUNTIME_KUBELET ?= 1.37.2
 E2E_RUNTIME_STEPS ?=
 E2E_RUNTIME_ORDER ?=
-# What E2E=runtime builds first (make runtime: cached once built, about 33
-# minutes cold): the containerds of its default road, with runc and the CNI
-# plugins they move with; Debian's containerd 1.6.20 needs no build.
-E2E_RUNTIME_COMPONENTS ?= containerd@1.7.35,containerd@2.4.2,runc@1.5.3,cni-plugins@1.10.0
-E2E_VERSIONS_runtime = $(or $(subst :,$(e2e_comma),$(E2E_RUNTIME_ORDER)),$(E2E_RUNTIME_KUBELET))
-E2E_UNPATCHED_runtime = $(E2E_VERSIONS_runtime)
-E2E_UNPATCHED_full := 1.19.16,1.20.15,1.21.14
 # E2E=steps: the chain E2E_VERSIONS (a,b,c: a -> b, b -> c) and the steps
 # E2E_STEPS (from:to,...). Also accepted by the other modes (they replace
-# the mode's steps). A step may go down (a rollback): the lists below hold
-# for it as they are, every version patched and each step's target (the
-# older kubelet of a rollback) unpatched.
+# the mode's steps, and what is built is theirs). A step may go down (a
+# rollback): every version is built patched and each step's target (the
+# older kubelet of a rollback) as released.
 E2E_VERSIONS ?=
 E2E_STEPS ?=
 # E2E=steps E2E_PROVIDER=kind E2E_ROAD=1.30.14,1.31.14,containerd@1.7.35,...:
@@ -141,22 +121,9 @@ E2E_STEPS ?=
 # (-road); its runtimes' packages come from make runtime-deb.
 E2E_ROAD ?=
 e2e_comma := ,
-e2e_space := $(subst ,, )
-e2e_join = $(subst $(e2e_space),$(e2e_comma),$(strip $(1)))
-e2e_chain := $(subst $(e2e_comma), ,$(E2E_VERSIONS))
-e2e_steps := $(subst $(e2e_comma), ,$(E2E_STEPS))
-E2E_VERSIONS_steps := $(call e2e_join,$(sort $(e2e_chain) $(subst :, ,$(e2e_steps))))
-E2E_UNPATCHED_steps := $(call e2e_join,$(sort $(wordlist 2,999,$(e2e_chain)) $(foreach s,$(e2e_steps),$(word 2,$(subst :, ,$(s))))))
 e2e_step_args := $(if $(E2E_VERSIONS),-versions $(E2E_VERSIONS)) $(if $(E2E_STEPS),-steps $(E2E_STEPS)) \
 	$(if $(filter runtime,$(E2E)),-runtime-kubelet $(E2E_RUNTIME_KUBELET)) $(if $(E2E_RUNTIME_STEPS),-runtime-steps $(E2E_RUNTIME_STEPS)) \
 	$(if $(E2E_RUNTIME_ORDER),-runtime-order $(E2E_RUNTIME_ORDER)) $(if $(E2E_ROAD),-road $(E2E_ROAD))
-e2e_road_runtimes := $(filter containerd@%,$(subst $(e2e_comma), ,$(E2E_ROAD)))
-# What to build: the versions of E2E_VERSIONS/E2E_STEPS when given (they
-# replace any mode's steps, e.g. E2E=api E2E_STEPS=1.32.13:1.33.13), else
-# the mode's.
-e2e_given := $(strip $(E2E_VERSIONS)$(E2E_STEPS))
-e2e_build_versions := $(if $(e2e_given),$(E2E_VERSIONS_steps),$(E2E_VERSIONS_$(E2E)))
-e2e_build_unpatched := $(if $(e2e_given),$(E2E_UNPATCHED_steps),$(E2E_UNPATCHED_$(E2E)))
 # Without versions, `make build VERSIONS=` would not build what the plan needs.
 ifeq ($(E2E),steps)
 ifeq ($(strip $(E2E_VERSIONS)$(E2E_STEPS)$(E2E_ROAD)),)
@@ -185,39 +152,25 @@ e2e-cleanup:
 	$(GO) build -o _output/e2e/e2e ./e2e/cmd/e2e
 	./_output/e2e/e2e -mode cleanup $(E2E_ARGS)
 
-# The kubelets (incremental: instant when built) and the CLI. The kind
-# provider also needs kubeadm and kubectl (the node RPMs) and the
-# control-plane binaries of every version (its images, built as released);
-# the e2e builds the kind images itself, on the engine it runs the clusters on.
-e2e-binaries: e2e-binaries-$(E2E_PROVIDER)
-e2e-binaries-local:
-ifeq ($(E2E_BUILD),true)
-	$(MAKE) build VERSIONS=$(e2e_build_versions) BINARIES=$(or $(E2E_BINARIES_$(E2E)),kubelet)
-	$(MAKE) build VERSIONS=$(e2e_build_unpatched) PATCHED=false BINARIES=kubelet
-ifneq ($(E2E_RELEASED_$(E2E)),)
-	$(MAKE) build VERSIONS=$(e2e_build_versions) PATCHED=false BINARIES=$(E2E_RELEASED_$(E2E))
-endif
-ifeq ($(E2E),runtime)
-	$(MAKE) runtime RUNTIME_COMPONENTS=$(E2E_RUNTIME_COMPONENTS)
-endif
-endif
-	$(GO) build -o _output/kubelet-compat ./cmd/kubelet-compat
-# Its versions are the plan's (-mode versions): those of its steps and the
-# minors a skip-level step's control plane goes through.
-# The plan's versions come from the e2e binary: built first even under
-# `make -n` (the `+`), so that a dry run of a fresh clone asks a binary that
+# What the plan needs (incremental: instant when built), then the CLI: the
+# e2e binary prints one make invocation a line (-print-build: the kubelets
+# patched and as released, kube-apiserver and the controller manager in
+# API mode, make runtime's containerds for E2E=runtime; on kind, kubeadm
+# and kubectl patched, the control plane as released for every version
+# of the plan and the minors a skip-level step's control plane goes
+# through, and a road's runtime .debs), and make runs them. The binary is
+# built first even under `make -n` (the `+`; the loop runs too, as a line
+# naming $(MAKE)), so that a dry run of a fresh clone asks a binary that
 # exists.
-e2e-binaries-kind:
+e2e-binaries:
 ifeq ($(E2E_BUILD),true)
 	+$(GO) build -o _output/e2e/e2e ./e2e/cmd/e2e
-	v=$$(./_output/e2e/e2e -mode versions -provider kind -images-of $(E2E) $(e2e_step_args)) && \
-	$(MAKE) build VERSIONS=$$v BINARIES=kubelet,kubeadm,kubectl && \
-	$(MAKE) build VERSIONS=$$v PATCHED=false BINARIES=kubelet,kube-apiserver,kube-controller-manager,kube-scheduler,kube-proxy
-ifneq ($(E2E_ROAD),)
-	$(MAKE) runtime-deb RUNTIME_COMPONENTS=$(call e2e_join,$(e2e_road_runtimes) runc@1.5.3)
-endif
+	builds=$$(./_output/e2e/e2e -print-build -mode $(E2E) -provider $(E2E_PROVIDER) $(e2e_step_args)) && \
+	echo "$$builds" | while read -r target vars; do $(MAKE) $$target $$vars || exit 1; done
 endif
 	$(GO) build -o _output/kubelet-compat ./cmd/kubelet-compat
+e2e-binaries-local e2e-binaries-kind: e2e-binaries-%:
+	+$(MAKE) e2e-binaries E2E_PROVIDER=$*
 
 # The e2e's fast unit tests, with the pkg/ packages it shares with
 # deploy/system-upgrade/sim (also part of `go test ./...`).

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kubelet-compat/kubelet-compat/pkg/etcdbridge"
 	"github.com/kubelet-compat/kubelet-compat/pkg/runtimecompat"
+	"github.com/kubelet-compat/kubelet-compat/pkg/versions"
 )
 
 // Names shared by the manifests, the Plans and upgrade.sh.
@@ -147,14 +148,8 @@ type ContainerSpec struct {
 }
 
 func (o Options) validate() error {
-	v := strings.Split(o.Version, ".")
-	if len(v) != 3 || v[0] != "1" {
+	if v, err := versions.ParseKubernetes(o.Version); err != nil || v.Major != 1 || v.PreRelease() != "" {
 		return fmt.Errorf("version %q: want 1.MINOR.PATCH", o.Version)
-	}
-	for _, n := range v {
-		if _, err := strconv.Atoi(n); err != nil {
-			return fmt.Errorf("version %q: want 1.MINOR.PATCH", o.Version)
-		}
 	}
 	if o.Concurrency < 1 {
 		return fmt.Errorf("concurrency %d: want at least 1", o.Concurrency)

@@ -87,7 +87,8 @@ HOST_PATH=${KC_HOST_PATH:-/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbi
 POLL=${KC_POLL:-5}
 ETCD_BRIDGE_IMAGE=${KC_ETCD_BRIDGE_IMAGE:-}
 RUNTIME=${KC_RUNTIME:-}
-RT_VERSION=${RUNTIME#containerd@}
+# The version of RUNTIME (runtime_version), set once RUNTIME is checked.
+RT_VERSION=
 # Where the Job stages the packages on the node, as the node sees it.
 STATE=/var/lib/kubelet-compat/upgrade
 # The roll's state on the node, as the node sees it, and as the Job does.
@@ -103,6 +104,18 @@ die() {
 	exit 1
 }
 now() { date -u +%Y-%m-%dT%H:%M:%SZ; }
+# runtime_version prints the VERSION of containerd@VERSION, MAJOR.MINOR.PATCH
+# with its leading v cut, and fails for anything else: the one place this
+# script reads KC_RUNTIME (and the state's runtime). It mirrors Go's
+# versions.ParseRef (pkg/versions) for the one runtime this Job selects;
+# TestRuntimeVersionMirrorsParseRef feeds both the same table.
+runtime_version() {
+	case $1 in containerd@*) ;; *) return 1 ;; esac
+	set -- "${1#containerd@}"
+	set -- "${1#v}"
+	echo "$1" | grep -Eqx '(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)' || return 1
+	echo "$1"
+}
 # KC_CHROOT is for the unit test only: busybox's shell runs its own chroot
 # applet whatever PATH says, so the test names its fake by path.
 # SYSTEMD_IGNORE_CHROOT: systemctl (kubernetes-select --restart-kubelet,
@@ -848,7 +861,8 @@ rollback() {
 	fi
 	if [ -n "$(st runtime_passed_at)" ]; then
 		rtv=$(st runtime)
-		log "rollback: containerd ${rtv#containerd@} of this roll's runtime step (its gate passed) stays selected, under kubelet $PREVIOUS (each step is gated and rolled back alone); runtime-select --restart-containerd containerd $(st runtime_previous) on the node puts it back"
+		rtv=$(runtime_version "$rtv") || true
+		log "rollback: containerd $rtv of this roll's runtime step (its gate passed) stays selected, under kubelet $PREVIOUS (each step is gated and rolled back alone); runtime-select --restart-containerd containerd $(st runtime_previous) on the node puts it back"
 	fi
 	if [ "$(st kubeadm)" = apply ]; then
 		log "rollback: not rolled back: what kubeadm upgrade apply changed in the cluster (kubeadm-config, kube-proxy, CoreDNS, RBAC) and the certificates it renewed; kubeadm's own backups stay in /etc/kubernetes/tmp"
@@ -1368,8 +1382,9 @@ upgrade() {
 	fi
 	if [ -n "$rt" ]; then
 		PREVIOUS=$(st previous) PREV_STAGE1=$(st stage1) RT_PREV=$(st runtime_previous)
-		RUNTIME=$(st runtime)
-		RT_VERSION=${RUNTIME#containerd@}
+		RUNTIME=$(st runtime) RT_VERSION=
+		[ -z "$RUNTIME" ] || RT_VERSION=$(runtime_version "$RUNTIME") ||
+			die "$ROLL/state on the node has the runtime '$RUNTIME', not containerd@VERSION"
 		[ -z "${SYSTEM_UPGRADE_POD_UID:-}" ] || st_set "jobpods=$(st jobpods) $SYSTEM_UPGRADE_POD_UID"
 		phase=$(st phase)
 		case $phase in
@@ -1435,12 +1450,8 @@ ROLE=${KC_ROLE:-worker}
 [ -n "$NODE" ] || die "SYSTEM_UPGRADE_NODE_NAME is not set"
 [ -n "$TARGET" ] || die "SYSTEM_UPGRADE_PLAN_LATEST_VERSION is not set"
 case $ROLE in control-plane | worker) ;; *) die "KC_ROLE must be control-plane or worker, not $ROLE" ;; esac
-case $RUNTIME in
-"") ;;
-containerd@*) echo "$RT_VERSION" | grep -Eqx '[0-9]+\.[0-9]+\.[0-9]+' || RUNTIME=bad ;;
-*) RUNTIME=bad ;;
-esac
-[ "$RUNTIME" != bad ] || die "KC_RUNTIME must be containerd@VERSION (e.g. containerd@1.7.35), not ${KC_RUNTIME:-}"
+[ -z "$RUNTIME" ] || RT_VERSION=$(runtime_version "$RUNTIME") ||
+	die "KC_RUNTIME must be containerd@VERSION (e.g. containerd@1.7.35), not $RUNTIME"
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 NAIVE=

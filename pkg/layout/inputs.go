@@ -13,14 +13,20 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
 	"github.com/kubelet-compat/kubelet-compat/pkg/filehash"
 	"github.com/kubelet-compat/kubelet-compat/pkg/runtimebuild"
+	"github.com/kubelet-compat/kubelet-compat/pkg/versions"
 )
 
-var versionPattern = regexp.MustCompile(`^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)$`)
+// plainRelease says whether v is a release as the packages name it:
+// major.minor.patch without a leading v or a pre-release (pkg/versions).
+func plainRelease(v string) bool {
+	r, err := versions.ParseRelease(v)
+	return err == nil && r.String() == v
+}
 
 // CheckVersion accepts a Kubernetes version as the packages name it:
 // major.minor.patch without a leading v, e.g. 1.21.14.
 func CheckVersion(v string) error {
-	if !versionPattern.MatchString(v) {
+	if !plainRelease(v) {
 		return fmt.Errorf("invalid Kubernetes version %q: want major.minor.patch without a leading v, e.g. 1.21.14", v)
 	}
 	return nil
@@ -54,8 +60,8 @@ func CheckBuild(r BuildRequest) error {
 	}
 	seen := map[string]bool{}
 	for _, v := range r.Versions {
-		if component, version, ok := strings.Cut(v, "@"); ok {
-			if component == "" || !versionPattern.MatchString(version) {
+		if strings.Contains(v, "@") {
+			if _, version, ok := versions.SplitRef(v); !ok || !plainRelease(version) {
 				return fmt.Errorf("invalid runtime component %q: want name@major.minor.patch, e.g. containerd@1.7.35", v)
 			}
 		} else if err := CheckVersion(v); err != nil {

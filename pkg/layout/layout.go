@@ -19,6 +19,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/kubelet-compat/kubelet-compat/pkg/versions"
 )
 
 // Paths on the node.
@@ -298,10 +300,10 @@ type Job struct {
 // versioned group for each Kubernetes version (an optional group where
 // inputDir has its binaries); for component@version, the group of that
 // component.
-func (l Layout) Jobs(inputDir string, versions []string) ([]Job, error) {
+func (l Layout) Jobs(inputDir string, vs []string) ([]Job, error) {
 	var jobs []Job
-	for _, v := range versions {
-		component, version, isComponent := strings.Cut(v, "@")
+	for _, v := range vs {
+		component, version, isComponent := versions.SplitRef(v)
 		if !isComponent {
 			version, component = v, ""
 		}

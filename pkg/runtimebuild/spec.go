@@ -9,10 +9,13 @@
 package runtimebuild
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/kubelet-compat/kubelet-compat/pkg/versions"
 )
 
 // Binary is one program of a component.
@@ -184,23 +187,27 @@ func crictl(version, sum, goVersion, goSum string) Component {
 	}
 }
 
-// ParseRequest reads "name@version" (the version with or without v) and
-// returns the component; a bare name is its newest version.
+// ParseRequest reads "name@version" (versions.ParseRef: the version with
+// or without v) and returns the component; a bare name is its newest
+// version.
 func ParseRequest(s string) (Component, error) {
-	name, version, hasVersion := strings.Cut(strings.TrimSpace(s), "@")
-	if name == "" {
-		return Component{}, fmt.Errorf("component %q: want NAME@VERSION (known: %s)", s, knownList())
-	}
+	name, hasVersion := strings.TrimSpace(s), strings.Contains(s, "@")
+	var want versions.Version
 	if hasVersion {
-		if _, err := ParseSemver(version); err != nil {
+		ref, err := versions.ParseRef(s)
+		if err != nil && !errors.Is(err, versions.ErrNotRef) {
 			return Component{}, fmt.Errorf("component %q: %w", s, err)
 		}
+		name, want = ref.Name, ref.Version
+	}
+	if name == "" {
+		return Component{}, fmt.Errorf("component %q: want NAME@VERSION (known: %s)", s, knownList())
 	}
 	for _, c := range Components {
 		if c.Name != name {
 			continue
 		}
-		if !hasVersion || strings.TrimPrefix(c.Version, "v") == strings.TrimPrefix(version, "v") {
+		if v, err := versions.ParseRelease(c.Version); !hasVersion || (err == nil && v == want) {
 			return c, nil
 		}
 	}
@@ -240,26 +247,6 @@ func knownList() string {
 	}
 	sort.Strings(s)
 	return strings.Join(s, ", ")
-}
-
-// Semver is major.minor.patch.
-type Semver struct{ Major, Minor, Patch int }
-
-// ParseSemver reads 1.7.35 or v1.7.35 (no pre-release suffix).
-func ParseSemver(s string) (Semver, error) {
-	parts := strings.Split(strings.TrimPrefix(s, "v"), ".")
-	if len(parts) != 3 {
-		return Semver{}, fmt.Errorf("version %q: want MAJOR.MINOR.PATCH", s)
-	}
-	var n [3]int
-	for i, p := range parts {
-		v, err := strconv.Atoi(p)
-		if err != nil || v < 0 || p == "" || (len(p) > 1 && p[0] == '0') {
-			return Semver{}, fmt.Errorf("version %q: want MAJOR.MINOR.PATCH", s)
-		}
-		n[i] = v
-	}
-	return Semver{n[0], n[1], n[2]}, nil
 }
 
 // GoToolchain is the Go a module's go.mod asks for: its toolchain line
@@ -312,7 +299,7 @@ func Crictl(minor int) (c Component, ok bool) {
 		if cand.Name != "crictl" {
 			continue
 		}
-		v, _ := ParseSemver(cand.Version)
+		v, _ := versions.ParseRelease(cand.Version)
 		if v.Minor >= minor && (best < 0 || v.Minor < mustMinor(Components[best].Version)) {
 			best = i
 		}
@@ -340,6 +327,6 @@ func CrictlFor(minor int) (c Component, note string) {
 }
 
 func mustMinor(v string) int {
-	s, _ := ParseSemver(v)
+	s, _ := versions.ParseRelease(v)
 	return s.Minor
 }

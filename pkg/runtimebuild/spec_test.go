@@ -6,6 +6,8 @@ import (
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
+
+	"github.com/kubelet-compat/kubelet-compat/pkg/versions"
 )
 
 func mustComponent(t *testing.T, req string) Component {
@@ -67,32 +69,6 @@ func TestParseRequests(t *testing.T) {
 				names = append(names, c.String())
 			}
 			assert.DeepEqual(t, names, tc.want)
-		})
-	}
-}
-
-func TestParseSemver(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want Semver
-		ok   bool
-	}{
-		{"1.7.35", Semver{1, 7, 35}, true},
-		{"v2.4.2", Semver{2, 4, 2}, true},
-		{"1.7", Semver{}, false},
-		{"1.07.1", Semver{}, false},
-		{"1.7.x", Semver{}, false},
-		{"1..1", Semver{}, false},
-		{"1.7.1.2", Semver{}, false},
-	} {
-		t.Run(tc.in, func(t *testing.T) {
-			got, err := ParseSemver(tc.in)
-			if !tc.ok {
-				assert.ErrorContains(t, err, "want MAJOR.MINOR.PATCH")
-				return
-			}
-			assert.NilError(t, err)
-			assert.Check(t, is.Equal(got, tc.want))
 		})
 	}
 }
@@ -166,7 +142,7 @@ func TestSpecsAreComplete(t *testing.T) {
 			ids[c.ID()] = true
 			assert.Check(t, strings.HasPrefix(c.Sum, "h1:"))
 			assert.Check(t, strings.HasPrefix(c.GoSum, "h1:"))
-			_, err := ParseSemver(c.Go)
+			_, err := versions.ParseRelease(c.Go)
 			assert.Check(t, err)
 			assert.Check(t, len(c.Binaries) > 0)
 			if c.Name != "runc" { // runc embeds its VERSION file (main.go: //go:embed VERSION)

@@ -4,8 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
+
+	"github.com/kubelet-compat/kubelet-compat/pkg/versions"
 )
 
 // Steps are the runtimes a runtime step can select: the containerd builds
@@ -57,7 +58,7 @@ func Check(from, to int, rt Runtime, cgroupV1 bool) Verdict {
 	fromProblem := problem(from, rt.String(), apis, runtimeConfig)
 	if len(v.Problems) > 0 {
 		v.Step, v.NoStep = step(from, to, rt.Version)
-		if _, version, _ := strings.Cut(v.Step, "@"); version == leadingSemver(rt.Version) {
+		if cur, ok := versions.Leading(rt.Version); ok && v.Step != "" && versions.MustParseRef(v.Step).Version == cur {
 			// The probe contradicts the matrix for this very release.
 			v.Step, v.NoStep = "", fmt.Sprintf("the matrix says %s serves it (%s): check how the runtime is configured", line.Label, line.Source)
 		}
@@ -91,8 +92,8 @@ func (v Verdict) Err() error {
 	msg := strings.Join(v.Problems, "; ")
 	switch {
 	case v.Step != "":
-		name, version, _ := strings.Cut(v.Step, "@")
-		msg += fmt.Sprintf(": first move the runtime to %s %s (make runtime RUNTIME_COMPONENTS=%s)", name, version, v.Step)
+		ref := versions.MustParseRef(v.Step)
+		msg += fmt.Sprintf(": first move the runtime to %s %s (make runtime RUNTIME_COMPONENTS=%s)", ref.Name, ref.Version, v.Step)
 	case v.NoStep != "":
 		msg += ": " + v.NoStep
 	}
@@ -105,12 +106,12 @@ func (v Verdict) Err() error {
 func step(from, to int, current string) (string, string) {
 	type cand struct {
 		step  string
-		patch semver
+		patch versions.Version
 	}
 	var cands []cand
 	for _, s := range Steps {
-		name, version, _ := strings.Cut(s, "@")
-		l, ok := LineOf(name, version)
+		ref := versions.MustParseRef(s)
+		l, ok := LineOf(ref.Name, ref.Version.String())
 		if !ok {
 			continue
 		}
@@ -120,58 +121,19 @@ func step(from, to int, current string) (string, string) {
 		if ok2, _ := l.Serves(to); !ok2 {
 			continue
 		}
-		v, _ := parseSemver(version)
-		cands = append(cands, cand{step: s, patch: v})
+		cands = append(cands, cand{step: s, patch: ref.Version})
 	}
 	if len(cands) == 0 {
 		return "", fmt.Sprintf("no runtime of the matrix serves both kubelet 1.%d and 1.%d: upgrade the kubelet in steps", from, to)
 	}
-	sort.Slice(cands, func(i, j int) bool { return less(cands[i].patch, cands[j].patch) })
-	cur, err := parseSemver(leadingSemver(current))
+	sort.Slice(cands, func(i, j int) bool { return cands[i].patch.Less(cands[j].patch) })
+	cur, ok := versions.Leading(current)
 	for _, c := range cands {
-		if err != nil || !less(c.patch, cur) {
+		if !ok || !c.patch.Less(cur) {
 			return c.step, ""
 		}
 	}
 	return cands[len(cands)-1].step, ""
-}
-
-// semver is major.minor.patch.
-type semver struct{ Major, Minor, Patch int }
-
-func parseSemver(s string) (semver, error) {
-	parts := strings.Split(strings.TrimPrefix(s, "v"), ".")
-	if len(parts) != 3 {
-		return semver{}, fmt.Errorf("version %q: want MAJOR.MINOR.PATCH", s)
-	}
-	var n [3]int
-	for i, p := range parts {
-		v, err := strconv.Atoi(p)
-		if err != nil || v < 0 {
-			return semver{}, fmt.Errorf("version %q: want MAJOR.MINOR.PATCH", s)
-		}
-		n[i] = v
-	}
-	return semver{n[0], n[1], n[2]}, nil
-}
-
-func less(a, b semver) bool {
-	if a.Major != b.Major {
-		return a.Major < b.Major
-	}
-	if a.Minor != b.Minor {
-		return a.Minor < b.Minor
-	}
-	return a.Patch < b.Patch
-}
-
-// leadingSemver cuts 1.6.20~ds1 to 1.6.20.
-func leadingSemver(v string) string {
-	v = strings.TrimPrefix(v, "v")
-	if end := strings.IndexFunc(v, func(r rune) bool { return r != '.' && (r < '0' || r > '9') }); end >= 0 {
-		v = v[:end]
-	}
-	return v
 }
 
 // Recommended are the containerd releases containerd's own RELEASES.md
@@ -193,23 +155,23 @@ func recommended(minor int, version string) string {
 	if !ok {
 		return ""
 	}
-	have, err := parseSemver(leadingSemver(version))
-	if err != nil {
+	have, ok := versions.Leading(version)
+	if !ok {
 		return ""
 	}
 	// "2.2.0+" is 2.2.0 and later: a version of a listed line at or past
 	// its minimum, or past the newest listed minimum, is listed.
-	newest := semver{}
+	newest := versions.Version{}
 	for _, m := range mins {
-		want, _ := parseSemver(m)
-		if want.Major == have.Major && want.Minor == have.Minor && !less(have, want) {
+		want, _ := versions.ParseRelease(m)
+		if want.Major == have.Major && want.Minor == have.Minor && !have.Less(want) {
 			return ""
 		}
-		if less(newest, want) {
+		if newest.Less(want) {
 			newest = want
 		}
 	}
-	if !less(have, newest) {
+	if !have.Less(newest) {
 		return ""
 	}
 	return fmt.Sprintf("containerd's RELEASES.md (v2.4.2) lists %s+ for kubelet 1.%d, not %s: it runs over CRI v1 but is not what upstream tests", strings.Join(mins, "+, "), minor, version)

@@ -9,6 +9,7 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/pkg/cri"
 	"github.com/kubelet-compat/kubelet-compat/pkg/runtimecompat"
 	"github.com/kubelet-compat/kubelet-compat/pkg/shimgroups"
+	"github.com/kubelet-compat/kubelet-compat/pkg/versions"
 	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
 )
@@ -52,8 +53,8 @@ func (o *preflightOptions) checkRuntime(ctx context.Context, env Env, from, to k
 	var rt runtimecompat.Runtime
 	switch {
 	case o.runtime != "":
-		name, version, ok := strings.Cut(o.runtime, "@")
-		if !ok || name == "" || version == "" {
+		name, version, ok := versions.SplitRef(o.runtime)
+		if !ok {
 			return nil, fmt.Errorf("--runtime %q: want NAME@VERSION, e.g. containerd@1.7.35", o.runtime)
 		}
 		rt = runtimecompat.Runtime{Name: name, Version: version}

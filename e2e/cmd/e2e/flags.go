@@ -29,7 +29,7 @@ type options struct {
 	recordAfterSwap, toGates, cliPath                 string
 	runtimeSteps, runtimeKubelet, runtimeOrder, road  string
 	api, faults, patched, controls, runtimeChain      bool
-	admissionRace, resizeGate, readiness              bool
+	admissionRace, resizeGate, readiness, printBuild  bool
 	pods                                              int
 	syncFreq, pluginGap                               time.Duration
 }
@@ -50,6 +50,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fl.StringVar(&o.steps, "steps", "", "override the mode's steps: from:to,from:to (e.g. 1.18.19:1.21.14); a step that goes down is a rollback (e.g. 1.31.14:1.30.14: the newer kubelet swapped back to the older one; static pods, local provider)")
 	fl.StringVar(&o.versions, "versions", "", "override the mode's steps with a chain: v1,v2,v3 means v1 -> v2 and v2 -> v3 (e.g. 1.21.14,1.22.17,1.23.17; a pair that goes down is a rollback step)")
 	fl.BoolVar(&o.faults, "faults", false, "kind provider: also run the first step patched on a cluster of its own with faults (containerd restarted between the kubelets on worker 1, the new kubelet SIGKILLed during its first sync on worker 2); always in the modes with extras (ci, full)")
+	fl.BoolVar(&o.printBuild, "print-build", false, "print what make e2e-binaries builds for the mode's plan (or -versions, -steps, -runtime-kubelet, -runtime-order, -road) on -provider, one make invocation a line (build VERSIONS=... [PATCHED=false] BINARIES=..., runtime or runtime-deb RUNTIME_COMPONENTS=...), and exit")
 	fl.BoolVar(&o.patched, "patched", true, "run the patched chain (false: only the unpatched controls)")
 	fl.BoolVar(&o.controls, "controls", true, "run the mode's unpatched controls (-mode runtime: also the negative control, the last step with containerd's shims killed; false: only the patched chain, e.g. while a target's unpatched build is missing; -mode images: only what that chain needs, its .debs and its first node image)")
 	fl.DurationVar(&o.syncFreq, "sync-frequency", 10*time.Second, "the kubelet's --sync-frequency")
@@ -169,7 +170,7 @@ func (o *options) checkModeFlags(pl modePlan) error {
 		return errors.New("-resize-pending needs API mode (-mode api, or -api) on the local provider")
 	case o.resizePending != "" && o.resizePending != scenario.ResizeWhileOldKubelet && o.resizePending != scenario.ResizeBetweenKubelets:
 		return fmt.Errorf("-resize-pending is %s or %s", scenario.ResizeWhileOldKubelet, scenario.ResizeBetweenKubelets)
-	case o.cpVersion != "" && (!pl.api || !local || pl.admission || pl.devices || !releaseVersion.MatchString(o.cpVersion)):
+	case o.cpVersion != "" && (!pl.api || !local || pl.admission || pl.devices || !releaseVersion(o.cpVersion)):
 		return errors.New("-control-plane-version 1.<minor>.<patch> needs API mode (-mode api, or -api) on the local provider, not admission or devices")
 	case pl.fleet && o.provider != "kind" && o.mode == "fleet":
 		return errors.New("-mode fleet runs on the kind provider only (-provider kind)")

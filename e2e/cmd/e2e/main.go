@@ -14,7 +14,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
@@ -28,6 +27,7 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/rootdir"
 	"github.com/kubelet-compat/kubelet-compat/pkg/kubelet"
 	"github.com/kubelet-compat/kubelet-compat/pkg/procfs"
+	"github.com/kubelet-compat/kubelet-compat/pkg/versions"
 )
 
 // modePlan is what a mode of `make e2e E2E=<mode>` runs.
@@ -50,19 +50,26 @@ type modePlan struct {
 	runtimeOrder plan.Step
 	// runtimeMoves: -road's runtime moves between its kubelet steps.
 	runtimeMoves []plan.RuntimeMove
+	// binaries are built patched for the local provider (none: the
+	// kubelet alone), released are built as released for every version
+	// of the plan (-print-build).
+	binaries, released []string
 }
 
 // plans are the modes of `make e2e E2E=<mode>`.
 var plans = map[string]modePlan{
 	"ci":   {steps: []scenario.Step{{From: "1.20.15", To: "1.21.14"}}, pods: 10, extras: true, controls: true},
 	"full": {steps: []scenario.Step{{From: "1.18.19", To: "1.19.16"}, {From: "1.19.16", To: "1.20.15"}, {From: "1.20.15", To: "1.21.14"}}, pods: 30, extras: true, controls: true},
-	"api":  {steps: []scenario.Step{{From: "1.20.15", To: "1.21.14"}}, pods: 10, controls: true, api: true},
+	// API mode: kube-apiserver built with the kubelets; the controller
+	// manager of the readiness watchers as released.
+	"api": {steps: []scenario.Step{{From: "1.20.15", To: "1.21.14"}}, pods: 10, controls: true, api: true,
+		binaries: apiBinaries, released: []string{"kube-controller-manager"}},
 	// The admission cases: pods upstream rejects when the new kubelet
 	// re-admits them (node label removed, cpu reserved, --max-pods lowered).
-	"admission": {steps: []scenario.Step{{From: "1.20.15", To: "1.21.14"}}, pods: 4, controls: true, api: true, admission: true},
+	"admission": {steps: []scenario.Step{{From: "1.20.15", To: "1.21.14"}}, pods: 4, controls: true, api: true, admission: true, binaries: apiBinaries},
 	// The device-plugin case: pods using the e2e's device plugin's
 	// extended resource across every step of the chain.
-	"devices": {steps: []scenario.Step{{From: "1.18.19", To: "1.19.16"}, {From: "1.19.16", To: "1.20.15"}, {From: "1.20.15", To: "1.21.14"}}, pods: 2, controls: true, api: true, devices: true},
+	"devices": {steps: []scenario.Step{{From: "1.18.19", To: "1.19.16"}, {From: "1.19.16", To: "1.20.15"}, {From: "1.20.15", To: "1.21.14"}}, pods: 2, controls: true, api: true, devices: true, binaries: apiBinaries},
 	"bench":   {steps: []scenario.Step{{From: "1.20.15", To: "1.21.14"}}, pods: 100, controls: true},
 	// Any chain of matrix versions: -versions a,b,c (every a -> b, b -> c)
 	// or -steps from:to,...; controls per step, then the patched chain.
@@ -78,8 +85,15 @@ var plans = map[string]modePlan{
 	"runtime": {pods: 10, controls: true, runtime: true},
 }
 
-// releaseVersion is a version as the matrix names it (-control-plane-version).
-var releaseVersion = regexp.MustCompile(`^1\.[0-9]+\.[0-9]+$`)
+// apiBinaries are what the API modes build patched.
+var apiBinaries = []string{"kubelet", "kube-apiserver"}
+
+// releaseVersion says whether v is a release as the matrix names it,
+// 1.MINOR.PATCH (-control-plane-version; pkg/versions).
+func releaseVersion(v string) bool {
+	k, err := versions.ParseKubernetes(v)
+	return err == nil && k.Major == 1 && k.PreRelease() == ""
+}
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
@@ -100,6 +114,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if o.mode == "cleanup" {
 		return cleanupMode(rootPath, stdout, stderr)
 	}
+	if o.printBuild && o.provider == "kind" {
+		// kind builds what -mode versions names for the mode's plan, as
+		// make kind-images checks it (not as the run: the fleet's rolls).
+		o.mode, o.imagesOf = "versions", o.mode
+	}
 	pl, rolls, err := o.modePlan()
 	if err != nil {
 		fmt.Fprintf(stderr, "e2e: %v\n", err)
@@ -114,6 +133,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "e2e: %v\n", err)
 		return 2
+	}
+	if o.printBuild {
+		return printBuild(o, pl, runner, p, stdout, stderr)
 	}
 	return execute(o, runner, p, stdout, stderr)
 }

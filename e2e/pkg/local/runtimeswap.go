@@ -13,6 +13,7 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/leftovers"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/local/mounts"
 	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
+	"github.com/kubelet-compat/kubelet-compat/pkg/versions"
 )
 
 // RuntimeDist is where one containerd version's binaries are: Debian's
@@ -101,19 +102,15 @@ func newestBuild(dir, name, marker string) string {
 	return ok[len(ok)-1]
 }
 
-// versionLess orders name-MAJOR.MINOR.PATCH by number.
+// versionLess orders name-MAJOR.MINOR.PATCH by number (pkg/versions; a
+// version that does not parse as 0.0.0), then by name.
 func versionLess(a, b string) bool {
-	key := func(s string) [3]int {
-		var k [3]int
-		v := s[strings.LastIndex(s, "-")+1:]
-		fmt.Sscanf(v, "%d.%d.%d", &k[0], &k[1], &k[2])
-		return k
+	key := func(s string) versions.Version {
+		v, _ := versions.ParseRelease(s[strings.LastIndex(s, "-")+1:])
+		return v
 	}
-	ka, kb := key(a), key(b)
-	for i := range ka {
-		if ka[i] != kb[i] {
-			return ka[i] < kb[i]
-		}
+	if c := key(a).Compare(key(b)); c != 0 {
+		return c < 0
 	}
 	return a < b
 }
@@ -252,14 +249,11 @@ func DebianVersion(versionOutput string) string {
 	if len(f) < 3 {
 		return ""
 	}
-	v := strings.TrimPrefix(f[2], "v")
-	if i := strings.IndexAny(v, "~-+ "); i >= 0 {
-		v = v[:i]
-	}
-	if strings.Count(v, ".") != 2 {
+	v, ok := versions.Leading(f[2])
+	if !ok {
 		return ""
 	}
-	return v
+	return v.String()
 }
 
 // killShims SIGKILLs the shims of the run's containerd as the cleanup

@@ -8,13 +8,13 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/cleanup"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
 	"github.com/kubelet-compat/kubelet-compat/pkg/matrix"
+	"github.com/kubelet-compat/kubelet-compat/pkg/versions"
 )
 
 // Plan is one e2e run: its steps and which variants run them. The
@@ -127,8 +127,9 @@ func (s Step) String() string {
 // Rollback says whether the step goes down: To is an older version than
 // From (by major, minor, patch). False for versions that do not parse.
 func (s Step) Rollback() bool {
-	f, t := versionKey(s.From), versionKey(s.To)
-	return f != nil && t != nil && compareKeys(t, f) < 0
+	f, fok := kubernetes(s.From)
+	t, tok := kubernetes(s.To)
+	return fok && tok && t.Less(f)
 }
 
 // HasRollback says whether any of steps goes down.
@@ -167,11 +168,12 @@ func ParseSteps(versions, stepsList string) ([]Step, error) {
 		}
 	}
 	for _, st := range steps {
-		f, t := versionKey(st.From), versionKey(st.To)
-		if f == nil || t == nil {
+		f, fok := kubernetes(st.From)
+		t, tok := kubernetes(st.To)
+		if !fok || !tok {
 			return nil, fmt.Errorf("step %s: versions must be 1.<minor>.<patch>", st)
 		}
-		if compareKeys(f, t) == 0 {
+		if f.Compare(t) == 0 {
 			return nil, fmt.Errorf("step %s goes nowhere: from and to are the same version", st)
 		}
 	}
@@ -182,63 +184,20 @@ func ParseSteps(versions, stepsList string) ([]Step, error) {
 // by number (1.5.3 before 1.10.0, 1.38.0-rc.1 before 1.38.0); a version
 // that does not parse sorts first.
 func VersionLess(a, b string) bool {
-	ka, kb := versionKey(a), versionKey(b)
-	if ka == nil || kb == nil {
-		return ka == nil && kb != nil
+	ka, aok := kubernetes(a)
+	kb, bok := kubernetes(b)
+	if !aok || !bok {
+		return !aok && bok
 	}
-	return compareKeys(ka, kb) < 0
+	return ka.Less(kb)
 }
 
-// compareKeys is -1, 0 or 1 as version key a sorts before, with or after b.
-func compareKeys(a, b []int) int {
-	for i := range a {
-		switch {
-		case a[i] < b[i]:
-			return -1
-		case a[i] > b[i]:
-			return 1
-		}
-	}
-	return 0
-}
-
-// versionKey is major, minor, patch and pre-release rank of a version
-// such as 1.21.14 or 1.38.0-rc.1, or nil. A pre-release sorts before its
-// release: alpha, beta, rc, then the release.
-func versionKey(v string) []int {
-	rank := preReleaseRank(0, 0) // a release
-	if i := strings.IndexByte(v, '-'); i >= 0 {
-		kind, num, ok := strings.Cut(v[i+1:], ".")
-		n, err := strconv.Atoi(num)
-		order := map[string]int{"alpha": 1, "beta": 2, "rc": 3}[kind]
-		if !ok || err != nil || n < 0 || order == 0 {
-			return nil
-		}
-		rank, v = preReleaseRank(order, n), v[:i]
-	}
-	parts := strings.Split(v, ".")
-	if len(parts) != 3 {
-		return nil
-	}
-	out := make([]int, 4)
-	for i, p := range parts {
-		n, err := strconv.Atoi(p)
-		if err != nil || n < 0 {
-			return nil
-		}
-		out[i] = n
-	}
-	out[3] = rank
-	return out
-}
-
-// preReleaseRank orders pre-releases: kind 1 alpha, 2 beta, 3 rc, and 0
-// for the release, which sorts after all of them.
-func preReleaseRank(kind, n int) int {
-	if kind == 0 {
-		return 1 << 30
-	}
-	return kind<<20 + n
+// kubernetes reads a kubelet version of a plan, e.g. 1.21.14 or
+// 1.38.0-rc.1 (versions.ParseKubernetes: a pre-release sorts before its
+// release); ok is false when it does not parse.
+func kubernetes(v string) (versions.Version, bool) {
+	k, err := versions.ParseKubernetes(v)
+	return k, err == nil
 }
 
 // Run is one run of a plan on a baseline of its own: a control (one step,
@@ -293,8 +252,9 @@ func appendNew(list []string, vs ...string) []string {
 // kubelet flow (a kubelet may be 3 minors older than the API server from
 // 1.28 on, 2 before).
 func (s Step) SkipLevel() bool {
-	f, t := versionKey(s.From), versionKey(s.To)
-	return f != nil && t != nil && f[0] == t[0] && t[1] > f[1]+1
+	f, fok := kubernetes(s.From)
+	t, tok := kubernetes(s.To)
+	return fok && tok && f.Major == t.Major && t.Minor > f.Minor+1
 }
 
 // ControlPlanePath is the versions the control plane is upgraded to, in
@@ -304,10 +264,11 @@ func ControlPlanePath(s Step) ([]string, error) {
 	if !s.SkipLevel() {
 		return []string{s.To}, nil
 	}
-	f, t := versionKey(s.From), versionKey(s.To)
+	f, _ := kubernetes(s.From)
+	t, _ := kubernetes(s.To)
 	var path []string
-	for m := f[1] + 1; m < t[1]; m++ {
-		rel, err := matrix.Releases([]string{fmt.Sprintf("%d.%d", f[0], m)})
+	for m := f.Minor + 1; m < t.Minor; m++ {
+		rel, err := matrix.Releases([]string{fmt.Sprintf("%d.%d", f.Major, m)})
 		if err != nil {
 			return nil, fmt.Errorf("step %s: %w", s, err)
 		}

@@ -56,7 +56,7 @@ func ParseRoad(list string, start Runtime) ([]Step, []RuntimeMove, error) {
 			return nil, nil, fmt.Errorf("road %q: it starts with a kubelet version (the cluster is born on %s)", list, start)
 		}
 		st := RuntimeStep{From: cur, To: rt}
-		if compareKeys(versionKey(rt.Version), versionKey(cur.Version)) <= 0 {
+		if !cur.release().Less(rt.release()) {
 			return nil, nil, fmt.Errorf("road: runtime move %s does not go up: only upgrades of the runtime are run", st)
 		}
 		at := kubelets[len(kubelets)-1]
@@ -78,15 +78,15 @@ func ParseRoad(list string, start Runtime) ([]Step, []RuntimeMove, error) {
 
 // serves refuses a kubelet version rt does not serve.
 func serves(rt Runtime, kubelet string) error {
-	k := versionKey(kubelet)
-	if k == nil {
+	k, ok := kubernetes(kubelet)
+	if !ok {
 		return fmt.Errorf("road: kubelet %q: versions must be 1.<minor>.<patch>", kubelet)
 	}
 	line, ok := runtimecompat.LineOf(rt.Name, rt.Version)
 	if !ok {
 		return fmt.Errorf("road: runtime %s is not in pkg/runtimecompat's matrix", rt)
 	}
-	if ok, why := line.Serves(k[1]); !ok {
+	if ok, why := line.Serves(k.Minor); !ok {
 		return fmt.Errorf("road: %s under kubelet %s: %s", rt, kubelet, why)
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/kubelet-compat/kubelet-compat/pkg/runtimecompat"
+	"github.com/kubelet-compat/kubelet-compat/pkg/versions"
 )
 
 // Runtime is a container runtime release, as make runtime names it:
@@ -12,6 +13,12 @@ import (
 type Runtime struct{ Name, Version string }
 
 func (r Runtime) String() string { return r.Name + "@" + r.Version }
+
+// release is the runtime's version, which ParseRuntime checked.
+func (r Runtime) release() versions.Version {
+	v, _ := versions.ParseRelease(r.Version)
+	return v
+}
 
 // RuntimeStep swaps the node's container runtime in place under a running
 // kubelet (Plan.RuntimeKubelet, the same binary across the step): the
@@ -30,19 +37,21 @@ const DefaultRuntimeSteps = "containerd@1.6.20:containerd@1.7.35,containerd@1.7.
 // (pkg/runtimecompat: CRI v1, which 1.6, 1.7 and 2.x serve).
 const DefaultRuntimeKubelet = "1.37.2"
 
-// ParseRuntime reads name@MAJOR.MINOR.PATCH; only containerd is swapped.
+// ParseRuntime reads name@MAJOR.MINOR.PATCH (pkg/versions, the v
+// optional); only containerd is swapped.
 func ParseRuntime(s string) (Runtime, error) {
-	name, version, ok := strings.Cut(strings.TrimSpace(s), "@")
-	if !ok || name == "" || version == "" {
+	name, version, ok := versions.SplitRef(s)
+	if !ok {
 		return Runtime{}, fmt.Errorf("runtime %q: want name@version, e.g. containerd@1.7.35", s)
 	}
 	if name != "containerd" {
 		return Runtime{}, fmt.Errorf("runtime %q: only containerd is swapped", s)
 	}
-	if versionKey(version) == nil {
+	v, err := versions.ParseRelease(version)
+	if err != nil {
 		return Runtime{}, fmt.Errorf("runtime %q: version must be MAJOR.MINOR.PATCH", s)
 	}
-	return Runtime{Name: name, Version: version}, nil
+	return Runtime{Name: name, Version: v.String()}, nil
 }
 
 // ParseRuntimeSteps reads from:to,... (e.g. DefaultRuntimeSteps). A step
@@ -63,7 +72,7 @@ func ParseRuntimeSteps(list string) ([]RuntimeStep, error) {
 		if err != nil {
 			return nil, err
 		}
-		if compareKeys(versionKey(t.Version), versionKey(f.Version)) <= 0 {
+		if !f.release().Less(t.release()) {
 			return nil, fmt.Errorf("runtime step %s does not go up: only upgrades of the runtime are run", RuntimeStep{f, t})
 		}
 		steps = append(steps, RuntimeStep{From: f, To: t})
@@ -75,8 +84,8 @@ func ParseRuntimeSteps(list string) ([]RuntimeStep, error) {
 // serve (pkg/runtimecompat, as preflight judges the pair): the kubelet
 // stays the same binary across every step, so each runtime must run it.
 func CheckRuntimeKubelet(kubelet string, steps []RuntimeStep) error {
-	k := versionKey(kubelet)
-	if k == nil {
+	k, ok := kubernetes(kubelet)
+	if !ok {
 		return fmt.Errorf("-runtime-kubelet %q: want 1.<minor>.<patch>", kubelet)
 	}
 	for _, st := range steps {
@@ -85,7 +94,7 @@ func CheckRuntimeKubelet(kubelet string, steps []RuntimeStep) error {
 			if !ok {
 				return fmt.Errorf("runtime %s is not in pkg/runtimecompat's matrix", r)
 			}
-			if ok, why := line.Serves(k[1]); !ok {
+			if ok, why := line.Serves(k.Minor); !ok {
 				return fmt.Errorf("runtime step %s: %s", st, why)
 			}
 		}

@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kubelet-compat/kubelet-compat/pkg/versions"
 )
 
 // Epoch is a fixed SOURCE_DATE_EPOCH for the tests (2021-06-01).
@@ -147,7 +149,7 @@ func FakeRuntime(t testing.TB, dir string, components ...string) {
 		components = RuntimeComponents
 	}
 	for _, c := range components {
-		name, version, _ := strings.Cut(c, "@")
+		name, version, _ := versions.SplitRef(c)
 		out := filepath.Join(dir, name+"-"+version)
 		var bins []string
 		for _, bin := range runtimeBinaries[name] {
