@@ -938,3 +938,51 @@ func installedTreeFor(t *testing.T, mode string, versions []string) string {
 	makeInstalledTree(t, root, versions)
 	return root
 }
+
+// TestSelectPreRelease: a pre-release's directory (1.38.0-beta.0, as the
+// matrix and the binaries spell it) is a version kubernetes-select
+// selects, ordered before its release (1.38.0) and after the minor before;
+// the skew rules hold across them.
+func TestSelectPreRelease(t *testing.T) {
+	versions := []string{"1.37.2", "1.38.0-beta.0", "1.38.0"}
+	steps := []struct {
+		name, stage1, stage2 string
+		args                 []string
+		wantStderr           string // a refusal (exit 1), substring
+	}{
+		{name: "first selection", args: []string{"all", "1.37.2"}, stage1: "1.37.2", stage2: "1.37.2"},
+		{name: "stage1 to the pre-release: one minor up", args: []string{"stage1", "1.38.0-beta.0"}, stage1: "1.38.0-beta.0", stage2: "1.37.2"},
+		{name: "the release's kubelet is newer than the pre-release's kubeadm", args: []string{"stage2", "1.38.0"},
+			wantStderr: "refusing stage2 1.38.0: newer than stage1 1.38.0-beta.0", stage1: "1.38.0-beta.0", stage2: "1.37.2"},
+		{name: "stage2 to the pre-release", args: []string{"stage2", "1.38.0-beta.0"}, stage1: "1.38.0-beta.0", stage2: "1.38.0-beta.0"},
+		{name: "again is a no-op", args: []string{"stage2", "1.38.0-beta.0"}, stage1: "1.38.0-beta.0", stage2: "1.38.0-beta.0"},
+		{name: "stage1 to the release", args: []string{"stage1", "1.38.0"}, stage1: "1.38.0", stage2: "1.38.0-beta.0"},
+		{name: "stage2 to the release", args: []string{"stage2", "1.38.0"}, stage1: "1.38.0", stage2: "1.38.0"},
+		{name: "kubeadm below the kubelet", args: []string{"stage1", "1.38.0-beta.0"},
+			wantStderr: "refusing stage1 1.38.0-beta.0: older than stage2 1.38.0", stage1: "1.38.0", stage2: "1.38.0"},
+		{name: "back to the pre-release", args: []string{"all", "1.38.0-beta.0"}, stage1: "1.38.0-beta.0", stage2: "1.38.0-beta.0"},
+		{name: "back to the minor before", args: []string{"all", "1.37.2"}, stage1: "1.37.2", stage2: "1.37.2"},
+		{name: "the package's Version is not a directory", args: []string{"stage1", "1.38.0~beta.0"},
+			wantStderr: "must look like 1.21.14", stage1: "1.37.2", stage2: "1.37.2"},
+	}
+	root := installedTreeFor(t, "symlink", versions)
+	for _, s := range steps {
+		r := kubernetesSelect(t, nil, root, s.args...)
+		if s.wantStderr == "" && r.Code != 0 || s.wantStderr != "" && (r.Code == 0 || !strings.Contains(r.Stderr, s.wantStderr)) {
+			t.Fatalf("%s: %v: exit %d, stderr %q; want %q", s.name, s.args, r.Code, r.Stderr, s.wantStderr)
+		}
+		if r.Code != 0 && strings.Count(strings.TrimSpace(r.Stderr), "\n") > 0 {
+			t.Errorf("%s: want a one-line error, got %q", s.name, r.Stderr)
+		}
+		if got := selectedVersion(t, root, "stage1"); got != s.stage1 {
+			t.Errorf("%s: stage1 serves %q, want %s", s.name, got, s.stage1)
+		}
+		if got := selectedVersion(t, root, "stage2"); got != s.stage2 {
+			t.Errorf("%s: stage2 serves %q, want %s", s.name, got, s.stage2)
+		}
+	}
+	list := kubernetesSelect(t, nil, root, "list")
+	assert.Check(t, is.Equal(list.Stdout, "1.37.2 stage1 stage2\n1.38.0-beta.0 stage1 stage2\n1.38.0 stage1 stage2\n"))
+	status := kubernetesSelect(t, nil, root, "status")
+	assert.Check(t, is.Equal(status.Stdout, "stage1: 1.37.2 (symlink)\nstage2: 1.37.2 (symlink)\n"))
+}

@@ -112,11 +112,23 @@ func StubGoMod(path string) []byte {
 	return []byte("// Stub written by kubelet-compat build/source: the module proxy does not\n// serve " + path + " and nothing built from this tree imports it.\nmodule " + path + "\n")
 }
 
+// shim is a stub with content: the files of the module that stands in
+// for one the proxy does not serve.
+type shim struct {
+	files map[string][]byte
+	// forwardsTo is the module the shim forwards to, where upstream's
+	// code moved: the binaries are upstream's.
+	forwardsTo string
+	// changes is what the binaries built with the shim do otherwise than
+	// upstream's.
+	changes string
+}
+
 // shims are stubs with content: modules the proxy does not serve whose code
 // moved to a module it does serve. kubectl 1.16-1.19 imports
 // vbom.ml/util/sortorder, published today as github.com/fvbommel/sortorder.
-var shims = map[string]map[string][]byte{
-	"vbom.ml/util": {
+var shims = map[string]shim{
+	"vbom.ml/util": {files: map[string][]byte{
 		"go.mod": []byte("// Shim written by kubelet-compat build/source: the module proxy does not\n" +
 			"// serve vbom.ml/util; its sortorder package lives on as github.com/fvbommel/sortorder.\n" +
 			"module vbom.ml/util\n\nrequire github.com/fvbommel/sortorder v1.0.1\n"),
@@ -132,8 +144,8 @@ type Natural = upstream.Natural
 // NaturalLess compares two strings in natural order.
 func NaturalLess(str1, str2 string) bool { return upstream.NaturalLess(str1, str2) }
 `),
-	},
-	"sigs.k8s.io/iptables-wrappers": {
+	}},
+	"sigs.k8s.io/iptables-wrappers": {files: map[string][]byte{
 		"go.mod": []byte("// Shim written by kubelet-compat build/source: the module proxy serves the\n" +
 			"// .info and .mod of sigs.k8s.io/iptables-wrappers v1.0.0 but not its .zip\n" +
 			"// (403). Kubelet 1.38 imports its pkg/iptables only to create the\n" +
@@ -141,7 +153,7 @@ func NaturalLess(str1, str2 string) bool { return upstream.NaturalLess(str1, str
 			"// so the kubelet skips them as upstream's does on a host without iptables.\n" +
 			"module sigs.k8s.io/iptables-wrappers\n"),
 		"pkg/iptables/iptables.go": []byte(iptablesShim),
-	},
+	}},
 }
 
 // iptablesShim is the API of sigs.k8s.io/iptables-wrappers/pkg/iptables
@@ -201,3 +213,6 @@ func NewBestEffort(ctx context.Context, mode Mode) map[Protocol]Interface {
 	return map[Protocol]Interface{}
 }
 `
+
+// NotUpstream is not written yet.
+func NotUpstream(row matrix.Row) error { return nil }

@@ -137,7 +137,7 @@ func Assemble(dir string, row matrix.Row) error {
 		}
 		files := map[string][]byte{"go.mod": StubGoMod(stub)}
 		if shim, ok := shims[stub]; ok {
-			files = shim
+			files = shim.files
 		}
 		for name, data := range files {
 			path := filepath.Join(stubDir, filepath.FromSlash(name))
