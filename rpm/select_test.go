@@ -945,11 +945,7 @@ func installedTreeFor(t *testing.T, mode string, versions []string) string {
 // the skew rules hold across them.
 func TestSelectPreRelease(t *testing.T) {
 	versions := []string{"1.37.2", "1.38.0-beta.0", "1.38.0"}
-	steps := []struct {
-		name, stage1, stage2 string
-		args                 []string
-		wantStderr           string // a refusal (exit 1), substring
-	}{
+	steps := []preReleaseStep{
 		{name: "first selection", args: []string{"all", "1.37.2"}, stage1: "1.37.2", stage2: "1.37.2"},
 		{name: "stage1 to the pre-release: one minor up", args: []string{"stage1", "1.38.0-beta.0"}, stage1: "1.38.0-beta.0", stage2: "1.37.2"},
 		{name: "the release's kubelet is newer than the pre-release's kubeadm", args: []string{"stage2", "1.38.0"},
@@ -965,9 +961,22 @@ func TestSelectPreRelease(t *testing.T) {
 		{name: "the package's Version is not a directory", args: []string{"stage1", "1.38.0~beta.0"},
 			wantStderr: "must look like 1.21.14", stage1: "1.37.2", stage2: "1.37.2"},
 	}
-	root := installedTreeFor(t, "symlink", versions)
+	for _, mode := range []string{"symlink", "bind"} {
+		t.Run(mode, func(t *testing.T) { selectPreRelease(t, mode, versions, steps) })
+	}
+}
+
+// preReleaseStep is one step of TestSelectPreRelease.
+type preReleaseStep struct {
+	name, stage1, stage2 string
+	args                 []string
+	wantStderr           string // a refusal (exit 1), substring
+}
+
+func selectPreRelease(t *testing.T, mode string, versions []string, steps []preReleaseStep) {
+	root := installedTreeFor(t, mode, versions)
 	for _, s := range steps {
-		r := kubernetesSelect(t, nil, root, s.args...)
+		r := kubernetesSelect(t, nil, root, append([]string{"--mode", mode}, s.args...)...)
 		if s.wantStderr == "" && r.Code != 0 || s.wantStderr != "" && (r.Code == 0 || !strings.Contains(r.Stderr, s.wantStderr)) {
 			t.Fatalf("%s: %v: exit %d, stderr %q; want %q", s.name, s.args, r.Code, r.Stderr, s.wantStderr)
 		}
@@ -980,9 +989,10 @@ func TestSelectPreRelease(t *testing.T) {
 		if got := selectedVersion(t, root, "stage2"); got != s.stage2 {
 			t.Errorf("%s: stage2 serves %q, want %s", s.name, got, s.stage2)
 		}
+		checkMode(t, root, mode, map[string]string{"stage1": s.stage1, "stage2": s.stage2})
 	}
 	list := kubernetesSelect(t, nil, root, "list")
 	assert.Check(t, is.Equal(list.Stdout, "1.37.2 stage1 stage2\n1.38.0-beta.0 stage1 stage2\n1.38.0 stage1 stage2\n"))
 	status := kubernetesSelect(t, nil, root, "status")
-	assert.Check(t, is.Equal(status.Stdout, "stage1: 1.37.2 (symlink)\nstage2: 1.37.2 (symlink)\n"))
+	assert.Check(t, is.Equal(status.Stdout, fmt.Sprintf("stage1: 1.37.2 (%s)\nstage2: 1.37.2 (%s)\n", mode, mode)))
 }
