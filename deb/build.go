@@ -168,11 +168,13 @@ func (c Config) jobs() ([]job, error) {
 	return jobs, nil
 }
 
+// debVersion is the package's Version: the upstream version
+// (layout.PackageVersion: 1.38.0~rc.1 for 1.38.0-rc.1) and the revision.
 func (c Config) debVersion(j job) string {
 	if j.version == "" {
 		return c.UnversionedVersion + "-" + c.UnversionedRevision
 	}
-	return j.version + "-" + c.revisions[j.group.Key]
+	return layout.PackageVersion(j.version) + "-" + c.revisions[j.group.Key]
 }
 
 // buildOne stages one package's tree and control files in a private

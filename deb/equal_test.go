@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
@@ -192,4 +193,35 @@ func TestDependenciesMirrorTheRPMs(t *testing.T) {
 		got[name] = [2]string{control(t, d, "Depends"), control(t, d, "Provides")}
 	}
 	assert.DeepEqual(t, got, want)
+}
+
+// TestPreReleaseControlIsTheReleases: a pre-release's control files and
+// scripts are its release's with the version put in (1.38.0-rc.1 in the
+// names and paths, 1.38.0~rc.1 in Version and Provides; the description
+// wrapped again): so the digest of deb/releases.txt, which renders a
+// placeholder release, covers them.
+func TestPreReleaseControlIsTheReleases(t *testing.T) {
+	l := layout.Default()
+	date := time.Unix(testEpoch, 0)
+	for _, g := range l.Groups {
+		if !g.Versioned {
+			continue
+		}
+		for _, p := range g.Packages {
+			pre, err := packageMeta(l, g, p, "1.38.0-rc.1", layout.PackageVersion("1.38.0-rc.1")+"-1", DefaultArch, date)
+			assert.NilError(t, err)
+			rel, err := packageMeta(l, g, p, "1.38.0", "1.38.0-1", DefaultArch, date)
+			assert.NilError(t, err)
+			back := strings.NewReplacer("1.38.0-rc.1", "1.38.0", "1.38.0~rc.1", "1.38.0")
+			// The description is wrapped after the version is put in, as
+			// for any version of another length.
+			words := func(s string) string { return strings.Join(strings.Fields(s), " ") }
+			assert.Check(t, is.Equal(words(back.Replace(pre.Control)), words(rel.Control)))
+			assert.Check(t, is.Contains(pre.Control, "Version: 1.38.0~rc.1-1\n"))
+			assert.Check(t, is.DeepEqual(pre.Conffiles, rel.Conffiles))
+			for name, s := range pre.Scripts {
+				assert.Check(t, is.Equal(back.Replace(s), rel.Scripts[name]), "%s %s", pre.Name, name)
+			}
+		}
+	}
 }

@@ -124,18 +124,47 @@ func checkMode(t *testing.T, root, mode string, versions map[string]string) {
 	}
 }
 
+// selectStep is one run of kubernetes-select in a walk along an upgrade
+// path (runSelectSteps).
+type selectStep struct {
+	name       string
+	args       []string
+	wantCode   int
+	wantStderr string // substring
+	unchanged  bool   // the tree must stay exactly as it was
+	stage1     string // versions served afterwards
+	stage2     string
+}
+
+// runSelectSteps runs the steps in mode on root and checks each: its exit
+// and error (one line), the tree, the versions both stages serve, the mode.
+func runSelectSteps(t *testing.T, root, mode string, steps []selectStep) {
+	t.Helper()
+	for _, s := range steps {
+		before := treeState(t, root)
+		r := kubernetesSelect(t, nil, root, append([]string{"--mode", mode}, s.args...)...)
+		if r.Code != s.wantCode || !strings.Contains(r.Stderr, s.wantStderr) {
+			t.Fatalf("%s: %v: exit %d, stderr %q; want exit %d with %q", s.name, s.args, r.Code, r.Stderr, s.wantCode, s.wantStderr)
+		}
+		if r.Code != 0 && strings.Count(strings.TrimSpace(r.Stderr), "\n") > 0 {
+			t.Errorf("%s: want a one-line error, got %q", s.name, r.Stderr)
+		}
+		if after := treeState(t, root); s.unchanged && after != before {
+			t.Errorf("%s: tree changed:\nbefore %s\nafter  %s", s.name, before, after)
+		}
+		if got := selectedVersion(t, root, "stage1"); got != s.stage1 {
+			t.Errorf("%s: stage1 serves %q, want %s", s.name, got, s.stage1)
+		}
+		if got := selectedVersion(t, root, "stage2"); got != s.stage2 {
+			t.Errorf("%s: stage2 serves %q, want %s", s.name, got, s.stage2)
+		}
+		checkMode(t, root, mode, map[string]string{"stage1": s.stage1, "stage2": s.stage2})
+	}
+}
+
 // TestSelectSkewPolicyAndIdempotence walks one upgrade path in each mode.
 func TestSelectSkewPolicyAndIdempotence(t *testing.T) {
-	type step struct {
-		name       string
-		args       []string
-		wantCode   int
-		wantStderr string // substring
-		unchanged  bool   // the tree must stay exactly as it was
-		stage1     string // versions served afterwards
-		stage2     string
-	}
-	steps := []step{
+	steps := []selectStep{
 		{name: "first selection", args: []string{"all", "1.18.19"}, stage1: "1.18.19", stage2: "1.18.19"},
 		{name: "again is a no-op", args: []string{"all", "1.18.19"}, unchanged: true, stage1: "1.18.19", stage2: "1.18.19"},
 		{name: "two minors up", args: []string{"stage1", "1.20.15"}, wantCode: 1, wantStderr: "more than one minor version", unchanged: true, stage1: "1.18.19", stage2: "1.18.19"},
@@ -151,26 +180,7 @@ func TestSelectSkewPolicyAndIdempotence(t *testing.T) {
 	for _, mode := range []string{"symlink", "bind"} {
 		t.Run(mode, func(t *testing.T) {
 			root := installedTreeFor(t, mode, allVersions)
-			for _, s := range steps {
-				before := treeState(t, root)
-				r := kubernetesSelect(t, nil, root, append([]string{"--mode", mode}, s.args...)...)
-				if r.Code != s.wantCode || !strings.Contains(r.Stderr, s.wantStderr) {
-					t.Fatalf("%s: %v: exit %d, stderr %q; want exit %d with %q", s.name, s.args, r.Code, r.Stderr, s.wantCode, s.wantStderr)
-				}
-				if r.Code != 0 && strings.Count(strings.TrimSpace(r.Stderr), "\n") > 0 {
-					t.Errorf("%s: want a one-line error, got %q", s.name, r.Stderr)
-				}
-				if after := treeState(t, root); s.unchanged && after != before {
-					t.Errorf("%s: tree changed:\nbefore %s\nafter  %s", s.name, before, after)
-				}
-				if got := selectedVersion(t, root, "stage1"); got != s.stage1 {
-					t.Errorf("%s: stage1 serves %q, want %s", s.name, got, s.stage1)
-				}
-				if got := selectedVersion(t, root, "stage2"); got != s.stage2 {
-					t.Errorf("%s: stage2 serves %q, want %s", s.name, got, s.stage2)
-				}
-				checkMode(t, root, mode, map[string]string{"stage1": s.stage1, "stage2": s.stage2})
-			}
+			runSelectSteps(t, root, mode, steps)
 			status := kubernetesSelect(t, nil, root, "status")
 			if want := fmt.Sprintf("stage1: 1.18.19 (%s)\nstage2: 1.18.19 (%s)\n", mode, mode); status.Stdout != want {
 				t.Errorf("status = %q, want %q", status.Stdout, want)
@@ -937,4 +947,35 @@ func installedTreeFor(t *testing.T, mode string, versions []string) string {
 	t.Cleanup(func() { unmountUnder(t, root) })
 	makeInstalledTree(t, root, versions)
 	return root
+}
+
+// TestSelectPreRelease: a pre-release's directory (1.38.0-beta.0, as the
+// matrix and the binaries spell it) is a version kubernetes-select
+// selects, ordered before its release (1.38.0) and after the minor before;
+// the skew rules hold across them.
+func TestSelectPreRelease(t *testing.T) {
+	steps := []selectStep{
+		{name: "first selection", args: []string{"all", "1.37.2"}, stage1: "1.37.2", stage2: "1.37.2"},
+		{name: "stage1 to the pre-release: one minor up", args: []string{"stage1", "1.38.0-beta.0"}, stage1: "1.38.0-beta.0", stage2: "1.37.2"},
+		{name: "the release's kubelet is newer than the pre-release's kubeadm", args: []string{"stage2", "1.38.0"}, wantCode: 1,
+			wantStderr: "refusing stage2 1.38.0: newer than stage1 1.38.0-beta.0", unchanged: true, stage1: "1.38.0-beta.0", stage2: "1.37.2"},
+		{name: "stage2 to the pre-release", args: []string{"stage2", "1.38.0-beta.0"}, stage1: "1.38.0-beta.0", stage2: "1.38.0-beta.0"},
+		{name: "again is a no-op", args: []string{"stage2", "1.38.0-beta.0"}, unchanged: true, stage1: "1.38.0-beta.0", stage2: "1.38.0-beta.0"},
+		{name: "stage1 to the release", args: []string{"stage1", "1.38.0"}, stage1: "1.38.0", stage2: "1.38.0-beta.0"},
+		{name: "stage2 to the release", args: []string{"stage2", "1.38.0"}, stage1: "1.38.0", stage2: "1.38.0"},
+		{name: "kubeadm below the kubelet", args: []string{"stage1", "1.38.0-beta.0"}, wantCode: 1,
+			wantStderr: "refusing stage1 1.38.0-beta.0: older than stage2 1.38.0", unchanged: true, stage1: "1.38.0", stage2: "1.38.0"},
+		{name: "back to the pre-release", args: []string{"all", "1.38.0-beta.0"}, stage1: "1.38.0-beta.0", stage2: "1.38.0-beta.0"},
+		{name: "back to the minor before", args: []string{"all", "1.37.2"}, stage1: "1.37.2", stage2: "1.37.2"},
+		{name: "the package's Version is not a directory", args: []string{"stage1", "1.38.0~beta.0"}, wantCode: 2,
+			wantStderr: "must look like 1.21.14", unchanged: true, stage1: "1.37.2", stage2: "1.37.2"},
+	}
+	for _, mode := range []string{"symlink", "bind"} {
+		t.Run(mode, func(t *testing.T) {
+			root := installedTreeFor(t, mode, []string{"1.37.2", "1.38.0-beta.0", "1.38.0"})
+			runSelectSteps(t, root, mode, steps)
+			list := kubernetesSelect(t, nil, root, "list")
+			assert.Check(t, is.Equal(list.Stdout, "1.37.2 stage1 stage2\n1.38.0-beta.0 stage1 stage2\n1.38.0 stage1 stage2\n"))
+		})
+	}
 }

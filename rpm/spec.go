@@ -107,6 +107,11 @@ const placeholderVersion = "@VERSION@"
 // The spec's view of the description.
 type spec struct {
 	Version, Release, Arch string
+	// PackageVersion is the Version tag: %{kube_version}, but for a
+	// pre-release its layout.PackageVersion (1.38.0-rc.1: 1.38.0~rc.1),
+	// since rpm allows no - there; the name and directory keep the
+	// version as Kubernetes spells it.
+	PackageVersion string
 	// Root holds the versions, Current the selection points; MainName is
 	// the spec's Name, Title and URL the upstream's; Component is empty for
 	// the Kubernetes packages, else the runtime component (the runtime's
@@ -136,7 +141,11 @@ func escapePercent(s string) string { return strings.ReplaceAll(s, "%", "%%") }
 
 func specData(l layout.Layout, g layout.Group, version, release string) (spec, error) {
 	d := spec{Version: version, Release: release, Root: g.RootDir(), Current: l.Current,
-		MainName: "kubernetes-%{kube_version}", Title: g.Project().Name, URL: g.Project().Homepage}
+		MainName: "kubernetes-%{kube_version}", Title: g.Project().Name, URL: g.Project().Homepage,
+		PackageVersion: "%{kube_version}"}
+	if v := layout.PackageVersion(version); v != version {
+		d.PackageVersion = v
+	}
 	if l.Current == "" {
 		d.Current = layout.CurrentDir
 	}

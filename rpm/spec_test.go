@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kubelet-compat/kubelet-compat/pkg/layout"
 	"github.com/kubelet-compat/kubelet-compat/pkg/layout/files"
 	"github.com/kubelet-compat/kubelet-compat/pkg/packaging"
 )
@@ -18,7 +19,8 @@ func TestCheckVersion(t *testing.T) {
 		{"1.18.19", true},
 		{"v1.21.14", false},
 		{"1.21", false},
-		{"1.21.14-rc.0", false},
+		{"1.21.14-rc.0", true},
+		{"1.38.0~rc.1", false},
 		{"01.21.14", false},
 		{"1.21.14 ", false},
 		{"", false},
@@ -65,6 +67,17 @@ func TestRenderVersioned(t *testing.T) {
 				"ExclusiveArch: x86_64\n",
 				"%package node\n", "%package kubeadm\n", "%package client\n",
 				"%global _build_id_links none\n", "%global debug_package %{nil}\n",
+			},
+		},
+		{
+			name: "a pre-release: its name and directory as Kubernetes spells it, its Version with a ~",
+			spec: VersionedSpec{Version: "1.38.0-rc.1", Release: "2", Arch: "x86_64"},
+			want: []string{
+				"%global kube_version 1.38.0-rc.1\n",
+				"%global kube_dir /usr/local/kubernetes/%{kube_version}\n",
+				"Name:          kubernetes-%{kube_version}\n",
+				"Version:       1.38.0~rc.1\n",
+				"Provides: kubernetes-node = %{version}-%{release}\n",
 			},
 		},
 		{name: "leading v", spec: VersionedSpec{Version: "v1.21.14", Release: "1", Arch: "x86_64"}, wantErr: "invalid Kubernetes version"},
@@ -189,3 +202,30 @@ func TestSweeperUnit(t *testing.T) {
 
 // shippedFile returns a file both formats ship, by name.
 func shippedFile(name string) ([]byte, error) { return fs.ReadFile(files.Shipped, name) }
+
+// TestPreReleaseSpecIsTheReleases: a pre-release's spec is its release's
+// with the version put in, but for the Version tag (1.38.0~rc.1): so the
+// digest of rpm/releases.txt, which renders a release's, covers what a
+// pre-release's packages are made of, and a release's spec did not change.
+func TestPreReleaseSpecIsTheReleases(t *testing.T) {
+	for _, g := range layout.Default().Groups {
+		if !g.Versioned {
+			continue
+		}
+		render := func(v string) string {
+			b, err := renderVersioned(Templates, layout.Default(), VersionedSpec{Version: v, Release: "2", Arch: "x86_64", Group: g.Key})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return string(b)
+		}
+		pre, rel := render("1.38.0-rc.1"), render("1.38.0")
+		back := strings.NewReplacer("Version:       1.38.0~rc.1\n", "Version:       %{kube_version}\n", "1.38.0-rc.1", "1.38.0").Replace(pre)
+		if back != rel {
+			t.Errorf("%s: the pre-release's spec differs from the release's in more than its version:\n%s\n----\n%s", g.Key, pre, rel)
+		}
+		if !strings.Contains(pre, "Version:       1.38.0~rc.1\n") {
+			t.Errorf("%s: no Version: 1.38.0~rc.1 in\n%s", g.Key, pre)
+		}
+	}
+}

@@ -24,13 +24,23 @@ func plainRelease(v string) bool {
 }
 
 // CheckVersion accepts a Kubernetes version as the packages name it:
-// major.minor.patch without a leading v, e.g. 1.21.14.
+// major.minor.patch without a leading v, e.g. 1.21.14, or a pre-release
+// as the matrix and the binaries spell it, e.g. 1.38.0-rc.1.
 func CheckVersion(v string) error {
-	if !plainRelease(v) {
-		return fmt.Errorf("invalid Kubernetes version %q: want major.minor.patch without a leading v, e.g. 1.21.14", v)
+	if k, err := versions.ParseKubernetes(v); err != nil || k.String() != v {
+		return fmt.Errorf("invalid Kubernetes version %q: want major.minor.patch without a leading v, e.g. 1.21.14, or a pre-release, e.g. 1.38.0-rc.1", v)
 	}
 	return nil
 }
+
+// PackageVersion is the Version both formats give the packages of the
+// Kubernetes version v: v itself, but for a pre-release's - that becomes
+// a ~ (1.38.0-rc.1: 1.38.0~rc.1), which rpm and dpkg order before the
+// release (1.38.0), as Kubernetes does. Neither format allows the - there
+// (rpm's Version has none; dpkg would take 1.38.0-rc.1-1 for upstream
+// version 1.38.0-rc.1, ordered after 1.38.0), and neither allows a ~ in a
+// package name: the names and the directory keep v.
+func PackageVersion(v string) string { return strings.Replace(v, "-", "~", 1) }
 
 // BuildRequest is what either format's build is asked for, checked by
 // CheckBuild before anything is made.
@@ -87,9 +97,10 @@ func CheckBuild(r BuildRequest) error {
 }
 
 // ReportsVersion tells whether a binary's version output names exactly v
-// ("v1.21.14", not "v1.21.140"), to catch binaries of the wrong version.
+// ("v1.21.14", not "v1.21.140"; "v1.38.0-rc.1+compat.1" is 1.38.0-rc.1, not
+// 1.38.0), to catch binaries of the wrong version.
 func ReportsVersion(output []byte, v string) bool {
-	return regexp.MustCompile(`(^|[^0-9.])v` + regexp.QuoteMeta(v) + `([^0-9.]|$)`).Match(output)
+	return regexp.MustCompile(`(^|[^0-9.])v` + regexp.QuoteMeta(v) + `([^0-9.-]|$)`).Match(output)
 }
 
 // CheckExecutable fails unless path is an executable regular file.

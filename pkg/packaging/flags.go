@@ -12,6 +12,7 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/pkg/layout"
 	"github.com/kubelet-compat/kubelet-compat/pkg/matrix"
 	"github.com/kubelet-compat/kubelet-compat/pkg/runtimebuild"
+	"github.com/kubelet-compat/kubelet-compat/pkg/source/shim"
 )
 
 // RuntimeVersions reads the runtime set's -versions: make runtime's
@@ -68,6 +69,9 @@ func (f *Flags) Options() (Options, error) {
 		if o.Versions, err = matrix.Releases(strings.FieldsFunc(f.versions, func(r rune) bool { return r == ',' || r == ' ' })); err != nil {
 			return o, err
 		}
+		if err := upstreamOnly(o.Versions); err != nil {
+			return o, err
+		}
 	case layout.SetRuntime:
 		o.Set = layout.SetRuntime
 		if o.Versions, err = RuntimeVersions(f.versions); err != nil {
@@ -103,4 +107,20 @@ func (f *Flags) FormatOutput(p Packager, formats int) string {
 	default:
 		return f.output + "/" + p.Format() + "s"
 	}
+}
+
+// upstreamOnly refuses a version whose matrix row builds binaries that are
+// not upstream's (shim.NotUpstream: 1.38.0-beta.0's iptables shim); a
+// version the matrix has no row for was not built from one.
+func upstreamOnly(versions []string) error {
+	for _, v := range versions {
+		row, err := matrix.Lookup(v)
+		if err != nil || row.Kubernetes != v {
+			continue
+		}
+		if err := shim.NotUpstream(row); err != nil {
+			return err
+		}
+	}
+	return nil
 }

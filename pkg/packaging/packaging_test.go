@@ -124,3 +124,33 @@ func TestTableResolve(t *testing.T) {
 	_, _, err = tbl.Resolve(table, l, true, "", "")
 	assert.Check(t, is.ErrorContains(err, "run make x-releases"))
 }
+
+// TestFlagsRefuseASourceThatIsNotUpstreams: a version whose matrix row
+// builds with a shim that changes the binaries (1.38.0-beta.0's
+// sigs.k8s.io/iptables-wrappers) is refused however it is named (release,
+// minor, set); a forwarding shim (1.18.19's vbom.ml/util) and versions the
+// matrix has no row for are not.
+func TestFlagsRefuseASourceThatIsNotUpstreams(t *testing.T) {
+	for _, tc := range []struct {
+		versions, wantErr string
+		want              []string
+	}{
+		{versions: "1.38.0-beta.0", wantErr: "kubernetes 1.38.0-beta.0: not packaged: sigs.k8s.io/iptables-wrappers"},
+		{versions: "1.38", wantErr: "sigs.k8s.io/iptables-wrappers"},
+		{versions: "ci", wantErr: "sigs.k8s.io/iptables-wrappers"},
+		{versions: "1.18.19,1.19.16", want: []string{"1.18.19", "1.19.16"}},
+		{versions: "1.38.0-rc.1", want: []string{"1.38.0-rc.1"}},
+	} {
+		var f Flags
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		f.AddFlags(fs)
+		assert.NilError(t, fs.Parse([]string{"-versions", tc.versions, "-source-date-epoch", "42"}))
+		o, err := f.Options()
+		if tc.wantErr != "" {
+			assert.Check(t, is.ErrorContains(err, tc.wantErr), tc.versions)
+			continue
+		}
+		assert.Check(t, err, tc.versions)
+		assert.Check(t, is.DeepEqual(o.Versions, tc.want), tc.versions)
+	}
+}

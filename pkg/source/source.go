@@ -32,6 +32,7 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
 	"github.com/kubelet-compat/kubelet-compat/pkg/matrix"
 	"github.com/kubelet-compat/kubelet-compat/pkg/modfetch"
+	"github.com/kubelet-compat/kubelet-compat/pkg/source/shim"
 	"github.com/kubelet-compat/kubelet-compat/pkg/toolchain"
 )
 
@@ -136,8 +137,8 @@ func Assemble(dir string, row matrix.Row) error {
 			return err
 		}
 		files := map[string][]byte{"go.mod": StubGoMod(stub)}
-		if shim, ok := shims[stub]; ok {
-			files = shim
+		if shimFiles, ok := shim.Files(stub); ok {
+			files = shimFiles
 		}
 		for name, data := range files {
 			path := filepath.Join(stubDir, filepath.FromSlash(name))
