@@ -65,10 +65,12 @@ var measured = map[int][]string{
 	// The road of 2026-12-04: the baseline on 1.6.20, swapped to 1.7.35
 	// and 2.4.2, where exec, logs, a genuine change and stop worked.
 	37: {"1.6.20", "1.7.35", "2.4.2"},
-	// 2026-12-07, make e2e E2E=steps 1.37.2 <-> 1.38.0-beta.0 on Debian's
+	// 2026-12-07: make e2e E2E=steps 1.37.2 <-> 1.38.0-beta.0 on Debian's
 	// containerd (no RuntimeConfig: the kubelet fell back to its config's
-	// cgroup driver), patched and as released.
-	38: {"1.6.20"},
+	// cgroup driver), patched and as released; then make e2e E2E=runtime
+	// under 1.38.0-beta.0, the road 1.6.20 -> 1.7.35 -> 2.4.2, where exec,
+	// logs, attach, a genuine change and stop worked.
+	38: {"1.6.20", "1.7.35", "2.4.2"},
 }
 
 // Matrix is kubelet 1.18 to 1.38 against containerd 1.6.20, 1.7.x and 2.x:
