@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -38,6 +39,19 @@ func ControllerImage(ref, binary string) (images.Image, error) {
 		Files: []images.File{{Path: "bin", Dir: true}, {Path: "bin/system-upgrade-controller", Mode: 0o755, Data: bin}}}, nil
 }
 
+// ofPreRelease says whether package file name, which starts
+// kubernetes-<version>-, is a pre-release's of that version
+// (kubernetes-1.38.0-rc.1-node_... for 1.38.0).
+func ofPreRelease(version, name string) bool {
+	rest := strings.TrimPrefix(name, "kubernetes-"+version+"-")
+	for _, kind := range []string{"alpha.", "beta.", "rc."} {
+		if strings.HasPrefix(rest, kind) {
+			return true
+		}
+	}
+	return false
+}
+
 // UpgradeImage is the upgrade Job's image for one target version: Debian's
 // static busybox for the shell and the applets upgrade.sh runs, the target's
 // kubectl (the image's entrypoint, so that the controller's cordon step can
@@ -69,6 +83,7 @@ func UpgradeImage(ref, version, busybox, kubectl, packageDir string) (images.Ima
 			return images.Image{}, err
 		}
 		if strings.HasPrefix(pattern, "kubernetes-"+version) {
+			m = slices.DeleteFunc(m, func(p string) bool { return ofPreRelease(version, filepath.Base(p)) })
 			versioned += len(m)
 		}
 		pkgs = append(pkgs, m...)

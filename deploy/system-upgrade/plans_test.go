@@ -139,6 +139,32 @@ func TestUpgradeImage(t *testing.T) {
 	assert.Check(t, is.ErrorContains(err, "no package of Kubernetes 1.32.0"))
 }
 
+// TestUpgradeImagePreRelease: a release's image takes none of its
+// pre-release's packages (kubernetes-1.38.0-rc.1-node starts like
+// kubernetes-1.38.0-*), and the pre-release's image takes its own.
+func TestUpgradeImagePreRelease(t *testing.T) {
+	dir := t.TempDir()
+	for _, p := range []string{"kubernetes-1.38.0-node_1.38.0-1_amd64.deb", "kubernetes-1.38.0-rc.1-node_1.38.0~rc.1-1_amd64.deb",
+		"kubernetes-1.38.0-node-1.38.0-1.kc.x86_64.rpm", "kubernetes-1.38.0-rc.1-node-1.38.0~rc.1-1.kc.x86_64.rpm", "kubectl", "busybox"} {
+		assert.NilError(t, os.WriteFile(filepath.Join(dir, p), []byte(p), 0o644))
+	}
+	for version, want := range map[string][]string{
+		"1.38.0":      {"kubernetes-1.38.0-node-1.38.0-1.kc.x86_64.rpm", "kubernetes-1.38.0-node_1.38.0-1_amd64.deb"},
+		"1.38.0-rc.1": {"kubernetes-1.38.0-rc.1-node-1.38.0~rc.1-1.kc.x86_64.rpm", "kubernetes-1.38.0-rc.1-node_1.38.0~rc.1-1_amd64.deb"},
+	} {
+		img, err := UpgradeImage("x", version, filepath.Join(dir, "busybox"), filepath.Join(dir, "kubectl"), dir)
+		assert.NilError(t, err)
+		var pkgs []string
+		for _, f := range img.Files {
+			if strings.HasPrefix(f.Path, "packages/") {
+				pkgs = append(pkgs, strings.TrimPrefix(f.Path, "packages/"))
+			}
+		}
+		sort.Strings(pkgs)
+		assert.Check(t, is.DeepEqual(pkgs, want), version)
+	}
+}
+
 // TestEtcdBridgeImage: the control-plane Plan's Jobs get the bridge etcd's
 // image (KC_ETCD_BRIDGE_IMAGE) when the roll-out names one; the workers and
 // the naive roll never do, and a bridge image is a tagged etcd reference.
