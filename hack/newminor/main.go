@@ -35,7 +35,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
@@ -135,8 +134,6 @@ func (r *report) print(w io.Writer) {
 	section("prose that ends a range at the previous newest minor (review)", "", review)
 }
 
-var releaseRE = regexp.MustCompile(`^1\.[0-9]+\.[0-9]+(-(alpha|beta|rc)\.[0-9]+)?$`)
-
 // preReleaseNote is the note of a pre-release row without -note.
 func preReleaseNote(release string) string {
 	final := release[:strings.IndexByte(release, '-')]
@@ -144,7 +141,7 @@ func preReleaseNote(release string) string {
 }
 
 func run(ctx context.Context, o options, r *report) error {
-	if !releaseRE.MatchString(o.release) {
+	if !matrix.IsRelease(o.release) {
 		return fmt.Errorf("release %q must look like 1.38.0, or a pre-release such as 1.38.0-rc.1", o.release)
 	}
 	if _, err := os.Stat(matrixFile); err != nil {

@@ -11,6 +11,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/kubelet-compat/kubelet-compat/pkg/versions"
 )
 
 //go:embed matrix.json
@@ -96,9 +98,8 @@ func ToolchainModule(goVersion string) string {
 }
 
 var (
-	releaseRE = regexp.MustCompile(`^1\.[0-9]+\.[0-9]+(-(alpha|beta|rc)\.[0-9]+)?$`)
-	goRE      = regexp.MustCompile(`^1\.[0-9]+(\.[0-9]+)?$`)
-	modVerRE  = regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+$`)
+	goRE     = regexp.MustCompile(`^1\.[0-9]+(\.[0-9]+)?$`)
+	modVerRE = regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+$`)
 )
 
 // controlPlaneModules are the staging modules kube-controller-manager
@@ -107,6 +108,13 @@ var (
 var controlPlaneModules = map[string]bool{
 	"k8s.io/controller-manager":      true,
 	"k8s.io/kube-controller-manager": true,
+}
+
+// IsRelease says whether s is a Kubernetes 1.x release as the matrix
+// writes it: 1.18.19, or a pre-release such as 1.38.0-rc.1 (pkg/versions).
+func IsRelease(s string) bool {
+	v, err := versions.ParseKubernetes(s)
+	return err == nil && v.Major == 1 && v.String() == s
 }
 
 // ValidSum reports whether s looks like a go.sum h1: hash (base64 SHA-256).
@@ -120,7 +128,7 @@ func ValidSum(s string) bool {
 
 // Validate checks one row on its own.
 func (r Row) Validate() error {
-	if !releaseRE.MatchString(r.Kubernetes) {
+	if !IsRelease(r.Kubernetes) {
 		return fmt.Errorf("row %q: kubernetes must look like 1.18.19 (or 1.38.0-rc.1, 1.38.0-beta.0, 1.38.0-alpha.3)", r.Kubernetes)
 	}
 	if !goRE.MatchString(r.Go) {
