@@ -111,7 +111,7 @@ func CheckVersions(from, to kubeletcompat.Version) error {
 	if from.Compare(to) == 0 {
 		return fmt.Errorf("--from %s and --to %s are the same version", from, to)
 	}
-	newest := newestKnownVersion()
+	newest := NewestKnownVersion()
 	if kubeletcompat.EraOf(from) == kubeletcompat.EraUnknown {
 		return fmt.Errorf("unknown version %s: the newest known minor is %d.%d", from, newest.Major, newest.Minor)
 	}
@@ -124,12 +124,9 @@ func CheckVersions(from, to kubeletcompat.Version) error {
 	return nil
 }
 
-// newestKnownVersion is the newest minor whose hash the library knows.
 // NewestKnownVersion is the newest minor whose container hash the library
 // knows.
-func NewestKnownVersion() kubeletcompat.Version { return newestKnownVersion() }
-
-func newestKnownVersion() kubeletcompat.Version {
+func NewestKnownVersion() kubeletcompat.Version {
 	v := kubeletcompat.Version{Major: 1, Minor: 16}
 	for kubeletcompat.EraOf(kubeletcompat.Version{Major: 1, Minor: v.Minor + 1}) != kubeletcompat.EraUnknown {
 		v.Minor++

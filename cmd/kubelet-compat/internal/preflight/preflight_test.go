@@ -146,7 +146,7 @@ func TestRunWithoutSeries(t *testing.T) {
 // older types would lack the newer kubelet's fields (a rollback would keep a
 // container that sets one).
 func TestTypesMinor(t *testing.T) {
-	if newest := newestKnownVersion(); TypesMinor < newest.Minor {
+	if newest := NewestKnownVersion(); TypesMinor < newest.Minor {
 		t.Errorf("TypesMinor %d is older than the newest minor the library knows (%s): move k8s.io/api to v0.%d", TypesMinor, newest, newest.Minor)
 	}
 	data, err := os.ReadFile("../../../../go.mod")
