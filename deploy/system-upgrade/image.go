@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/kubelet-compat/kubelet-compat/pkg/images"
+	"github.com/kubelet-compat/kubelet-compat/pkg/versions"
 )
 
 // Script is upgrade.sh, the upgrade Job's program.
@@ -43,13 +44,9 @@ func ControllerImage(ref, binary string) (images.Image, error) {
 // kubernetes-<version>-, is a pre-release's of that version
 // (kubernetes-1.38.0-rc.1-node_... for 1.38.0).
 func ofPreRelease(version, name string) bool {
-	rest := strings.TrimPrefix(name, "kubernetes-"+version+"-")
-	for _, kind := range []string{"alpha.", "beta.", "rc."} {
-		if strings.HasPrefix(rest, kind) {
-			return true
-		}
-	}
-	return false
+	pre, _, _ := strings.Cut(strings.TrimPrefix(name, "kubernetes-"+version+"-"), "-")
+	_, err := versions.ParseKubernetes(version + "-" + pre)
+	return err == nil
 }
 
 // UpgradeImage is the upgrade Job's image for one target version: Debian's
