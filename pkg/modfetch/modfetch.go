@@ -11,10 +11,10 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 
 	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
+	"github.com/kubelet-compat/kubelet-compat/pkg/versions"
 )
 
 // goCommand is the modern go command: the one first on PATH.
@@ -36,32 +36,24 @@ var needsGoRE = regexp.MustCompile(`requires go >= ([0-9][0-9.]*) \(running go [
 // old for the module.
 func NewerToolchainFor(msg string) string {
 	m := needsGoRE.FindStringSubmatch(msg)
-	if m == nil || compareGo(m[1], NewerGo) > 0 {
+	if m == nil {
+		return ""
+	}
+	need, errNeed := goRelease(m[1])
+	have, errHave := goRelease(NewerGo)
+	if errNeed != nil || errHave != nil || need.Compare(have) > 0 {
 		return ""
 	}
 	return "go" + NewerGo
 }
 
-// compareGo compares two Go versions ("1.27", "1.27.0", "1.27.3")
-// numerically; a missing part counts as 0.
-func compareGo(a, b string) int {
-	as, bs := strings.Split(a, "."), strings.Split(b, ".")
-	for i := 0; i < len(as) || i < len(bs); i++ {
-		var x, y int
-		if i < len(as) {
-			x, _ = strconv.Atoi(as[i])
-		}
-		if i < len(bs) {
-			y, _ = strconv.Atoi(bs[i])
-		}
-		if x != y {
-			if x < y {
-				return -1
-			}
-			return 1
-		}
+// goRelease reads a Go version as a go.mod's go line writes it: 1.27 is
+// 1.27.0.
+func goRelease(s string) (versions.Version, error) {
+	if strings.Count(s, ".") == 1 {
+		s += ".0"
 	}
-	return 0
+	return versions.ParseRelease(s)
 }
 
 // Module is what `go mod download -json` reports for one module.

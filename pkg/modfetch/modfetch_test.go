@@ -20,15 +20,17 @@ func TestNewerGoFor(t *testing.T) {
 	}
 }
 
-func TestCompareGo(t *testing.T) {
+func TestGoRelease(t *testing.T) {
 	for _, tt := range []struct {
 		a, b string
 		want int
 	}{
 		{"1.27.0", "1.27.3", -1}, {"1.27", "1.27.0", 0}, {"1.28", "1.27.3", 1}, {"1.9", "1.10", -1},
 	} {
-		if got := compareGo(tt.a, tt.b); got != tt.want {
-			t.Errorf("compareGo(%s, %s) = %d, want %d", tt.a, tt.b, got, tt.want)
+		a, errA := goRelease(tt.a)
+		b, errB := goRelease(tt.b)
+		if errA != nil || errB != nil || a.Compare(b) != tt.want {
+			t.Errorf("goRelease(%s) vs goRelease(%s): %v %v, compare %d, want %d", tt.a, tt.b, errA, errB, a.Compare(b), tt.want)
 		}
 	}
 }
