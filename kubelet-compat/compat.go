@@ -47,6 +47,12 @@ type Config struct {
 	OwnerUID int
 	// RecheckInterval bounds how often the file is re-stat'ed.
 	RecheckInterval time.Duration
+	// RecordPath overrides the sync record's path (DefaultRecordPath of
+	// the compat file's); RecordInterval bounds how often it is written.
+	RecordPath     string
+	RecordInterval time.Duration
+	// Now overrides the clock of the sync record, for tests.
+	Now func() time.Time
 }
 
 // Compat answers the kubelet's questions about containers and static pods
@@ -70,7 +76,9 @@ type Compat struct {
 
 	logMu  sync.Mutex
 	logged map[string]bool
-	kept   map[string]bool // container IDs kept through the compat path
+	kept   map[string]string // reasons by container IDs kept through the compat path
+
+	rec *recorder // nil: nothing is recorded (a disabled Compat)
 }
 
 // fileState is one loaded version of the compat file.
@@ -132,7 +140,7 @@ func New(cfg Config) *Compat {
 		interval: cfg.RecheckInterval,
 		base:     time.Now(),
 		logged:   map[string]bool{},
-		kept:     map[string]bool{},
+		kept:     map[string]string{},
 	}
 	if c.path == "" {
 		c.path = DefaultPath(cfg.RootDir)
@@ -152,6 +160,16 @@ func New(cfg Config) *Compat {
 	default:
 		c.own, c.enabled = own, true
 		c.noFile = NewDecider(nil, own, c.start)
+		c.rec = &recorder{path: cfg.RecordPath, interval: cfg.RecordInterval, now: cfg.Now, pods: map[string]*PodRecord{}}
+		if c.rec.path == "" {
+			c.rec.path = DefaultRecordPath(c.path)
+		}
+		if c.rec.interval <= 0 {
+			c.rec.interval = DefaultRecordInterval
+		}
+		if c.rec.now == nil {
+			c.rec.now = time.Now
+		}
 	}
 	return c
 }
@@ -210,12 +228,13 @@ func (c *Compat) finish(d Decision, running RunningContainer) Decision {
 func (c *Compat) keep(running RunningContainer, reason string) Decision {
 	c.logMu.Lock()
 	defer c.logMu.Unlock()
-	first := !c.kept[running.ID]
+	_, kept := c.kept[running.ID]
+	first := !kept
 	if first {
 		if len(c.kept) >= maxLogKeys {
-			c.kept = map[string]bool{}
+			c.kept = map[string]string{}
 		}
-		c.kept[running.ID] = true
+		c.kept[running.ID] = reason
 	}
 	return Decision{Keep: true, Reason: reason, FirstKeep: first}
 }

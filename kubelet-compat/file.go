@@ -338,6 +338,12 @@ func WriteFile(path string, f *File) (err error) {
 	if len(data) > MaxFileSize {
 		return fmt.Errorf("refusing to write %d bytes: the kubelet reads compat files of at most %d bytes", len(data), MaxFileSize)
 	}
+	return writeAtomic(path, data)
+}
+
+// writeAtomic replaces path with data: a temporary file in the same
+// directory, fsync, mode 0644, rename, fsync of the directory.
+func writeAtomic(path string, data []byte) (err error) {
 	dir := filepath.Dir(path)
 	tmp, err := ioutil.TempFile(dir, "."+filepath.Base(path)+".tmp-")
 	if err != nil {
