@@ -170,7 +170,7 @@ func (c *Compat) AdmitDespite(pod *v1.Pod, reason, message string) bool {
 	}
 	admit, why := d.AdmitDespite(pod, rt, reason)
 	if admit {
-		c.noteAdmitted(string(pod.UID), pod.Namespace, pod.Name, reason)
+		c.noteAdmitted(string(pod.UID), pod.Namespace, pod.Name, reason, message)
 		c.logOnce("admit "+string(pod.UID), "Admitting a pod started before this kubelet despite an admission rejection",
 			"pod", pod.Namespace+"/"+pod.Name, "podUID", string(pod.UID), "reason", reason, "message", message, "startedBefore", why)
 	}

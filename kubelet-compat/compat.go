@@ -76,7 +76,7 @@ type Compat struct {
 
 	logMu  sync.Mutex
 	logged map[string]bool
-	kept   map[string]string // reasons by container IDs kept through the compat path
+	kept   map[string]keptInfo // container IDs kept through the compat path
 
 	rec *recorder // nil: nothing is recorded (a disabled Compat)
 }
@@ -113,6 +113,7 @@ type Decision struct {
 
 	note    *logNote // logged once by Compat
 	viaFile bool     // kept through the compat file, not by an equal hash
+	creator Version  // the kubelet whose hash a container kept through the file carries
 }
 
 var defaultCompat atomic.Value // *Compat
@@ -140,7 +141,7 @@ func New(cfg Config) *Compat {
 		interval: cfg.RecheckInterval,
 		base:     time.Now(),
 		logged:   map[string]bool{},
-		kept:     map[string]string{},
+		kept:     map[string]keptInfo{},
 	}
 	if c.path == "" {
 		c.path = DefaultPath(cfg.RootDir)
@@ -219,24 +220,30 @@ func (c *Compat) finish(d Decision, running RunningContainer) Decision {
 		d.note = nil
 	}
 	if d.Keep && d.viaFile {
-		return c.keep(running, d.Reason)
+		return c.keep(running, keptInfo{reason: d.Reason, creator: d.creator.String()})
 	}
 	return d
 }
 
+// keptInfo is why a container was kept through the compat file.
+type keptInfo struct {
+	reason  string
+	creator string // the kubelet whose hash it carries
+}
+
 // keep returns a keep decision, marking the first one per container.
-func (c *Compat) keep(running RunningContainer, reason string) Decision {
+func (c *Compat) keep(running RunningContainer, info keptInfo) Decision {
 	c.logMu.Lock()
 	defer c.logMu.Unlock()
 	_, kept := c.kept[running.ID]
 	first := !kept
 	if first {
 		if len(c.kept) >= maxLogKeys {
-			c.kept = map[string]string{}
+			c.kept = map[string]keptInfo{}
 		}
-		c.kept[running.ID] = reason
+		c.kept[running.ID] = info
 	}
-	return Decision{Keep: true, Reason: reason, FirstKeep: first}
+	return Decision{Keep: true, Reason: info.reason, FirstKeep: first}
 }
 
 // StaticPodUID returns the UID recorded for a static pod manifest when the

@@ -156,7 +156,7 @@ func (d *Decider) KeepChanged(container *v1.Container, running RunningContainer)
 			note: &logNote{key: "hash " + err.Error(), msg: "Container hash of a recorded kubelet not reproduced; containers restart as upstream does", kv: []interface{}{"err", err}}}
 	}
 	if legacy == running.Hash {
-		return Decision{Keep: true, viaFile: true, Reason: fmt.Sprintf("kept: stored hash %x is what %s computes for the current spec", legacy, creator)}
+		return Decision{Keep: true, viaFile: true, creator: creator, Reason: fmt.Sprintf("kept: stored hash %x is what %s computes for the current spec", legacy, creator)}
 	}
 	return Decision{Reason: fmt.Sprintf("definition changed (stored hash %x is neither this kubelet's nor %s's %x)", running.Hash, creator, legacy)}
 }
@@ -184,7 +184,7 @@ func (d *Decider) keepNewer(container *v1.Container, running RunningContainer, c
 		return Decision{Reason: fmt.Sprintf("definition changed (stored hash %x is neither this kubelet's nor %s's %x)", running.Hash, creator, stored)}
 	}
 	if EraOf(creator) == EraJSON {
-		return Decision{Keep: true, viaFile: true, Reason: fmt.Sprintf("kept: stored hash %x is what the newer %s computes for the current spec (rollback)", stored, creator)}
+		return Decision{Keep: true, viaFile: true, creator: creator, Reason: fmt.Sprintf("kept: stored hash %x is what the newer %s computes for the current spec (rollback)", stored, creator)}
 	}
 	recorded, ok := d.specs[running.ID]
 	if !ok {
@@ -197,7 +197,7 @@ func (d *Decider) keepNewer(container *v1.Container, running RunningContainer, c
 	if FormatSpecHash(spec) != recorded {
 		return Decision{Reason: fmt.Sprintf("definition changed (rollback: its spec as this kubelet reads it is not the spec recorded under %s: it changed, or sets fields this kubelet does not know)", creator)}
 	}
-	return Decision{Keep: true, viaFile: true, Reason: fmt.Sprintf("kept: stored hash %x is what the newer %s computes, and the spec is the one recorded (rollback)", stored, creator)}
+	return Decision{Keep: true, viaFile: true, creator: creator, Reason: fmt.Sprintf("kept: stored hash %x is what the newer %s computes, and the spec is the one recorded (rollback)", stored, creator)}
 }
 
 // keepByAge is the rule for containers of kubelets (<= 1.15) whose hash is
@@ -207,7 +207,7 @@ func keepByAge(container *v1.Container, running RunningContainer, creator Versio
 	if running.Image == "" || normalizeImage(running.Image) != normalizeImage(container.Image) {
 		return Decision{Reason: fmt.Sprintf("definition changed (image %q is not the running %q)", container.Image, running.Image)}
 	}
-	return Decision{Keep: true, viaFile: true, Reason: fmt.Sprintf("kept: created by %s before the compat file was recorded, image unchanged", creator),
+	return Decision{Keep: true, viaFile: true, creator: creator, Reason: fmt.Sprintf("kept: created by %s before the compat file was recorded, image unchanged", creator),
 		note: &logNote{key: "age " + running.ID, msg: "Keeping a container whose creator's hash is not reproduced: only an image change restarts it", kv: []interface{}{"containerID", running.ID, "containerName", container.Name, "createdBy", creator.String()}}}
 }
 

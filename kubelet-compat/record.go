@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 )
@@ -89,6 +90,10 @@ type PodRecord struct {
 	FirstPodKillAt   *time.Time `json:"firstPodKillAt,omitempty"`
 	// Containers are the pod's containers by name, sorted.
 	Containers []ContainerRecord `json:"containers,omitempty"`
+
+	keptAnnounced  bool   // SyncNews.KeptPod was given
+	admitAnnounced bool   // SyncNews.AdmittedDespite was given
+	admittedAs     string // the overruled rejection, "reason: message"
 }
 
 // ContainerRecord is what the syncs did to one container of a pod.
@@ -112,9 +117,12 @@ type ContainerRecord struct {
 
 // KeptContainer is a container the compat file kept.
 type KeptContainer struct {
-	ID     string    `json:"id"`
-	Reason string    `json:"reason"`
-	At     time.Time `json:"at"`
+	ID     string `json:"id"`
+	Reason string `json:"reason"`
+	// CreatedBy is the kubelet whose container hash it carries (the
+	// previous kubelet, or the newer one after a rollback).
+	CreatedBy string    `json:"createdBy"`
+	At        time.Time `json:"at"`
 }
 
 // KilledContainer is a container a sync killed.
@@ -146,6 +154,34 @@ type PodSync struct {
 type SyncContainer struct {
 	Name, ID, Reason string
 }
+
+// SyncNews is what a sync added that the kubelet announces: each once per
+// pod and kubelet process (an in-place upgrade starts a new process).
+type SyncNews struct {
+	// NewlyKept are the containers first recorded as kept by this sync
+	// (the kept-containers counter, by CreatedBy).
+	NewlyKept []KeptContainer
+	// KeptPod is set on the first sync that recorded a kept container of
+	// the pod; Kept then lists the pod's kept containers by name, and
+	// KeptBy the kubelet whose hashes they carry.
+	KeptPod bool
+	Kept    []string
+	KeptBy  string
+	// AdmittedDespite is the admission rejection overruled for the pod
+	// ("reason: message"), on the pod's first sync after it.
+	AdmittedDespite       string
+	AdmittedDespiteReason string
+	// RestartedForChange counts this sync's kills of containers whose
+	// definition changed (a genuine change: the compat file did not keep
+	// them).
+	RestartedForChange int
+	// FileState is what the kubelet does with the compat file now.
+	FileState string
+}
+
+// definitionChanged ends the kubelet's kill message for a container whose
+// spec changed ("Container app definition changed", every minor).
+const definitionChanged = "definition changed"
 
 // recorder keeps the record in memory and writes it at most once per
 // interval; syncs never wait on the disk.
@@ -179,13 +215,15 @@ func DefaultRecordPath(compatPath string) string {
 // RecordSync adds one sync of a pod to the record. It takes a lock and
 // updates memory only; the write follows within the record interval. A nil
 // or disabled Compat records nothing.
-func (c *Compat) RecordSync(s PodSync) {
+func (c *Compat) RecordSync(s PodSync) SyncNews {
 	if c == nil || c.rec == nil || s.UID == "" {
-		return
+		return SyncNews{}
 	}
 	r := c.rec
 	now := r.now()
 	kept := c.keptFor(s.Running)
+	state, _ := c.decider().State()
+	news := SyncNews{FileState: state.String()}
 	r.mu.Lock()
 	p := r.pods[s.UID]
 	if p == nil {
@@ -217,9 +255,23 @@ func (c *Compat) RecordSync(s PodSync) {
 	for _, rc := range s.Running {
 		cr := p.container(rc.Name)
 		cr.ID = rc.ID
-		if reason, ok := kept[rc.ID]; ok && (cr.Kept == nil || cr.Kept.ID != rc.ID) {
-			cr.Kept = &KeptContainer{ID: rc.ID, Reason: reason, At: now}
+		if info, ok := kept[rc.ID]; ok && (cr.Kept == nil || cr.Kept.ID != rc.ID) {
+			cr.Kept = &KeptContainer{ID: rc.ID, Reason: recordString(info.reason), CreatedBy: info.creator, At: now}
+			news.NewlyKept = append(news.NewlyKept, *cr.Kept)
 		}
+	}
+	if len(news.NewlyKept) > 0 && !p.keptAnnounced {
+		p.keptAnnounced, news.KeptPod = true, true
+		for _, cr := range p.Containers {
+			if cr.Kept != nil {
+				news.Kept = append(news.Kept, cr.Name)
+				news.KeptBy = cr.Kept.CreatedBy
+			}
+		}
+	}
+	if p.AdmittedDespite != "" && !p.admitAnnounced {
+		p.admitAnnounced = true
+		news.AdmittedDespite, news.AdmittedDespiteReason = p.admittedAs, p.AdmittedDespite
 	}
 	killed := s.Killed
 	if s.KillPod {
@@ -228,6 +280,9 @@ func (c *Compat) RecordSync(s PodSync) {
 		}
 	}
 	for _, kc := range killed {
+		if strings.HasSuffix(kc.Reason, definitionChanged) {
+			news.RestartedForChange++
+		}
 		cr := p.container(kc.Name)
 		cr.KillCount++
 		if len(cr.Kills) < maxRecordedKills {
@@ -247,10 +302,11 @@ func (c *Compat) RecordSync(s PodSync) {
 	if schedule {
 		time.AfterFunc(r.interval, func() { c.writeRecord() })
 	}
+	return news
 }
 
 // noteAdmitted records the rejection the compat file overruled for pod.
-func (c *Compat) noteAdmitted(uid, namespace, name, reason string) {
+func (c *Compat) noteAdmitted(uid, namespace, name, reason, message string) {
 	if c == nil || c.rec == nil || uid == "" {
 		return
 	}
@@ -262,6 +318,7 @@ func (c *Compat) noteAdmitted(uid, namespace, name, reason string) {
 		r.pods[uid] = p
 	}
 	p.AdmittedDespite = reason
+	p.admittedAs = recordString(reason + ": " + message)
 	schedule := !r.pending
 	r.pending = true
 	r.mu.Unlock()
@@ -289,16 +346,16 @@ func (p *PodRecord) container(name string) *ContainerRecord {
 
 // keptFor returns, of the running containers, those the compat path kept,
 // with the reason.
-func (c *Compat) keptFor(running []SyncContainer) map[string]string {
-	var kept map[string]string
+func (c *Compat) keptFor(running []SyncContainer) map[string]keptInfo {
+	var kept map[string]keptInfo
 	c.logMu.Lock()
 	defer c.logMu.Unlock()
 	for _, rc := range running {
-		if reason, ok := c.kept[rc.ID]; ok {
+		if info, ok := c.kept[rc.ID]; ok {
 			if kept == nil {
-				kept = map[string]string{}
+				kept = map[string]keptInfo{}
 			}
-			kept[rc.ID] = reason
+			kept[rc.ID] = info
 		}
 	}
 	return kept

@@ -79,7 +79,7 @@ func TestRecordSync(t *testing.T) {
 			want: []PodRecord{{
 				UID: podA, Namespace: "ns", Name: "web", Syncs: 2, FirstSyncAt: at(0), LastSyncAt: at(time.Minute),
 				Containers: []ContainerRecord{
-					{Name: "app", ID: "c1", Kept: &KeptContainer{ID: "c1", Reason: fmt.Sprintf("kept: stored hash %08x is what v1.20.15 computes for the current spec", legacy.Hash), At: at(0)}},
+					{Name: "app", ID: "c1", Kept: &KeptContainer{ID: "c1", Reason: fmt.Sprintf("kept: stored hash %08x is what v1.20.15 computes for the current spec", legacy.Hash), CreatedBy: "v1.20.15", At: at(0)}},
 					{Name: "side", ID: "c9"},
 				},
 			}},
@@ -286,6 +286,50 @@ func TestRecordAdmittedDespite(t *testing.T) {
 	}
 }
 
+// TestRecordSyncNews: what the kubelet announces (an event, a counter)
+// comes once per pod and kubelet process.
+func TestRecordSyncNews(t *testing.T) {
+	n := newNode(t)
+	clk := &clock{t: afterStart}
+	c := n.recordingCompat("v1.20.15", clk)
+	spec := seccompContainer()
+	legacy := RunningContainer{ID: "c1", Hash: mustHash(t, "v1.20.15", spec), CreatedAt: beforeStart}
+	running := []SyncContainer{{Name: "app", ID: "c1"}, {Name: "side", ID: "c2"}}
+
+	c.KeepChanged(spec, legacy)
+	first := c.RecordSync(PodSync{UID: podA, Name: "web", Running: running})
+	if !first.KeptPod || len(first.NewlyKept) != 1 || first.NewlyKept[0].CreatedBy != "v1.20.15" || strings.Join(first.Kept, ",") != "app" || first.KeptBy != "v1.20.15" || first.FileState != "active" {
+		t.Errorf("first sync's news %+v, want the pod's kept container app announced", first)
+	}
+	c.KeepChanged(spec, legacy)
+	if again := c.RecordSync(PodSync{UID: podA, Name: "web", Running: running}); again.KeptPod || len(again.NewlyKept) != 0 {
+		t.Errorf("second sync's news %+v, want nothing new", again)
+	}
+	changed := c.RecordSync(PodSync{UID: podA, Name: "web", Running: running, Killed: []SyncContainer{
+		{Name: "side", ID: "c2", Reason: "Container side definition changed"},
+		{Name: "app", ID: "c1", Reason: "Container app failed liveness probe, will be restarted"},
+	}})
+	if changed.RestartedForChange != 1 {
+		t.Errorf("%d restarts for a changed definition, want 1", changed.RestartedForChange)
+	}
+
+	pod := &v1.Pod{}
+	pod.UID, pod.Namespace, pod.Name = podB, "ns", "pinned"
+	c.SetRuntime(func(uid string) (RuntimePod, error) {
+		return RuntimePod{RunningContainerIDs: []string{"c1"}, SandboxReady: true}, nil
+	})
+	if !c.AdmitDespite(pod, "NodeAffinity", "node labels changed") {
+		t.Fatal("the rejection was not waived")
+	}
+	admitted := c.RecordSync(PodSync{UID: podB, Namespace: "ns", Name: "pinned"})
+	if admitted.AdmittedDespite != "NodeAffinity: node labels changed" || admitted.AdmittedDespiteReason != "NodeAffinity" {
+		t.Errorf("news %+v, want the overruled NodeAffinity rejection", admitted)
+	}
+	if again := c.RecordSync(PodSync{UID: podB, Namespace: "ns", Name: "pinned"}); again.AdmittedDespite != "" {
+		t.Errorf("the admission was announced twice: %+v", again)
+	}
+}
+
 func TestReadSyncRecordRefuses(t *testing.T) {
 	good := &SyncRecord{APIVersion: RecordAPIVersion, Kind: RecordKind, KubeletVersion: "v1.21.14", KubeletStartedAt: kubeletStart, Pods: []PodRecord{{UID: podA}}}
 	data, err := MarshalSyncRecord(good)
@@ -354,7 +398,7 @@ func BenchmarkRecordSync(b *testing.B) {
 	for _, name := range []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j"} {
 		running = append(running, SyncContainer{Name: name, ID: "id-" + name})
 	}
-	c.kept["id-a"], c.kept["id-b"] = "kept", "kept"
+	c.kept["id-a"], c.kept["id-b"] = keptInfo{reason: "kept"}, keptInfo{reason: "kept"}
 	sync := PodSync{UID: podA, Namespace: "ns", Name: "web", Running: running}
 	b.ReportAllocs()
 	b.ResetTimer()
