@@ -338,12 +338,14 @@ func WriteFile(path string, f *File) (err error) {
 	if len(data) > MaxFileSize {
 		return fmt.Errorf("refusing to write %d bytes: the kubelet reads compat files of at most %d bytes", len(data), MaxFileSize)
 	}
-	return writeAtomic(path, data)
+	return writeAtomic(path, data, true)
 }
 
 // writeAtomic replaces path with data: a temporary file in the same
-// directory, fsync, mode 0644, rename, fsync of the directory.
-func writeAtomic(path string, data []byte) (err error) {
+// directory, mode 0644, rename. Readers see the old file or the whole new
+// one. durable adds an fsync of the file before the rename and of the
+// directory after it.
+func writeAtomic(path string, data []byte, durable bool) (err error) {
 	dir := filepath.Dir(path)
 	tmp, err := ioutil.TempFile(dir, "."+filepath.Base(path)+".tmp-")
 	if err != nil {
@@ -361,14 +363,19 @@ func writeAtomic(path string, data []byte) (err error) {
 	if err = tmp.Chmod(0644); err != nil {
 		return fmt.Errorf("chmod %s: %v", tmp.Name(), err)
 	}
-	if err = tmp.Sync(); err != nil {
-		return fmt.Errorf("fsync %s: %v", tmp.Name(), err)
+	if durable {
+		if err = tmp.Sync(); err != nil {
+			return fmt.Errorf("fsync %s: %v", tmp.Name(), err)
+		}
 	}
 	if err = tmp.Close(); err != nil {
 		return fmt.Errorf("closing %s: %v", tmp.Name(), err)
 	}
 	if err = os.Rename(tmp.Name(), path); err != nil {
 		return fmt.Errorf("renaming into place: %v", err)
+	}
+	if !durable {
+		return nil
 	}
 	if d, derr := os.Open(dir); derr == nil {
 		d.Sync() // best effort: the rename is durable once the directory is

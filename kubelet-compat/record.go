@@ -461,7 +461,11 @@ func MarshalSyncRecord(rec *SyncRecord) ([]byte, error) {
 	return append(data, '\n'), nil
 }
 
-// WriteSyncRecord replaces the record at path atomically, as WriteFile does.
+// WriteSyncRecord replaces the record at path atomically, as WriteFile
+// does, but without fsync: the record is the running kubelet's live
+// account, worthless after a crash (it names a kubelet that no longer
+// runs), and a sync loop writing once a second must not compete for the
+// disk with etcd's fsyncs on a control-plane node.
 func WriteSyncRecord(path string, rec *SyncRecord) error {
 	data, err := MarshalSyncRecord(rec)
 	if err != nil {
@@ -470,7 +474,7 @@ func WriteSyncRecord(path string, rec *SyncRecord) error {
 	if len(data) > MaxFileSize {
 		return fmt.Errorf("refusing to write %d bytes: a sync record holds at most %d bytes", len(data), MaxFileSize)
 	}
-	return writeAtomic(path, data)
+	return writeAtomic(path, data, false)
 }
 
 // ParseSyncRecord decodes a sync record, refusing unknown fields and
