@@ -1,6 +1,7 @@
-// Package snapshot records what the container runtime runs for the e2e's
-// pods (sandbox and container IDs, attempts, start times, restart counts)
-// and compares two snapshots taken around a kubelet swap.
+// Package snapshot records what the container runtime runs (sandbox and
+// container IDs, attempts, start times, restart counts) and compares two
+// snapshots taken around a kubelet or runtime swap: the e2e's pictures and
+// kubelet-compat picture and gate.
 package snapshot
 
 import (
@@ -38,7 +39,8 @@ type Container struct {
 	Image        string    `json:"image,omitempty"`
 }
 
-// Snapshot is the runtime's view of the e2e's pods at one moment.
+// Snapshot is the runtime's view of pods (the e2e's, or the node's) at one
+// moment.
 type Snapshot struct {
 	Taken      time.Time   `json:"taken"`
 	Sandboxes  []Sandbox   `json:"sandboxes"`
