@@ -92,6 +92,10 @@ const (
 	Recreated Outcome = "recreated"
 	// Gone: the pod runs no more at all.
 	Gone Outcome = "gone"
+	// Stopping: none of the pod's containers runs, but its sandbox is still
+	// ready: it completes (gone next) or the kubelet starts a container
+	// again (restarted next). Not final.
+	Stopping Outcome = "stopping"
 	// New: created after the picture, nothing recorded lost (logged only).
 	New Outcome = "new"
 	// NewKilled: created after the picture, and the kubelet's record says it
@@ -130,8 +134,9 @@ type PodVerdict struct {
 	UID     string  `json:"uid"`
 	Outcome Outcome `json:"outcome"`
 	// Synced says that the kubelet is known to have synced the pod since
-	// the swap; Waiting, when not, what the gate waits for. Only kept pods
-	// wait: a loss is final, and a gone pod is not synced any more.
+	// the swap; Waiting, when not final, what the gate waits for. Only kept
+	// and stopping pods wait: a loss is final, and a gone pod is not synced
+	// any more.
 	Synced  bool   `json:"synced"`
 	Waiting string `json:"waiting,omitempty"`
 	// Evidence are the lines the outcome rests on.

@@ -1,52 +1,35 @@
 package gate
 
 import (
-	"fmt"
-
 	kubeletcompat "github.com/kubelet-compat/kubelet-compat/kubelet-compat"
 	"github.com/kubelet-compat/kubelet-compat/pkg/snapshot"
 )
 
-// Judge judges now against the picture. (Naive first version: upgrade.sh's
-// gate, a fixed wait and new container IDs only.)
+// Judge judges the runtime's view now against the picture taken before the
+// swap, with the kubelet's sync record rec (nil when there is none or it
+// was refused): per pod of the picture by pod UID and container ID, then
+// the pods created since. rec names why the kubelet killed a container
+// whichever kubelet wrote it; it proves syncs only when it is the running
+// kubelet's (opts.Kubelet).
 func Judge(picture, now *snapshot.Snapshot, rec *kubeletcompat.SyncRecord, opts Options) Verdict {
-	since := opts.Since
-	if since.IsZero() {
-		since = picture.Taken
-	}
-	v := Verdict{Step: opts.Step, Since: since, Now: now.Taken, SyncEvidence: ByFixedWait}
-	synced := !now.Taken.Before(since.Add(opts.FixedWait))
-	for _, pod := range picture.Pods() {
-		sb, _ := picture.ReadySandbox(pod)
-		pv := PodVerdict{Pod: pod, UID: sb.UID, Outcome: Kept, Synced: synced}
-		asb, ok := now.ReadySandbox(pod)
-		had := map[string]bool{}
-		for _, c := range picture.Running(pod) {
-			had[c.ID] = true
-		}
-		switch {
-		case !ok:
-			pv.Outcome = Gone
-		case asb.UID != sb.UID:
-			pv.Outcome = Recreated
-		default:
-			for name, c := range now.Running(pod) {
-				if len(had) > 0 && !had[c.ID] {
-					pv.Outcome = Restarted
-					pv.Evidence = append(pv.Evidence, fmt.Sprintf("runs container %s %s, created after the picture", name, c.ID))
-				}
-			}
-		}
-		if !synced && pv.Outcome == Kept {
-			pv.Waiting = "the fixed wait"
+	s := newSyncs(picture, now, rec, opts)
+	v := Verdict{Step: opts.Step, Since: s.since, Now: now.Taken, SyncEvidence: s.evidence, Record: s.about, Waiting: s.waiting, Pods: []PodVerdict{}}
+	k := kills(killsOf(rec))
+	for _, sb := range picture.ReadyPods() {
+		ran := picture.RunningIn(sb.ID)
+		pv := judgePod(sb, ran, now, k)
+		if pv.Outcome == Kept && len(ran) > 0 {
+			s.check(&pv, ran)
 		}
 		v.Pods = append(v.Pods, pv)
 	}
+	v.Pods = append(v.Pods, judgeNewPods(picture, now, s)...)
 	v.Result = result(v)
 	return v
 }
 
-// result is the overall result of the pods' verdicts.
+// result is the overall result of the pods' verdicts: a loss first, then
+// anything not yet known, then pods gone.
 func result(v Verdict) Result {
 	gone, waiting := false, v.Waiting != ""
 	for _, p := range v.Pods {
