@@ -28,6 +28,10 @@ func Dial(ctx context.Context, endpoint string) (*Runtime, error) {
 	return &Runtime{cri: c}, nil
 }
 
+// New reads snapshots through a client the caller dialed (with its own
+// timeout); Close closes that client.
+func New(c *cri.Client) *Runtime { return &Runtime{cri: c} }
+
 // Close closes the connection.
 func (r *Runtime) Close() error { return r.cri.Close() }
 
