@@ -14,10 +14,10 @@ import (
 func Judge(picture, now *snapshot.Snapshot, rec *kubeletcompat.SyncRecord, opts Options) Verdict {
 	s := newSyncs(picture, now, rec, opts)
 	v := Verdict{Step: opts.Step, Since: s.since, Now: now.Taken, SyncEvidence: s.evidence, Record: s.about, Waiting: s.waiting, Pods: []PodVerdict{}}
-	k := kills(killsOf(rec))
+	views := views{picture: picture, now: now, kills: killsOf(rec)}
 	for _, sb := range picture.ReadyPods() {
 		ran := picture.RunningIn(sb.ID)
-		pv := judgePod(sb, ran, now, k)
+		pv := views.judgePod(sb, ran)
 		if pv.Outcome == Kept && len(ran) > 0 {
 			s.check(&pv, ran)
 		}

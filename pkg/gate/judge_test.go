@@ -245,3 +245,18 @@ func verdictText(v Verdict) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// TestStaticPodInTwoAtThePicture: a static pod whose old UID still had a
+// ready sandbox at the picture beside its new one is not recreated when
+// the old one is gone: the new one was in the picture too.
+func TestStaticPodInTwoAtThePicture(t *testing.T) {
+	newer := inSandbox(etcdPod, "sb-etcd2", uidEtcd2, run("etcd", "n-etcd"))
+	at := since.Add(time.Second)
+	v := Judge(snap(t0, etcdPod, newer), snap(at, newer), record(newKubelet, synced(uidEtcd2, at)), kubeletStep())
+	text := verdictText(v)
+	assert.Equal(t, v.Result, GoneOnly, text)
+	assert.Equal(t, len(v.Pods), 2, text)
+	assert.Equal(t, v.Pods[0].UID, uidEtcd)
+	assert.Equal(t, v.Pods[0].Outcome, Gone, text)
+	assert.Equal(t, v.Pods[1].Outcome, Kept, text)
+}

@@ -20,9 +20,17 @@ func (k kills) reason(id string) string {
 	return "no kill of it recorded"
 }
 
+// views are what the pods are judged on: the picture, the runtime now, and
+// the kills the record names.
+type views struct {
+	picture, now *snapshot.Snapshot
+	kills        kills
+}
+
 // judgePod judges one pod of the picture: psb its ready sandbox then, ran
 // its containers running then, by name.
-func judgePod(psb snapshot.Sandbox, ran map[string]snapshot.Container, now *snapshot.Snapshot, k kills) PodVerdict {
+func (v views) judgePod(psb snapshot.Sandbox, ran map[string]snapshot.Container) PodVerdict {
+	now, k := v.now, v.kills
 	pv := PodVerdict{Pod: psb.Pod, UID: psb.UID, Outcome: Kept}
 	if len(ran) == 0 {
 		pv.Evidence = append(pv.Evidence, "no container ran at the picture: nothing to lose")
@@ -31,7 +39,7 @@ func judgePod(psb snapshot.Sandbox, ran map[string]snapshot.Container, now *snap
 	nsb, ok := now.ReadySandboxOf(psb.UID)
 	switch {
 	case !ok:
-		return judgeStopped(pv, psb, ran, now, k)
+		return v.judgeStopped(pv, psb, ran)
 	case nsb.ID != psb.ID:
 		pv.Outcome = Recreated
 		pv.Evidence = append(pv.Evidence, fmt.Sprintf("runs in sandbox %s, was %s", short(nsb.ID), short(psb.ID)))
@@ -74,9 +82,13 @@ func judgePod(psb snapshot.Sandbox, ran map[string]snapshot.Container, now *snap
 }
 
 // judgeStopped judges a pod of the picture whose UID has no ready sandbox
-// now: recreated under another UID, killed by the kubelet, or gone.
-func judgeStopped(pv PodVerdict, psb snapshot.Sandbox, ran map[string]snapshot.Container, now *snapshot.Snapshot, k kills) PodVerdict {
-	if other, ok := now.ReadySandbox(psb.Pod); ok {
+// now: recreated under another UID (one the picture did not run: a static
+// pod in the midst of a change at the picture is two pods of it), killed
+// by the kubelet, or gone.
+func (v views) judgeStopped(pv PodVerdict, psb snapshot.Sandbox, ran map[string]snapshot.Container) PodVerdict {
+	now, k := v.now, v.kills
+	other, ok := now.ReadySandbox(psb.Pod)
+	if _, inPicture := v.picture.ReadySandboxOf(other.UID); ok && !inPicture {
 		pv.Outcome = Recreated
 		pv.Evidence = append(pv.Evidence, fmt.Sprintf("runs under uid %s (sandbox %s), was uid %s (sandbox %s)", other.UID, short(other.ID), psb.UID, short(psb.ID)))
 		return pv

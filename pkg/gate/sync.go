@@ -125,19 +125,19 @@ func (s *syncs) checkRecord(pv *PodVerdict, ran map[string]snapshot.Container) {
 }
 
 // killsOf returns the kills rec records, by container ID.
-func killsOf(rec *kubeletcompat.SyncRecord) map[string]kubeletcompat.KilledContainer {
-	kills := map[string]kubeletcompat.KilledContainer{}
+func killsOf(rec *kubeletcompat.SyncRecord) kills {
+	out := kills{}
 	if rec == nil {
-		return kills
+		return out
 	}
 	for _, p := range rec.Pods {
 		for _, c := range p.Containers {
-			for _, k := range c.Kills {
-				kills[k.ID] = k
+			for _, kill := range c.Kills {
+				out[kill.ID] = kill
 			}
 		}
 	}
-	return kills
+	return out
 }
 
 func absDuration(d time.Duration) time.Duration {
