@@ -180,8 +180,11 @@ func (f *fixture) runTo(ctx context.Context, stdout, stderr *bytes.Buffer, args 
 	// preflight reads the root dir too (cpu_manager_state, the device
 	// checkpoint, kubeadm-flags.env): never the machine's.
 	full := []string{args[0], "--runtime-endpoint", f.srv.Endpoint, "--manifest-dir", f.manifestDir, "--root-dir", f.rootDir}
-	if args[0] == "cgroups" {
+	switch args[0] {
+	case "cgroups", "picture":
 		full = full[:3]
+	case "gate":
+		full = append(full[:3], "--root-dir", f.rootDir)
 	}
 	if args[0] == "preflight" {
 		full = append(full, "--kubelet-config", filepath.Join(f.rootDir, "config.yaml"), "--extra-args-file", filepath.Join(f.dir, "sysconfig-kubelet"))

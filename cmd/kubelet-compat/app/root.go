@@ -1,5 +1,5 @@
 // Package app holds the kubelet-compat commands: record, status, sweep,
-// preflight, etcd-bridge and cgroups. The logic lives in the library and in small
+// preflight, etcd-bridge, cgroups, picture and gate. The logic lives in the library and in small
 // packages; the commands wire flags, the runtime and the output together.
 package app
 
@@ -87,6 +87,10 @@ built with the kubelet-compat patches.
              the bridge etcd until a snapshot covers what etcd applied
   cgroups    before containerd moves to 1.7 or later: the containers out of
              their cgroups, which it would kill (--repair puts them back)
+  picture    before a kubelet or runtime swap: what the runtime runs and
+             which kubelet runs, for gate
+  gate       after the swap: judge the node against its picture until
+             every pod is kept and synced, or something is lost
 
 The running kubelet is --kubelet-pid, else the PID in --kubelet-pidfile, else
 the MainPID of systemd's kubelet.service, else the only root process of the
@@ -102,7 +106,8 @@ Errors are one line on stderr prefixed "kubelet-compat: " and exit 1.`,
 	root.SetOut(env.Stdout)
 	root.SetErr(env.Stderr)
 	root.CompletionOptions.DisableDefaultCmd = true
-	root.AddCommand(newRecordCommand(env), newStatusCommand(env), newSweepCommand(env), newPreflightCommand(env), newEtcdBridgeCommand(env), newCgroupsCommand(env))
+	root.AddCommand(newRecordCommand(env), newStatusCommand(env), newSweepCommand(env), newPreflightCommand(env), newEtcdBridgeCommand(env), newCgroupsCommand(env),
+		newPictureCommand(env), newGateCommand(env))
 	return root
 }
 

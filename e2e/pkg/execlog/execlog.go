@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
+	"github.com/kubelet-compat/kubelet-compat/pkg/snapshot"
 )
 
 // Names of the checks.

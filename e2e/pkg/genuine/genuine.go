@@ -15,7 +15,7 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/corpus"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/ctxtime"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
+	"github.com/kubelet-compat/kubelet-compat/pkg/snapshot"
 )
 
 // Node is what the check needs of a provider's node.

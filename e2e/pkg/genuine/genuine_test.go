@@ -10,7 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/corpus"
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
+	"github.com/kubelet-compat/kubelet-compat/pkg/snapshot"
 )
 
 // fakeNode is a node whose runtime the test scripts: once the changed

@@ -14,9 +14,9 @@ import (
 
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/genuine"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
 	kcexec "github.com/kubelet-compat/kubelet-compat/pkg/exec"
 	"github.com/kubelet-compat/kubelet-compat/pkg/kubelet"
+	"github.com/kubelet-compat/kubelet-compat/pkg/snapshot"
 )
 
 // compatFile is where kubelet-compat record writes on a kubeadm node.

@@ -12,7 +12,7 @@ import (
 
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/docker"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/node"
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
+	"github.com/kubelet-compat/kubelet-compat/pkg/snapshot"
 )
 
 // Node is one kind node: a container of the engine running systemd,

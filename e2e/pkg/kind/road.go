@@ -18,9 +18,9 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/execlog"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/plan"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/swap"
 	"github.com/kubelet-compat/kubelet-compat/pkg/runtimecompat"
+	"github.com/kubelet-compat/kubelet-compat/pkg/snapshot"
 )
 
 // RuntimeDebDir is where make runtime-deb writes the runtime's packages.

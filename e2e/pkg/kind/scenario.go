@@ -24,13 +24,13 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/plan"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/readiness"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/statuscheck"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/swap"
 	"github.com/kubelet-compat/kubelet-compat/pkg/hostdeps"
 	"github.com/kubelet-compat/kubelet-compat/pkg/images"
 	"github.com/kubelet-compat/kubelet-compat/pkg/kubelet"
 	"github.com/kubelet-compat/kubelet-compat/pkg/layout"
+	"github.com/kubelet-compat/kubelet-compat/pkg/snapshot"
 	"github.com/kubelet-compat/kubelet-compat/pkg/upstream"
 )
 

@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/node"
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
 	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
+	"github.com/kubelet-compat/kubelet-compat/pkg/snapshot"
 )
 
 // HostNode is the local node as the scenarios see every node: the host

@@ -8,7 +8,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
+	"github.com/kubelet-compat/kubelet-compat/pkg/snapshot"
 )
 
 // Kubelet names a kubelet build: a version, patched or as released.

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
+	"github.com/kubelet-compat/kubelet-compat/pkg/snapshot"
 )
 
 // Variants of a run on one step.

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
+	"github.com/kubelet-compat/kubelet-compat/pkg/snapshot"
 	"gotest.tools/v3/assert"
 	"gotest.tools/v3/golden"
 )

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/ctxtime"
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
+	"github.com/kubelet-compat/kubelet-compat/pkg/snapshot"
 )
 
 // Node is where the sequence runs.

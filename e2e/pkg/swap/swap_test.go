@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
+	"github.com/kubelet-compat/kubelet-compat/pkg/snapshot"
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 )

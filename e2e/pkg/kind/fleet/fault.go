@@ -27,7 +27,7 @@ import (
 	systemupgrade "github.com/kubelet-compat/kubelet-compat/deploy/system-upgrade"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
+	"github.com/kubelet-compat/kubelet-compat/pkg/snapshot"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 

@@ -13,7 +13,7 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/readiness"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
+	"github.com/kubelet-compat/kubelet-compat/pkg/snapshot"
 )
 
 // nodeWindow is when a roll worked on one node: a Job's start to its end,

@@ -7,7 +7,7 @@ import (
 
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/corpus"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/readiness"
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
+	"github.com/kubelet-compat/kubelet-compat/pkg/snapshot"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )

@@ -23,8 +23,8 @@ import (
 
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/corpus"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
 	"github.com/kubelet-compat/kubelet-compat/pkg/kubelet"
+	"github.com/kubelet-compat/kubelet-compat/pkg/snapshot"
 )
 
 // preflightDeclaredCheck is preflight's CHECK for these pods

@@ -3,7 +3,7 @@ package scenario
 import (
 	"testing"
 
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
+	"github.com/kubelet-compat/kubelet-compat/pkg/snapshot"
 	"gotest.tools/v3/assert"
 )
 

@@ -13,9 +13,9 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/ctxtime"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/genuine"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/statuscheck"
 	kcexec "github.com/kubelet-compat/kubelet-compat/pkg/exec"
+	"github.com/kubelet-compat/kubelet-compat/pkg/snapshot"
 )
 
 // extras run after the last patched step, while its compat window is open:

@@ -9,8 +9,8 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/ctxtime"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/readiness"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/swap"
+	"github.com/kubelet-compat/kubelet-compat/pkg/snapshot"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 )

@@ -23,8 +23,8 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/local"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/plan"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/swap"
+	"github.com/kubelet-compat/kubelet-compat/pkg/snapshot"
 )
 
 // runtimeRuns runs the plan's runtime steps; a run that fails its

@@ -17,7 +17,7 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/leftovers"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/plan"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
+	"github.com/kubelet-compat/kubelet-compat/pkg/snapshot"
 )
 
 // oldContainerChecks are what must still work after a runtime swap on a

@@ -14,8 +14,8 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/crio"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/ctxtime"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
 	"github.com/kubelet-compat/kubelet-compat/pkg/shimgroups"
+	"github.com/kubelet-compat/kubelet-compat/pkg/snapshot"
 )
 
 // shimGroupCheckName is the check made before every runtime swap.

@@ -25,12 +25,12 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/plan"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/readiness"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/swap"
 	"github.com/kubelet-compat/kubelet-compat/pkg/controlplane"
 	"github.com/kubelet-compat/kubelet-compat/pkg/hostdeps"
 	"github.com/kubelet-compat/kubelet-compat/pkg/kubelet"
 	"github.com/kubelet-compat/kubelet-compat/pkg/proc"
+	"github.com/kubelet-compat/kubelet-compat/pkg/snapshot"
 )
 
 // Step is one in-place upgrade: the plan's (package plan).

@@ -1,6 +1,7 @@
-// Package snapshot records what the container runtime runs for the e2e's
-// pods (sandbox and container IDs, attempts, start times, restart counts)
-// and compares two snapshots taken around a kubelet swap.
+// Package snapshot records what the container runtime runs (sandbox and
+// container IDs, attempts, start times, restart counts) and compares two
+// snapshots taken around a kubelet or runtime swap: the e2e's pictures and
+// kubelet-compat picture and gate.
 package snapshot
 
 import (
@@ -38,7 +39,8 @@ type Container struct {
 	Image        string    `json:"image,omitempty"`
 }
 
-// Snapshot is the runtime's view of the e2e's pods at one moment.
+// Snapshot is the runtime's view of pods (the e2e's, or the node's) at one
+// moment.
 type Snapshot struct {
 	Taken      time.Time   `json:"taken"`
 	Sandboxes  []Sandbox   `json:"sandboxes"`
@@ -95,18 +97,68 @@ func (s *Snapshot) Pods() []string {
 // Running returns the running containers of a pod's ready sandbox, by name.
 func (s *Snapshot) Running(pod string) map[string]Container {
 	sb, ok := s.ReadySandbox(pod)
-	out := map[string]Container{}
 	if !ok {
-		return out
+		return map[string]Container{}
 	}
+	return s.RunningIn(sb.ID)
+}
+
+// RunningIn returns the running containers of one sandbox by name, the
+// highest attempt of each.
+func (s *Snapshot) RunningIn(sandboxID string) map[string]Container {
+	out := map[string]Container{}
 	for _, c := range s.Containers {
-		if c.SandboxID == sb.ID && c.State == "RUNNING" {
+		if c.SandboxID == sandboxID && c.State == "RUNNING" {
 			if old, dup := out[c.Name]; !dup || c.Attempt > old.Attempt {
 				out[c.Name] = c
 			}
 		}
 	}
 	return out
+}
+
+// ReadySandboxOf returns the newest ready sandbox of the pod with uid.
+func (s *Snapshot) ReadySandboxOf(uid string) (Sandbox, bool) {
+	var best Sandbox
+	found := false
+	for _, sb := range s.Sandboxes {
+		if sb.UID == uid && sb.Ready && (!found || sb.CreatedAt.After(best.CreatedAt)) {
+			best, found = sb, true
+		}
+	}
+	return best, found
+}
+
+// ReadyPods returns the newest ready sandbox of each pod UID, ordered by
+// pod and UID.
+func (s *Snapshot) ReadyPods() []Sandbox {
+	var out []Sandbox
+	seen := map[string]bool{}
+	for _, sb := range s.Sandboxes {
+		if !sb.Ready || seen[sb.UID] {
+			continue
+		}
+		seen[sb.UID] = true
+		best, _ := s.ReadySandboxOf(sb.UID)
+		out = append(out, best)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Pod != out[j].Pod {
+			return out[i].Pod < out[j].Pod
+		}
+		return out[i].UID < out[j].UID
+	})
+	return out
+}
+
+// Container returns the container with id.
+func (s *Snapshot) Container(id string) (Container, bool) {
+	for _, c := range s.Containers {
+		if c.ID == id {
+			return c, true
+		}
+	}
+	return Container{}, false
 }
 
 // RunningCount is the number of running containers in ready sandboxes.

@@ -45,7 +45,7 @@ type Diff struct {
 	RestartedPods []string `json:"restartedPods,omitempty"`
 }
 
-// Compare diffs the e2e's pods between before and after.
+// Compare diffs the pods that ran in before (ready sandboxes) against after.
 func Compare(before, after *Snapshot) Diff {
 	var d Diff
 	restartedPods := map[string]bool{}

@@ -11,7 +11,7 @@ import (
 )
 
 // TestTake reads the namespace's sandboxes and containers with their
-// statuses, over either CRI API version.
+// statuses, over either CRI API version; "" reads every namespace.
 func TestTake(t *testing.T) {
 	created := time.Unix(1700000000, 0)
 	for _, api := range []string{cri.APIv1, cri.APIv1alpha2} {
@@ -42,6 +42,14 @@ func TestTake(t *testing.T) {
 				{Pod: "kc-e2e/web", Name: "nginx", ID: "c1", SandboxID: "sb1", State: "RUNNING", CreatedAt: created, StartedAt: created,
 					RestartCount: "0", Hash: "3c42280f", Image: "docker.io/library/nginx:1.25"},
 			})
+			all, err := rt.Take(context.Background(), "")
+			assert.NilError(t, err)
+			var pods []string
+			for _, sb := range all.Sandboxes {
+				pods = append(pods, sb.Pod)
+			}
+			assert.DeepEqual(t, pods, []string{"kc-e2e/host", "kc-e2e/web", "kube-system/etcd"})
+			assert.Equal(t, len(all.Containers), 2)
 		})
 	}
 }

@@ -13,8 +13,8 @@ import (
 // removing sandboxes, which the client bounds more generously.
 const callTimeout = 10 * time.Second
 
-// Runtime reads snapshots from a CRI runtime and removes the e2e's pods,
-// through the project's CRI client.
+// Runtime reads snapshots from a CRI runtime (and, for the e2e, removes
+// pods) through the project's CRI client, pkg/cri.
 type Runtime struct {
 	cri *cri.Client
 }
@@ -28,10 +28,15 @@ func Dial(ctx context.Context, endpoint string) (*Runtime, error) {
 	return &Runtime{cri: c}, nil
 }
 
+// New reads snapshots through a client the caller dialed (with its own
+// timeout); Close closes that client.
+func New(c *cri.Client) *Runtime { return &Runtime{cri: c} }
+
 // Close closes the connection.
 func (r *Runtime) Close() error { return r.cri.Close() }
 
-// Take snapshots the sandboxes and containers of one namespace.
+// Take snapshots the sandboxes and containers of one namespace ("" for
+// every namespace: the whole node).
 func (r *Runtime) Take(ctx context.Context, namespace string) (*Snapshot, error) {
 	s := &Snapshot{Taken: time.Now()}
 	sandboxes, err := r.cri.ListSandboxes(ctx)
@@ -40,7 +45,7 @@ func (r *Runtime) Take(ctx context.Context, namespace string) (*Snapshot, error)
 	}
 	podOf := map[string]string{}
 	for _, sb := range sandboxes {
-		if sb.Namespace != namespace {
+		if namespace != "" && sb.Namespace != namespace {
 			continue
 		}
 		pod := sb.Namespace + "/" + sb.Name

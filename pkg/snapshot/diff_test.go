@@ -141,3 +141,31 @@ func TestInNamespace(t *testing.T) {
 	assert.Equal(t, got.Taken, s.Taken)
 	assert.Equal(t, len(s.InNamespace("kube-system").Containers), 1)
 }
+
+// TestReadyPods: the newest ready sandbox per pod UID, a pod of the same
+// name under another UID apart (a static pod's new UID).
+func TestReadyPods(t *testing.T) {
+	s := snap(
+		podSpec{pod: "ns/a", sandbox: "a2", uid: "ua", containers: []Container{{Name: "c", ID: "c2"}}},
+		podSpec{pod: "ns/etcd", sandbox: "e1", uid: "u-old", containers: []Container{{Name: "etcd", ID: "e-old"}}},
+		podSpec{pod: "ns/etcd", sandbox: "e2", uid: "u-new", containers: []Container{{Name: "etcd", ID: "e-new"}}},
+	)
+	s.Sandboxes = append(s.Sandboxes,
+		Sandbox{Pod: "ns/a", ID: "a1", UID: "ua", Ready: true, CreatedAt: t0.Add(-time.Hour)},
+		Sandbox{Pod: "ns/a", ID: "a3", UID: "ua", Ready: false, CreatedAt: t0.Add(time.Hour)},
+		Sandbox{Pod: "ns/gone", ID: "g1", UID: "ug", Ready: false, CreatedAt: t0})
+	s.Sort()
+	var got []string
+	for _, sb := range s.ReadyPods() {
+		got = append(got, sb.Pod+" "+sb.UID+" "+sb.ID)
+	}
+	assert.DeepEqual(t, got, []string{"ns/a ua a2", "ns/etcd u-new e2", "ns/etcd u-old e1"})
+	_, ok := s.ReadySandboxOf("ug")
+	assert.Assert(t, !ok)
+	assert.Equal(t, s.RunningIn("e1")["etcd"].ID, "e-old")
+	c, ok := s.Container("e-new")
+	assert.Assert(t, ok)
+	assert.Equal(t, c.SandboxID, "e2")
+	_, ok = s.Container("none")
+	assert.Assert(t, !ok)
+}
