@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/snapshot"
 	kubeletcompat "github.com/kubelet-compat/kubelet-compat/kubelet-compat"
+	"github.com/kubelet-compat/kubelet-compat/pkg/snapshot"
 )
 
 func TestSyncRecordVerdict(t *testing.T) {
