@@ -95,6 +95,11 @@ func TestJudge(t *testing.T) {
 			evidence: ByRecord, lines: []string{"the last, at 2026-12-07T10:01:10Z, failed: rpc error: connection refused"},
 		},
 		{
+			name: "runtime step: the last sync waits out a back-off", opts: runtimeStep(), now: later,
+			nowPods: []pod{webPod, etcdPod}, rec: record(oldKubelet, synced(uidWeb, early), failed(uidEtcd, early, `failed to "StartContainer" for "side" with CrashLoopBackOff: "back-off 40s restarting failed container=side"`)), want: Passed,
+			evidence: ByRecord, lines: []string{"its last sync waits out a back-off"},
+		},
+		{
 			name: "restarted, with the kubelet's reason", opts: kubeletStep(), now: early,
 			nowPods: []pod{withContainers(webPod, exited("app", "c-app"), run("app", "c-app2"), run("side", "c-side")), etcdPod},
 			rec:     record(newKubelet, synced(uidWeb, early, killed("app", "c-app", "Container app definition changed", restartedAt)), synced(uidEtcd, early)),

@@ -2,6 +2,7 @@ package gate
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	kubeletcompat "github.com/kubelet-compat/kubelet-compat/kubelet-compat"
@@ -106,12 +107,15 @@ func (s *syncs) checkRecord(pv *PodVerdict, ran map[string]snapshot.Container) {
 	case pr.LastSyncAt.Before(s.since):
 		pv.Waiting = fmt.Sprintf("a sync of the pod after %s: the last was at %s", stamp(s.since), stamp(pr.LastSyncAt))
 		return
-	case pr.LastSyncError != "":
+	case pr.LastSyncError != "" && !backingOff(pr.LastSyncError):
 		pv.Waiting = fmt.Sprintf("a sync of the pod without error: the last, at %s, failed: %s", stamp(pr.LastSyncAt), pr.LastSyncError)
 		return
 	}
 	pv.Synced = true
 	pv.Evidence = append(pv.Evidence, fmt.Sprintf("synced at %s (%d sync(s) by the running kubelet)", stamp(pr.LastSyncAt), pr.Syncs))
+	if pr.LastSyncError != "" {
+		pv.Evidence = append(pv.Evidence, "its last sync waits out a back-off: "+pr.LastSyncError)
+	}
 	for _, name := range sortedNames(ran) {
 		c := ran[name]
 		cr, ok := pr.Container(name)
@@ -138,6 +142,14 @@ func killsOf(rec *kubeletcompat.SyncRecord) kills {
 		}
 	}
 	return out
+}
+
+// backingOff says whether a sync's error is the kubelet waiting out a
+// back-off (CrashLoopBackOff, ImagePullBackOff): the sync decided what to
+// do with every container and chose to wait, as it does on every sync of
+// such a pod, so the error proves the sync as well as a success would.
+func backingOff(syncErr string) bool {
+	return strings.Contains(syncErr, "BackOff") || strings.Contains(syncErr, "back-off")
 }
 
 func absDuration(d time.Duration) time.Duration {

@@ -88,7 +88,8 @@ the picture:
 A kept pod counts only once the kubelet is known to have synced it since
 the swap. The evidence is the kubelet's sync record (--record, written by a
 patched kubelet beside the compat file): a sync of the pod after --since
-without error. The record counts only when it is the running kubelet's
+without error (a back-off, such as CrashLoopBackOff, counts: the sync
+decided and chose to wait). The record counts only when it is the running kubelet's
 (its PID and start time, read from /proc as the other commands find the
 kubelet); in the kubelet step that kubelet must have started after the
 picture. A record that fails the ownership checks (root-owned, not
