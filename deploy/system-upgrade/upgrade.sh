@@ -32,8 +32,9 @@
 #   KC_GATE_TIMEOUT   seconds the health gate waits for the node and its pods (300)
 #   KC_GATE_SETTLE    an optional floor: seconds the gate waits once the node is Ready
 #                     before its first look (0: it ends as soon as its checks pass)
-#   KC_GATE_SYNC_WAIT seconds after the node Ready that stand in for the evidence of the
-#                     new kubelet's first syncs when the kubelet gives none (30)
+#   KC_GATE_SYNC_WAIT seconds after the swap that stand in for the kubelet's sync record
+#                     (the evidence that it synced each pod) when it writes none: an
+#                     unpatched kubelet (30)
 #   KC_PROBE_WINDOW   seconds a look at the readiness probes spans when the counters
 #                     since the kubelet's start do not prove readiness (20)
 #   KC_POLL           seconds between two looks (5)
@@ -228,21 +229,13 @@ preflight_losses() {
 
 # status_pods reads kubelet-compat status -o json (two-space indentation,
 # one key per line, as the CLI writes it) and prints one line per pod the
-# runtime runs, "pod NAMESPACE/NAME UID ID,ID,...", and one per container
-# created before the kubelet that the kubelet's decision restarts,
-# "restart NAMESPACE/NAME/CONTAINER ID".
+# runtime runs, "pod NAMESPACE/NAME UID ID,ID,...".
 status_pods() {
 	awk '
 		function val(line) { sub(/^[^:]*: *"?/, "", line); sub(/"?,?$/, "", line); return line }
 		/^  "[A-Za-z]+": / { top = val2key($0); sub2 = "" }
 		/^    "[A-Za-z]+": / { sub2 = val2key($0) }
 		function val2key(line) { sub(/^ *"/, "", line); sub(/".*/, "", line); return line }
-		top == "legacyContainers" && /^    \{/ { pod = ""; ctr = ""; id = ""; keep = "" }
-		top == "legacyContainers" && /^      "pod": / { pod = val($0) }
-		top == "legacyContainers" && /^      "container": / { ctr = val($0) }
-		top == "legacyContainers" && /^      "id": / { id = val($0) }
-		top == "legacyContainers" && /^      "keep": / { keep = val($0) }
-		top == "legacyContainers" && /^    \}/ { if (keep == "false") print "restart " pod "/" ctr " " id }
 		top == "admission" && sub2 == "pods" && /^      \{/ { pod = ""; uid = ""; ids = ""; inrc = 0 }
 		top == "admission" && sub2 == "pods" && /^        "pod": / { pod = val($0) }
 		top == "admission" && sub2 == "pods" && /^        "uid": / { uid = val($0) }
@@ -251,26 +244,6 @@ status_pods() {
 		inrc && /^        \]/ { inrc = 0 }
 		inrc { ids = ids (ids == "" ? "" : ",") val(":" $0) }
 		top == "admission" && sub2 == "pods" && /^      \}/ { print "pod " pod " " uid " " ids }'
-}
-
-# compare_pods prints what changed between two status_pods snapshots: a pod
-# that runs under another UID (recreated), a pod that runs a container it
-# did not run before in place of one it ran (a container restarted or
-# re-created), and every container the kubelet's decision restarts. A pod
-# that no longer runs at all (a Job's pod that completed) is not a restart
-# (the pod check of the gate sees a pod that failed), nor is a container
-# started in a pod that ran none at the record (one in CrashLoopBackOff:
-# the new kubelet starts it without the old one's back-off).
-compare_pods() {
-	awk '
-		phase == 1 { if ($1 == "pod") { uid[$2] = $3; n = split($4, a, ","); for (i = 1; i <= n; i++) had[$2 "," a[i]] = 1; ran[$2] = n }; next }
-		$1 == "restart" { print "container " $2 " (" $3 "): the kubelet restarts it"; next }
-		$1 == "pod" && ($2 in uid) {
-			if ($3 != uid[$2]) { print "pod " $2 ": runs under uid " $3 ", was " uid[$2] " (recreated)"; next }
-			if (ran[$2] == 0) next
-			n = split($4, a, ",")
-			for (i = 1; i <= n; i++) if (!(($2 "," a[i]) in had)) print "pod " $2 ": runs container " a[i] ", created after the record (restarted)"
-		}' phase=1 "$1" phase=2 "$2"
 }
 
 # kubelet_kubeconfig writes the kubeconfig the Job reads the kubelet with:
@@ -472,7 +445,7 @@ kubelet_rejections() {
 # The Job pods of this roll (SYSTEM_UPGRADE_POD_UID) and of its Plan (SUC's
 # Job names) are not judged.
 judge_gone() {
-	# (a pod that runs under another UID is compare_pods' "recreated")
+	# (a pod that runs under another UID is judge_node's "recreated")
 	awk 'phase == 1 { if ($1 == "pod") { runs[$3] = 1; names[$2] = 1 }; next }
 		$1 == "pod" && !($3 in runs) && !($2 in names) { print $2, $3 }' phase=1 "$WORK/after" phase=2 "$R/before" >"$WORK/gone"
 	[ -s "$WORK/gone" ] || return 0
@@ -573,74 +546,51 @@ node_ready() {
 	return 1
 }
 
-# create_syncs prints how many first syncs of a pod the kubelet has
-# finished since it started: kubelet_pod_worker_duration_seconds_count
-# {operation_type="create"} on its own /metrics. The pod worker observes it
-# once the sync (where the kubelet would restart or kill containers) has
-# returned, for every sync from 1.22 on (1.18 to 1.21 observe failed syncs
-# alone: no evidence there). Non-zero when the kubelet does not answer or
-# has no such series. The runtime step's gate counts operation_type="sync"
-# (SYNC_OP: the periodic and event-driven syncs of a kubelet that did not
-# restart) since the picture's count (SYNC_BASE; none: no evidence).
-create_syncs() {
-	[ "$SYNC_OP" = create ] || [ -n "$SYNC_BASE" ] || return 1
-	kubectl --kubeconfig "$WORK/kubelet.kubeconfig" get --raw /metrics >"$WORK/sync-metrics" </dev/null 2>/dev/null || return 1
-	awk -v op="$SYNC_OP" -v base="${SYNC_BASE:-0}" '/^kubelet_pod_worker_duration_seconds_count\{/ && $0 ~ "[{,]operation_type=\"" op "\"[,}]" { n = $NF + 0; found = 1 }
-		END { if (!found) exit 1; print n - base }' "$WORK/sync-metrics"
-}
-
-# synced VERSION CREATES says whether the new kubelet has taken in every pod
-# the runtime runs ($WORK/after): its count of first syncs CREATES (read
-# before the runtime, so that what the runtime shows is after those syncs)
-# covers them. Without that evidence (a kubelet before 1.22, no series, no
-# answer), GATE_SYNC_WAIT seconds after the node Ready stand in for it, as
-# the fixed settle did. Logs which evidence it used, once; prints why not.
-synced() {
-	[ -z "$sync_by" ] || return 0
-	pods=$(grep -c '^pod ' "$WORK/after" || true)
-	minor=$(echo "$1" | sed -n 's/^v1\.\([0-9]*\)\..*/\1/p')
-	series="kubelet_pod_worker_duration_seconds_count{operation_type=\"$SYNC_OP\"}"
-	if [ "${minor:-0}" -lt 22 ]; then
-		why="kubelet $1 counts failed syncs alone"
-	elif [ -z "$2" ]; then
-		why="no $series on the kubelet's $KUBELET_URL/metrics"
-		[ "$SYNC_OP" = create ] || why="$why, now or at the picture"
-	elif [ "$2" -ge "$pods" ]; then
-		sync_by="the kubelet's $SYNCS ($2, $series) cover the $pods pod(s) the runtime runs"
-		log "gate: $sync_by, $(($(date +%s) - ready_at))s after the node Ready" >&2
+# judge_node is the node's verdict on the kubelet's own account
+# (kubelet-compat gate, against the picture taken right before the swap,
+# $ROLL/picture.json): every pod of the picture synced by the kubelet since
+# GATE_SINCE (the kubelet step: since it started; the runtime step: since
+# the runtime came back), on the kubelet's sync record (a kubelet without
+# one: KC_GATE_SYNC_WAIT seconds after that, as the fixed settle did); no
+# container of them restarted, killed or gone (a sidecar too, while its pod
+# runs on), no pod recreated. Pods gone whole are judge_gone's. It waits at
+# most until the gate's deadline and logs the gate's evidence per pod;
+# non-zero when the gate did not pass.
+judge_node() {
+	left=$((deadline - $(date +%s)))
+	[ "$left" -gt 0 ] || left=1
+	rc=0
+	on_host kubelet-compat gate --picture "$ROLL/picture.json" --step "$GATE_STEP" ${GATE_SINCE:+--since "$GATE_SINCE"} --node-name "$NODE" \
+		--timeout "${left}s" --poll "${POLL}s" --fixed-wait "${GATE_SYNC_WAIT}s" >"$WORK/gate" 2>"$WORK/gate.err" </dev/null || rc=$?
+	case $rc in
+	0 | 4)
+		log "gate: every pod of the picture synced by the kubelet, no container of them restarted or lost (kubelet-compat gate):"
+		sed 's/^/  /' "$WORK/gate"
 		return 0
-	elif [ "$SYNC_OP" = create ]; then
-		why="the kubelet finished the first sync of $2 pod(s), the runtime runs $pods ($series)"
-	else
-		why="the kubelet finished $2 sync(s) since the runtime swap, the runtime runs $pods ($series)"
-	fi
-	if [ "$(date +%s)" -ge $((ready_at + GATE_SYNC_WAIT)) ]; then
-		sync_by="no evidence of the $SYNCS ($why): waited the fixed KC_GATE_SYNC_WAIT ${GATE_SYNC_WAIT}s after the node Ready in its place"
-		log "gate: $sync_by" >&2
-		return 0
-	fi
-	if [ "$SYNC_OP" = create ]; then
-		echo "(the new kubelet has not taken in every pod: $why; at most ${GATE_SYNC_WAIT}s after the node Ready)"
-	else
-		echo "(the kubelet has not synced every pod since the runtime swap: $why; at most ${GATE_SYNC_WAIT}s after the node Ready)"
-	fi
+		;;
+	2) log "gate: pods of $NODE restarted, recreated or lost across the swap (kubelet-compat gate):" ;;
+	3) log "gate: the kubelet has not synced every pod of the picture since the swap within ${GATE_TIMEOUT}s (kubelet-compat gate):" ;;
+	*) log "gate: kubelet-compat gate failed (exit $rc): $(sed -n '$s/^kubelet-compat: //p' "$WORK/gate.err")" ;;
+	esac
+	sed 's/^/  /' "$WORK/gate"
+	return 1
 }
 
 # gate is the health gate, against the picture saved before the swap
-# ($ROLL/before, $ROLL/ready-before): the node Ready from the target's
-# kubelet (API), then, within GATE_TIMEOUT seconds of the swap, on the
-# node's evidence: the kubelet running is the target's (kubelet-compat
-# status, the process), it has finished its first sync of every pod the
-# runtime runs (synced: where it would restart a container), every pod
-# Ready at the picture runs under the same UID and is Ready again (the
-# runtime runs its containers; the kubelet's readiness probes pass), then no
-# container restarted and no pod was recreated (kubelet-compat status, from
-# the runtime), and no pod of the picture was rejected or is gone
+# ($ROLL/picture.json, $ROLL/before, $ROLL/ready-before): the node Ready
+# from the target's kubelet (API), then, within GATE_TIMEOUT seconds of the
+# swap, on the node's evidence: the kubelet's own account of every pod of
+# the picture (judge_node: synced since the swap, no container restarted,
+# killed or gone, no pod recreated), the kubelet running is the target's
+# (kubelet-compat status, the process), every pod Ready at the picture is
+# Ready again (the runtime runs its containers; the kubelet's readiness
+# probes pass), and no pod of the picture was rejected or is gone
 # unexplained (judge_gone). It ends at the first look where all of it holds
 # (GATE_SETTLE is an optional floor before the first look). Pods created
-# after the picture are logged, not judged. It prints why it failed and
-# returns non-zero. The runtime step's gate is the same against its own
-# picture, with the running kubelet (gate_runtime).
+# after the picture are logged, not judged (judge_node fails one the
+# kubelet killed). It prints why it failed and returns non-zero. The
+# runtime step's gate is the same against its own picture, with the
+# running kubelet (gate_runtime).
 gate() {
 	started=$(date +%s)
 	deadline=$((started + GATE_TIMEOUT))
@@ -652,7 +602,6 @@ gate() {
 		sleep "$POLL"
 	done
 	ready_at=$(date +%s)
-	sync_by=
 	# The window's first sample; the counters since the kubelet's start
 	# need none.
 	probe_sample "$WORK/probes-a" || : >"$WORK/probes-a"
@@ -662,10 +611,10 @@ gate() {
 		log "gate: waiting the floor KC_GATE_SETTLE ${GATE_SETTLE}s before the first look"
 		sleep "$GATE_SETTLE"
 	fi
+	judge_node || return 1
 	while :; do
 		: >"$WORK/unready"
 		: >"$WORK/after"
-		creates=$(create_syncs) || creates=
 		if ! on_host kubelet-compat status -o json --kubeconfig "$NODE_KUBECONFIG" >"$WORK/status-after.json"; then
 			echo "(kubelet-compat status failed: what the runtime runs is not known)" >"$WORK/unready"
 		else
@@ -673,7 +622,6 @@ gate() {
 			case $v in
 			"v$GATE_KUBELET" | "v$GATE_KUBELET+"* | "v$GATE_KUBELET-"*)
 				status_pods <"$WORK/status-after.json" >"$WORK/after"
-				synced "$v" "$creates" >"$WORK/unready"
 				if probe_sample "$WORK/probes-b"; then
 					cp "$WORK/probes-b" "$WORK/probes-last"
 					readiness "$WORK/after" "$R/ready-before" | sed -n 's/^no //p' >>"$WORK/unready"
@@ -692,10 +640,9 @@ gate() {
 		fi
 		sleep "$POLL"
 	done
-	compare_pods "$R/before" "$WORK/after" >"$WORK/changed"
-	judge_gone >>"$WORK/changed"
+	judge_gone >"$WORK/changed"
 	if [ -s "$WORK/changed" ]; then
-		log "gate: pods of $NODE restarted, recreated, rejected or gone across the swap (the runtime, the kubelet):"
+		log "gate: pods of $NODE rejected or gone across the swap (the runtime, the kubelet):"
 		sed 's/^/  /' "$WORK/changed"
 		return 1
 	fi
@@ -988,8 +935,10 @@ record_and_swap() {
 }
 
 # picture: the record once the node's pods are Ready (settle), and the
-# picture a gate judges against, saved on the node ($ROLL/before,
-# $ROLL/ready-before): the kubelet's swap's and the runtime step's.
+# picture a gate judges against, saved on the node ($ROLL/picture.json,
+# kubelet-compat picture: what the runtime runs, by pod UID and container
+# ID, and the kubelet's process; $ROLL/before, $ROLL/ready-before): the
+# kubelet's swap's and the runtime step's.
 picture() {
 	# kubelet-compat status lists the pods the runtime runs only while a
 	# file is in force: a first record gives settle the pods to judge (on
@@ -998,6 +947,7 @@ picture() {
 	on_host kubelet-compat record --kubeconfig "$NODE_KUBECONFIG" || fail_roll "kubelet-compat record failed"
 	settle
 	on_host kubelet-compat record --kubeconfig "$NODE_KUBECONFIG" || fail_roll "kubelet-compat record failed"
+	on_host kubelet-compat picture --node-name "$NODE" -o "$ROLL/picture.json" </dev/null || fail_roll "kubelet-compat picture failed"
 	on_host kubelet-compat status -o json --kubeconfig "$NODE_KUBECONFIG" >"$WORK/status-before.json" ||
 		fail_roll "kubelet-compat status failed"
 	status_pods <"$WORK/status-before.json" | put "$R/before"
@@ -1019,12 +969,12 @@ swap() {
 # and its next syncs on the new containerd are where it would restart a
 # container).
 gate_kubelet() {
-	GATE_KUBELET=$TARGET GATE_ON= SWAP_KEY=swapped_at SYNC_OP=create SYNC_BASE= SYNCS="first syncs"
+	GATE_KUBELET=$TARGET GATE_ON= SWAP_KEY=swapped_at GATE_STEP=kubelet GATE_SINCE=
 	PROBE_BASE= PROBE_SINCE="since the kubelet started" REJECT_BASE=
 }
 gate_runtime() {
-	GATE_KUBELET=$PREVIOUS GATE_ON=" on containerd $RT_VERSION" SWAP_KEY=runtime_swapped_at SYNC_OP=sync
-	SYNC_BASE=$(st runtime_syncs) SYNCS="syncs since the runtime swap"
+	GATE_KUBELET=$PREVIOUS GATE_ON=" on containerd $RT_VERSION" SWAP_KEY=runtime_swapped_at GATE_STEP=runtime
+	GATE_SINCE=$(st runtime_back_at)
 	PROBE_BASE=$R/probes-base PROBE_SINCE="since the runtime swap" REJECT_BASE=$(st runtime_rejections)
 }
 
@@ -1132,17 +1082,17 @@ runtime_cgroups() {
 # runtime-swapping from before the picture.
 runtime_swap() {
 	picture
-	syncs=$(SYNC_OP=sync SYNC_BASE=0 create_syncs) || syncs=
 	rejections=$(kubelet_rejections)
 	case ${rejections%% *} in "" | *[!0-9]*) rejections= ;; *) rejections=${rejections%% *} ;; esac
 	probe_sample "$WORK/probes-base" || fail_roll "the kubelet's $KUBELET_URL/metrics/probes did not answer"
 	put "$R/probes-base" <"$WORK/probes-base"
-	st_set "runtime_syncs=$syncs" "runtime_rejections=$rejections" "runtime_swapped_at=$(now)"
+	st_set "runtime_rejections=$rejections" "runtime_swapped_at=$(now)"
 	runtime_cgroups || fail_roll "$WHY"
 	log "runtime: runtime-select --restart-containerd containerd $RT_VERSION (containerd stopped alone: its shims, and so the containers, go on)"
 	on_host runtime-select --restart-containerd containerd "$RT_VERSION" </dev/null ||
 		fail_roll "runtime-select --restart-containerd containerd $RT_VERSION failed"
 	wait_runtime "$RT_VERSION" || fail_roll "$WHY"
+	st_set "runtime_back_at=$(now)"
 }
 
 # runtime_gate_or_rollback: the runtime step's verdict, written on the
@@ -1342,6 +1292,8 @@ rerun_runtime() {
 	if [ "$sel" = "$RT_VERSION" ]; then
 		log "a Job before this one died after the runtime swap, before its gate's verdict: the gate runs against the picture it saved ($(st runtime_swapped_at))"
 		wait_runtime "$RT_VERSION" || fail_roll "$WHY"
+		# Died before it saw the runtime back: syncs count from now.
+		[ -n "$(st runtime_back_at)" ] || st_set "runtime_back_at=$(now)"
 	elif [ "$sel" = "$RT_PREV" ]; then
 		log "a Job before this one died before the runtime swap took (containerd $sel is selected): taking the picture again"
 		runtime_swap

@@ -134,6 +134,14 @@ cgroups) n=$(($(cat "$FAKE/cgroups-calls" 2>/dev/null || echo 0) + 1)); echo $n 
 	if [ -n "${CGROUPS_REPAIR_FAILS:-}" ] || [ "${CGROUPS_REPAIR_FAILS_AT:-}" = "$n" ]; then echo "kubelet-compat: container 26305e1f26a1: process 314 is not the one runc started any more: left alone" >&2; exit 1; fi
 	echo "put back: kube-system/kube-proxy-zdlz7 sandbox 26305e1f26a1: process 314 out of its devices cgroup" ;;
 record) : >"$FAKE/recorded" ;;
+picture) : >"$FAKE/pictured" ;;
+# gate: the Go gate's verdict (pkg/gate, tested there) at each call, from
+# $FAKE/gate: lines "EXIT VERDICT", the last one repeating (none: passed).
+gate) n=$(($(cat "$FAKE/gate-calls" 2>/dev/null || echo 0) + 1)); echo $n >"$FAKE/gate-calls"
+	line=$(sed -n "${n}p" "$FAKE/gate"); [ -n "$line" ] || line=$(sed -n '$p' "$FAKE/gate"); [ -n "$line" ] || line="0 passed"
+	echo "gate on node node-1: ${line#* }"; echo "default/plain-node-1 uid plain-uid: kept, synced"
+	[ "${line%% *}" = 0 ] || echo "kubelet-compat: ${line#* }" >&2
+	exit "${line%% *}" ;;
 # Before any record of this roll the file is not in force: status lists
 # no admission pods (app/status_admission.go), as on a node whose last
 # file is an old roll's or none.
@@ -158,11 +166,7 @@ esac`,
 		printf "prober_probe_total{container=\"%s\",namespace=\"%s\",pod=\"%s\",pod_uid=\"%s\",probe_type=\"Readiness\",result=\"successful\"} %d\n", $4, $1, $2, $3, s
 		printf "prober_probe_total{container=\"%s\",namespace=\"%s\",pod=\"%s\",pod_uid=\"%s\",probe_type=\"Liveness\",result=\"successful\"} %d\n", $4, $1, $2, $3, n }' "$FAKE/$f" ;;
 "get events "*) cat "$FAKE/events" ;;
-# The kubelet's periodic syncs: 3 more after each runtime swap (its next
-# sync of the 3 pods), none with SYNCS_STUCK.
-"--kubeconfig "*" get --raw /metrics") [ "$(cat "$FAKE/kubelet-metrics")" != - ] || exit 1
-	n=$(cat "$FAKE/runtime-swaps" 2>/dev/null || echo 0); [ -z "${SYNCS_STUCK:-}" ] || n=0
-	sed "s/{operation_type=\"sync\"} 7\$/{operation_type=\"sync\"} $((7 + 3 * n))/" "$FAKE/kubelet-metrics" ;;
+"--kubeconfig "*" get --raw /metrics") [ "$(cat "$FAKE/kubelet-metrics")" != - ] || exit 1; cat "$FAKE/kubelet-metrics" ;;
 "get pod -n "*" --ignore-not-found "*) awk -v p="$4/$5" '$1 == p { printf "%s %s", $2, $3 }' "$FAKE/api-pods" ;;
 "get node "*) echo "$(cat "$FAKE/node-ready") v${KUBELET_REPORTS:-$(cat "$FAKE/stage2")}+compat.1" ;;
 "get pods "*) if [ "$(cat "$FAKE/stage2")" = "$PREV" ]; then cat "$FAKE/pods-before"; else [ -z "${PODS_FAIL:-}" ] || exit 1; cat "$FAKE/pods-after"; fi ;;
@@ -178,10 +182,26 @@ const (
 	// admission rejections).
 	metricsCall = "kubectl --kubeconfig $WORK/kubelet.kubeconfig get --raw /metrics"
 	statusCall  = "kubelet-compat status -o json --kubeconfig /etc/kubernetes/kubelet.conf"
+	pictureCall = "kubelet-compat picture --node-name node-1 -o /var/lib/kubelet-compat/roll/picture.json"
+	// gateCall and gateRuntimeCall: the Go gate's verdict on the kubelet's
+	// swap and on the runtime step (--since: when the runtime came back).
+	gateCall        = "kubelet-compat gate --picture /var/lib/kubelet-compat/roll/picture.json --step kubelet --node-name node-1 --timeout T --poll 0.1s --fixed-wait 30s"
+	gateRuntimeCall = "kubelet-compat gate --picture /var/lib/kubelet-compat/roll/picture.json --step runtime --since T --node-name node-1 --timeout T --poll 0.1s --fixed-wait 30s"
 )
 
 // workDir is the script's temporary directory in the calls (mktemp -d).
 var workDir = regexp.MustCompile(`\S*/tmp/tmp\.[A-Za-z0-9]+`)
+
+// gateLost is kubelet-compat gate's verdict on a container of the picture
+// that runs under a new ID (status: restarted).
+const gateLost = "2 lost: default/seccomp-node-1 uid pinned-uid: restarted: container app runs as c-pinned-uid-app-2, was c-pinned-uid-app"
+
+// gateLostLine is how the roll logs the gate's lost verdict.
+const gateLostLine = "  gate on node node-1: lost: default/seccomp-node-1 uid pinned-uid: restarted: container app runs as c-pinned-uid-app-2, was c-pinned-uid-app"
+
+// gateTimes are the gate's times in its call (the time left, when the
+// runtime came back): T.
+var gateTimes = regexp.MustCompile(`(--timeout|--since) \S+`)
 
 const podsCall = `kubectl get pods --all-namespaces --field-selector spec.nodeName=node-1 -o jsonpath={range .items[*]}{.metadata.namespace}/{.metadata.name} {.status.phase} {.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}`
 
@@ -296,6 +316,9 @@ type scriptCase struct {
 	apiPods string
 	// kubeletMetrics is the new kubelet's /metrics.
 	kubeletMetrics string
+	// gate is kubelet-compat gate's verdict at each call: lines "EXIT
+	// VERDICT", the last one repeating (passed when empty).
+	gate string
 	// host are files on the node before the Job; wantHost after it.
 	host, wantHost map[string]string
 
@@ -338,16 +361,19 @@ func TestUpgradeScript(t *testing.T) {
 		statusCall,
 		probesCall,
 		"kubelet-compat record --kubeconfig /etc/kubernetes/kubelet.conf",
+		pictureCall,
 		statusCall,
 		"kubernetes-select --restart-kubelet stage2 1.31.14",
 	}
 	gateOK := []string{
 		"kubectl get node node-1 -o jsonpath={.status.conditions[?(@.type==\"Ready\")].status} {.status.nodeInfo.kubeletVersion}",
 		probesCall,
-		metricsCall,
+		gateCall,
 		statusCall,
 		probesCall,
 	}
+	// gateRuntimeOK is gateOK of the runtime step.
+	gateRuntimeOK := []string{gateOK[0], gateOK[1], gateRuntimeCall, gateOK[3], gateOK[4]}
 	const configmapCall = "kubectl get configmap kubeadm-config -n kube-system -o jsonpath={.data.ClusterConfiguration}"
 	const etcd36, etcd37, etcdBridge = "registry.k8s.io/etcd:3.6.8-0", "registry.k8s.io/etcd:3.7.0-0", "registry.k8s.io/etcd:3.6.16-0"
 	// etcdNote is preflight's note of a step whose kubeadm moves etcd to 3.7.
@@ -381,7 +407,7 @@ func TestUpgradeScript(t *testing.T) {
 	runtimeCheck := []string{"runtime-select status", "runtime-select list", "systemctl show -p KillMode containerd", "crictl version", repairCall,
 		"kubelet-compat preflight --node --from v1.30.14 --to v1.31.14 --kubeconfig /etc/kubernetes/kubelet.conf --runtime " + rt}
 	runtimeStep := []string{"kubelet-compat record --kubeconfig /etc/kubernetes/kubelet.conf", probesCall, statusCall, probesCall,
-		"kubelet-compat record --kubeconfig /etc/kubernetes/kubelet.conf", statusCall, metricsCall, probesCall, repairCall,
+		"kubelet-compat record --kubeconfig /etc/kubernetes/kubelet.conf", pictureCall, statusCall, metricsCall, probesCall, repairCall,
 		"runtime-select --restart-containerd containerd 1.7.35", "crictl version"}
 	runtimeRollback := []string{"runtime-select status", "runtime-select --restart-containerd containerd system", "crictl version"}
 	// restarted is a status in which a container of the picture runs again
@@ -431,10 +457,10 @@ func TestUpgradeScript(t *testing.T) {
 		{name: "gate: a container restarted across the swap, rolled back", preflight: "preflight-1.30-1.31.table.golden",
 			after: func(s string) string {
 				return strings.Replace(s, "          \"c-pinned-uid-app\"\n", "          \"c-pinned-uid-app-2\"\n", 1)
-			},
+			}, gate: gateLost,
 			wantErr: "the health gate failed: node node-1 is back on 1.30.14", failedMark: true, stage2: prev,
-			wantCalls: cat(upgradeNode, gateOK, rollback),
-			wantOut:   []string{"pod default/seccomp-node-1: runs container c-pinned-uid-app-2, created after the record (restarted)"}},
+			wantCalls: cat(upgradeNode, gateOK[:3], rollback),
+			wantOut:   []string{gateLostLine}},
 		{name: "gate: a pod that ran no container at the record (CrashLoopBackOff) runs one after the swap: not a restart",
 			preflight: "preflight-1.30-1.31.table.golden", stage2: target,
 			wantOut: []string{"recording as they are, the gate will not judge their readiness:", "  default/seccomp-node-1 (runs no container: the runtime)", "gate: passed"},
@@ -449,12 +475,26 @@ func TestUpgradeScript(t *testing.T) {
 				i := strings.LastIndex(s, `"uid": "etcd-uid"`)
 				return s[:i] + `"uid": "etcd-uid-2"` + s[i+len(`"uid": "etcd-uid"`):]
 			},
-			wantErr: "the health gate failed", failedMark: true, stage2: prev, wantCalls: cat(upgradeNode, gateOK, rollback),
-			wantOut: []string{"pod kube-system/etcd-node-1: runs under uid etcd-uid-2, was etcd-uid (recreated)"}},
-		{name: "gate: the kubelet's decision restarts a legacy container, rolled back", preflight: "preflight-1.30-1.31.table.golden",
-			after:   func(s string) string { return strings.Replace(s, "\"keep\": true", "\"keep\": false", 1) },
-			wantErr: "the health gate failed", failedMark: true, stage2: prev, wantCalls: cat(upgradeNode, gateOK, rollback),
-			wantOut: []string{"container default/seccomp-node-1/app (c-pinned-uid-app): the kubelet restarts it"}},
+			gate:    "2 lost: kube-system/etcd-node-1 uid etcd-uid: recreated: the pod runs under uid etcd-uid-2",
+			wantErr: "the health gate failed", failedMark: true, stage2: prev, wantCalls: cat(upgradeNode, gateOK[:3], rollback),
+			wantOut: []string{"gate: pods of node-1 restarted, recreated or lost across the swap (kubelet-compat gate):",
+				"  gate on node node-1: lost: kube-system/etcd-node-1 uid etcd-uid: recreated: the pod runs under uid etcd-uid-2"}},
+		{name: "gate: the kubelet killed a container of the picture (its sync record says why), rolled back", preflight: "preflight-1.30-1.31.table.golden",
+			gate:    "2 lost: default/seccomp-node-1 uid pinned-uid: restarted: the kubelet killed container app (Container app definition changed)",
+			wantErr: "the health gate failed", failedMark: true, stage2: prev, wantCalls: cat(upgradeNode, gateOK[:3], rollback),
+			wantOut: []string{"  gate on node node-1: lost: default/seccomp-node-1 uid pinned-uid: restarted: the kubelet killed container app (Container app definition changed)"}},
+		// Issue 47: compare_pods reported new container IDs only; a container
+		// of the picture gone while its pod runs on (a sidecar, a
+		// restartPolicy Never container killed by the swap) passed.
+		{name: "gate: a sidecar gone while its pod runs on, rolled back", preflight: "preflight-1.30-1.31.table.golden",
+			before: func(s string) string {
+				return strings.Replace(s, "          \"c-plain-uid-app\"\n", "          \"c-plain-uid-app\",\n          \"c-plain-uid-side\"\n", 1)
+			},
+			gate:    "2 lost: default/plain-node-1 uid plain-uid: container-gone: container side (c-plain-uid-side) ran at the picture and runs no more, exit code 137",
+			wantErr: "the health gate failed", failedMark: true, stage2: prev, wantCalls: cat(upgradeNode, gateOK[:3], rollback),
+			wantOut: []string{"gate: pods of node-1 restarted, recreated or lost across the swap (kubelet-compat gate):",
+				"  gate on node node-1: lost: default/plain-node-1 uid plain-uid: container-gone: container side (c-plain-uid-side) ran at the picture and runs no more, exit code 137"},
+			wantNotOut: []string{"gate: passed"}},
 		{name: "gate: a pod Ready at the picture whose readiness probe fails after the swap (the kubelet's prober), rolled back",
 			preflight:   "preflight-1.30-1.31.table.golden",
 			probesAfter: "default plain-node-1 plain-uid app ready\nkube-system etcd-node-1 etcd-uid etcd unready\n",
@@ -483,9 +523,9 @@ func TestUpgradeScript(t *testing.T) {
 			preflight: "preflight-1.30-1.31.table.golden", die: "kubernetes-select --restart-kubelet stage2 1.31.14",
 			after: func(s string) string {
 				return strings.Replace(s, "          \"c-pinned-uid-app\"\n", "          \"c-pinned-uid-app-2\"\n", 1)
-			},
+			}, gate: gateLost,
 			wantErr: "the health gate failed", stage2: prev,
-			wantOut:    []string{"pod default/seccomp-node-1: runs container c-pinned-uid-app-2, created after the record (restarted)"},
+			wantOut:    []string{gateLostLine},
 			wantNotOut: []string{"nothing to do"}},
 		{name: "re-run after a Job killed right after the swap: the gate runs against the saved picture and passes",
 			preflight: "preflight-1.30-1.31.table.golden", die: "kubernetes-select --restart-kubelet stage2 1.31.14", stage2: target,
@@ -553,7 +593,7 @@ func TestUpgradeScript(t *testing.T) {
 			preflight: "preflight-1.30-1.31.table.golden", stage2: prev, wantStage1: prev,
 			after: func(s string) string {
 				return strings.Replace(s, "          \"c-pinned-uid-app\"\n", "          \"c-pinned-uid-app-2\"\n", 1)
-			},
+			}, gate: gateLost,
 			failedMark: true,
 			host:       map[string]string{"var/lib/kubelet/config.yaml": "the 1.30 configuration\n", "var/lib/kubelet/kubeadm-flags.env": "KUBELET_KUBEADM_ARGS=\"--old\"\n"},
 			wantHost:   map[string]string{"var/lib/kubelet/config.yaml": "the 1.30 configuration\n", "var/lib/kubelet/kubeadm-flags.env": "KUBELET_KUBEADM_ARGS=\"--old\"\n"},
@@ -562,7 +602,7 @@ func TestUpgradeScript(t *testing.T) {
 			preflight: "preflight-1.30-1.31.table.golden", format: "rpm", env: []string{"KC_ROLE=control-plane"}, stage2: prev, wantStage1: prev,
 			after: func(s string) string {
 				return strings.Replace(s, "          \"c-pinned-uid-app\"\n", "          \"c-pinned-uid-app-2\"\n", 1)
-			},
+			}, gate: gateLost,
 			failedMark: true,
 			host: map[string]string{"var/lib/kubelet/config.yaml": "the 1.30 configuration\n",
 				"etc/kubernetes/manifests/kube-apiserver.yaml": "image: registry.k8s.io/kube-apiserver:v1.30.14\n",
@@ -585,7 +625,7 @@ func TestUpgradeScript(t *testing.T) {
 		{name: "re-run after a Job killed after kubeadm: goes on, gated; the backup is the one from before kubeadm", preflight: "preflight-1.30-1.31.table.golden",
 			die: "kubeadm upgrade node", stage2: prev, wantStage1: prev, failedMark: true, after: func(s string) string {
 				return strings.Replace(s, "          \"c-pinned-uid-app\"\n", "          \"c-pinned-uid-app-2\"\n", 1)
-			},
+			}, gate: gateLost,
 			host:     map[string]string{"var/lib/kubelet/config.yaml": "the 1.30 configuration\n"},
 			wantHost: map[string]string{"var/lib/kubelet/config.yaml": "the 1.30 configuration\n", "var/lib/kubelet/kubeadm-flags.env": ""},
 			wantErr:  "the health gate failed",
@@ -600,7 +640,7 @@ func TestUpgradeScript(t *testing.T) {
 		{name: "re-run after a Job killed during the rollback (stage2 back, stage1 not yet): the rollback is finished", preflight: "preflight-1.30-1.31.table.golden",
 			die: "kubernetes-select --restart-kubelet stage2 1.30.14", after: func(s string) string {
 				return strings.Replace(s, "          \"c-pinned-uid-app\"\n", "          \"c-pinned-uid-app-2\"\n", 1)
-			},
+			}, gate: gateLost,
 			host:     map[string]string{"var/lib/kubelet/config.yaml": "the 1.30 configuration\n"},
 			wantHost: map[string]string{"var/lib/kubelet/config.yaml": "the 1.30 configuration\n"},
 			wantErr:  "the health gate failed: node node-1 is back on 1.30.14", failedMark: true, stage2: prev, wantStage1: prev,
@@ -609,7 +649,7 @@ func TestUpgradeScript(t *testing.T) {
 		{name: "re-run after a Job killed right after the rollback's stage1, before its verdict: finished, the verdict written", preflight: "preflight-1.30-1.31.table.golden",
 			die: "kubernetes-select stage1 1.30.14", after: func(s string) string {
 				return strings.Replace(s, "          \"c-pinned-uid-app\"\n", "          \"c-pinned-uid-app-2\"\n", 1)
-			},
+			}, gate: gateLost,
 			wantErr: "the health gate failed: node node-1 is back on 1.30.14", failedMark: true, stage2: prev, wantStage1: prev,
 			wantCalls: []string{"flock -n 9", "kubernetes-select status", "kubernetes-select status"},
 			wantOut:   []string{"finishing the rollback", "rolled back: stage2 and stage1 serve 1.30.14"}},
@@ -710,7 +750,7 @@ func TestUpgradeScript(t *testing.T) {
 			preflight: "preflight-1.30-1.31.table.golden", env: []string{"KC_ROLE=control-plane", "ETCD_IMAGE=registry.k8s.io/etcd:3.5.16-0"},
 			stage2: prev, failedMark: true, after: func(s string) string {
 				return strings.Replace(s, "          \"c-pinned-uid-app\"\n", "          \"c-pinned-uid-app-2\"\n", 1)
-			},
+			}, gate: gateLost,
 			host:     map[string]string{"etc/kubernetes/manifests/etcd.yaml": "image: registry.k8s.io/etcd:3.5.15-0\n"},
 			wantHost: map[string]string{"etc/kubernetes/manifests/etcd.yaml": "image: registry.k8s.io/etcd:3.5.15-0\n"},
 			wantErr:  "the health gate failed",
@@ -720,7 +760,7 @@ func TestUpgradeScript(t *testing.T) {
 			preflight: "preflight-1.30-1.31.table.golden", env: []string{"KC_ROLE=control-plane", "ETCD_IMAGE=registry.k8s.io/etcd:3.6.4-0"},
 			stage2: prev, failedMark: true, after: func(s string) string {
 				return strings.Replace(s, "          \"c-pinned-uid-app\"\n", "          \"c-pinned-uid-app-2\"\n", 1)
-			},
+			}, gate: gateLost,
 			host:     map[string]string{"etc/kubernetes/manifests/etcd.yaml": "image: registry.k8s.io/etcd:3.5.15-0\n"},
 			wantHost: map[string]string{"etc/kubernetes/manifests/etcd.yaml": "image: registry.k8s.io/etcd:3.6.4-0\n"},
 			wantErr:  "the health gate failed",
@@ -771,27 +811,27 @@ func TestUpgradeScript(t *testing.T) {
 			wantCalls: cat(upgradeNode[:1], []string{"kubernetes-select status"}, upgradeNode[4:9], []string{configmapCall, "kubeadm upgrade apply --yes v1.31.14"}, upgradeNode[10:], gateOK),
 			wantOut:   []string{"etcd: bridged by a Job before this one (the roll's state): not again"}},
 		// Issue 33, 5: the gate ends as soon as its checks pass.
-		{name: "gate: passes at its first look, without a fixed settle, once the new kubelet's first syncs cover the pods",
+		{name: "gate: passes at its first look, without a fixed settle, once the kubelet's sync record covers the pods",
 			preflight: "preflight-1.30-1.31.table.golden", stage2: target,
 			wantCalls: cat(upgradeNode, gateOK),
-			wantOut: []string{"gate: the kubelet's first syncs (3, kubelet_pod_worker_duration_seconds_count{operation_type=\"create\"}) cover the 3 pod(s) the runtime runs",
-				"gate: passed"},
+			wantOut: []string{"gate: every pod of the picture synced by the kubelet, no container of them restarted or lost (kubelet-compat gate):",
+				"  gate on node node-1: passed", "gate: passed"},
 			wantNotOut: []string{"settle", "KC_GATE_SYNC_WAIT"}},
-		{name: "gate: every pod Ready but the new kubelet's first syncs do not cover the pods the runtime runs: no pass, rolled back",
-			preflight: "preflight-1.30-1.31.table.golden", stage2: prev, failedMark: true, env: []string{"KC_GATE_SYNC_WAIT=60"},
-			kubeletMetrics: strings.Replace(syncedMetrics, "_count{operation_type=\"create\"} 3", "_count{operation_type=\"create\"} 2", 1),
-			wantErr:        "the health gate failed",
-			wantOut:        []string{"  (the new kubelet has not taken in every pod: the kubelet finished the first sync of 2 pod(s), the runtime runs 3 (kubelet_pod_worker_duration_seconds_count{operation_type=\"create\"}); at most 60s after the node Ready)"},
-			wantNotOut:     []string{"gate: passed"}},
-		{name: "gate: no first-sync count on the kubelet's /metrics: the bounded wait stands in for it, logged",
-			preflight: "preflight-1.30-1.31.table.golden", stage2: target, env: []string{"KC_GATE_SYNC_WAIT=1", "KC_GATE_TIMEOUT=10"},
-			kubeletMetrics: "# HELP kubelet_admission_rejections_total [ALPHA] Cumulative number pod admission rejections by the Kubelet.\n",
-			wantOut: []string{"gate: no evidence of the first syncs (no kubelet_pod_worker_duration_seconds_count{operation_type=\"create\"} on the kubelet's https://127.0.0.1:10250/metrics): waited the fixed KC_GATE_SYNC_WAIT 1s after the node Ready in its place",
-				"gate: passed"}},
-		{name: "gate: the kubelet's /metrics does not answer: the bounded wait, then the pass on the other checks",
-			preflight: "preflight-1.30-1.31.table.golden", stage2: target, env: []string{"KC_GATE_SYNC_WAIT=1", "KC_GATE_TIMEOUT=10"},
-			kubeletMetrics: "-",
-			wantOut:        []string{"gate: no evidence of the first syncs", "waited the fixed KC_GATE_SYNC_WAIT 1s", "gate: passed"}},
+		{name: "gate: every pod Ready but the kubelet's sync record does not show a sync of every pod of the picture: no pass, rolled back",
+			preflight: "preflight-1.30-1.31.table.golden", stage2: prev, failedMark: true,
+			gate:       "3 not yet: kube-system/etcd-node-1 uid etcd-uid: kept, waiting for a sync of the pod: the running kubelet's record has none",
+			wantErr:    "the health gate failed",
+			wantOut:    []string{"gate: the kubelet has not synced every pod of the picture since the swap within 1s (kubelet-compat gate):", "  gate on node node-1: not yet: kube-system/etcd-node-1"},
+			wantNotOut: []string{"gate: passed"}},
+		{name: "gate: KC_GATE_SYNC_WAIT is the gate's fixed wait for a kubelet without a sync record",
+			preflight: "preflight-1.30-1.31.table.golden", stage2: target, env: []string{"KC_GATE_SYNC_WAIT=7"},
+			wantCalls: cat(upgradeNode, gateOK[:2], []string{strings.Replace(gateCall, "--fixed-wait 30s", "--fixed-wait 7s", 1)}, gateOK[3:]),
+			wantOut:   []string{"gate: passed"}},
+		{name: "gate: kubelet-compat gate fails (no verdict), rolled back",
+			preflight: "preflight-1.30-1.31.table.golden", stage2: prev, failedMark: true,
+			gate:    "1 the picture /var/lib/kubelet-compat/roll/picture.json: no such file",
+			wantErr: "the health gate failed",
+			wantOut: []string{"gate: kubelet-compat gate failed (exit 1): the picture /var/lib/kubelet-compat/roll/picture.json: no such file"}},
 		{name: "gate: KC_GATE_SETTLE stays as an optional floor",
 			preflight: "preflight-1.30-1.31.table.golden", stage2: target, env: []string{"KC_GATE_SETTLE=1"},
 			wantOut: []string{"gate: waiting the floor KC_GATE_SETTLE 1s before the first look", "gate: passed"}},
@@ -818,10 +858,10 @@ func TestUpgradeScript(t *testing.T) {
 		// Issue 35, 2: the runtime step (KC_RUNTIME) before the kubelet's.
 		{name: "runtime step: containerd selected and restarted under the running kubelet, gated, then the kubelet's step",
 			preflight: "preflight-1.30-1.31.table.golden", env: []string{"KC_RUNTIME=" + rt}, stage2: target, wantContainerd: "1.7.35",
-			wantCalls: cat(upgradeNode[:3], runtimeCheck, runtimeStep, gateOK, upgradeNode[3:], gateOK),
+			wantCalls: cat(upgradeNode[:3], runtimeCheck, runtimeStep, gateRuntimeOK, upgradeNode[3:], gateOK),
 			wantOut: []string{"runtime: containerd system -> 1.7.35 (KC_RUNTIME containerd@1.7.35; runs now: 1.6.20~ds1): the runtime step first, under kubelet 1.30.14",
 				"runtime: containerd 1.7.35 answers the CRI (crictl version: v1.7.35",
-				"gate: the kubelet's syncs since the runtime swap (3, kubelet_pod_worker_duration_seconds_count{operation_type=\"sync\"}) cover the 3 pod(s) the runtime runs",
+				"gate: every pod of the picture synced by the kubelet, no container of them restarted or lost (kubelet-compat gate):",
 				"gate: passed: node node-1 runs kubelet v1.30.14 on containerd 1.7.35;",
 				"gate: passed: node node-1 runs kubelet v1.31.14;", "upgraded to 1.31.14"}},
 		{name: "runtime step: containerd already selected, no runtime step",
@@ -854,18 +894,26 @@ func TestUpgradeScript(t *testing.T) {
 			wantOut: []string{"gate: default/plain-node-1 (plain-uid) was deleted through the API (gone from it): its containers' end is the deletion's, not judged",
 				"gate: passed: node node-1 runs kubelet v1.30.14 on containerd 1.7.35"}},
 		{name: "runtime step: the gate fails after the runtime swap, the previous containerd selected back, the kubelet never swapped",
-			preflight: "preflight-1.30-1.31.table.golden", env: []string{"KC_RUNTIME=" + rt}, afterRuntime: restarted,
+			preflight: "preflight-1.30-1.31.table.golden", env: []string{"KC_RUNTIME=" + rt}, afterRuntime: restarted, gate: gateLost,
 			stage2: prev, wantStage1: prev, wantContainerd: "system", failedMark: true,
-			wantCalls: cat(upgradeNode[:3], runtimeCheck, runtimeStep, gateOK, runtimeRollback),
+			wantCalls: cat(upgradeNode[:3], runtimeCheck, runtimeStep, gateRuntimeOK[:3], runtimeRollback),
 			wantErr:   "the runtime step's health gate failed: node node-1 is back on containerd system, its kubelet untouched (1.30.14); the Job fails, which stops the Plan",
-			wantOut: []string{"pod default/seccomp-node-1: runs container c-pinned-uid-app-2, created after the record (restarted)",
+			wantOut: []string{gateLostLine,
 				"rolling the runtime back to containerd system (the runtime step's health gate failed)",
 				"rollback: runtime-select --restart-containerd containerd system"}},
-		{name: "runtime step: the kubelet syncs no pod after the runtime swap, no pass, rolled back",
-			preflight: "preflight-1.30-1.31.table.golden", env: []string{"KC_RUNTIME=" + rt, "SYNCS_STUCK=1"},
+		// Issue 47: the runtime step's gate passed on a fixed wait while the
+		// kubelet (not restarted) had synced a third to a half of its pods
+		// on the new containerd; now the kubelet's sync record must show a
+		// sync of every pod after the runtime came back (--since).
+		{name: "runtime step: the kubelet's record shows no sync after the runtime came back, no pass, rolled back",
+			preflight: "preflight-1.30-1.31.table.golden", env: []string{"KC_RUNTIME=" + rt, "KC_GATE_TIMEOUT=5", "KC_GATE_SYNC_WAIT=1"},
+			gate:   "3 not yet: default/plain-node-1 uid plain-uid: kept, waiting for a sync of the pod after 2026-12-07T10:01:00Z: the last was at 2026-12-07T10:00:10Z",
 			stage2: prev, wantContainerd: "system", failedMark: true,
-			wantErr: "the runtime step's health gate failed",
-			wantOut: []string{"(the kubelet has not synced every pod since the runtime swap: the kubelet finished 0 sync(s) since the runtime swap, the runtime runs 3 (kubelet_pod_worker_duration_seconds_count{operation_type=\"sync\"})"}},
+			wantCalls: cat(upgradeNode[:3], runtimeCheck, runtimeStep, gateRuntimeOK[:2], []string{strings.Replace(gateRuntimeCall, "--fixed-wait 30s", "--fixed-wait 1s", 1)}, runtimeRollback),
+			wantErr:   "the runtime step's health gate failed",
+			wantOut: []string{"gate: the kubelet has not synced every pod of the picture since the swap within 5s (kubelet-compat gate):",
+				"  gate on node node-1: not yet: default/plain-node-1 uid plain-uid: kept, waiting for a sync of the pod after 2026-12-07T10:01:00Z"},
+			wantNotOut: []string{"gate: passed"}},
 		{name: "runtime step: a container out of its cgroups that cgroups --repair cannot put back: nothing changed",
 			preflight: "preflight-1.30-1.31.table.golden", env: []string{"KC_RUNTIME=" + rt, "CGROUPS_REPAIR_FAILS=1"},
 			stage2: prev, wantContainerd: "system",
@@ -874,37 +922,37 @@ func TestUpgradeScript(t *testing.T) {
 		{name: "runtime step: cgroups --repair fails right before the restart: containerd never restarted, the kubelet untouched",
 			preflight: "preflight-1.30-1.31.table.golden", env: []string{"KC_RUNTIME=" + rt, "CGROUPS_REPAIR_FAILS_AT=2"},
 			stage2: prev, wantContainerd: "system", failedMark: true,
-			wantCalls: cat(upgradeNode[:3], runtimeCheck, runtimeStep[:9], runtimeRollback[:1], runtimeRollback[2:]),
+			wantCalls: cat(upgradeNode[:3], runtimeCheck, runtimeStep[:10], runtimeRollback[:1], runtimeRollback[2:]),
 			wantOut:   []string{"rolled back: containerd system is selected and answers the CRI"}, wantNotOut: []string{"rollback: runtime-select"},
 			wantErr: "kubelet-compat cgroups --repair failed (container 26305e1f26a1: process 314 is not the one runc started any more: left alone): containerd 1.7.35 would kill those pods at its start: node node-1 is back on containerd system, its kubelet untouched (1.30.14)"},
 		{name: "runtime step: containerd does not come back on the new version (runtime-select undoes it), rolled back",
 			preflight: "preflight-1.30-1.31.table.golden", env: []string{"KC_RUNTIME=" + rt, "RUNTIME_RESTART_FAILS=1.7.35"},
 			stage2: prev, wantContainerd: "system", failedMark: true,
-			wantCalls: cat(upgradeNode[:3], runtimeCheck, runtimeStep[:10], runtimeRollback[:1], runtimeRollback[2:]),
+			wantCalls: cat(upgradeNode[:3], runtimeCheck, runtimeStep[:11], runtimeRollback[:1], runtimeRollback[2:]),
 			wantErr:   "runtime-select --restart-containerd containerd 1.7.35 failed: node node-1 is back on containerd system, its kubelet untouched (1.30.14)"},
 		{name: "runtime step: a gate failure of the kubelet's step rolls the kubelet back; the runtime step, gated, stays",
-			preflight: "preflight-1.30-1.31.table.golden", env: []string{"KC_RUNTIME=" + rt}, after: restarted,
+			preflight: "preflight-1.30-1.31.table.golden", env: []string{"KC_RUNTIME=" + rt}, after: restarted, gate: "0 passed\n" + gateLost,
 			stage2: prev, wantStage1: prev, wantContainerd: "1.7.35", failedMark: true,
-			wantCalls: cat(upgradeNode[:3], runtimeCheck, runtimeStep, gateOK, upgradeNode[3:], gateOK, rollback),
+			wantCalls: cat(upgradeNode[:3], runtimeCheck, runtimeStep, gateRuntimeOK, upgradeNode[3:], gateOK[:3], rollback),
 			wantErr:   "the health gate failed: node node-1 is back on 1.30.14",
 			wantOut:   []string{"rollback: containerd 1.7.35 of this roll's runtime step (its gate passed) stays selected"}},
 		// A Job killed after the runtime swap never certifies without a gate.
 		{name: "runtime step: re-run after a Job killed right after the runtime swap: gated against the saved picture, then the kubelet's step",
 			preflight: "preflight-1.30-1.31.table.golden", env: []string{"KC_RUNTIME=" + rt}, die: "runtime-select --restart-containerd",
 			stage2: target, wantContainerd: "1.7.35",
-			wantCalls: cat([]string{"flock -n 9", "kubernetes-select status", "runtime-select status", "crictl version"}, gateOK, upgradeNode[3:], gateOK),
+			wantCalls: cat([]string{"flock -n 9", "kubernetes-select status", "runtime-select status", "crictl version"}, gateRuntimeOK, upgradeNode[3:], gateOK),
 			wantOut:   []string{"a Job before this one died after the runtime swap, before its gate's verdict: the gate runs against the picture it saved", "gate: passed: node node-1 runs kubelet v1.30.14 on containerd 1.7.35"}},
 		{name: "runtime step: re-run after a Job killed right after the runtime swap: the gate fails, the previous containerd selected back",
-			preflight: "preflight-1.30-1.31.table.golden", env: []string{"KC_RUNTIME=" + rt}, die: "runtime-select --restart-containerd", afterRuntime: restarted,
+			preflight: "preflight-1.30-1.31.table.golden", env: []string{"KC_RUNTIME=" + rt}, die: "runtime-select --restart-containerd", afterRuntime: restarted, gate: gateLost,
 			stage2: prev, wantContainerd: "system", failedMark: true,
-			wantCalls: cat([]string{"flock -n 9", "kubernetes-select status", "runtime-select status", "crictl version"}, gateOK, runtimeRollback),
+			wantCalls: cat([]string{"flock -n 9", "kubernetes-select status", "runtime-select status", "crictl version"}, gateRuntimeOK[:3], runtimeRollback),
 			wantErr:   "the runtime step's health gate failed: node node-1 is back on containerd system",
 			wantOut:   []string{"a Job before this one died after the runtime swap, before its gate's verdict"}, wantNotOut: []string{"gate: passed"}},
 		{name: "runtime step: re-run after a Job killed in the runtime swap before it took: the picture again, the swap, gated",
 			preflight: "preflight-1.30-1.31.table.golden", env: []string{"KC_RUNTIME=" + rt},
 			state:  runtimeState + "phase=runtime-swapping\nruntime_swapped_at=2026-12-05T10:00:00Z\n",
 			stage2: target, wantContainerd: "1.7.35",
-			wantCalls: cat([]string{"flock -n 9", "kubernetes-select status", "runtime-select status"}, runtimeStep, gateOK, upgradeNode[3:], gateOK),
+			wantCalls: cat([]string{"flock -n 9", "kubernetes-select status", "runtime-select status"}, runtimeStep, gateRuntimeOK, upgradeNode[3:], gateOK),
 			wantOut:   []string{"a Job before this one died before the runtime swap took (containerd system is selected): taking the picture again"}},
 		{name: "runtime step: re-run after a Job killed once the runtime's gate passed: not again, the kubelet's step",
 			preflight: "preflight-1.30-1.31.table.golden", env: []string{"KC_RUNTIME=" + rt},
@@ -913,7 +961,7 @@ func TestUpgradeScript(t *testing.T) {
 			wantOut:    []string{"the runtime step (containerd 1.7.35) passed its gate in a Job before this one", "upgraded to 1.31.14"},
 			wantNotOut: []string{"runtime-select --restart-containerd"}},
 		{name: "runtime step: re-run after a Job killed while selecting the previous containerd back: the rollback is finished",
-			preflight: "preflight-1.30-1.31.table.golden", env: []string{"KC_RUNTIME=" + rt}, afterRuntime: restarted,
+			preflight: "preflight-1.30-1.31.table.golden", env: []string{"KC_RUNTIME=" + rt}, afterRuntime: restarted, gate: gateLost,
 			die: "runtime-select --restart-containerd containerd system", stage2: prev, wantContainerd: "system", failedMark: true,
 			wantCalls: cat([]string{"flock -n 9", "kubernetes-select status"}, runtimeRollback[:1], runtimeRollback[2:]),
 			wantErr:   "the runtime step's health gate failed: node node-1 is back on containerd system",
@@ -922,7 +970,7 @@ func TestUpgradeScript(t *testing.T) {
 		{name: "runtime step: preflight refuses the kubelet on the node's containerd, KC_RUNTIME serves it: the runtime step first, then preflight again",
 			preflight: "preflight-1.30-1.31.table.golden", env: []string{"KC_RUNTIME=" + rt, "PREFLIGHT_PROBE_OLD=system"},
 			stage2: target, wantContainerd: "1.7.35",
-			wantCalls: cat(upgradeNode[:3], runtimeCheck, runtimeStep, gateOK, upgradeNode[3:], gateOK),
+			wantCalls: cat(upgradeNode[:3], runtimeCheck, runtimeStep, gateRuntimeOK, upgradeNode[3:], gateOK),
 			wantOut:   []string{"gate: passed: node node-1 runs kubelet v1.30.14 on containerd 1.7.35", "upgraded to 1.31.14"}},
 		{name: "runtime step: preflight refuses the kubelet on the node's containerd and there is no KC_RUNTIME: refused as before",
 			preflight: "preflight-1.30-1.31.table.golden", env: []string{"PREFLIGHT_PROBE_OLD=system"}, stage2: prev, wantPhase: "none",
@@ -939,7 +987,7 @@ func TestUpgradeScript(t *testing.T) {
 		{name: "runtime step: preflight refuses the kubelet on the new containerd once it runs (the probe): the runtime rolled back",
 			preflight: "preflight-1.30-1.31.table.golden", env: []string{"KC_RUNTIME=" + rt, "PREFLIGHT_PROBE_OLD=1.7.35"},
 			stage2: prev, wantContainerd: "system", failedMark: true,
-			wantCalls: cat(upgradeNode[:3], runtimeCheck, runtimeStep, gateOK, upgradeNode[3:4], runtimeRollback),
+			wantCalls: cat(upgradeNode[:3], runtimeCheck, runtimeStep, gateRuntimeOK, upgradeNode[3:4], runtimeRollback),
 			wantErr:   "kubelet-compat preflight refused the kubelet's step on containerd 1.7.35, which runs now: runtime: kubelet 1.31 needs CRI v1, which containerd 1.7.35 does not serve (it answers v1alpha2): first move the runtime to containerd 1.7.35 (make runtime RUNTIME_COMPONENTS=containerd@1.7.35): node node-1 is back on containerd system"},
 		{name: "prepare: waits for the control-plane Plan", args: []string{"wait-plan", ControlPlanePlan}, plan: "1.31.14 True", stage2: prev,
 			wantCalls: []string{"kubectl get plans.upgrade.cattle.io kubelet-compat-control-plane -n system-upgrade -o jsonpath={.status.latestVersion} {.status.conditions[?(@.type==\"Complete\")].status}"},
@@ -1055,6 +1103,7 @@ func runScriptCase(t *testing.T, tc scriptCase, applets string, statusBefore []b
 			write("events", tc.events)
 			write("api-pods", or(tc.apiPods, "default/plain-node-1 plain-uid\ndefault/seccomp-node-1 pinned-uid\nkube-system/etcd-node-1 etcd-uid\n"))
 			write("kubelet-metrics", or(tc.kubeletMetrics, syncedMetrics))
+			write("gate", tc.gate)
 			for name, data := range tc.host {
 				assert.NilError(t, os.MkdirAll(filepath.Dir(filepath.Join(host, name)), 0o755))
 				write("host/"+name, data)
@@ -1150,7 +1199,7 @@ func runScriptCase(t *testing.T, tc scriptCase, applets string, statusBefore []b
 				assert.Check(t, is.Equal(strings.TrimSpace(string(stage1)), tc.wantStage1))
 			}
 			calls, _ := os.ReadFile(filepath.Join(fake, "calls"))
-			got := dedupe(strings.Split(strings.TrimSpace(workDir.ReplaceAllString(string(calls), "$$WORK")), "\n"))
+			got := dedupe(strings.Split(strings.TrimSpace(gateTimes.ReplaceAllString(workDir.ReplaceAllString(string(calls), "$$WORK"), "$1 T")), "\n"))
 			if tc.wantCalls != nil {
 				assert.Check(t, is.DeepEqual(got, withChroot(tc.wantCalls, host)), "output:\n%s", out)
 			}
