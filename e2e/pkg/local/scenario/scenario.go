@@ -702,6 +702,9 @@ func (s *Scenario) swap(ctx context.Context, st Step, patched bool, faults []str
 		s.check(pending.check(ctx, s, variant, res.After))
 	}
 	s.check(s.syncRecordCheck(st.String(), variant, recordedKubelet{PID: s.kubelet.PID, Patched: patched}, res.Before, res.After, run.KeptLogLines))
+	if s.cp != nil {
+		s.check(s.keptEventsCheck(ctx, st.String(), variant, recordedKubelet{PID: s.kubelet.PID, Patched: patched}, res.Started))
+	}
 	s.refusalsAfter(refused, run)
 	s.logf("swap %s (%s): %d pods, %d containers, %d restarts, %d pods recreated, %d pod UIDs changed, %d containers kept by the compat path", st, variant, run.Pods, run.Containers, run.Restarts, run.RecreatedPods, run.Diff.UIDChanges, run.KeptLogLines)
 	return run, nil

@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -8,9 +9,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/corpus"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
 	kubeletcompat "github.com/kubelet-compat/kubelet-compat/kubelet-compat"
 	"github.com/kubelet-compat/kubelet-compat/pkg/snapshot"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // recordWait bounds how long the check waits for the kubelet to write the
@@ -41,6 +45,103 @@ func (s *Scenario) syncRecordCheck(step, variant string, k recordedKubelet, befo
 	}
 	c := syncRecordVerdict(rec, err, k, before, after, keptLogLines)
 	c.Name = fmt.Sprintf("%s %s: %s", step, variant, c.Name)
+	return c
+}
+
+// keptEventsCheck holds the kubelet's ContainersKept events (API mode)
+// against its sync record: one event on each pod whose containers the
+// record lists as kept, on no other pod, and none from the unpatched
+// kubelet.
+func (s *Scenario) keptEventsCheck(ctx context.Context, step, variant string, k recordedKubelet, since time.Time) report.Check {
+	c := report.Check{Name: fmt.Sprintf("%s %s: a ContainersKept event on each pod the kubelet's record keeps containers of", step, variant)}
+	var rec *kubeletcompat.SyncRecord
+	if k.Patched {
+		var err error
+		if rec, err = kubeletcompat.ReadSyncRecord(filepath.Join(s.kubeletDir(), kubeletcompat.RecordFileName), os.Getuid()); err != nil {
+			c.Detail = fmt.Sprintf("reading the record: %v", err)
+			return c
+		}
+	}
+	cs, err := s.cp.Client()
+	if err != nil {
+		c.Detail = err.Error()
+		return c
+	}
+	cctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	// The kubelet's recorder sends its events asynchronously: wait a
+	// little for those the record calls for.
+	deadline := time.Now().Add(recordWait)
+	for {
+		events, err := cs.CoreV1().Events(corpus.Namespace).List(cctx, metav1.ListOptions{FieldSelector: "reason=ContainersKept"})
+		if err != nil {
+			c.Detail = fmt.Sprintf("listing events: %v", err)
+			return c
+		}
+		var got []string
+		for _, e := range events.Items {
+			if e.Source.Component == "kubelet" && !eventTime(e).Before(since) {
+				got = append(got, string(e.InvolvedObject.UID))
+			}
+		}
+		c = keptEventsVerdict(c.Name, rec, got)
+		if c.Passed || time.Now().After(deadline) {
+			return c
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// eventTime is when an event last happened, in whichever field its
+// sender set.
+func eventTime(e corev1.Event) time.Time {
+	switch {
+	case !e.LastTimestamp.IsZero():
+		return e.LastTimestamp.Time
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	}
+	return e.CreationTimestamp.Time
+}
+
+// keptEventsVerdict compares the pods with a ContainersKept event (their
+// UIDs, got) with the pods the record lists kept containers of (none
+// without a record).
+func keptEventsVerdict(name string, rec *kubeletcompat.SyncRecord, got []string) report.Check {
+	want := map[string]bool{}
+	if rec != nil {
+		for _, p := range rec.Pods {
+			for _, cr := range p.Containers {
+				if cr.Kept != nil {
+					want[p.UID] = true
+				}
+			}
+		}
+	}
+	seen := map[string]int{}
+	for _, uid := range got {
+		seen[uid]++
+	}
+	var problems []string
+	for uid := range want {
+		if seen[uid] == 0 {
+			problems = append(problems, "no event on pod "+uid)
+		}
+	}
+	for uid, n := range seen {
+		switch {
+		case !want[uid]:
+			problems = append(problems, "an event on pod "+uid+", which the record keeps nothing of")
+		case n > 1:
+			problems = append(problems, fmt.Sprintf("%d events on pod %s (once per pod)", n, uid))
+		}
+	}
+	sort.Strings(problems)
+	c := report.Check{Name: name, Passed: len(problems) == 0}
+	c.Detail = fmt.Sprintf("%d pod(s) with kept containers in the record, %d ContainersKept event(s) from the kubelet", len(want), len(got))
+	if len(problems) > 0 {
+		c.Detail += "; " + strings.Join(problems, "; ")
+	}
 	return c
 }
 

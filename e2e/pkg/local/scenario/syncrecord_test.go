@@ -87,3 +87,32 @@ func TestSyncRecordVerdict(t *testing.T) {
 		})
 	}
 }
+
+func TestKeptEventsVerdict(t *testing.T) {
+	rec := &kubeletcompat.SyncRecord{Pods: []kubeletcompat.PodRecord{
+		{UID: "u-kept", Containers: []kubeletcompat.ContainerRecord{{Name: "a", Kept: &kubeletcompat.KeptContainer{ID: "c1"}}}},
+		{UID: "u-plain", Containers: []kubeletcompat.ContainerRecord{{Name: "a", ID: "c2"}}},
+	}}
+	tests := []struct {
+		name       string
+		rec        *kubeletcompat.SyncRecord
+		got        []string
+		wantPassed bool
+		wantDetail string
+	}{
+		{name: "one event per pod with kept containers", rec: rec, got: []string{"u-kept"}, wantPassed: true},
+		{name: "an event missing", rec: rec, wantDetail: "no event on pod u-kept"},
+		{name: "an event on a pod nothing was kept of", rec: rec, got: []string{"u-kept", "u-plain"}, wantDetail: "which the record keeps nothing of"},
+		{name: "two events on one pod", rec: rec, got: []string{"u-kept", "u-kept"}, wantDetail: "2 events on pod u-kept"},
+		{name: "unpatched: no record, no event", wantPassed: true},
+		{name: "unpatched: an event", got: []string{"u-kept"}, wantDetail: "which the record keeps nothing of"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := keptEventsVerdict("check", tt.rec, tt.got)
+			if c.Passed != tt.wantPassed || !strings.Contains(c.Detail, tt.wantDetail) {
+				t.Errorf("passed %v (%s), want %v with %q", c.Passed, c.Detail, tt.wantPassed, tt.wantDetail)
+			}
+		})
+	}
+}
