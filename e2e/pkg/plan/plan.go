@@ -87,7 +87,7 @@ func ParseRecordAfterSwap(value string, steps []Step) (bool, error) {
 }
 
 // RollbackLocalOnly is why a provider refuses rollback steps.
-const RollbackLocalOnly = "rollback steps (to older than from) run with static pods on the local provider only (-mode steps, ci, full, bench), not with -provider kind nor in API mode"
+const RollbackLocalOnly = "rollback steps (to older than from) run on the local provider only (-mode steps, ci, full, bench, api), not with -provider kind nor in the admission or device modes"
 
 // Runner carries a plan out on the nodes of one provider (-provider: the
 // infrastructure alone, as in kind): the local host as the node (package

@@ -105,13 +105,17 @@ func (s *Scenario) resizePod() (corpus.Pod, bool) {
 }
 
 // resizeBeforeNewKubelet raises the resize pod's cpu limit from 100m to
-// 200m through kube-apiserver st.To (pods/resize) and reads the
+// 200m through the running kube-apiserver (pods/resize: st.To's, or
+// st.From's on a rollback step) and reads the
 // container's cgroup before and after (while-old-kubelet: one sync period
 // after, with kubelet st.From still running). A refusal by the API server
 // is a result (reported), not an error.
 func (s *Scenario) resizeBeforeNewKubelet(ctx context.Context, st Step, before *snapshot.Snapshot, when string) (*pendingResize, error) {
-	if kubelet.Minor(st.To) < 33 {
-		return nil, fmt.Errorf("-resize-pending: kube-apiserver %s has no pods/resize (1.33+)", st.To)
+	// The API server is the step's target, or the newer from on a
+	// rollback step (beforeStop keeps it).
+	api := s.cp.Version
+	if kubelet.Minor(api) < 33 {
+		return nil, fmt.Errorf("-resize-pending: kube-apiserver %s has no pods/resize (1.33+)", api)
 	}
 	p, ok := s.resizePod()
 	if !ok {
@@ -141,17 +145,17 @@ func (s *Scenario) resizeBeforeNewKubelet(ctx context.Context, st Step, before *
 		SubResource("resize").Body([]byte(patch)).Do(cctx).Into(&got)
 	if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
 		r.refused = err.Error()
-		s.logf("resize: kube-apiserver %s refused to resize %s %s: %v", st.To, p.Name, r.whenText(), err)
+		s.logf("resize: kube-apiserver %s refused to resize %s %s: %v", api, p.Name, r.whenText(), err)
 		return r, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("-resize-pending: resizing %s through kube-apiserver %s: %w", p.Name, st.To, err)
+		return nil, fmt.Errorf("-resize-pending: resizing %s through kube-apiserver %s: %w", p.Name, api, err)
 	}
 	if l := got.Spec.Containers[0].Resources.Limits.Cpu().MilliValue(); l != resizedCPULimitMilli {
-		return nil, fmt.Errorf("-resize-pending: kube-apiserver %s stored cpu limit %dm, not %dm", st.To, l, resizedCPULimitMilli)
+		return nil, fmt.Errorf("-resize-pending: kube-apiserver %s stored cpu limit %dm, not %dm", api, l, resizedCPULimitMilli)
 	}
 	s.logf("resize: %s's cpu limit %dm -> %dm accepted by kube-apiserver %s (pods/resize) %s; container %s at %s",
-		p.Name, corpusCPULimitMilli, resizedCPULimitMilli, st.To, r.whenText(), shortID(r.containerID), r.quotaBefore)
+		p.Name, corpusCPULimitMilli, resizedCPULimitMilli, api, r.whenText(), shortID(r.containerID), r.quotaBefore)
 	if when == ResizeWhileOldKubelet {
 		if err := ctxtime.Sleep(ctx, s.opts.SyncFrequency+2*time.Second); err != nil {
 			return nil, err

@@ -24,12 +24,12 @@ var _ plan.Runner = (*Local)(nil)
 // Name is "local".
 func (l *Local) Name() string { return "local" }
 
-// Check refuses rollback steps in API mode: upstream downgrades the
-// kubelet before the control plane, the API mode upgrades the control
-// plane first and does not roll it back. RecordAfterSwap is for static
-// pods too (its born pods are static pods).
+// Check refuses rollback steps in the admission and device modes (their
+// expectations are an upgrade's); API mode runs them with the API server
+// kept at the newer version, as upstream rolls back a kubelet alone.
+// RecordAfterSwap is for static pods (its born pods are static pods).
 func (l *Local) Check(p plan.Plan) error {
-	if plan.HasRollback(p.Steps) && l.Options.API {
+	if plan.HasRollback(p.Steps) && (l.Options.Admission || l.Options.Devices) {
 		return errors.New(plan.RollbackLocalOnly)
 	}
 	if p.RecordAfterSwap && l.Options.API {

@@ -715,7 +715,11 @@ func (s *Scenario) swap(ctx context.Context, st Step, patched bool, faults []str
 // while the old kubelet keeps running against it (a supported skew); the
 // readiness watchers; a resize the new kubelet must find pending.
 func (s *Scenario) beforeStop(ctx context.Context, st Step, before *snapshot.Snapshot) (*readiness.Watch, *pendingResize, error) {
-	if s.cp != nil && s.cpVersion(st.To) != s.cp.Version {
+	if s.cp != nil && st.Rollback() {
+		// Upstream downgrades the kubelet alone: a kubelet older than the
+		// API server is a supported skew, an API server is not rolled back.
+		s.logf("swap %s (rollback): the control plane stays at %s, the kubelet goes back to %s", st, s.cp.Version, st.To)
+	} else if s.cp != nil && s.cpVersion(st.To) != s.cp.Version {
 		s.logf("swap %s: upgrading kube-apiserver first (%s -> %s), kubelet %s still running", st, s.cp.Version, st.To, st.From)
 		if err := s.cp.UpgradeAPIServer(ctx, st.To); err != nil {
 			return nil, nil, err
