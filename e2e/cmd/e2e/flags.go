@@ -194,7 +194,7 @@ func (o *options) planAndRunner(pl modePlan, rolls []string, rootPath, repoRoot 
 		p.RuntimeSteps, p.RuntimeKubelet, p.RuntimeChain, p.RuntimeOrder = pl.runtimeSteps, o.runtimeKubelet, o.runtimeChain, pl.runtimeOrder
 	}
 	var err error
-	if p.RecordAfterSwap, err = plan.ParseRecordAfterSwap(o.recordAfterSwap, p.Steps); err != nil {
+	if p.RecordAfterSwap, err = plan.ParseRecordAfterSwap(o.recordAfterSwap, p.Steps, !pl.api); err != nil {
 		return p, nil, err
 	}
 	cli := o.cliPath

@@ -179,8 +179,8 @@ func TestRollbackStepsRefusedWhereTheyCannotRun(t *testing.T) {
 		{name: "kind", args: []string{"-mode", "steps", "-steps", "1.31.14:1.30.14", "-provider", "kind"}, wantErr: "not with -provider kind nor in the admission or device modes"},
 		{name: "admission", args: []string{"-mode", "admission", "-steps", "1.21.14:1.20.15"}, wantErr: "not with -provider kind nor in the admission or device modes"},
 		// API mode takes rollback steps; -record-after-swap (auto: on with a
-		// rollback) is for static pods and is refused there.
-		{name: "API mode, record after swap", args: []string{"-mode", "api", "-steps", "1.31.14:1.30.14"}, wantErr: "-record-after-swap runs with static pods on the local provider only"},
+		// rollback of static pods) is refused there when asked for.
+		{name: "API mode, record after swap", args: []string{"-mode", "api", "-steps", "1.31.14:1.30.14", "-record-after-swap", "true"}, wantErr: "-record-after-swap runs with static pods on the local provider only"},
 		{name: "equal versions", args: []string{"-mode", "steps", "-steps", "1.30.14:1.30.14"}, wantErr: "same version"},
 	}
 	for _, tt := range tests {

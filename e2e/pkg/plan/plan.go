@@ -71,13 +71,14 @@ type Plan struct {
 const RecordAfterSwapLocalOnly = "-record-after-swap runs with static pods on the local provider only, not with -provider kind nor in API mode"
 
 // ParseRecordAfterSwap reads -record-after-swap: true, false, or auto (""
-// too): on for a plan with a rollback step, where a record on the older
-// kubelet must carry forward what the newer one created, off otherwise
-// (the other modes' figures and durations stay as measured).
-func ParseRecordAfterSwap(value string, steps []Step) (bool, error) {
+// too): on for a plan of static pods with a rollback step, where a record
+// on the older kubelet must carry forward what the newer one created, off
+// otherwise (API mode's pods are API pods; the other modes' figures and
+// durations stay as measured).
+func ParseRecordAfterSwap(value string, steps []Step, staticPods bool) (bool, error) {
 	switch value {
 	case "", "auto":
-		return HasRollback(steps), nil
+		return staticPods && HasRollback(steps), nil
 	case "true":
 		return true, nil
 	case "false":

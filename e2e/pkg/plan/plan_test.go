@@ -114,10 +114,12 @@ func TestParseRecordAfterSwap(t *testing.T) {
 	tests := []struct {
 		value string
 		steps []Step
+		api   bool
 		want  bool
 		err   string
 	}{
 		{value: "", steps: upDownUp, want: true},
+		{value: "auto", steps: upDownUp, api: true, want: false},
 		{value: "auto", steps: upDownUp, want: true},
 		{value: "auto", steps: []Step{{"1.31.14", "1.30.14"}}, want: true},
 		{value: "", steps: up, want: false},
@@ -128,7 +130,7 @@ func TestParseRecordAfterSwap(t *testing.T) {
 		{value: "True", steps: up, err: "auto, true or false"},
 	}
 	for _, tt := range tests {
-		got, err := ParseRecordAfterSwap(tt.value, tt.steps)
+		got, err := ParseRecordAfterSwap(tt.value, tt.steps, !tt.api)
 		if tt.err != "" {
 			assert.ErrorContains(t, err, tt.err)
 			continue
