@@ -46,16 +46,23 @@ type fakeNode struct {
 	// it (upgrade_test.go's die); dieCall after the dieCallN-th call of
 	// any kind. A kill panics with errKilled, or, with cancel set, ends
 	// the engine's context instead.
-	die               string
-	dieNth, dieCount  int
-	dieCallN, callN   int
-	cancel            context.CancelFunc
-	cancelled         bool
-	callsAfterCancel  []string
-	killedAfterAction string
+	die              string
+	dieNth, dieCount int
+	dieCallN, callN  int
+	cancel           context.CancelFunc
+	cancelled        bool
+	callsAfterCancel []string
+	// stateAtCancel is the roll's state when the context ended.
+	stateAtCancel string
+
+	// gateLog are kubelet-compat gate's verdicts: the index of its call in
+	// calls, and its exit status.
+	gateLog []gateVerdict
 }
 
-// errKilled is the panic of a Job killed by the fake.
+type gateVerdict struct{ call, code int }
+
+// killed is the panic of a Job killed by the fake, after a call or an action.
 type killed struct{ after string }
 
 const prevVersion, targetVersion = "1.30.14", "1.31.14"
@@ -86,14 +93,15 @@ func (f *fakeNode) record(call string) (dies bool) {
 // kill ends the engine right after a call: a panic, or its context.
 func (f *fakeNode) kill(after string) {
 	if f.cancel != nil {
-		f.cancelled = true
+		state, _ := os.ReadFile(f.hostFile(StateFile))
+		f.cancelled, f.stateAtCancel = true, string(state)
 		f.cancel()
 		return
 	}
 	panic(killed{after})
 }
 
-func (f *fakeNode) Files() Files     { return RootFS{Root: f.root} }
+func (f *fakeNode) Files() Files     { return RootFS{Root: f.root, NoSync: true} }
 func (f *fakeNode) Now() time.Time   { return f.now }
 func (f *fakeNode) Hostname() string { return "" }
 
@@ -391,6 +399,7 @@ func (f *fakeNode) kubeletCompat(args []string) Result {
 		if res.Code != 0 {
 			res.Stderr = []byte("kubelet-compat: " + verdict + "\n")
 		}
+		f.gateLog = append(f.gateLog, gateVerdict{call: len(f.calls), code: res.Code})
 		return res
 	case "status":
 		switch {
