@@ -142,6 +142,15 @@ func (h *NodeHost) lockFile(name string) (*os.File, error) {
 	return f, nil
 }
 
+// Close releases the roll's lock (the process's end releases it too).
+func (h *NodeHost) Close() error {
+	for name, f := range h.locks {
+		f.Close()
+		delete(h.locks, name)
+	}
+	return nil
+}
+
 func flockNB(f *os.File) (bool, error) {
 	err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 	if errors.Is(err, syscall.EWOULDBLOCK) {
