@@ -36,12 +36,15 @@ func NewNodeHost(c Config) *NodeHost {
 
 func (h *NodeHost) Files() Files { return RootFS{Root: h.Root} }
 
+// Run runs the program to its end whatever ctx says: a Job told to stop
+// does not kill kubeadm or dpkg halfway (upgrade.sh's programs outlive
+// the shell too); the engine does nothing more once the program ended.
 func (h *NodeHost) Run(ctx context.Context, c Cmd) Result {
 	chroot := h.Chroot
 	if chroot == "" {
 		chroot = "chroot"
 	}
-	cmd := exec.CommandContext(ctx, chroot, append([]string{h.Root}, c.Argv...)...)
+	cmd := exec.Command(chroot, append([]string{h.Root}, c.Argv...)...)
 	cmd.Env = append(withoutEnv(os.Environ(), "PATH", "SYSTEMD_IGNORE_CHROOT"), "PATH="+h.Path, "SYSTEMD_IGNORE_CHROOT=1")
 	return runCmd(cmd, c)
 }
@@ -51,7 +54,7 @@ func (h *NodeHost) Kubectl(ctx context.Context, args ...string) Result {
 	if bin == "" {
 		bin = "kubectl"
 	}
-	return runCmd(exec.CommandContext(ctx, bin, args...), Cmd{})
+	return runCmd(exec.Command(bin, args...), Cmd{})
 }
 
 // runCmd runs cmd with its output where c says, standard input empty; the
