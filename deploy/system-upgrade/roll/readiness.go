@@ -157,7 +157,7 @@ func probeEvidence(base, sample probeSample, now []runningPod, pods []podLine) [
 // probeSample reads the kubelet's readiness probe counters from its own
 // server; false when it does not answer.
 func (r *run) probeSample(ctx context.Context) (probeSample, bool) {
-	res := r.kubectl(ctx, "--kubeconfig", r.kubeletKubeconfig, "get", "--raw", "/metrics/probes")
+	res := r.kubeletGet(ctx, "/metrics/probes")
 	if !res.OK() {
 		return nil, false
 	}
