@@ -20,9 +20,7 @@ func (r *run) picture() []action {
 		{"settle", r.settle},
 		{"record again", r.record},
 		{"picture", func(ctx context.Context) error {
-			if res := r.onHost(ctx, "kubelet-compat", "picture", "--node-name", r.cfg.Node, "-o", PictureFile); !res.OK() {
-				r.Out.Write(res.Stdout)
-				r.Err.Write(res.Stderr)
+			if res := r.onHostLogged(ctx, "kubelet-compat", "picture", "--node-name", r.cfg.Node, "-o", PictureFile); !res.OK() {
 				return failRollf("kubelet-compat picture failed")
 			}
 			return nil
@@ -41,8 +39,8 @@ func (r *run) record(ctx context.Context) error {
 // nodeStatus reads kubelet-compat status -o json on the node.
 func (r *run) nodeStatus(ctx context.Context) (nodeStatus, error) {
 	res := r.onHost(ctx, "kubelet-compat", "status", "-o", "json", "--kubeconfig", r.cfg.NodeKubeconfig)
+	r.Err.Write(res.Stderr)
 	if !res.OK() {
-		r.Err.Write(res.Stderr)
 		return nodeStatus{}, fmt.Errorf("kubelet-compat status failed")
 	}
 	s, err := parseNodeStatus(res.Stdout)
