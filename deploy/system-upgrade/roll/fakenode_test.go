@@ -33,7 +33,6 @@ type fakeNode struct {
 	plan                                          string
 	gate                                          []string
 	gateCalls, cgroupsCalls, probeReads           int
-	runtimeSwaps                                  int
 
 	// locked: another Job holds the roll's lock, until unlockAfter (when
 	// set) has passed on the clock.

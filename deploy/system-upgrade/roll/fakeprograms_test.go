@@ -106,7 +106,6 @@ func (f *fakeNode) runtimeSelect(args []string) Result {
 		if f.containerd == v {
 			return ok("containerd: " + v + " already selected\n")
 		}
-		f.runtimeSwaps++
 		if f.getenv("RUNTIME_RESTART_FAILS") == v {
 			f.containerdRuns = f.containerd
 			return exit(1, "runtime-select: containerd: switch undone, it serves "+f.containerd+" as before\n")
