@@ -55,6 +55,9 @@ const (
 type pendingResize struct {
 	pod, container, containerID string
 	from, to, when              string
+	// api is the kube-apiserver that took the resize (to, or from on a
+	// rollback step).
+	api string
 	// refused is kube-apiserver's answer when it refused the resize.
 	refused string
 	// quotaBefore and quotaOld are the container's cpu quota (µs per
@@ -122,7 +125,7 @@ func (s *Scenario) resizeBeforeNewKubelet(ctx context.Context, st Step, before *
 		return nil, fmt.Errorf("-resize-pending: the corpus has no resize pod (API mode, 10 pods)")
 	}
 	c := p.Spec.Spec.Containers[0]
-	r := &pendingResize{pod: p.Name, container: c.Name, from: st.From, to: st.To, when: when}
+	r := &pendingResize{pod: p.Name, container: c.Name, from: st.From, to: st.To, when: when, api: api}
 	if bc, ok := before.Running(p.RuntimeName)[c.Name]; ok {
 		r.containerID = bc.ID
 	}
@@ -174,7 +177,7 @@ func (s *Scenario) resizeBeforeNewKubelet(ctx context.Context, st Step, before *
 // upstream does).
 func (r *pendingResize) check(ctx context.Context, s *Scenario, variant string, after *snapshot.Snapshot) report.Check {
 	c := report.Check{Name: fmt.Sprintf("resize %s: %s's cpu limit %dm -> %dm through kube-apiserver %s %s",
-		variant, r.pod, corpusCPULimitMilli, resizedCPULimitMilli, r.to, r.whenText())}
+		variant, r.pod, corpusCPULimitMilli, resizedCPULimitMilli, r.api, r.whenText())}
 	if r.refused != "" {
 		c.Passed = true
 		c.Detail = "refused by kube-apiserver (nothing pending; the swap is the plain one): " + r.refused

@@ -60,7 +60,7 @@ func TestAPIResizeState(t *testing.T) {
 }
 
 func TestPendingResizeRefused(t *testing.T) {
-	r := &pendingResize{pod: "resize-009", from: "1.32.13", to: "1.33.13", when: ResizeWhileOldKubelet, refused: `Pod "resize-009" is invalid: spec: Forbidden: Pod running on node without support for resize`}
+	r := &pendingResize{pod: "resize-009", from: "1.32.13", to: "1.33.13", api: "1.33.13", when: ResizeWhileOldKubelet, refused: `Pod "resize-009" is invalid: spec: Forbidden: Pod running on node without support for resize`}
 	c := r.check(nil, nil, "patched", nil)
 	if !c.Passed || !strings.Contains(c.Detail, "without support for resize") || !strings.Contains(c.Name, "while kubelet 1.32.13 ran") {
 		t.Fatalf("%+v", c)
