@@ -799,13 +799,15 @@ rollback() {
 		log "rollback: kubernetes-select stage1 $PREV_STAGE1"
 		on_host kubernetes-select stage1 "$PREV_STAGE1" || die "the rollback failed: kubernetes-select stage1 $PREV_STAGE1 failed (the next Job tries again)"
 	fi
-	st_set phase=rolled-back "rolled_back_at=$(now)"
 	# The marker of a failed gate, as before the roll's state (the e2e and
-	# operators look for it): written once the rollback is done.
+	# operators look for it): written once the rollback is done, before
+	# its verdict, so that a Job killed in between leaves no rolled-back
+	# node without it (the next Job finishes the rollback again).
 	if [ "$1" = "the health gate failed" ]; then
 		mkdir -p "$HOST$STATE"
 		now >"$HOST$STATE/$TARGET.gate-failed"
 	fi
+	st_set phase=rolled-back "rolled_back_at=$(now)"
 	if [ -n "$(st runtime_passed_at)" ]; then
 		rtv=$(st runtime)
 		rtv=$(runtime_version "$rtv") || true
@@ -913,9 +915,15 @@ install_and_kubeadm() {
 
 	on_host kubernetes-select stage1 "$TARGET" || fail_roll "kubernetes-select stage1 $TARGET failed"
 	etcd_bridge
+	# The first control-plane node of the version applies; the API server
+	# must say which one this is (a failed read is not "not yet applied").
+	cluster_config=
+	if [ "$ROLE" = control-plane ]; then
+		cluster_config=$(kubectl get configmap kubeadm-config -n kube-system -o jsonpath='{.data.ClusterConfiguration}' </dev/null 2>"$WORK/kubeadm-config.err") ||
+			fail_roll "the API server did not return kubeadm-config ($(head -n 1 "$WORK/kubeadm-config.err")): whether this node is the first control-plane node of $TARGET is not known"
+	fi
 	# shellcheck disable=SC2086 # KC_KUBEADM_ARGS is a list of words
-	if [ "$ROLE" = control-plane ] && ! kubectl get configmap kubeadm-config -n kube-system \
-		-o jsonpath='{.data.ClusterConfiguration}' | grep -q "kubernetesVersion: v$TARGET\$"; then
+	if [ "$ROLE" = control-plane ] && ! printf '%s\n' "$cluster_config" | grep -q "kubernetesVersion: v$TARGET\$"; then
 		log "first control-plane node of $TARGET: kubeadm upgrade apply"
 		[ -n "$NAIVE" ] || st_set kubeadm=apply
 		on_host kubeadm upgrade apply --yes ${KC_KUBEADM_ARGS:-} "v$TARGET" || fail_roll "kubeadm upgrade apply v$TARGET failed"
@@ -1127,11 +1135,11 @@ runtime_rollback() {
 			die "the rollback failed: runtime-select --restart-containerd containerd $RT_PREV failed (the next Job tries again)"
 	fi
 	wait_runtime "$RT_PREV" || die "the rollback failed: $WHY (the next Job tries again)"
-	st_set phase=rolled-back "rolled_back_at=$(now)"
 	if [ "$1" = "the runtime step's health gate failed" ]; then
 		mkdir -p "$HOST$STATE"
 		now >"$HOST$STATE/$TARGET.gate-failed"
 	fi
+	st_set phase=rolled-back "rolled_back_at=$(now)"
 	log "rolled back: containerd $RT_PREV is selected and answers the CRI; the kubelet was not touched (stage2 and stage1 serve $PREVIOUS and $PREV_STAGE1)"
 }
 

@@ -170,7 +170,8 @@ esac`,
 "get pod -n "*" --ignore-not-found "*) awk -v p="$4/$5" '$1 == p { printf "%s %s", $2, $3 }' "$FAKE/api-pods" ;;
 "get node "*) echo "$(cat "$FAKE/node-ready") v${KUBELET_REPORTS:-$(cat "$FAKE/stage2")}+compat.1" ;;
 "get pods "*) if [ "$(cat "$FAKE/stage2")" = "$PREV" ]; then cat "$FAKE/pods-before"; else [ -z "${PODS_FAIL:-}" ] || exit 1; cat "$FAKE/pods-after"; fi ;;
-"get configmap kubeadm-config "*) printf 'apiServer: {}\nkubernetesVersion: v%s\n' "$CLUSTER" ;;
+"get configmap kubeadm-config "*) [ -z "${KUBEADM_CONFIG_FAILS:-}" ] || { echo "error: the server is currently unable to handle the request" >&2; exit 1; }
+	printf 'apiServer: {}\nkubernetesVersion: v%s\n' "$CLUSTER" ;;
 "get plans.upgrade.cattle.io "*) cat "$FAKE/plan" ;;
 *) exit 2 ;;
 esac`,
@@ -426,6 +427,14 @@ func TestUpgradeScript(t *testing.T) {
 				"rpm -U --replacepkgs /var/lib/kubelet-compat/upgrade/1.31.14/kubernetes-1.31.14-node-1.31.14-2.kc.x86_64.rpm", "kubernetes-select status",
 				upgradeNode[8], configmapCall, "kubeadm upgrade apply --yes v1.31.14"}, upgradeNode[10:], gateOK),
 			wantOut: []string{"first control-plane node of 1.31.14: kubeadm upgrade apply"}},
+		// The Go engine's port found it: kubectl failing made a node that is
+		// not the first run kubeadm upgrade apply.
+		{name: "control-plane node, the API server does not return kubeadm-config: no kubeadm upgrade apply, rolled back",
+			env: []string{"KC_ROLE=control-plane", "KUBEADM_CONFIG_FAILS=1"}, cluster: target,
+			preflight: "preflight-1.30-1.31.table.golden", stage2: prev, wantStage1: prev, failedMark: true,
+			wantCalls:  cat(upgradeNode[:9], []string{configmapCall}, rollback[:1], rollback[3:]),
+			wantErr:    "the API server did not return kubeadm-config (error: the server is currently unable to handle the request): whether this node is the first control-plane node of 1.31.14 is not known",
+			wantNotOut: []string{"kubeadm upgrade apply"}},
 		{name: "next control-plane node: kubeadm upgrade node", env: []string{"KC_ROLE=control-plane"}, cluster: target,
 			preflight: "preflight-1.30-1.31.table.golden", stage2: target,
 			wantCalls: cat(upgradeNode[:9], []string{configmapCall}, upgradeNode[9:], gateOK)},

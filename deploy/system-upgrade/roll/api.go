@@ -24,16 +24,21 @@ func (r *run) nodeReady(ctx context.Context) (status, version string) {
 }
 
 // clusterAt says whether kubeadm's ClusterConfiguration names target as
-// its kubernetesVersion: false too when the API does not answer (as
-// upgrade.sh's kubectl | grep).
-func (r *run) clusterAt(ctx context.Context, target string) bool {
+// its kubernetesVersion. A failed read is a failed step, not "another
+// version": it would make a node that is not the first run kubeadm
+// upgrade apply.
+func (r *run) clusterAt(ctx context.Context, target string) (bool, error) {
 	res := r.kubectl(ctx, "get", "configmap", "kubeadm-config", "-n", "kube-system", "-o", "jsonpath={.data.ClusterConfiguration}")
+	if !res.OK() {
+		return false, failRollf("the API server did not return kubeadm-config (%s): whether this node is the first control-plane node of %s is not known",
+			firstLine(string(res.Stderr)), target)
+	}
 	for _, line := range lines(string(res.Stdout)) {
 		if strings.HasSuffix(line, "kubernetesVersion: v"+target) {
-			return true
+			return true, nil
 		}
 	}
-	return false
+	return false, nil
 }
 
 // kubeletEvent is one of the kubelet's events about a pod.

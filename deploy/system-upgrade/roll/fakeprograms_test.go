@@ -317,6 +317,9 @@ func (f *fakeNode) kubectl(args []string) Result {
 	case strings.HasPrefix(all, "get node "):
 		return ok(f.nodeReady + " v" + or(f.getenv("KUBELET_REPORTS"), f.stage2) + "+compat.1")
 	case strings.HasPrefix(all, "get configmap kubeadm-config "):
+		if f.getenv("KUBEADM_CONFIG_FAILS") != "" {
+			return exit(1, "error: the server is currently unable to handle the request\n")
+		}
 		return ok("apiServer: {}\nkubernetesVersion: v" + f.getenv("CLUSTER") + "\n")
 	case strings.HasPrefix(all, "get plans.upgrade.cattle.io "):
 		return ok(f.plan)

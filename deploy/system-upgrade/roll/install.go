@@ -158,7 +158,14 @@ func (r *run) keepStage2(ctx context.Context) error {
 // node of the target (kubeadm's ClusterConfiguration names another
 // version), kubeadm upgrade node everywhere else.
 func (r *run) kubeadmUpgrade(ctx context.Context) error {
-	if r.cfg.Role == "control-plane" && !r.clusterAt(ctx, r.target) {
+	applied := false
+	if r.cfg.Role == "control-plane" {
+		var err error
+		if applied, err = r.clusterAt(ctx, r.target); err != nil {
+			return err
+		}
+	}
+	if r.cfg.Role == "control-plane" && !applied {
 		r.log("first control-plane node of %s: kubeadm upgrade apply", r.target)
 		if !r.naive {
 			if err := r.save(func(s *State) { s.Kubeadm = "apply" }); err != nil {
