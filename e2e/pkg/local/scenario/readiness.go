@@ -148,6 +148,29 @@ func (s *Scenario) failReadinessProbes() error {
 	return nil
 }
 
+// passReadinessProbes writes the failing pods' readyFile back, so that a
+// chain's next step starts with them Ready (the previous step made them
+// fail from its swap on).
+func (s *Scenario) passReadinessProbes() error {
+	restored := 0
+	for _, p := range s.readyPods {
+		if !p.Failing {
+			continue
+		}
+		if _, err := os.Stat(s.readyFilePath(p)); err == nil {
+			continue
+		}
+		if err := os.WriteFile(s.readyFilePath(p), []byte("ready\n"), 0o644); err != nil {
+			return err
+		}
+		restored++
+	}
+	if restored > 0 {
+		s.logf("readiness: wrote %s of the failing-probe pods back: the step starts with them Ready", readyFile)
+	}
+	return nil
+}
+
 // settledState: every pod of the corpus and every passing readiness pod
 // Ready, with a ready endpoint when it is behind the Service; with
 // failed, the failing pods neither ("" when that holds, else why not).
@@ -258,6 +281,9 @@ func secondsOrNever(s float64) string {
 // starts the watchers and makes the failing pods' probes fail between the
 // two kubelets.
 func (s *Scenario) readinessPrepare(ctx context.Context) (*readiness.Watch, error) {
+	if err := s.passReadinessProbes(); err != nil {
+		return nil, err
+	}
 	cs, err := s.cp.Client()
 	if err != nil {
 		return nil, err
