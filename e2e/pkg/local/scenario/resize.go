@@ -44,12 +44,11 @@ const (
 	ResizeBetweenKubelets = "between-kubelets"
 )
 
-const (
-	// resizedCPULimitMilli is the resize pod's cpu limit after the resize
-	// (the corpus sets 100m; cpu's resizePolicy is NotRequired).
-	resizedCPULimitMilli = 200
-	corpusCPULimitMilli  = 100
-)
+// resizeStepMilli is how much each resize raises the resize pod's cpu
+// limit (the corpus sets 100m; cpu's resizePolicy is NotRequired): a
+// chain's later step resizes again (200m -> 300m), so that each step's
+// resize is a real one.
+const resizeStepMilli = 100
 
 // pendingResize is the resize made before the new kubelet ran.
 type pendingResize struct {
@@ -58,6 +57,9 @@ type pendingResize struct {
 	// api is the kube-apiserver that took the resize (to, or from on a
 	// rollback step).
 	api string
+	// fromMilli and toMilli are the cpu limit the API had and the one
+	// the resize asks for.
+	fromMilli, toMilli int64
 	// refused is kube-apiserver's answer when it refused the resize.
 	refused string
 	// quotaBefore and quotaOld are the container's cpu quota (µs per
@@ -140,9 +142,15 @@ func (s *Scenario) resizeBeforeNewKubelet(ctx context.Context, st Step, before *
 	if err != nil {
 		return nil, err
 	}
-	patch := fmt.Sprintf(`{"spec":{"containers":[{"name":%q,"resources":{"limits":{"cpu":"%dm"}}}]}}`, c.Name, resizedCPULimitMilli)
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
+	cur, err := cs.CoreV1().Pods(corpus.Namespace).Get(cctx, p.Name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("-resize-pending: reading %s: %w", p.Name, err)
+	}
+	r.fromMilli = cur.Spec.Containers[0].Resources.Limits.Cpu().MilliValue()
+	r.toMilli = r.fromMilli + resizeStepMilli
+	patch := fmt.Sprintf(`{"spec":{"containers":[{"name":%q,"resources":{"limits":{"cpu":"%dm"}}}]}}`, c.Name, r.toMilli)
 	var got v1.Pod
 	err = cs.CoreV1().RESTClient().Patch(types.StrategicMergePatchType).Namespace(corpus.Namespace).Resource("pods").Name(p.Name).
 		SubResource("resize").Body([]byte(patch)).Do(cctx).Into(&got)
@@ -154,11 +162,11 @@ func (s *Scenario) resizeBeforeNewKubelet(ctx context.Context, st Step, before *
 	if err != nil {
 		return nil, fmt.Errorf("-resize-pending: resizing %s through kube-apiserver %s: %w", p.Name, api, err)
 	}
-	if l := got.Spec.Containers[0].Resources.Limits.Cpu().MilliValue(); l != resizedCPULimitMilli {
-		return nil, fmt.Errorf("-resize-pending: kube-apiserver %s stored cpu limit %dm, not %dm", api, l, resizedCPULimitMilli)
+	if l := got.Spec.Containers[0].Resources.Limits.Cpu().MilliValue(); l != r.toMilli {
+		return nil, fmt.Errorf("-resize-pending: kube-apiserver %s stored cpu limit %dm, not %dm", api, l, r.toMilli)
 	}
 	s.logf("resize: %s's cpu limit %dm -> %dm accepted by kube-apiserver %s (pods/resize) %s; container %s at %s",
-		p.Name, corpusCPULimitMilli, resizedCPULimitMilli, api, r.whenText(), shortID(r.containerID), r.quotaBefore)
+		p.Name, r.fromMilli, r.toMilli, api, r.whenText(), shortID(r.containerID), r.quotaBefore)
 	if when == ResizeWhileOldKubelet {
 		if err := ctxtime.Sleep(ctx, s.opts.SyncFrequency+2*time.Second); err != nil {
 			return nil, err
@@ -177,7 +185,7 @@ func (s *Scenario) resizeBeforeNewKubelet(ctx context.Context, st Step, before *
 // upstream does).
 func (r *pendingResize) check(ctx context.Context, s *Scenario, variant string, after *snapshot.Snapshot) report.Check {
 	c := report.Check{Name: fmt.Sprintf("resize %s: %s's cpu limit %dm -> %dm through kube-apiserver %s %s",
-		variant, r.pod, corpusCPULimitMilli, resizedCPULimitMilli, r.api, r.whenText())}
+		variant, r.pod, r.fromMilli, r.toMilli, r.api, r.whenText())}
 	if r.refused != "" {
 		c.Passed = true
 		c.Detail = "refused by kube-apiserver (nothing pending; the swap is the plain one): " + r.refused
@@ -190,7 +198,7 @@ func (r *pendingResize) check(ctx context.Context, s *Scenario, variant string, 
 	if ok {
 		q, qerr = containerCPUQuota(now.ID)
 	}
-	actuated := qerr == nil && q.milli() == resizedCPULimitMilli
+	actuated := qerr == nil && q.milli() == r.toMilli
 	var api string
 	if cs, err := s.cp.Client(); err == nil {
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
