@@ -628,6 +628,14 @@ func TestUpgradeScript(t *testing.T) {
 		{name: "re-run after a Job killed after the packages' install: goes on, gated", preflight: "preflight-1.30-1.31.table.golden",
 			die: "dpkg -i", stage2: target, wantStage1: target,
 			wantOut: []string{"a Job before this one died before the swap: going on from the packages", "gate: passed"}},
+		// The Go engine's port found it: the next Job rolled such a node back
+		// (stage2 "none" is not the previous version), a needless kubelet
+		// restart and a failed Plan.
+		{name: "re-run after a Job killed right after a newer kubernetes-unversioned dropped stage2's selection: selected again, gated",
+			preflight: "preflight-1.30-1.31.table.golden", unversioned: "1.0.0-3", env: []string{"DPKG_DROPS=1"}, die: "dpkg -i", stage2: target, wantStage1: target,
+			wantOut: []string{"stage2 selects none (the packages a Job before this one installed dropped its link)",
+				"the packages dropped stage2's selection: kubernetes-select stage2 1.30.14", "gate: passed"},
+			wantNotOut: []string{"rolling back"}},
 		{name: "re-run after a Job killed after stage1: goes on, gated", preflight: "preflight-1.30-1.31.table.golden",
 			die: "kubernetes-select stage1 1.31.14", stage2: target,
 			wantOut: []string{"a Job before this one died before the swap", "gate: passed"}},
