@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -14,6 +15,7 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/genuine"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/statuscheck"
+	kubeletcompat "github.com/kubelet-compat/kubelet-compat/kubelet-compat"
 	kcexec "github.com/kubelet-compat/kubelet-compat/pkg/exec"
 	"github.com/kubelet-compat/kubelet-compat/pkg/snapshot"
 )
@@ -26,6 +28,7 @@ func (s *Scenario) extras(ctx context.Context, last Step) error {
 	s.check(s.statusAgrees(ctx))
 	s.check(s.sweepKeeps(ctx))
 	s.check(s.genuineChange(ctx))
+	s.check(s.genuineRecorded(ctx))
 
 	if err := s.baseline(ctx, last.From); err != nil {
 		return err
@@ -79,6 +82,59 @@ func (s *Scenario) genuineChange(ctx context.Context) report.Check {
 		WriteManifest: func(_ context.Context, pod *v1.Pod) error { return corpus.WritePod(s.manifestDir(), pod) },
 		SyncFrequency: s.opts.SyncFrequency,
 	}, target)
+}
+
+// genuineRecorded holds the kubelet's sync record against the genuine
+// change: it names the changed pod's restart, with the kubelet's reason
+// (its definition changed), and no kill in any other pod.
+func (s *Scenario) genuineRecorded(ctx context.Context) report.Check {
+	c := report.Check{Name: "the kubelet's sync record names the genuine change's restart, and no other kill"}
+	target, err := genuine.Target(s.corpus)
+	if err != nil {
+		c.Detail = err.Error()
+		return c
+	}
+	path := filepath.Join(s.kubeletDir(), kubeletcompat.RecordFileName)
+	deadline := time.Now().Add(recordWait)
+	for {
+		rec, err := kubeletcompat.ReadSyncRecord(path, os.Getuid())
+		if err != nil {
+			c.Detail = fmt.Sprintf("reading the record: %v", err)
+		} else {
+			c = genuineRecordVerdict(c.Name, rec, target.RuntimeName)
+		}
+		if c.Passed || time.Now().After(deadline) {
+			return c
+		}
+		if err := ctxtime.Sleep(ctx, 500*time.Millisecond); err != nil {
+			c.Detail = err.Error()
+			return c
+		}
+	}
+}
+
+// genuineRecordVerdict: the pod namespace/name has a kill whose reason is
+// a changed definition; no other pod has a kill.
+func genuineRecordVerdict(name string, rec *kubeletcompat.SyncRecord, pod string) report.Check {
+	c := report.Check{Name: name}
+	var changed []string
+	var others []string
+	for _, p := range rec.Pods {
+		for _, cr := range p.Containers {
+			for _, k := range cr.Kills {
+				switch {
+				case p.Namespace+"/"+p.Name != pod:
+					others = append(others, fmt.Sprintf("%s/%s/%s (%s)", p.Namespace, p.Name, cr.Name, k.Reason))
+				case strings.HasSuffix(k.Reason, "definition changed"):
+					changed = append(changed, fmt.Sprintf("%s %s: %s", cr.Name, shortID(k.ID), k.Reason))
+				}
+			}
+		}
+	}
+	c.Passed = len(changed) > 0 && len(others) == 0
+	c.Detail = fmt.Sprintf("%s: %d kill(s) for a changed definition [%s]; kills in other pods: %d [%s]",
+		pod, len(changed), strings.Join(changed, "; "), len(others), strings.Join(others, "; "))
+	return c
 }
 
 // sweepDeletesWhenLegacyGone removes every pod (the legacy containers go

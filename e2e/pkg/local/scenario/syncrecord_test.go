@@ -116,3 +116,31 @@ func TestKeptEventsVerdict(t *testing.T) {
 		})
 	}
 }
+
+func TestGenuineRecordVerdict(t *testing.T) {
+	kill := func(reason string) kubeletcompat.ContainerRecord {
+		return kubeletcompat.ContainerRecord{Name: "app", Kills: []kubeletcompat.KilledContainer{{ID: "c1", Reason: reason}}, KillCount: 1}
+	}
+	pinned := func(cs ...kubeletcompat.ContainerRecord) kubeletcompat.PodRecord {
+		return kubeletcompat.PodRecord{UID: "u1", Namespace: "kc-e2e", Name: "pinned-007", Containers: cs}
+	}
+	other := kubeletcompat.PodRecord{UID: "u2", Namespace: "kc-e2e", Name: "web-000", Containers: []kubeletcompat.ContainerRecord{kill("Container app failed liveness probe")}}
+	tests := []struct {
+		name       string
+		pods       []kubeletcompat.PodRecord
+		wantPassed bool
+	}{
+		{name: "the changed pod's restart, named", pods: []kubeletcompat.PodRecord{pinned(kill("Container app definition changed"))}, wantPassed: true},
+		{name: "no kill recorded", pods: []kubeletcompat.PodRecord{pinned(kubeletcompat.ContainerRecord{Name: "app"})}},
+		{name: "a kill for another reason", pods: []kubeletcompat.PodRecord{pinned(kill("killed with its pod"))}},
+		{name: "a kill in another pod too", pods: []kubeletcompat.PodRecord{pinned(kill("Container app definition changed")), other}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := genuineRecordVerdict("check", &kubeletcompat.SyncRecord{Pods: tt.pods}, "kc-e2e/pinned-007")
+			if c.Passed != tt.wantPassed {
+				t.Errorf("passed %v (%s), want %v", c.Passed, c.Detail, tt.wantPassed)
+			}
+		})
+	}
+}
