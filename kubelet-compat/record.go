@@ -179,8 +179,9 @@ type SyncNews struct {
 	FileState string
 }
 
-// definitionChanged ends the kubelet's kill message for a container whose
-// spec changed ("Container app definition changed", every minor).
+// definitionChanged is in the kubelet's kill message for a container whose
+// spec changed ("Container app definition changed", with ", will be
+// restarted" when its restart policy restarts it; every minor).
 const definitionChanged = "definition changed"
 
 // recorder keeps the record in memory and writes it at most once per
@@ -280,7 +281,7 @@ func (c *Compat) RecordSync(s PodSync) SyncNews {
 		}
 	}
 	for _, kc := range killed {
-		if strings.HasSuffix(kc.Reason, definitionChanged) {
+		if strings.Contains(kc.Reason, definitionChanged) {
 			news.RestartedForChange++
 		}
 		cr := p.container(kc.Name)

@@ -306,7 +306,7 @@ func TestRecordSyncNews(t *testing.T) {
 		t.Errorf("second sync's news %+v, want nothing new", again)
 	}
 	changed := c.RecordSync(PodSync{UID: podA, Name: "web", Running: running, Killed: []SyncContainer{
-		{Name: "side", ID: "c2", Reason: "Container side definition changed"},
+		{Name: "side", ID: "c2", Reason: "Container side definition changed, will be restarted"},
 		{Name: "app", ID: "c1", Reason: "Container app failed liveness probe, will be restarted"},
 	}})
 	if changed.RestartedForChange != 1 {

@@ -114,7 +114,7 @@ func (s *Scenario) genuineRecorded(ctx context.Context) report.Check {
 }
 
 // genuineRecordVerdict: the pod namespace/name has a kill whose reason is
-// a changed definition; no other pod has a kill.
+// a changed definition; no other kill (another pod's, or another reason).
 func genuineRecordVerdict(name string, rec *kubeletcompat.SyncRecord, pod string) report.Check {
 	c := report.Check{Name: name}
 	var changed []string
@@ -125,7 +125,9 @@ func genuineRecordVerdict(name string, rec *kubeletcompat.SyncRecord, pod string
 				switch {
 				case p.Namespace+"/"+p.Name != pod:
 					others = append(others, fmt.Sprintf("%s/%s/%s (%s)", p.Namespace, p.Name, cr.Name, k.Reason))
-				case strings.HasSuffix(k.Reason, "definition changed"):
+				default:
+					others = append(others, fmt.Sprintf("%s/%s (%s)", pod, cr.Name, k.Reason))
+				case strings.Contains(k.Reason, "definition changed"):
 					changed = append(changed, fmt.Sprintf("%s %s: %s", cr.Name, shortID(k.ID), k.Reason))
 				}
 			}
@@ -134,6 +136,15 @@ func genuineRecordVerdict(name string, rec *kubeletcompat.SyncRecord, pod string
 	c.Passed = len(changed) > 0 && len(others) == 0
 	c.Detail = fmt.Sprintf("%s: %d kill(s) for a changed definition [%s]; kills in other pods: %d [%s]",
 		pod, len(changed), strings.Join(changed, "; "), len(others), strings.Join(others, "; "))
+	c.Detail += fmt.Sprintf("; the record: kubelet pid %d, written %s, %d pod(s)", rec.KubeletPID, rec.WrittenAt.Format(time.RFC3339Nano), len(rec.Pods))
+	for _, p := range rec.Pods {
+		if p.Namespace+"/"+p.Name == pod {
+			c.Detail += fmt.Sprintf("; %s: %d sync(s), last %s", pod, p.Syncs, p.LastSyncAt.Format(time.RFC3339Nano))
+			for _, cr := range p.Containers {
+				c.Detail += fmt.Sprintf(", %s runs %s (kills %d, starts %d)", cr.Name, shortID(cr.ID), cr.KillCount, cr.Starts)
+			}
+		}
+	}
 	return c
 }
 

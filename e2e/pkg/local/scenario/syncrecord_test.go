@@ -130,7 +130,7 @@ func TestGenuineRecordVerdict(t *testing.T) {
 		pods       []kubeletcompat.PodRecord
 		wantPassed bool
 	}{
-		{name: "the changed pod's restart, named", pods: []kubeletcompat.PodRecord{pinned(kill("Container app definition changed"))}, wantPassed: true},
+		{name: "the changed pod's restart, named", pods: []kubeletcompat.PodRecord{pinned(kill("Container app definition changed, will be restarted"))}, wantPassed: true},
 		{name: "no kill recorded", pods: []kubeletcompat.PodRecord{pinned(kubeletcompat.ContainerRecord{Name: "app"})}},
 		{name: "a kill for another reason", pods: []kubeletcompat.PodRecord{pinned(kill("killed with its pod"))}},
 		{name: "a kill in another pod too", pods: []kubeletcompat.PodRecord{pinned(kill("Container app definition changed")), other}},
