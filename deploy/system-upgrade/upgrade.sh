@@ -32,9 +32,9 @@
 #   KC_GATE_TIMEOUT   seconds the health gate waits for the node and its pods (300)
 #   KC_GATE_SETTLE    an optional floor: seconds the gate waits once the node is Ready
 #                     before its first look (0: it ends as soon as its checks pass)
-#   KC_GATE_SYNC_WAIT seconds after the swap that stand in for the kubelet's sync record
+#   KC_GATE_SYNC_WAIT seconds after the runtime step that stand in for the kubelet's sync record
 #                     (the evidence that it synced each pod) when it writes none: an
-#                     unpatched kubelet (30)
+#                     earlier build (30; the kubelet step requires the record)
 #   KC_PROBE_WINDOW   seconds a look at the readiness probes spans when the counters
 #                     since the kubelet's start do not prove readiness (20)
 #   KC_POLL           seconds between two looks (5)
@@ -561,7 +561,7 @@ judge_node() {
 	[ "$left" -gt 0 ] || left=1
 	rc=0
 	on_host kubelet-compat gate --picture "$ROLL/picture.json" --step "$GATE_STEP" ${GATE_SINCE:+--since "$GATE_SINCE"} --node-name "$NODE" \
-		--timeout "${left}s" --poll "${POLL}s" --fixed-wait "${GATE_SYNC_WAIT}s" >"$WORK/gate" 2>"$WORK/gate.err" </dev/null || rc=$?
+		--timeout "${left}s" --poll "${POLL}s" --fixed-wait "${GATE_SYNC_WAIT}s" ${GATE_REQUIRE_RECORD:+--require-record} >"$WORK/gate" 2>"$WORK/gate.err" </dev/null || rc=$?
 	case $rc in
 	0 | 4)
 		log "gate: every pod of the picture synced by the kubelet, no container of them restarted or lost (kubelet-compat gate):"
@@ -977,11 +977,14 @@ swap() {
 # and its next syncs on the new containerd are where it would restart a
 # container).
 gate_kubelet() {
-	GATE_KUBELET=$TARGET GATE_ON= SWAP_KEY=swapped_at GATE_STEP=kubelet GATE_SINCE=
+	# The target is this image's patched kubelet, which writes the sync
+	# record: no fixed wait in its place.
+	GATE_KUBELET=$TARGET GATE_ON= SWAP_KEY=swapped_at GATE_STEP=kubelet GATE_SINCE= GATE_REQUIRE_RECORD=1
 	PROBE_BASE= PROBE_SINCE="since the kubelet started" REJECT_BASE=
 }
 gate_runtime() {
-	GATE_KUBELET=$PREVIOUS GATE_ON=" on containerd $RT_VERSION" SWAP_KEY=runtime_swapped_at GATE_STEP=runtime
+	# The running kubelet may be an earlier build without the record.
+	GATE_KUBELET=$PREVIOUS GATE_ON=" on containerd $RT_VERSION" SWAP_KEY=runtime_swapped_at GATE_STEP=runtime GATE_REQUIRE_RECORD=
 	GATE_SINCE=$(st runtime_back_at)
 	PROBE_BASE=$R/probes-base PROBE_SINCE="since the runtime swap" REJECT_BASE=$(st runtime_rejections)
 }

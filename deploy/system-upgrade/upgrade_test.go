@@ -186,7 +186,7 @@ const (
 	pictureCall = "kubelet-compat picture --node-name node-1 -o /var/lib/kubelet-compat/roll/picture.json"
 	// gateCall and gateRuntimeCall: the Go gate's verdict on the kubelet's
 	// swap and on the runtime step (--since: when the runtime came back).
-	gateCall        = "kubelet-compat gate --picture /var/lib/kubelet-compat/roll/picture.json --step kubelet --node-name node-1 --timeout T --poll 0.1s --fixed-wait 30s"
+	gateCall        = "kubelet-compat gate --picture /var/lib/kubelet-compat/roll/picture.json --step kubelet --node-name node-1 --timeout T --poll 0.1s --fixed-wait 30s --require-record"
 	gateRuntimeCall = "kubelet-compat gate --picture /var/lib/kubelet-compat/roll/picture.json --step runtime --since T --node-name node-1 --timeout T --poll 0.1s --fixed-wait 30s"
 )
 

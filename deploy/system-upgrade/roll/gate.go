@@ -193,6 +193,11 @@ func (r *run) judgeNode(ctx context.Context, deadline time.Time) (bool, error) {
 	}
 	argv = append(argv, "--node-name", r.cfg.Node, "--timeout", fmt.Sprintf("%ds", left),
 		"--poll", r.cfg.Poll.Text+"s", "--fixed-wait", r.cfg.GateSyncWait+"s")
+	if r.gp.step == "kubelet" {
+		// The target is this image's patched kubelet, which writes the
+		// sync record: no fixed wait in its place.
+		argv = append(argv, "--require-record")
+	}
 	res := r.onHost(ctx, argv...)
 	if aborted(ctx, res.Err) {
 		return false, ctx.Err()
