@@ -1,32 +1,49 @@
 package systemupgrade
 
 import (
-	_ "embed"
+	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
 
+	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
 	"github.com/kubelet-compat/kubelet-compat/pkg/images"
 	"github.com/kubelet-compat/kubelet-compat/pkg/versions"
 )
 
-// Script is upgrade.sh, the upgrade Job's program.
-//
-//go:embed upgrade.sh
-var Script []byte
+// RollPath is where the upgrade image holds the Job's program, kc-roll
+// (cmd/kc-roll, the engine of package roll).
+const RollPath = "/bin/kc-roll"
 
-// ScriptPath is where the upgrade image holds Script.
-const ScriptPath = "/upgrade.sh"
+// RollPackage is kc-roll's main package.
+const RollPackage = "github.com/kubelet-compat/kubelet-compat/deploy/system-upgrade/cmd/kc-roll"
 
 // PackagesDir is where the upgrade image holds the target version's packages.
 const PackagesDir = "/packages"
 
-// UpgradeApplets are the busybox applets upgrade.sh runs in its container
-// (everything on the node runs there, through chroot).
-var UpgradeApplets = []string{"sh", "awk", "cat", "chroot", "cmp", "cp", "date", "grep", "head", "mkdir", "mktemp", "mv", "rm", "sed", "sleep", "sync", "tr", "wc"}
+// UpgradeApplets are the busybox applets of the upgrade image: kc-roll
+// runs the node's programs through chroot (the node's PATH, its binaries,
+// never the image's); sh is for an operator's kubectl exec.
+var UpgradeApplets = []string{"chroot", "sh"}
+
+// BuildRoll builds kc-roll into out, static (the image has no libc), from
+// this module: the go command must run inside it (make and the e2e run
+// from the repository's root).
+func BuildRoll(ctx context.Context, out string, log io.Writer) error {
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return err
+	}
+	c := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, RollPackage)
+	c.Env, c.Log = []string{"CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64"}, log
+	if err := c.Run(ctx); err != nil {
+		return fmt.Errorf("building kc-roll: %w", err)
+	}
+	return nil
+}
 
 // ControllerImage is the controller's image: the static binary alone, as
 // SUC's own image is (FROM scratch; it runs as 65534 by the Deployment's
@@ -49,14 +66,15 @@ func ofPreRelease(version, name string) bool {
 	return err == nil
 }
 
-// UpgradeImage is the upgrade Job's image for one target version: Debian's
-// static busybox for the shell and the applets upgrade.sh runs, the target's
-// kubectl (the image's entrypoint, so that the controller's cordon step can
-// use the image as its kubectl image), upgrade.sh, and the packages of
-// packageDir (`make deb` / `make rpm` output) that upgrade.sh installs: the
-// target version's (kubernetes-<version>-*) and kubernetes-unversioned, both
-// formats when both are there.
-func UpgradeImage(ref, version, busybox, kubectl, packageDir string) (images.Image, error) {
+// UpgradeImage is the upgrade Job's image for one target version: kc-roll
+// (BuildRoll's), the Job's program; the target's kubectl (the image's
+// entrypoint, so that the controller's cordon step can use the image as
+// its kubectl image, and kc-roll's client of the API); Debian's static
+// busybox for chroot; and the packages of packageDir (`make deb` /
+// `make rpm` output) that kc-roll installs: the target version's
+// (kubernetes-<version>-*) and kubernetes-unversioned, both formats when
+// both are there.
+func UpgradeImage(ref, version, busybox, kubectl, roll, packageDir string) (images.Image, error) {
 	bb, err := os.ReadFile(busybox)
 	if err != nil {
 		return images.Image{}, fmt.Errorf("reading busybox (Debian package busybox-static): %w", err)
@@ -65,9 +83,13 @@ func UpgradeImage(ref, version, busybox, kubectl, packageDir string) (images.Ima
 	if err != nil {
 		return images.Image{}, fmt.Errorf("reading kubectl: %w", err)
 	}
+	engine, err := os.ReadFile(roll)
+	if err != nil {
+		return images.Image{}, fmt.Errorf("reading kc-roll: %w", err)
+	}
 	files := []images.File{{Path: "bin", Dir: true}, {Path: "tmp", Dir: true, Mode: 0o1777}, {Path: "packages", Dir: true},
 		{Path: "bin/busybox", Mode: 0o755, Data: bb}, {Path: "bin/kubectl", Mode: 0o755, Data: kc},
-		{Path: strings.TrimPrefix(ScriptPath, "/"), Mode: 0o755, Data: Script}}
+		{Path: strings.TrimPrefix(RollPath, "/"), Mode: 0o755, Data: engine}}
 	for _, a := range UpgradeApplets {
 		files = append(files, images.File{Path: "bin/" + a, Link: "busybox"})
 	}

@@ -19,7 +19,7 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/pkg/versions"
 )
 
-// Names shared by the manifests, the Plans and upgrade.sh.
+// Names shared by the manifests, the Plans and the Job (kc-roll).
 const (
 	Namespace          = "system-upgrade"
 	ServiceAccount     = "system-upgrade"
@@ -66,7 +66,7 @@ type Options struct {
 	// the TTL is also the pause between two runs on a failed node.
 	JobTTL int64
 	// Naive makes the Plans the naive in-place roll (the e2e's anchor,
-	// issue 33 section 6): NaiveImageName's Jobs run upgrade.sh naive (the
+	// issue 33 section 6): NaiveImageName's Jobs run kc-roll naive (the
 	// packages, kubeadm, the kubelet swapped and restarted; no preflight,
 	// no record, no gate, no rollback). AllowLoss and GateTimeout do not
 	// apply.
@@ -85,7 +85,7 @@ type Options struct {
 	// Runtime is the containerd every node's Job selects before the
 	// kubelet (KC_RUNTIME, NAME@VERSION of the runtime builds, e.g.
 	// containerd@1.7.35; its runtime-containerd-VERSION package must be on
-	// the node): upgrade.sh runs runtime-select --restart-containerd, gates
+	// the node): kc-roll runs runtime-select --restart-containerd, gates
 	// the node as it gates the kubelet's swap, then swaps the kubelet. Empty:
 	// no runtime step. Not for the naive roll.
 	Runtime string
@@ -211,7 +211,7 @@ func Plans(o Options) ([]Plan, error) {
 	}
 	cpName, workersName := o.PlanNames()
 	upgrade := func(role string) *ContainerSpec {
-		return &ContainerSpec{Image: o.ImageName(), Command: []string{"/bin/sh", ScriptPath}, Args: []string{mode},
+		return &ContainerSpec{Image: o.ImageName(), Command: []string{RollPath}, Args: []string{mode},
 			Env: append([]corev1.EnvVar{{Name: "KC_ROLE", Value: role}}, env...)}
 	}
 	plan := func(name string, spec PlanSpec) Plan {
@@ -234,7 +234,7 @@ func Plans(o Options) ([]Plan, error) {
 	workers := plan(workersName, PlanSpec{
 		Concurrency:  o.Concurrency,
 		NodeSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: controlPlaneRole, Operator: metav1.LabelSelectorOpDoesNotExist}}},
-		Prepare: &ContainerSpec{Image: o.ImageName(), Command: []string{"/bin/sh", ScriptPath}, Args: []string{"wait-plan", cpName},
+		Prepare: &ContainerSpec{Image: o.ImageName(), Command: []string{RollPath}, Args: []string{"wait-plan", cpName},
 			Env: []corev1.EnvVar{{Name: "KC_NAMESPACE", Value: Namespace}}},
 		Upgrade: upgrade("worker"),
 	})
@@ -251,7 +251,7 @@ func Plans(o Options) ([]Plan, error) {
 // That does not stop re-runs: SUC deletes a failed Job once its TTL has
 // passed and creates it again whenever its Plan changes after that (the
 // operator's retry, RetryAnnotation, or the controller's own status
-// update), so upgrade.sh keeps the roll's state on the node and a re-run
+// update), so kc-roll keeps the roll's state on the node and a re-run
 // never certifies a node its gate did not pass.
 func Controller(o Options) ([]interface{}, error) {
 	if err := o.validate(); err != nil {

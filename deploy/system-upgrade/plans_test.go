@@ -112,10 +112,10 @@ func TestUpgradeImage(t *testing.T) {
 	dir := t.TempDir()
 	for _, p := range []string{"kubernetes-1.31.14-node_1.31.14-2_amd64.deb", "kubernetes-1.31.14-kubeadm_1.31.14-2_amd64.deb",
 		"kubernetes-unversioned_1.0.0-4_all.deb", "kubernetes-1.30.14-node_1.30.14-2_amd64.deb", "SHA256SUMS",
-		"kubernetes-1.31.14-node-1.31.14-2.kc.x86_64.rpm", "kubernetes-unversioned-1.0.0-4.kc.noarch.rpm", "kubectl", "busybox"} {
+		"kubernetes-1.31.14-node-1.31.14-2.kc.x86_64.rpm", "kubernetes-unversioned-1.0.0-4.kc.noarch.rpm", "kubectl", "busybox", "kc-roll"} {
 		assert.NilError(t, os.WriteFile(filepath.Join(dir, p), []byte(p), 0o644))
 	}
-	img, err := UpgradeImage(UpgradeImageName+":1.31.14", "1.31.14", filepath.Join(dir, "busybox"), filepath.Join(dir, "kubectl"), dir)
+	img, err := UpgradeImage(UpgradeImageName+":1.31.14", "1.31.14", filepath.Join(dir, "busybox"), filepath.Join(dir, "kubectl"), filepath.Join(dir, "kc-roll"), dir)
 	assert.NilError(t, err)
 	files := map[string]string{}
 	var pkgs []string
@@ -128,14 +128,14 @@ func TestUpgradeImage(t *testing.T) {
 	sort.Strings(pkgs)
 	assert.Check(t, is.DeepEqual(pkgs, []string{"kubernetes-1.31.14-kubeadm_1.31.14-2_amd64.deb", "kubernetes-1.31.14-node-1.31.14-2.kc.x86_64.rpm",
 		"kubernetes-1.31.14-node_1.31.14-2_amd64.deb", "kubernetes-unversioned-1.0.0-4.kc.noarch.rpm", "kubernetes-unversioned_1.0.0-4_all.deb"}))
-	assert.Check(t, is.Equal(files["upgrade.sh"], string(Script)))
+	assert.Check(t, is.Equal(files["bin/kc-roll"], "kc-roll"))
 	assert.Check(t, is.Equal(files["bin/kubectl"], "kubectl"))
 	for _, a := range UpgradeApplets {
 		assert.Check(t, is.Equal(files["bin/"+a], "busybox"), "applet %s", a)
 	}
 	assert.Check(t, is.DeepEqual(img.Entrypoint, []string{"/bin/kubectl"}), "the cordon step's kubectl image")
 
-	_, err = UpgradeImage("x", "1.32.0", filepath.Join(dir, "busybox"), filepath.Join(dir, "kubectl"), dir)
+	_, err = UpgradeImage("x", "1.32.0", filepath.Join(dir, "busybox"), filepath.Join(dir, "kubectl"), filepath.Join(dir, "kc-roll"), dir)
 	assert.Check(t, is.ErrorContains(err, "no package of Kubernetes 1.32.0"))
 }
 
@@ -145,14 +145,14 @@ func TestUpgradeImage(t *testing.T) {
 func TestUpgradeImagePreRelease(t *testing.T) {
 	dir := t.TempDir()
 	for _, p := range []string{"kubernetes-1.38.0-node_1.38.0-1_amd64.deb", "kubernetes-1.38.0-rc.1-node_1.38.0~rc.1-1_amd64.deb",
-		"kubernetes-1.38.0-node-1.38.0-1.kc.x86_64.rpm", "kubernetes-1.38.0-rc.1-node-1.38.0~rc.1-1.kc.x86_64.rpm", "kubectl", "busybox"} {
+		"kubernetes-1.38.0-node-1.38.0-1.kc.x86_64.rpm", "kubernetes-1.38.0-rc.1-node-1.38.0~rc.1-1.kc.x86_64.rpm", "kubectl", "busybox", "kc-roll"} {
 		assert.NilError(t, os.WriteFile(filepath.Join(dir, p), []byte(p), 0o644))
 	}
 	for version, want := range map[string][]string{
 		"1.38.0":      {"kubernetes-1.38.0-node-1.38.0-1.kc.x86_64.rpm", "kubernetes-1.38.0-node_1.38.0-1_amd64.deb"},
 		"1.38.0-rc.1": {"kubernetes-1.38.0-rc.1-node-1.38.0~rc.1-1.kc.x86_64.rpm", "kubernetes-1.38.0-rc.1-node_1.38.0~rc.1-1_amd64.deb"},
 	} {
-		img, err := UpgradeImage("x", version, filepath.Join(dir, "busybox"), filepath.Join(dir, "kubectl"), dir)
+		img, err := UpgradeImage("x", version, filepath.Join(dir, "busybox"), filepath.Join(dir, "kubectl"), filepath.Join(dir, "kc-roll"), dir)
 		assert.NilError(t, err)
 		var pkgs []string
 		for _, f := range img.Files {

@@ -1,7 +1,7 @@
 // Package systemupgrade rolls a fleet with Rancher's system-upgrade-controller
 // (SUC): the controller built from the Go module proxy, its image and the
 // upgrade Job's image as OCI layouts without a registry, and the Plans that
-// run upgrade.sh on every node, control plane first. See README.md.
+// run kc-roll on every node, control plane first. See README.md.
 package systemupgrade
 
 import (

@@ -1,9 +1,7 @@
 // Package versions parses and orders the versions the project names: a
 // Kubernetes release (1.31.14, or a pre-release such as 1.38.0-beta.0), a
 // component release (1.7.35 or v1.7.35) and a runtime component reference
-// (containerd@1.7.35). Every Go caller parses them here; the one shell
-// parser left (deploy/system-upgrade/upgrade.sh's runtime_version) mirrors
-// ParseRef and is held to it by a test.
+// (containerd@1.7.35). Every caller parses them here.
 package versions
 
 import (

@@ -52,7 +52,7 @@ can end up in its pod slice's devices cgroup instead of its scope
 sandbox store does not hold the sandbox: every sandbox containerd 1.6
 started, and any container. The pod's sandbox is then gone and the kubelet
 recreates the pod. Run cgroups --repair right before containerd restarts
-into 1.7 or later (the fleet's upgrade.sh does, in its runtime step;
+into 1.7 or later (the fleet's Job does, in its runtime step;
 preflight --runtime refuses such a runtime while a container is out).
 
 It also fails while a running container's shim no longer answers at the

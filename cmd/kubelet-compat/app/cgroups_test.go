@@ -126,7 +126,7 @@ func TestPreflightRuntimeRefusesSplitShimGroups(t *testing.T) {
 	f.shimTask("sb-proxy", 331, 330, "/run/containerd/s/proxy", false)
 	assert.Equal(t, f.run(args...), ExitError)
 	assertOneErrorLine(t, f.stderr.String(), "runtime: containerd@2.4.2 would kill 1 pod(s) at its start, whose shim no longer answers at its bundle's address (the pod's shim split in two): kube-system/kube-proxy-7sh5b (sandbox sb-proxy of kube-system/kube-proxy-7sh5b: its shim (pid 330) does not listen at unix:///run/containerd/s/proxy, nothing does); restart them first: nothing joins their shims again")
-	// cgroups (which upgrade.sh runs with --repair right before containerd
+	// cgroups (which the fleet's Job runs with --repair right before containerd
 	// restarts) names it too, and cannot repair it.
 	for _, repair := range [][]string{{"cgroups"}, {"cgroups", "--repair"}} {
 		assert.Equal(t, f.run(repair...), ExitKept)

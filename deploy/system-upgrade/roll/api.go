@@ -6,10 +6,10 @@ import (
 )
 
 // The API reads the roll makes, through the Job's kubectl and the Job's
-// service account, as upgrade.sh makes them.
+// service account.
 
 // nodeReady reads the node's Ready condition and the kubelet version the
-// API has for it (upgrade.sh's node_ready reads them so).
+// API has for it.
 func (r *run) nodeReady(ctx context.Context) (status, version string) {
 	res := r.kubectl(ctx, "get", "node", r.cfg.Node, "-o",
 		`jsonpath={.status.conditions[?(@.type=="Ready")].status} {.status.nodeInfo.kubeletVersion}`)

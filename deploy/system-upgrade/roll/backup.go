@@ -8,8 +8,7 @@ import (
 
 // backup saves what kubeadm upgrade rewrites on this node, before it
 // runs: the kubelet's configuration (KubeletFiles) and the static pods'
-// manifests, written whole into BackupDir.new, then renamed (upgrade.sh's
-// backup).
+// manifests, written whole into BackupDir.new, then renamed.
 func (r *run) backup() action {
 	return action{"backup: what kubeadm rewrites", func(context.Context) error {
 		if err := r.takeBackup(); err != nil {
@@ -64,8 +63,7 @@ func (r *run) takeBackup() error {
 // restore puts back what kubeadm rewrote (the backup): the kubelet's
 // configuration, then the static pods' manifests, except an etcd manifest
 // whose etcd minor version changed (a manifest does not downgrade etcd's
-// data: kubeadm's own rollback restores its data backup for that)
-// (upgrade.sh's restore).
+// data: kubeadm's own rollback restores its data backup for that).
 func (r *run) restoreKubeletConfig() action {
 	return action{"rollback: the kubelet's configuration", func(context.Context) error {
 		if !isDir(r.files, BackupDir) {
@@ -110,7 +108,7 @@ func (r *run) restoreManifests() action {
 
 // putBack makes file what saved is (atomically, a dot file renamed over
 // it), or removes file when nothing was saved (the roll wrote it), and
-// says so (upgrade.sh's put_back).
+// says so.
 func (r *run) putBack(saved, file, name string) error {
 	f := r.files
 	switch {
@@ -140,8 +138,7 @@ func (r *run) putBack(saved, file, name string) error {
 
 var etcdImageMinor = regexp.MustCompile(`image:.*etcd:v?([0-9]*\.[0-9]*)`)
 
-// etcdMinor is MAJOR.MINOR of the etcd image a manifest of the node names
-// (upgrade.sh's etcd_minor).
+// etcdMinor is MAJOR.MINOR of the etcd image a manifest of the node names.
 func (r *run) etcdMinor(manifest string) string {
 	data, err := r.files.ReadFile(manifest)
 	if err != nil {

@@ -10,7 +10,8 @@ import (
 )
 
 // Config is the Job's environment, the Plans' interface: the same
-// variables and defaults as upgrade.sh's (see its header).
+// variables and defaults as the previous release's Job (upgrade.sh);
+// README.md lists them.
 type Config struct {
 	Node      string // SYSTEM_UPGRADE_NODE_NAME
 	Target    string // SYSTEM_UPGRADE_PLAN_LATEST_VERSION, without its v
@@ -51,8 +52,8 @@ type Seconds struct {
 
 func (s Seconds) String() string { return s.Text }
 
-// ConfigFromEnv reads the Job's environment, refusing what upgrade.sh
-// refuses before it does anything.
+// ConfigFromEnv reads the Job's environment, refusing a bad value before
+// the Job does anything.
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	or := func(name, def string) string {
 		if v := getenv(name); v != "" {
@@ -121,8 +122,8 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	return c, nil
 }
 
-// runtimeVersion is the VERSION of containerd@VERSION (upgrade.sh's
-// runtime_version, which mirrors versions.ParseRef for this one runtime).
+// runtimeVersion is the VERSION of containerd@VERSION, as
+// versions.ParseRef reads it.
 func runtimeVersion(ref string) (string, bool) {
 	r, err := versions.ParseRef(ref)
 	if err != nil || r.Name != "containerd" {

@@ -1,11 +1,11 @@
-// Package roll is the upgrade Job's engine in Go: the node's roll that
-// deploy/system-upgrade/upgrade.sh runs today (README.md, "The roll in Go
-// (not yet the Job's)"), built so that the Job can move onto it.
+// Package roll is the upgrade Job's engine: the node's roll that kc-roll
+// (deploy/system-upgrade/cmd/kc-roll) runs in each node's Job.
 //
 // The node is behind Host (its programs through chroot, its files, the
 // roll's lock, the Job's kubectl, the clock); NodeHost is the real one.
-// The roll's State is upgrade.sh's, in the same file, format and lock: a
-// roll begun by either is continued by the other.
+// The roll's State is the previous release's Job's (upgrade.sh, the shell
+// program this engine replaced), in the same file, format and lock: a roll
+// that Job began and was killed in is continued by this one.
 //
 // A roll is a state machine. Its Phase, written in the state, says where
 // a Job that finds it goes on; from each phase a list of small actions
@@ -30,7 +30,7 @@
 //	runtime-rolling-back the previous containerd, its answer, the marker -> rolled-back
 //	passed, rolled-back  verdicts: certified, or refused
 //
-// A failed step after the roll changed the node (upgrade.sh's fail_roll)
+// A failed step after the roll changed the node
 // or a failed gate rolls the node back; a run whose context ends does
 // nothing more on the node.
 package roll

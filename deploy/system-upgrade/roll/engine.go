@@ -10,16 +10,15 @@ import (
 	"time"
 )
 
-// Prog prefixes the Job's log lines and its last word, as upgrade.sh's.
+// Prog prefixes the Job's log lines and its last word.
 const Prog = "kubelet-compat-upgrade"
 
-// Engine runs a node's roll: Upgrade (upgrade.sh upgrade), Naive and
+// Engine runs a node's roll: Upgrade, Naive and
 // WaitPlan.
 type Engine struct {
 	Config Config
 	Host   Host
-	// Out is the Job's log; Err gets what upgrade.sh sends to its standard
-	// error (preflight's warnings).
+	// Out is the Job's log; Err its standard error (preflight's warnings).
 	Out, Err io.Writer
 	// WorkDir is the Job's own temporary directory (the kubelet's kubeconfig).
 	WorkDir string
@@ -29,13 +28,13 @@ type Engine struct {
 }
 
 // Failure is how a run ends when the node is not upgraded (refused,
-// failed, or rolled back): upgrade.sh's die, exit status 1.
+// failed, or rolled back): exit status 1.
 type Failure struct{ Msg string }
 
 func (f *Failure) Error() string { return f.Msg }
 
-// stepFailed is a step that failed once the roll changed the node
-// (upgrade.sh's fail_roll), or a failed gate: the node is rolled back.
+// stepFailed is a step that failed once the roll changed the node,
+// or a failed gate: the node is rolled back.
 type stepFailed struct {
 	why string
 	// gate: the kubelet step's gate failed (its rollback's last word
@@ -121,7 +120,7 @@ func (r *run) log(format string, args ...any) {
 }
 
 // logIndented writes text to the Job's log, each line indented by two
-// spaces (upgrade.sh's sed 's/^/  /').
+// spaces.
 func (r *run) logIndented(text string) {
 	for _, line := range lines(text) {
 		fmt.Fprintf(r.Out, "  %s\n", line)
@@ -156,8 +155,7 @@ func firstLine(text string) string {
 }
 
 // cliReason is the reason kubelet-compat gave on its standard error, its
-// last line without the prefix "kubelet-compat: " ("" when it gave none:
-// upgrade.sh's sed -n '$s/^kubelet-compat: //p').
+// last line without the prefix "kubelet-compat: " ("" when it gave none).
 func cliReason(stderr []byte) string {
 	r, ok := strings.CutPrefix(lastLine(string(stderr)), "kubelet-compat: ")
 	if !ok {

@@ -15,8 +15,7 @@ var manifestEtcdImage = regexp.MustCompile(`^[[:space:]]*image:[[:space:]]*([^[:
 // image kubeadm wants comes from kubeadm config images list of stage1's
 // kubeadm, the target's by now. The state notes etcd_bridge=begun, then
 // done once etcd-bridge ended 0: a re-run after a kill runs it again while
-// begun (it goes on from its own state on the node), not once done
-// (upgrade.sh's etcd_bridge).
+// begun (it goes on from its own state on the node), not once done.
 func (r *run) etcdBridge(ctx context.Context) error {
 	manifest := ManifestsDir + "/etcd.yaml"
 	if r.naive || r.cfg.Role != "control-plane" || !isFile(r.files, manifest) || r.etcdMinor(manifest) != "3.6" {

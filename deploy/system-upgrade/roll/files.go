@@ -36,7 +36,7 @@ func writeAtomic(f Files, name, tmp string, data []byte, perm fs.FileMode) error
 }
 
 // put writes data to name atomically through a dot file beside it, which
-// the kubelet's manifest directory ignores (upgrade.sh's put).
+// the kubelet's manifest directory ignores.
 func put(f Files, name string, data []byte) error {
 	return writeAtomic(f, name, dotNew(name), data, 0o644)
 }

@@ -10,8 +10,7 @@ import (
 // gateParams say what a gate judges: the kubelet's swap (the target's
 // kubelet, its probe counters since it started: it restarted) or the
 // runtime step's (the running kubelet on the new containerd, its counters
-// since the picture before the runtime swap: it did not restart)
-// (upgrade.sh's gate_kubelet and gate_runtime).
+// since the picture before the runtime swap: it did not restart).
 type gateParams struct {
 	// kubelet is the version the node must run; on says on what (the
 	// runtime step's containerd) in the verdict.
@@ -35,7 +34,7 @@ func (r *run) kubeletGate() gateParams {
 }
 
 // gateKubelet is the kubelet step's gate and its verdict: passed, or a
-// failed step that rolls the node back (upgrade.sh's gate_or_rollback).
+// failed step that rolls the node back.
 func (r *run) gateKubelet() []action {
 	return []action{
 		{"gate", func(ctx context.Context) error {
@@ -67,7 +66,7 @@ func (r *run) gateKubelet() []action {
 // every pod Ready at the picture Ready again (the runtime, the kubelet's
 // readiness probes), no pod of the picture rejected or gone unexplained
 // (judgeGone). It ends at the first look where all of it holds; false
-// when it did not pass, with why in the log (upgrade.sh's gate).
+// when it did not pass, with why in the log.
 func (r *run) gate(ctx context.Context) (bool, error) {
 	gp := r.gp
 	started := r.Host.Now()
@@ -181,7 +180,7 @@ func (r *run) lookAgain(ctx context.Context, readyBefore []podLine) []string {
 // kubelet-compat gate against the picture (every pod of it synced by the
 // kubelet since the gate's since; no container of them restarted, killed
 // or gone; no pod recreated), waiting at most until the gate's deadline,
-// its evidence per pod in the log (upgrade.sh's judge_node).
+// its evidence per pod in the log.
 func (r *run) judgeNode(ctx context.Context, deadline time.Time) (bool, error) {
 	left := seconds(deadline.Sub(r.Host.Now()))
 	if left <= 0 {
@@ -218,5 +217,5 @@ func (r *run) judgeNode(ctx context.Context, deadline time.Time) (bool, error) {
 	return false, nil
 }
 
-// seconds is d in whole seconds, as upgrade.sh's date +%s arithmetic.
+// seconds is d in whole seconds.
 func seconds(d time.Duration) int { return int(d / time.Second) }

@@ -15,7 +15,7 @@ var notRejections = map[string]bool{"Unhealthy": true, "BackOff": true, "FailedP
 
 // judgeGone says why each pod of the picture that the runtime no longer
 // runs under its UID (nor under its name: that is judgeNode's
-// "recreated") fails the gate, in this order (upgrade.sh's judge_gone):
+// "recreated") fails the gate, in this order:
 //  1. unless the kubelet's own count of admission rejections says none,
 //     its Warning events about the pod since the swap (a rejection's);
 //  2. the runtime: every container exited with code 0, it completed;
@@ -139,8 +139,7 @@ func (r *run) judgeGonePod(ctx context.Context, p runningPod, jobPods map[string
 var exitCodeLine = regexp.MustCompile(`"exitCode":\s*([^,\s]*)`)
 
 // runtimeEnd says why the runtime does not show every container of the
-// pod exited with code 0 (crictl on the node); nothing when it does
-// (upgrade.sh's runtime_end).
+// pod exited with code 0 (crictl on the node); nothing when it does.
 func (r *run) runtimeEnd(ctx context.Context, p runningPod) []string {
 	res := r.onHost(ctx, "crictl", "ps", "-a", "-q", "--label", "io.kubernetes.pod.uid="+p.UID)
 	if !res.OK() {
@@ -176,7 +175,7 @@ var rejectionReason = regexp.MustCompile(`reason="([^"]*)"`)
 // kubeletRejections is the kubelet's admission rejections since it
 // started, from its own /metrics (kubelet_admission_rejections_total):
 // "N (REASON n, ...)"; "" when the kubelet has no such counter; "?" when
-// it does not answer (upgrade.sh's kubelet_rejections).
+// it does not answer.
 func (r *run) kubeletRejections(ctx context.Context) string {
 	res := r.kubeletGet(ctx, "/metrics")
 	if !res.OK() {

@@ -12,8 +12,7 @@ import (
 // NodeHost is the real one; the tests fake it.
 type Host interface {
 	// Run runs a program of the node: chroot into the node's root with the
-	// node's PATH and systemctl told to talk to PID 1 (upgrade.sh's
-	// on_host). The roll's lock is not handed to it.
+	// node's PATH and systemctl told to talk to PID 1. The roll's lock is not handed to it.
 	Run(ctx context.Context, c Cmd) Result
 	// Kubectl runs the Job's kubectl: the API server with the Job's
 	// service account, or, with --kubeconfig, the kubelet's own server.
@@ -21,7 +20,7 @@ type Host interface {
 	// Files are the node's files, named by their path on the node.
 	Files() Files
 	// TryLock takes the exclusive lock on the node's file name without
-	// waiting (upgrade.sh's flock -n): false when another process holds
+	// waiting (flock -n): false when another process holds
 	// it. The lock lasts as long as this process.
 	TryLock(name string) (bool, error)
 	// WaitLock waits at most wait for that lock (flock -w): false when it

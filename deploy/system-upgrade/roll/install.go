@@ -8,9 +8,9 @@ import (
 	"strings"
 )
 
-// install is the target's packages side by side, stage1 and kubeadm
-// (upgrade.sh's install_and_kubeadm). Each action is idempotent: a re-run
-// after a Job killed in the middle does them again.
+// install is the target's packages side by side, stage1 and kubeadm.
+// Each action is idempotent: a re-run after a Job killed in the middle
+// does them again.
 func (r *run) install() []action {
 	var staged stagedPackages
 	return []action{

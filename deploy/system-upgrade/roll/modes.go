@@ -5,7 +5,7 @@ import (
 )
 
 // Naive is the naive in-place roll k3s and rke2 users run today, the
-// fleet e2e's anchor (upgrade.sh naive): the packages, stage1, kubeadm,
+// fleet e2e's anchor: the packages, stage1, kubeadm,
 // the kubelet swapped and restarted; no lock, preflight, record, roll's
 // state, gate or rollback. A failed step fails the Job and leaves the
 // node as it is; a node whose stage2 serves the target has nothing left
@@ -41,7 +41,7 @@ func (r *run) runNaive(ctx context.Context) error {
 }
 
 // WaitPlan waits until the Plan plan's status says it completed the
-// target version (upgrade.sh wait-plan, the workers' prepare step).
+// target version (the workers' prepare step).
 func (e *Engine) WaitPlan(ctx context.Context, plan string) error {
 	r := e.newRun(ctx)
 	r.log("waiting for Plan %s/%s to complete version %s", r.cfg.Namespace, plan, r.target)

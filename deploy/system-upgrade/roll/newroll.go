@@ -4,7 +4,7 @@ import (
 	"context"
 )
 
-// newRoll is a roll this node has no state of (upgrade.sh's new_roll):
+// newRoll is a roll this node has no state of:
 // everything before the first change (the kubelet's server answers, the
 // runtime step's plan, preflight), then the runtime step when there is
 // one, the backup and the state begun, then the kubelet's step.
@@ -88,7 +88,7 @@ func (r *run) beginKubeletStep() []action {
 // kubeletBegin is the kubelet's step after the runtime step passed its
 // gate: preflight again, on the containerd that runs now (the node's
 // probe); a refusal selects the previous containerd back; then the backup
-// and the state begun (upgrade.sh's kubelet_begin).
+// and the state begun.
 func (r *run) kubeletBegin() []action {
 	return []action{{"kubelet step: preflight", func(ctx context.Context) error {
 		table, refusal := r.preflight(ctx, "")

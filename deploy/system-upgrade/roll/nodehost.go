@@ -37,8 +37,7 @@ func NewNodeHost(c Config) *NodeHost {
 func (h *NodeHost) Files() Files { return RootFS{Root: h.Root} }
 
 // Run runs the program to its end whatever ctx says: a Job told to stop
-// does not kill kubeadm or dpkg halfway (upgrade.sh's programs outlive
-// the shell too); the engine does nothing more once the program ended.
+// does not kill kubeadm or dpkg halfway; the engine does nothing more once the program ended.
 func (h *NodeHost) Run(ctx context.Context, c Cmd) Result {
 	chroot := h.Chroot
 	if chroot == "" {
@@ -124,8 +123,8 @@ func (h *NodeHost) WaitLock(ctx context.Context, name string, wait time.Duration
 	}
 }
 
-// lockFile opens the lock file once, for appending as upgrade.sh's exec
-// 9>> does, and keeps it open: the lock lasts as long as this process.
+// lockFile opens the lock file once, for appending as the previous
+// release's Job (upgrade.sh's exec 9>>) did, and keeps it open: the lock lasts as long as this process.
 func (h *NodeHost) lockFile(name string) (*os.File, error) {
 	if f := h.locks[name]; f != nil {
 		return f, nil
@@ -175,7 +174,7 @@ func (h *NodeHost) Sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// Hostname is the kernel's, as upgrade.sh reads it.
+// Hostname is the kernel's.
 func (h *NodeHost) Hostname() string {
 	b, err := os.ReadFile("/proc/sys/kernel/hostname")
 	if err != nil {

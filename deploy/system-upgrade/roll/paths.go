@@ -1,7 +1,7 @@
 package roll
 
-// Where the roll keeps what it keeps on the node: upgrade.sh's paths, as
-// the node sees them.
+// Where the roll keeps what it keeps on the node (the previous release's
+// Job's paths), as the node sees them.
 const (
 	// RollDir holds the roll's state, under its lock.
 	RollDir = "/var/lib/kubelet-compat/roll"

@@ -10,7 +10,7 @@ import (
 // picture is the record once the node's pods are Ready (settle), and the
 // picture a gate judges against, saved on the node (PictureFile by
 // kubelet-compat picture, BeforeFile, ReadyBeforeFile): the kubelet's
-// swap's and the runtime step's (upgrade.sh's picture). kubelet-compat
+// swap's and the runtime step's. kubelet-compat
 // status lists the pods the runtime runs only while a file is in force: a
 // first record gives settle the pods to judge; the record that counts is
 // the one after it.
@@ -54,7 +54,7 @@ func (r *run) nodeStatus(ctx context.Context) (nodeStatus, error) {
 // Ready by the node's evidence (readiness), at most KC_GATE_TIMEOUT
 // (kubeadm upgrade apply restarts the API server: controllers that lose
 // their lease exit and back off); the gate judges the readiness of the
-// pods Ready then alone (upgrade.sh's settle).
+// pods Ready then alone.
 func (r *run) settle(ctx context.Context) error {
 	deadline := r.Host.Now().Add(time.Duration(r.cfg.GateTimeout) * time.Second)
 	a, ok := r.probeSample(ctx)

@@ -6,8 +6,7 @@ import (
 )
 
 // runningPod is a pod the runtime runs, as kubelet-compat status says it:
-// a line of BeforeFile, "pod NAMESPACE/NAME UID ID,ID,..." (upgrade.sh's
-// status_pods).
+// a line of BeforeFile, "pod NAMESPACE/NAME UID ID,ID,...".
 type runningPod struct {
 	Name, UID string
 	IDs       []string

@@ -20,7 +20,7 @@ var (
 // containers and pods the patched kubelet still loses (its "patched: N
 // restart" and "pod killers: ...; patched: N" lines), the containers whose
 // spec it could not find (", N unknown") and, when the target has no patch
-// series ("patched: n/a"), 1 (upgrade.sh's preflight_losses).
+// series ("patched: n/a"), 1.
 func preflightLosses(table string) int {
 	n := 0
 	atoi := func(s string) int { v, _ := strconv.Atoi(s); return v }
@@ -70,7 +70,7 @@ func preflightEtcdNote(table string) bool {
 // node: on the runtime the node runs (its probe), or on the one on names
 // (containerd@VERSION: the runtime the kubelet would run on after the
 // runtime step). Its table is returned; a refusal is its last line on
-// standard error, or "it failed (above)" (upgrade.sh's preflight_kubelet).
+// standard error, or "it failed (above)".
 func (r *run) preflight(ctx context.Context, on string) (table string, refusal string) {
 	targetKubelet := "/usr/local/kubernetes/" + r.target + "/stage2/usr/bin/kubelet"
 	args := []string{"kubelet-compat", "preflight", "--node", "--from", "v" + r.previous, "--to", "v" + r.target, "--kubeconfig", r.cfg.NodeKubeconfig}
@@ -95,7 +95,7 @@ func (r *run) preflight(ctx context.Context, on string) (table string, refusal s
 // judgePreflight reads preflight's table into the Job's log: what the
 // patched kubelet would still lose, unless the Plan allows it, and on a
 // control-plane node etcd's 3.6 -> 3.7 without the bridge's image. Why
-// not, or "" (upgrade.sh's preflight_judge).
+// not, or "".
 func (r *run) judgePreflight(table string) string {
 	r.Out.Write([]byte(table))
 	if n := preflightLosses(table); n > 0 {

@@ -20,7 +20,7 @@ type probeSample []probeSeries
 
 var probeLabel = regexp.MustCompile(`[{,]([a-z_]+)="([^"]*)"`)
 
-// parseProbeMetrics reads /metrics/probes (upgrade.sh's probe_sample).
+// parseProbeMetrics reads /metrics/probes.
 func parseProbeMetrics(text string) probeSample {
 	var s probeSample
 	for _, line := range lines(text) {

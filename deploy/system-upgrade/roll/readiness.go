@@ -24,7 +24,7 @@ type verdict struct {
 	why string
 }
 
-// String is the verdict as upgrade.sh's judge prints it.
+// String is the verdict as the Job's log prints it.
 func (v verdict) String() string {
 	if v.ok {
 		return "ok " + v.pod.String()
@@ -39,7 +39,7 @@ func (v verdict) unready() string { return v.pod.Name + " (" + v.why + ")" }
 // prober, from sample a to sample b: Ready when the runtime runs a
 // container of the pod and each readiness-probed container had a success
 // and no failure (nor unknown). since names a in the reasons. A pod now
-// does not run is left to judgeGone (upgrade.sh's judge).
+// does not run is left to judgeGone.
 func judge(a, b probeSample, now []runningPod, pods []podLine, since string) []verdict {
 	if since == "" {
 		since = "since the last look"
@@ -84,7 +84,7 @@ func judge(a, b probeSample, now []runningPod, pods []podLine, since string) []v
 // counters since the kubelet started (or since the runtime step's base,
 // the kubelet did not restart then), and, once KC_PROBE_WINDOW has passed
 // since the window's first sample, on the window, which then starts again
-// at b. A pod Ready by either is Ready (upgrade.sh's readiness).
+// at b. A pod Ready by either is Ready.
 func (r *run) readiness(now []runningPod, pods []podLine, b probeSample) []verdict {
 	start := judge(r.pr.zero, b, now, pods, r.gp.probeSince)
 	window := map[string]verdict{}
@@ -105,7 +105,7 @@ func (r *run) readiness(now []runningPod, pods []podLine, b probeSample) []verdi
 }
 
 // podsOf are the pods now runs, each with its containers that have a
-// readiness probe series in sample a or b (upgrade.sh's pods_of).
+// readiness probe series in sample a or b.
 func podsOf(now []runningPod, a, b probeSample) []podLine {
 	containers := map[string][]string{}
 	seen := map[string]bool{}
@@ -126,7 +126,7 @@ func podsOf(now []runningPod, a, b probeSample) []podLine {
 
 // probeEvidence lists, for each readiness-probed container of pods that
 // now runs, its probe results from base to sample: what the gate's
-// readiness rested on (upgrade.sh's probe_evidence).
+// readiness rested on.
 func probeEvidence(base, sample probeSample, now []runningPod, pods []podLine) []string {
 	n := map[string]float64{}
 	for _, s := range base {

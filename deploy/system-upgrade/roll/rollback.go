@@ -5,17 +5,15 @@ import (
 )
 
 // rollback puts the node back as it was before the roll, under the state
-// rolling-back (upgrade.sh's rollback): the record on the newer kubelet
+// rolling-back: the record on the newer kubelet
 // (so the older patched kubelet keeps what it created), the kubelet's
 // configuration and the manifests kubeadm rewrote, stage2 with a kubelet
 // restart (so the previous kubelet starts on its own configuration), then
 // stage1; the marker of a failed gate; the verdict rolled-back. Each
 // action is idempotent: a Job killed in the middle leaves rolling-back,
 // and the next one does it again.
-//
-// One change from upgrade.sh: the marker of a failed gate is written
-// before the verdict, not after it, so that a Job killed between the two
-// cannot leave a rolled-back node without its marker.
+// The marker is written before the verdict, so that a Job killed between
+// the two cannot leave a rolled-back node without its marker.
 func (r *run) rollback(why string) []action {
 	return []action{
 		r.saveAction("state: rolling-back", func(s *State) { s.Phase, s.Reason = PhaseRollingBack, why }),

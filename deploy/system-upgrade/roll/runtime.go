@@ -20,7 +20,7 @@ func (r *run) beginRuntimeStep() []action {
 // as before the kubelet's swap; the kubelet's counters the gate counts
 // from (its rejections, its readiness probes); runtime-select
 // --restart-containerd, which stops containerd alone; the new
-// containerd's answer on the CRI (upgrade.sh's runtime_swap).
+// containerd's answer on the CRI.
 func (r *run) runtimeSwap() []action {
 	return actions(r.picture(), []action{
 		{"runtime: the kubelet's counters", func(ctx context.Context) error {
@@ -80,8 +80,7 @@ func (r *run) runtimeBack(always bool) action {
 }
 
 // gateRuntime is the runtime step's gate and its verdict: runtime-passed,
-// or the previous containerd selected back (upgrade.sh's
-// runtime_gate_or_rollback).
+// or the previous containerd selected back.
 func (r *run) gateRuntime() []action {
 	return []action{
 		{"runtime: gate", func(ctx context.Context) error {
@@ -112,7 +111,7 @@ func (r *run) gateRuntime() []action {
 // rerunRuntime goes on from a Job that died in the runtime step: the
 // switch took (containerd's selection is the new one): its gate against
 // the saved picture; it did not: the picture, the switch and the gate
-// again. Never a verdict without the gate (upgrade.sh's rerun_runtime).
+// again. Never a verdict without the gate.
 func (r *run) rerunRuntime(ctx context.Context) error {
 	if r.sel.stage2 != r.previous {
 		return failRollf("stage2 serves %s in the runtime step, not %s", r.sel.stage2, r.previous)
@@ -136,8 +135,7 @@ func (r *run) rerunRuntime(ctx context.Context) error {
 // (runtime-select --restart-containerd: containerd stopped alone again)
 // under the state runtime-rolling-back, and waits for its answer on the
 // CRI; the kubelet was not touched. Idempotent: a Job killed in it leaves
-// runtime-rolling-back, and the next one does it again (upgrade.sh's
-// runtime_rollback). As the kubelet's rollback, the marker of a failed
+// runtime-rolling-back, and the next one does it again. As the kubelet's rollback, the marker of a failed
 // gate is written before the verdict.
 func (r *run) runtimeRollback(why string) []action {
 	return []action{

@@ -24,7 +24,7 @@ type runtimeStep struct {
 // none when containerd's selection is the one asked for; refused when
 // that version is not installed, the selection could not be put back,
 // containerd's unit would stop its shims with it (KillMode), or crictl
-// cannot say which containerd runs (upgrade.sh's runtime_plan).
+// cannot say which containerd runs.
 func (r *run) planRuntime() action {
 	return action{"new roll: the runtime step's plan", func(ctx context.Context) error {
 		r.rt.step = false
@@ -149,7 +149,7 @@ func (r *run) waitRuntime(ctx context.Context, version string) (string, error) {
 // repairCgroups puts back, with kubelet-compat cgroups --repair, every
 // running container whose process left a cgroup runc gave it: containerd
 // 1.7 or later kills such a shim at its start as leaked, and the pod with
-// it. Why it failed, or "" (upgrade.sh's runtime_cgroups).
+// it. Why it failed, or "".
 func (r *run) repairCgroups(ctx context.Context) string {
 	res := r.onHost(ctx, "kubelet-compat", "cgroups", "--repair")
 	for _, line := range lines(string(res.Stdout)) {

@@ -10,7 +10,7 @@ import (
 
 // lock takes the roll's lock on the node for as long as this run lives:
 // two Jobs on one node never interleave. Another Job's lock is waited
-// for, at most KC_LOCK_WAIT seconds (upgrade.sh's lock).
+// for, at most KC_LOCK_WAIT seconds.
 func (r *run) lock(ctx context.Context) error {
 	if err := r.files.MkdirAll(RollDir); err != nil {
 		return dief("creating %s on the node failed (%v): not running without the roll's lock", RollDir, err)
@@ -39,8 +39,7 @@ func (r *run) lock(ctx context.Context) error {
 // writeKubeletKubeconfig writes the kubeconfig the Job reads the
 // kubelet's own server with: the server on the node (the Job's pod has
 // the node's network), checked against the kubelet's serving certificate,
-// the Job's service account token as credentials (upgrade.sh's
-// kubelet_kubeconfig).
+// the Job's service account token as credentials.
 func (r *run) writeKubeletKubeconfig() error {
 	ca := r.cfg.KubeletCA
 	if ca == "" {
@@ -84,7 +83,7 @@ current-context: kubelet
 // selection is what kubernetes-select status says stage1 and stage2 serve.
 type selection struct{ stage1, stage2 string }
 
-// selectStatus reads kubernetes-select status (upgrade.sh's select_status).
+// selectStatus reads kubernetes-select status.
 func (r *run) selectStatus(ctx context.Context) error {
 	res := r.onHost(ctx, "kubernetes-select", "status")
 	if !res.OK() {

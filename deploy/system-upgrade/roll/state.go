@@ -36,7 +36,8 @@ const (
 var Phases = []Phase{PhaseRuntimeSwapping, PhaseRuntimePassed, PhaseRuntimeRollingBack,
 	PhaseBegun, PhaseSwapping, PhasePassed, PhaseRollingBack, PhaseRolledBack}
 
-// Known says whether p is a phase this engine (and upgrade.sh) writes.
+// Known says whether p is a phase this engine (or the previous release's
+// Job) writes.
 func (p Phase) Known() bool {
 	for _, q := range Phases {
 		if p == q {
@@ -50,9 +51,9 @@ func (p Phase) Known() bool {
 func (p Phase) Verdict() bool { return p == PhasePassed || p == PhaseRolledBack }
 
 // State is the roll's state on the node, the key=value lines of
-// /var/lib/kubelet-compat/roll/state that upgrade.sh reads and writes: a
-// roll begun by either is continued by the other. Times are as upgrade.sh
-// writes them (UTC, 2006-01-02T15:04:05Z), compared as text.
+// /var/lib/kubelet-compat/roll/state, as the previous release's Job
+// (upgrade.sh) wrote it too: a roll it began is continued by this one.
+// Times are UTC, 2006-01-02T15:04:05Z, compared as text.
 type State struct {
 	Target   string // target: the version rolled to
 	Previous string // previous: stage2 before the roll
@@ -116,7 +117,7 @@ func stateField(s *State, key string) *string {
 }
 
 // ParseState reads the state file's text. A key's first line counts
-// (upgrade.sh writes each key once).
+// (the Job writes each key once).
 func ParseState(text string) State {
 	var s State
 	seen := map[string]bool{}

@@ -4,8 +4,8 @@ import (
 	"fmt"
 )
 
-// store keeps the roll's State in StateFile, written as upgrade.sh's
-// st_set writes it: a new file, synced, renamed over the old one.
+// store keeps the roll's State in StateFile: a new file, synced, renamed
+// over the old one.
 type store struct{ files Files }
 
 // load reads the state; none (a zero State) when the node has no roll.

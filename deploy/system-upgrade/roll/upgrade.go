@@ -5,7 +5,7 @@ import (
 	"errors"
 )
 
-// Upgrade rolls the node to Config.Target (upgrade.sh upgrade): under the
+// Upgrade rolls the node to Config.Target: under the
 // roll's lock, from what the roll's state on the node says, to a verdict
 // the gate proved (nil: upgraded and gated, by this run or one before it)
 // or a rollback (*Failure). A run killed at any point, and run again,
@@ -52,8 +52,8 @@ func (r *run) upgrade(ctx context.Context) error {
 	return r.failed(ctx, err)
 }
 
-// failed rolls the node back when err is a failed step or gate
-// (upgrade.sh's fail_roll), and says how the run ended.
+// failed rolls the node back when err is a failed step or gate,
+// and says how the run ended.
 func (r *run) failed(ctx context.Context, err error) error {
 	var f *stepFailed
 	if !errors.As(err, &f) || aborted(ctx, err) {
@@ -114,8 +114,7 @@ func (r *run) endOtherRoll(ctx context.Context) error {
 	return nil
 }
 
-// resume goes on from the roll's state (upgrade.sh's upgrade, its case on
-// the phase).
+// resume goes on from the roll's state, by its phase.
 func (r *run) resume(ctx context.Context) error {
 	st := r.st
 	r.previous, r.prevStage1, r.rt.prev = st.Previous, st.Stage1, st.RuntimePrevious

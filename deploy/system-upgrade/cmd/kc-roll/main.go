@@ -1,7 +1,6 @@
-// Command kc-roll is the Go engine of the upgrade Job (package roll), with
-// upgrade.sh's modes, environment, log and exit status: not yet the Job's
-// (the Plans run upgrade.sh). See deploy/system-upgrade/README.md, "The
-// roll in Go (not yet the Job's)".
+// Command kc-roll is the upgrade Job's program (the engine of package
+// roll), /bin/kc-roll in the upgrade image: the Plans run it in each
+// node's Job. See deploy/system-upgrade/README.md.
 //
 //	kc-roll upgrade            upgrade this node to $SYSTEM_UPGRADE_PLAN_LATEST_VERSION
 //	kc-roll wait-plan PLAN     wait until the Plan PLAN is Complete for that version

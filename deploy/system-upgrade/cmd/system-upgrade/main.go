@@ -17,6 +17,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	systemupgrade "github.com/kubelet-compat/kubelet-compat/deploy/system-upgrade"
@@ -87,10 +88,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		return writeLayout(*out, stdout, img)
 	case "upgrade-image":
-		if o.Version == "" || *packages == "" || *kubectl == "" {
-			return fmt.Errorf("upgrade-image needs -version, -packages and -kubectl")
+		if o.Version == "" || *packages == "" || *kubectl == "" || *out == "" {
+			return fmt.Errorf("upgrade-image needs -version, -packages, -kubectl and -o")
 		}
-		img, err := systemupgrade.UpgradeImage(o.ImageName()+":"+o.Version, o.Version, hostdeps.Busybox.Name, *kubectl, *packages)
+		roll := filepath.Join(filepath.Dir(*out), "kc-roll")
+		if err := systemupgrade.BuildRoll(ctx, roll, stderr); err != nil {
+			return err
+		}
+		img, err := systemupgrade.UpgradeImage(o.ImageName()+":"+o.Version, o.Version, hostdeps.Busybox.Name, *kubectl, roll, *packages)
 		if err != nil {
 			return err
 		}

@@ -155,6 +155,8 @@ type Options struct {
 	// ControllerBinary is system-upgrade-controller, built
 	// (systemupgrade.BuildController).
 	ControllerBinary string
+	// RollBinary is the Job's program, kc-roll (systemupgrade.BuildRoll).
+	RollBinary string
 }
 
 // fleetRun is one roll on its cluster; it reuses the scenario's cluster
@@ -164,7 +166,7 @@ type fleetRun struct {
 	roll        string
 	concurrency int64
 	drain       bool
-	// naive: SUC's Plans run upgrade.sh naive with the released packages
+	// naive: SUC's Plans run kc-roll naive with the released packages
 	// (Options.Naive); ClusterRun.Patched is false, as for the drain roll.
 	naive  bool
 	fault  bool
@@ -222,7 +224,7 @@ func Run(ctx context.Context, p *kind.Provider, o Options, stack *cleanup.Stack,
 			for _, st := range f.Steps {
 				k := key{f.naive, st.To}
 				if layouts[k] == nil {
-					layout, err := sucImages(o.ControllerBinary, st.To, o.Output, f.naive)
+					layout, err := sucImages(o.ControllerBinary, o.RollBinary, st.To, o.Output, f.naive)
 					if err != nil {
 						return err
 					}
@@ -346,7 +348,7 @@ func (f *fleetRun) actions() []kind.Action {
 	case f.naive:
 		out = append(out,
 			kind.Action{Name: "apply system-upgrade-controller", Do: f.do(f.applyController)},
-			kind.Action{Name: fmt.Sprintf("the naive roll %s: apply the Plans (upgrade.sh naive, the packages as released, concurrency %d; no drain, no cordon, no record, no gate) and follow the roll until the workloads are Ready again", st, f.concurrency), Do: f.do(f.sucRoll)})
+			kind.Action{Name: fmt.Sprintf("the naive roll %s: apply the Plans (kc-roll naive, the packages as released, concurrency %d; no drain, no cordon, no record, no gate) and follow the roll until the workloads are Ready again", st, f.concurrency), Do: f.do(f.sucRoll)})
 	case f.fault:
 		out = append(out,
 			kind.Action{Name: "apply system-upgrade-controller (Jobs kept " + fmt.Sprint(JobTTL) + " s after they end)", Do: f.do(f.applyController)},
@@ -423,13 +425,18 @@ func (r *Runner) Run(ctx context.Context, p plan.Plan, stack *cleanup.Stack, rep
 	if err != nil {
 		return err
 	}
-	bin := ""
+	bin, roll := "", ""
 	if len(r.Runs) > 1 || r.Runs[0] != Drain {
 		if bin, err = systemupgrade.BuildController(ctx, r.CacheDir, p.Log); err != nil {
 			return err
 		}
+		// This tree's engine, built for every run: it is what the run tests.
+		roll = filepath.Join(p.Output, "e2e", "kc-roll")
+		if err := systemupgrade.BuildRoll(ctx, roll, p.Log); err != nil {
+			return err
+		}
 	}
 	o := Options{ScenarioOptions: kind.ScenarioOptions{Plan: p, LogDir: filepath.Join(p.ReportDir, "logs")},
-		Runs: r.Runs, ControllerBinary: bin}
+		Runs: r.Runs, ControllerBinary: bin, RollBinary: roll}
 	return Run(ctx, prov, o, stack, rep)
 }

@@ -549,14 +549,15 @@ func TestSUCImages(t *testing.T) {
 		assert.NilError(t, os.MkdirAll(filepath.Dir(path), 0o755))
 		assert.NilError(t, os.WriteFile(path, []byte(filepath.Base(path)), 0o755))
 	}
-	controller := filepath.Join(out, "system-upgrade-controller")
+	controller, roll := filepath.Join(out, "system-upgrade-controller"), filepath.Join(out, "kc-roll")
 	write(controller)
+	write(roll)
 	write(filepath.Join(out, "1.31.14", "kubectl"))
 	for _, p := range []string{"kubernetes-1.31.14-node_1.31.14-1_amd64.deb", "kubernetes-1.31.14-kubeadm_1.31.14-1_amd64.deb",
 		"kubernetes-1.31.14-client_1.31.14-1_amd64.deb", "kubernetes-unversioned_1.0.0-1_all.deb", "kubernetes-1.30.14-node_1.30.14-1_amd64.deb"} {
 		write(filepath.Join(nodeimage.PackageDir(out, "patched"), p))
 	}
-	layout, err := sucImages(controller, "1.31.14", out, false)
+	layout, err := sucImages(controller, roll, "1.31.14", out, false)
 	assert.NilError(t, err)
 	for _, want := range []string{systemupgrade.ControllerImageRef, "kubelet-compat.local/system-upgrade/upgrade:1.31.14",
 		"packages/kubernetes-1.31.14-kubeadm_1.31.14-1_amd64.deb", "packages/kubernetes-unversioned_1.0.0-1_all.deb"} {
@@ -566,11 +567,11 @@ func TestSUCImages(t *testing.T) {
 	assert.Check(t, !bytes.Contains(layout, []byte("released-node")), "the released packages in our roll's image")
 
 	// The naive roll's image: the packages as released (the drain roll's).
-	_, err = sucImages(controller, "1.31.14", out, true)
+	_, err = sucImages(controller, roll, "1.31.14", out, true)
 	assert.ErrorContains(t, err, "no package of Kubernetes 1.31.14 in "+nodeimage.PackageDir(out, "unpatched"))
 	write(filepath.Join(nodeimage.PackageDir(out, "unpatched"), "kubernetes-1.31.14-node_1.31.14-1_amd64.deb"))
 	assert.NilError(t, os.WriteFile(filepath.Join(nodeimage.PackageDir(out, "unpatched"), "kubernetes-1.31.14-node_1.31.14-1_amd64.deb"), []byte("released-node"), 0o644))
-	naive, err := sucImages(controller, "1.31.14", out, true)
+	naive, err := sucImages(controller, roll, "1.31.14", out, true)
 	assert.NilError(t, err)
 	for _, want := range []string{systemupgrade.ControllerImageRef, "kubelet-compat.local/system-upgrade/naive:1.31.14", "released-node"} {
 		assert.Check(t, bytes.Contains(naive, []byte(want)), want)
@@ -578,7 +579,7 @@ func TestSUCImages(t *testing.T) {
 	assert.Check(t, !bytes.Contains(naive, []byte("packages/kubernetes-1.31.14-kubeadm")), "a patched package in the naive image")
 
 	write(filepath.Join(out, "1.32.13", "kubectl"))
-	_, err = sucImages(controller, "1.32.13", out, false)
+	_, err = sucImages(controller, roll, "1.32.13", out, false)
 	assert.ErrorContains(t, err, "no package of Kubernetes 1.32.13")
 }
 
@@ -649,7 +650,7 @@ func TestFleetRolls(t *testing.T) {
 			want: []string{"the drain roll 1.30.14 -> 1.31.14"}, wantNot: []string{"system-upgrade-controller", "naive"}},
 		{roll: Naive, cluster: "kc-e2e-naive", variant: "unpatched", name: "naive (SUC, concurrency 1, released kubelets, no drain)", concurrency: 1,
 			want: []string{"import system-upgrade-controller's and the upgrade Job's images", "apply system-upgrade-controller",
-				"the naive roll 1.30.14 -> 1.31.14: apply the Plans (upgrade.sh naive, the packages as released, concurrency 1; no drain, no cordon, no record, no gate)",
+				"the naive roll 1.30.14 -> 1.31.14: apply the Plans (kc-roll naive, the packages as released, concurrency 1; no drain, no cordon, no record, no gate)",
 				"the figures, per node and in total"},
 			wantNot: []string{"kubectl drain", "the fault"}},
 		{roll: Fault, cluster: "kc-e2e-fleet-fault", variant: "patched", name: "SUC, concurrency 1, gate fails on worker 3", concurrency: 1,

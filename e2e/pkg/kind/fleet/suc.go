@@ -1,7 +1,7 @@
 package fleet
 
 // Our roll: system-upgrade-controller (deploy/system-upgrade) and its two
-// Plans, upgrade.sh in each node's Job, nothing but the API and the nodes'
+// Plans, kc-roll in each node's Job, nothing but the API and the nodes'
 // containerd (the images are imported, never pulled). Every Job's output
 // goes into the report's logs as soon as the Job ends, and the
 // controller's at the end, so that a first run says where it broke.
@@ -34,10 +34,11 @@ const (
 )
 
 // sucImages is the OCI layout of the controller's image and the upgrade
-// Job's image for target (its patched packages and kubectl from output);
+// Job's image for target (kc-roll, its patched packages and kubectl from
+// output);
 // naive: the naive roll's image, with the target's packages as released
 // (those the drain roll installs).
-func sucImages(controller, target, output string, naive bool) ([]byte, error) {
+func sucImages(controller, roll, target, output string, naive bool) ([]byte, error) {
 	ctl, err := systemupgrade.ControllerImage(systemupgrade.ControllerImageRef, controller)
 	if err != nil {
 		return nil, err
@@ -48,7 +49,7 @@ func sucImages(controller, target, output string, naive bool) ([]byte, error) {
 		variant = "unpatched"
 	}
 	up, err := systemupgrade.UpgradeImage(o.ImageName()+":"+target, target, hostdeps.Busybox.Name,
-		filepath.Join(output, target, "kubectl"), nodeimage.PackageDir(output, variant))
+		filepath.Join(output, target, "kubectl"), roll, nodeimage.PackageDir(output, variant))
 	if err != nil {
 		return nil, err
 	}
@@ -73,7 +74,7 @@ func (f *fleetRun) importSUCImages(ctx context.Context) error {
 
 // planOptions are the Plans of this roll: the target, the concurrency,
 // the e2e's gate timeout; no cordon, no drain; the naive roll's Plans
-// (upgrade.sh naive) on its cluster.
+// (kc-roll naive) on its cluster.
 func (f *fleetRun) planOptions() systemupgrade.Options {
 	o := systemupgrade.DefaultOptions(f.cur().To)
 	o.Concurrency = f.concurrency

@@ -3,11 +3,10 @@ package systemupgrade
 import (
 	"bytes"
 	"context"
+	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"gotest.tools/v3/assert"
@@ -16,16 +15,15 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/deploy/system-upgrade/roll"
 )
 
-// interopNode is a node of upgrade_test.go's fakes (the same programs,
-// the same files) that upgrade.sh and the Go engine (roll, through its
-// real NodeHost: chroot, the node's PATH, the Job's kubectl, flock(2))
-// both roll.
-type interopNode struct {
+// jobNode is a node of nodefakes_test.go's fakes (its programs, its
+// files) that the Job's engine (roll, through its real NodeHost: chroot,
+// the node's PATH, the Job's kubectl, flock(2)) rolls.
+type jobNode struct {
 	fake, host string
 	env        []string
 }
 
-func newInteropNode(t *testing.T, tc scriptCase) interopNode {
+func newJobNode(t *testing.T, tc jobCase) jobNode {
 	const prev, target = "1.30.14", "1.31.14"
 	fake := t.TempDir()
 	host, bin, pkgs, tmp := filepath.Join(fake, "host"), filepath.Join(fake, "bin"), filepath.Join(fake, "packages"), filepath.Join(fake, "tmp")
@@ -33,7 +31,7 @@ func newInteropNode(t *testing.T, tc scriptCase) interopNode {
 		assert.NilError(t, os.MkdirAll(d, 0o755))
 	}
 	for name, body := range fakes {
-		script := "#!/bin/sh\nprintf '%s\\n' \"" + name + " $*\" >>\"$FAKE/calls\"\n" + dieAfter(name) + "(\n" + body + "\n)\nrc=$?\n[ -z \"$die\" ] || kill -KILL 0\nexit $rc\n"
+		script := "#!/bin/sh\nprintf '%s\\n' \"" + name + " $*\" >>\"$FAKE/calls\"\n" + body + "\n"
 		assert.NilError(t, os.WriteFile(filepath.Join(bin, name), []byte(script), 0o755))
 	}
 	for _, p := range []string{"kubernetes-1.31.14-node_1.31.14-2_amd64.deb", "kubernetes-unversioned_1.0.0-4_all.deb"} {
@@ -70,32 +68,34 @@ func newInteropNode(t *testing.T, tc scriptCase) interopNode {
 		assert.NilError(t, os.MkdirAll(filepath.Dir(filepath.Join(fake, name)), 0o755))
 		assert.NilError(t, os.WriteFile(filepath.Join(fake, name), []byte(data), 0o644))
 	}
+	if tc.left != "" {
+		dir := filepath.Join("testdata", "left-by-upgrade.sh", tc.left)
+		assert.NilError(t, filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			rel, _ := filepath.Rel(dir, p)
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			if err := os.MkdirAll(filepath.Dir(filepath.Join(fake, rel)), 0o755); err != nil {
+				return err
+			}
+			return os.WriteFile(filepath.Join(fake, rel), data, 0o644)
+		}))
+	}
 	path := bin + ":" + os.Getenv("PATH")
 	env := append([]string{"PATH=" + path, "FAKE=" + fake, "PREV=" + prev, "TMPDIR=" + tmp, "FORMAT=deb", "CLUSTER=" + prev,
 		"SYSTEM_UPGRADE_NODE_NAME=node-1", "SYSTEM_UPGRADE_PLAN_LATEST_VERSION=" + target,
 		"KC_HOST=" + host, "KC_PACKAGES=" + pkgs, "KC_GATE_TIMEOUT=1", "KC_POLL=0.1", "KC_PROBE_WINDOW=0", "KC_LOCK_WAIT=2",
 		"KC_HOST_PATH=" + path + ":/node-path-marker"}, tc.env...)
-	return interopNode{fake: fake, host: host, env: env}
-}
-
-// shell runs upgrade.sh as a Job; die kills it (its process group) after
-// the first call of a fake that begins with die.
-func (n interopNode) shell(t *testing.T, die string) (string, error) {
-	env := n.env
-	if die != "" {
-		env = append(append([]string{}, env...), "DIE_AFTER="+die, "DIE_NTH=1")
-	}
-	cmd := exec.Command("sh", "upgrade.sh")
-	cmd.Env = env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	out, err := cmd.CombinedOutput()
-	t.Logf("upgrade.sh (die after %q): %v\n%s", die, err, out)
-	return string(out), err
+	return jobNode{fake: fake, host: host, env: env}
 }
 
 // goJob runs the Go engine as a Job on the node's real NodeHost; die
 // kills it (a panic) right after the action of that name.
-func (n interopNode) goJob(t *testing.T, die string) (out string, err error, killed bool) {
+func (n jobNode) goJob(t *testing.T, die string) (out string, err error, killed bool) {
 	for _, kv := range n.env {
 		k, v, _ := strings.Cut(kv, "=")
 		t.Setenv(k, v)
@@ -128,74 +128,92 @@ func (n interopNode) goJob(t *testing.T, die string) (out string, err error, kil
 	return buf.String(), err, false
 }
 
-func (n interopNode) read(t *testing.T, name string) string {
+func (n jobNode) read(t *testing.T, name string) string {
 	data, _ := os.ReadFile(filepath.Join(n.fake, name))
 	return strings.TrimSpace(string(data))
 }
 
-func (n interopNode) phase(t *testing.T) string {
+func (n jobNode) phase(t *testing.T) string {
 	st := roll.ParseState(n.read(t, "host"+roll.StateFile))
 	return string(st.Phase)
 }
 
-// TestRollInterop rolls nodes with upgrade.sh and the Go engine in turn:
-// one killed mid-roll, the other going on from the node's state, both
-// ways; and a whole Go roll on upgrade_test.go's fakes, its calls on the
-// node upgrade.sh's (but the lock's: the engine locks with flock(2)).
-func TestRollInterop(t *testing.T) {
+// jobCase is a node of the fakes before a Job.
+type jobCase struct {
+	env []string
+	// before and after change the kubelet's status before and after the
+	// swap; afterRuntime after the runtime's (the previous kubelet on the
+	// new containerd).
+	before, after, afterRuntime func(string) string
+	// gate is kubelet-compat gate's verdict at each call: lines "EXIT
+	// VERDICT", the last one repeating (passed when empty).
+	gate string
+	// host are files on the node before the Job.
+	host map[string]string
+	// left is what a Job of the previous release (upgrade.sh, before the
+	// engine ran the Job) left on the node when it was killed: a
+	// directory of testdata/left-by-upgrade.sh laid over the node's files.
+	left string
+}
+
+// TestJob rolls nodes with the Job's engine on its real NodeHost: a
+// whole roll (its calls on the node checked), a Job killed after an
+// action and the next one going on from the node's state, and a roll the
+// previous release's Job (upgrade.sh) began and was killed in, which the
+// engine goes on with from the state it left (the same file, format and
+// lock: an operator may move the Plans to a new upgrade image mid-roll).
+func TestJob(t *testing.T) {
 	restarted := func(s string) string {
 		return strings.Replace(s, "          \"c-pinned-uid-app\"\n", "          \"c-pinned-uid-app-2\"\n", 1)
 	}
 	oldConfig := map[string]string{"var/lib/kubelet/config.yaml": "the 1.30 configuration\n"}
-	failing := scriptCase{after: restarted, gate: gateLost, host: oldConfig}
-	runtime := scriptCase{env: []string{"KC_RUNTIME=containerd@1.7.35"}}
+	failing := jobCase{after: restarted, gate: gateLost, host: oldConfig}
+	runtime := jobCase{env: []string{"KC_RUNTIME=containerd@1.7.35"}}
+	left := func(tc jobCase, dir string) jobCase {
+		tc.left = dir
+		return tc
+	}
 	for _, tc := range []struct {
 		name string
-		tc   scriptCase
-		// shellDies and goDies: the first Job, upgrade.sh or the engine,
-		// killed after that call or action; the other runs next.
-		shellDies, goDies string
-		wantPhase         string
-		wantStage2        string
-		wantOut           string
+		tc   jobCase
+		// dies: the first Job is killed after that action; the next one
+		// runs to its end.
+		dies       string
+		wantPhase  string
+		wantStage2 string
+		wantOut    string
 	}{
-		{name: "upgrade.sh killed after the swap, the engine gates", shellDies: "kubernetes-select --restart-kubelet stage2 1.31.14",
+		{name: "a whole roll", wantPhase: "passed", wantStage2: "1.31.14", wantOut: "node node-1 upgraded to 1.31.14"},
+		{name: "killed after the swap, the next Job gates", dies: "swap",
 			wantPhase: "passed", wantStage2: "1.31.14", wantOut: "a Job before this one died after the swap, before its gate's verdict"},
-		{name: "upgrade.sh killed after kubeadm, the engine goes on", shellDies: "kubeadm upgrade node",
+		{name: "killed after kubeadm, the next Job goes on", dies: "kubeadm: upgrade",
 			wantPhase: "passed", wantStage2: "1.31.14", wantOut: "a Job before this one died before the swap: going on from the packages"},
-		{name: "upgrade.sh killed in the rollback, the engine finishes it", tc: failing, shellDies: "kubernetes-select --restart-kubelet stage2 1.30.14",
+		{name: "killed in the rollback, the next Job finishes it", tc: failing, dies: "rollback: stage2",
 			wantPhase: "rolled-back", wantStage2: "1.30.14", wantOut: "a Job before this one died while rolling back: finishing the rollback"},
-		{name: "upgrade.sh killed after the runtime switch, the engine gates it, then the kubelet's step", tc: runtime,
-			shellDies: "runtime-select --restart-containerd", wantPhase: "passed", wantStage2: "1.31.14",
+		{name: "killed after the runtime switch, the next Job gates it, then the kubelet's step", tc: runtime,
+			dies: "runtime: switch", wantPhase: "passed", wantStage2: "1.31.14",
 			wantOut: "gate: passed: node node-1 runs kubelet v1.30.14 on containerd 1.7.35"},
-		{name: "the engine killed after the swap, upgrade.sh gates", goDies: "swap",
+		{name: "upgrade.sh killed after the swap, the engine gates", tc: left(jobCase{}, "after-swap"),
 			wantPhase: "passed", wantStage2: "1.31.14", wantOut: "a Job before this one died after the swap, before its gate's verdict"},
-		{name: "the engine killed after kubeadm, upgrade.sh goes on", goDies: "kubeadm: upgrade",
+		{name: "upgrade.sh killed after kubeadm, the engine goes on", tc: left(jobCase{}, "after-kubeadm"),
 			wantPhase: "passed", wantStage2: "1.31.14", wantOut: "a Job before this one died before the swap: going on from the packages"},
-		{name: "the engine killed in the rollback, upgrade.sh finishes it", tc: failing, goDies: "rollback: stage2",
+		{name: "upgrade.sh killed in the rollback, the engine finishes it", tc: left(failing, "in-rollback"),
 			wantPhase: "rolled-back", wantStage2: "1.30.14", wantOut: "a Job before this one died while rolling back: finishing the rollback"},
-		{name: "the engine killed after the runtime switch, upgrade.sh gates it, then the kubelet's step", tc: runtime,
-			goDies: "runtime: switch", wantPhase: "passed", wantStage2: "1.31.14",
-			wantOut: "gate: passed: node node-1 runs kubelet v1.30.14 on containerd 1.7.35"},
-		{name: "the engine alone", wantPhase: "passed", wantStage2: "1.31.14", wantOut: "node node-1 upgraded to 1.31.14"},
+		{name: "upgrade.sh killed after the runtime switch, the engine gates it, then the kubelet's step", tc: left(runtime, "after-runtime"),
+			wantPhase: "passed", wantStage2: "1.31.14", wantOut: "gate: passed: node node-1 runs kubelet v1.30.14 on containerd 1.7.35"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			n := newInteropNode(t, tc.tc)
+			n := newJobNode(t, tc.tc)
 			var out string
 			var err error
-			switch {
-			case tc.shellDies != "":
-				_, serr := n.shell(t, tc.shellDies)
-				assert.Assert(t, serr != nil, "upgrade.sh was not killed")
-				out, err, _ = n.goJob(t, "")
-			case tc.goDies != "":
-				_, _, killed := n.goJob(t, tc.goDies)
-				assert.Assert(t, killed, "the engine was not killed")
-				out, err = n.shell(t, "")
-			default:
-				out, err, _ = n.goJob(t, "")
+			if tc.dies != "" {
+				_, _, killed := n.goJob(t, tc.dies)
+				assert.Assert(t, killed, "the Job was not killed")
+			}
+			out, err, _ = n.goJob(t, "")
+			if tc.dies == "" && tc.tc.left == "" {
 				calls := strings.Split(strings.TrimSpace(gateTimes.ReplaceAllString(workDir.ReplaceAllString(n.read(t, "calls"), "$$WORK"), "$1 T")), "\n")
-				want := withChroot(append(append([]string{}, interopUpgradeNode[1:]...), interopGateOK...), n.host)
+				want := withChroot(append(append([]string{}, jobUpgradeNode...), jobGateOK...), n.host)
 				assert.Check(t, is.DeepEqual(dedupe(calls), want))
 			}
 			if tc.wantPhase == "passed" {
@@ -219,10 +237,9 @@ func TestRollInterop(t *testing.T) {
 	}
 }
 
-// interopUpgradeNode and interopGateOK are TestUpgradeScript's
-// upgradeNode and gateOK: the calls of a worker's roll.
-var interopUpgradeNode = []string{
-	"flock -n 9",
+// jobUpgradeNode and jobGateOK are the calls of a worker's roll on the
+// node and the API (the roll's lock is flock(2), no program).
+var jobUpgradeNode = []string{
 	"kubernetes-select status",
 	"kubectl --kubeconfig $WORK/kubelet.kubeconfig get --raw /metrics/probes",
 	"kubelet-compat preflight --node --from v1.30.14 --to v1.31.14 --kubeconfig /etc/kubernetes/kubelet.conf",
@@ -242,7 +259,7 @@ var interopUpgradeNode = []string{
 	"kubernetes-select --restart-kubelet stage2 1.31.14",
 }
 
-var interopGateOK = []string{
+var jobGateOK = []string{
 	"kubectl get node node-1 -o jsonpath={.status.conditions[?(@.type==\"Ready\")].status} {.status.nodeInfo.kubeletVersion}",
 	probesCall,
 	gateCall,
