@@ -18,7 +18,7 @@ verify: deps check-library verify-generated
 
 # Debian packages the tests need (rpmbuild for the RPM tests, dpkg-deb and
 # lintian for the .deb tests, patch for verify-patches, busybox for
-# upgrade.sh under the upgrade image's own shell): pkg/hostdeps's lists,
+# the upgrade image's chroot): pkg/hostdeps's lists,
 # installed when missing.
 .PHONY: deps
 deps:

@@ -48,7 +48,7 @@ func TestPlans(t *testing.T) {
 		assert.Check(t, is.Equal(p.Spec.Version, "1.31.14"))
 		assert.Check(t, is.Equal(p.Spec.Upgrade.Image, UpgradeImageName), "untagged: the controller tags it with the version")
 	}
-	// The naive roll: its own Plans and image, upgrade.sh naive, without
+	// The naive roll: its own Plans and image, kc-roll naive, without
 	// the gate's and the preflight's settings.
 	o.Naive = true
 	plans, err = Plans(o)
@@ -75,7 +75,7 @@ func TestPlans(t *testing.T) {
 }
 
 // TestJobTTL: SUC deletes a finished Job once its TTL has passed, and
-// creates a failed node's Job again then (the re-run upgrade.sh is built
+// creates a failed node's Job again then (the re-run kc-roll is built
 // for); the TTL is 900 s unless set, and never negative.
 func TestJobTTL(t *testing.T) {
 	for _, tc := range []struct {
@@ -225,7 +225,7 @@ func TestKubeadmArgs(t *testing.T) {
 }
 
 // TestRuntime: with a runtime step (Options.Runtime), every node's Job gets
-// KC_RUNTIME, the containerd that upgrade.sh selects before the kubelet;
+// KC_RUNTIME, the containerd that kc-roll selects before the kubelet;
 // the prepare step and the naive roll never do, and only a runtime the
 // project builds and packages is taken.
 func TestRuntime(t *testing.T) {

@@ -7,9 +7,9 @@
 #                  [SUC_ETCD_BRIDGE_IMAGE=registry.k8s.io/etcd:3.6.16-0] [SUC_RUNTIME=containerd@1.7.35]
 #                                  the controller's manifest and the Plans in $(SUC_OUTPUT)
 #   make suc-upgrade-image SUC_VERSION=1.31.14 [SUC_PACKAGES=_output/debs]
-#                                  the upgrade Job's image: busybox, the target's kubectl, upgrade.sh
+#                                  the upgrade Job's image: kc-roll, busybox's chroot, the target's kubectl
 #                                  and the target's packages (make deb / make rpm first)
-#   make suc-test                  the unit tests (upgrade.sh against fakes, the Plans' goldens)
+#   make suc-test                  the unit tests (the Job's engine against fakes, the Plans' goldens)
 #   make suc-sim [SUC_SIM_NODES=1000] [SUC_SIM_CONCURRENCY=1%,5%,10%] [SUC_SIM_SCALE=10] [SUC_SIM_FAIL=3]
 #                                  SUC and the Plans against kwok nodes on a real API server (make build
 #                                  VERSIONS=1.31.14 PATCHED=false BINARIES=kube-apiserver,kube-controller-manager,kube-scheduler first)

@@ -80,7 +80,7 @@ func dropPod(s, pod string) string {
 
 // rollCase is upgrade_test.go's scriptCase, field for field: its cases
 // are ported as they are, against the fake node (podsBefore and
-// podsAfter, the API's pods, which upgrade.sh no longer reads, are kept
+// podsAfter, the API's pods, which the Job no longer reads, are kept
 // and not served).
 type rollCase struct {
 	name      string

@@ -12,8 +12,8 @@ import (
 // fakeNode is the node a test rolls: its programs as Go functions that
 // mirror upgrade_test.go's shell fakes (the same answers from the same
 // knobs), its root a temporary directory, a virtual clock. It records
-// every call as the shell harness does ("NAME ARGS", kubectl's too, the
-// lock's as upgrade.sh's flock calls), and can kill the engine right after
+// every call ("NAME ARGS", kubectl's too, the lock's as the flock calls
+// of the previous release's Job), and can kill the engine right after
 // a call (a panic, as a node losing the Job's pod) or end its context.
 type fakeNode struct {
 	root  string

@@ -103,8 +103,7 @@ type jobRun struct {
 }
 
 // runJob runs the engine once on the fake node, as a Job in mode args
-// (upgrade.sh's: none is upgrade), its last word in out as upgrade.sh
-// prints it.
+// (none is upgrade), its last word in out as kc-roll prints it.
 func runJob(t *testing.T, f *fakeNode, env map[string]string, args []string, afterAction func(string)) (j jobRun) {
 	t.Helper()
 	var out bytes.Buffer

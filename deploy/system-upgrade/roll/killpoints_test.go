@@ -62,7 +62,7 @@ func killScenarios() []killScenario {
 // lost; and its context ended: the Job told to stop), then runs it again
 // as SUC's next Job: it must end in a verdict its checks proved (passed
 // after a gate of the swap, or rolled back whole), and never repeat what
-// upgrade.sh never repeats (the swap, the runtime switch, a rollback's
+// the engine never repeats (the swap, the runtime switch, a rollback's
 // restart, the picture after the swap, the backup after kubeadm, the etcd
 // bridge once done).
 func TestKillPoints(t *testing.T) {
@@ -209,7 +209,7 @@ func gatedAfter(f *fakeNode, swap, step string) bool {
 	return false
 }
 
-// checkOnce checks that what upgrade.sh never does twice was done at most
+// checkOnce checks that what the engine never does twice was done at most
 // once over both Jobs: the kubelet's swap and the rollback's, the runtime
 // switch and its rollback's, the picture after a swap; the etcd bridge is
 // run again only by a Job after one killed right after it.

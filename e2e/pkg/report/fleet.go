@@ -7,7 +7,7 @@ import (
 )
 
 // FleetRoll is one roll of a whole cluster (make e2e E2E=fleet): ours
-// (system-upgrade-controller's Plans running upgrade.sh, no drain) or the
+// (system-upgrade-controller's Plans running kc-roll, no drain) or the
 // drain-based anchor (cordon, kubectl drain, swap, uncordon), per node and
 // in total.
 type FleetRoll struct {

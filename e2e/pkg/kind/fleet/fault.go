@@ -6,7 +6,7 @@ package fleet
 //     (kill.go); once SUC deleted it (its TTL), it is created again (by
 //     SUC, or after the operator's retry: retryFailed) and the re-run
 //     gates the node against the picture the first run saved.
-//   - The canary on worker 3 makes upgrade.sh's health gate fail there: the
+//   - The canary on worker 3 makes kc-roll's health gate fail there: the
 //     Job's own rollback must have put the previous kubelet and its
 //     configuration back without a restart and failed the Job, which stops
 //     the Plan (the nodes the roll had not reached stay untouched); a
@@ -31,13 +31,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// gateFailedMarker is where upgrade.sh marks a node whose gate failed.
+// gateFailedMarker is where kc-roll marks a node whose gate failed.
 func gateFailedMarker(target string) string {
 	return "/var/lib/kubelet-compat/upgrade/" + target + ".gate-failed"
 }
 
 // kubeletFiles are what kubeadm upgrade rewrites on every node and a
-// rollback puts back (upgrade.sh's KUBELET_FILES).
+// rollback puts back (the Job's backup).
 var kubeletFiles = []string{"/var/lib/kubelet/config.yaml", "/var/lib/kubelet/kubeadm-flags.env"}
 
 // faultState is what the fault roll keeps beside a fleetRun's.

@@ -2,7 +2,7 @@
 // E2E=fleet, issue 22 section 4), a scenario of the kind provider:
 // clusters of one control-plane node and Workers workers with the
 // fleet's workloads, rolled From -> To by system-upgrade-controller's Plans
-// running upgrade.sh (deploy/system-upgrade) at concurrency 1 and 2, the
+// running kc-roll (deploy/system-upgrade) at concurrency 1 and 2, the
 // drain-based roll operators use today as the anchor, the naive in-place
 // roll k3s and rke2 users run today (SUC's Plans, the released packages,
 // no drain: the second anchor), and a roll whose health gate fails on

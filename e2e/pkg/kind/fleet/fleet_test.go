@@ -372,7 +372,7 @@ func TestNodeFigures(t *testing.T) {
 	assert.Check(t, is.Equal(total.Seconds, 20.0))
 }
 
-// TestJobWindows: the order is upgrade.sh's start; a node without a Job is
+// TestJobWindows: the order is kc-roll's start; a node without a Job is
 // untouched, a failed Job's node rolled back; the overlap is the
 // concurrency seen.
 func TestJobWindows(t *testing.T) {

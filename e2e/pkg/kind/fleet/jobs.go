@@ -1,6 +1,6 @@
 package fleet
 
-// Following SUC's Jobs: each node's Job, when upgrade.sh ran in it, its
+// Following SUC's Jobs: each node's Job, when kc-roll ran in it, its
 // pod's output kept in the report's logs, and the nodes' windows and order
 // the figures are cut by.
 
@@ -31,7 +31,7 @@ type jobRecord struct {
 	Run int
 	// Earlier are the node's Jobs before this one, first first.
 	Earlier []*jobRecord
-	// Start and End: the upgrade container's run (upgrade.sh), else the
+	// Start and End: the upgrade container's run (kc-roll), else the
 	// Job's; Failed: the Job failed.
 	Start, End time.Time
 	Done       bool
@@ -54,7 +54,7 @@ func (j *jobRecord) first() *jobRecord {
 	return j
 }
 
-// firstStart is when the node's first Job began upgrade.sh (zero: none
+// firstStart is when the node's first Job began kc-roll (zero: none
 // began).
 func (j *jobRecord) firstStart() time.Time {
 	for _, e := range append(append([]*jobRecord(nil), j.Earlier...), j) {
@@ -115,7 +115,7 @@ func (f *fleetRun) followJobs(ctx context.Context) error {
 		rec.Done, rec.Failed = true, failed
 		rec.Start, rec.End = f.upgradeRun(ctx, j)
 		f.saveJobLog(ctx, rec)
-		f.Logf("%s: Job %s %s after %.0fs of upgrade.sh (logs: %s)", node, j.Name, map[bool]string{true: "FAILED", false: "complete"}[failed], rec.End.Sub(rec.Start).Seconds(), f.jobLogPath(rec))
+		f.Logf("%s: Job %s %s after %.0fs of kc-roll (logs: %s)", node, j.Name, map[bool]string{true: "FAILED", false: "complete"}[failed], rec.End.Sub(rec.Start).Seconds(), f.jobLogPath(rec))
 	}
 	for _, rec := range f.jobs {
 		if !listed[rec.UID] && rec.GoneAt.IsZero() {
@@ -141,7 +141,7 @@ func jobFinished(j *batchv1.Job) (complete, failed bool) {
 	return complete, failed
 }
 
-// upgradeRun is when upgrade.sh ran: its container's start and finish in
+// upgradeRun is when kc-roll ran: its container's start and finish in
 // the Job's pod (a worker's Job begins by waiting for the control plane in
 // its prepare step, which is not the node's upgrade), from its first run
 // when the kubelet restarted it (the released kubelet of the naive roll
@@ -260,7 +260,7 @@ func (f *fleetRun) saveControllerLog(ctx context.Context) {
 // without a Job was untouched.
 func (f *fleetRun) setWindows() {
 	f.data.windows, f.order = jobWindows(f.Cluster.Nodes, f.jobs)
-	// The fleet's time ends with the last upgrade.sh, not with the
+	// The fleet's time ends with the last kc-roll, not with the
 	// minute the fault roll watches that nothing else starts.
 	if end := lastEnd(f.data.windows); !end.IsZero() {
 		f.data.rollEnd = end
@@ -279,7 +279,7 @@ func lastEnd(windows []nodeWindow) time.Time {
 }
 
 // jobWindows are the nodes' windows (in the cluster's node order) and the
-// order the roll took them (by the start of upgrade.sh).
+// order the roll took them (by the start of kc-roll).
 func jobWindows(nodes []*kind.Node, jobs map[string]*jobRecord) ([]nodeWindow, []string) {
 	var windows []nodeWindow
 	var started []*jobRecord
@@ -324,7 +324,7 @@ func maxOverlap(windows []nodeWindow) int {
 	return best
 }
 
-// checkConcurrency: the workers' upgrade.sh ran at most Concurrency at
+// checkConcurrency: the workers' kc-roll ran at most Concurrency at
 // once, and that many at some moment (4 workers, a minute or more each).
 func (f *fleetRun) checkConcurrency() {
 	var workers []nodeWindow
@@ -335,5 +335,5 @@ func (f *fleetRun) checkConcurrency() {
 	}
 	got := maxOverlap(workers)
 	f.Record(reportCheck(fmt.Sprintf("%s: the workers' Plan ran %d nodes at once", f.label(), f.concurrency),
-		got == int(f.concurrency), fmt.Sprintf("at most %d workers' upgrade.sh at one moment; order %s", got, strings.Join(f.order, " "))))
+		got == int(f.concurrency), fmt.Sprintf("at most %d workers' kc-roll at one moment; order %s", got, strings.Join(f.order, " "))))
 }

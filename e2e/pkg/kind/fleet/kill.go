@@ -5,7 +5,7 @@ package fleet
 // an unpatched kubelet, an OOM kill or the Job's deadline would kill it.
 // SUC creates the Job again once the failed one's TTL has passed (the
 // fault roll's controller keeps finished Jobs JobTTL seconds, not
-// SUC's 900); upgrade.sh's re-run finds the roll's state "swapping" on the
+// SUC's 900); kc-roll's re-run finds the roll's state "swapping" on the
 // node with stage2 on the target and runs the gate against the picture the
 // first run saved there. The node must end gated on the target (or rolled
 // back), never certified without a gate. The control plane is the node
@@ -28,7 +28,7 @@ import (
 // again: retryFailed).
 const JobTTL = 30
 
-// rollStatePath is upgrade.sh's roll state on a node (README, "The roll's
+// rollStatePath is kc-roll's roll state on a node (README, "The roll's
 // state").
 const rollStatePath = "/var/lib/kubelet-compat/roll/state"
 

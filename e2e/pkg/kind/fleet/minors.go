@@ -6,7 +6,7 @@ package fleet
 // operator does), each step measured as a roll of its own. kubeadm moves
 // etcd 3.6 -> 3.7 at 1.37, which a cluster born at 1.33 or earlier only
 // survives through the bridge: the control plane's Plan carries the bridge
-// image (KC_ETCD_BRIDGE_IMAGE) on that step, and upgrade.sh runs the
+// image (KC_ETCD_BRIDGE_IMAGE) on that step, and kc-roll runs the
 // product's bridge (kubelet-compat etcd-bridge) before kubeadm's.
 
 import (

@@ -174,7 +174,7 @@ func canaryProbe(root, target string) []string {
 
 // canaryPod is the fault's workload on the faulty worker: an application
 // that breaks under the target version. Its readiness probe fails while
-// the node's kubelet is target's, so the health gate of upgrade.sh ("every
+// the node's kubelet is target's, so the health gate of kc-roll ("every
 // pod of the node Ready") fails there and the real rollback runs; back on
 // the previous kubelet it is Ready again, without a restart.
 func canaryPod(node, target string) *v1.Pod {

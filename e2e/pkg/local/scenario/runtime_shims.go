@@ -42,7 +42,7 @@ type shimGroupResult struct {
 // answers at their bundle's address (package shimgroups): what a
 // containerd that kills unreachable shims kills at its start, and what
 // preflight --runtime refuses. The operator's command (`kubelet-compat
-// cgroups`, which the fleet's upgrade.sh runs right before containerd
+// cgroups`, which the fleet's kc-roll runs right before containerd
 // restarts) must say the same on the node.
 func (s *Scenario) shimGroupCheck(ctx context.Context, prefix string) shimGroupResult {
 	c := report.Check{Name: prefix + shimGroupCheckName}
