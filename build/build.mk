@@ -6,6 +6,8 @@
 #   make build BINARIES=kubelet,kube-apiserver
 #   make verify-trees                     patch, run the tree's verify-boilerplate/verify-bazel on the series, build the kubelet and run the patched packages' tests, per version
 #   make verify-upstream                  only the tree's verify-boilerplate/verify-bazel on the series (seconds)
+#   make bench-trees [COUNT=5]            the sync loop's cost of kubeletcompat per tree: the series' BenchmarkSyncPodCompat
+#                                         (SyncPod of an unchanged pod, kubeletcompat off and on), medians and their ratio
 
 VERSIONS ?=
 PATCHED ?= true
@@ -13,7 +15,7 @@ BINARIES ?= kubelet,kubeadm,kubectl
 
 KCBUILD = $(GO) run ./build/cmd/kcbuild
 
-.PHONY: build verify-trees verify-upstream
+.PHONY: build verify-trees verify-upstream bench-trees
 build:
 	$(KCBUILD) build -versions "$(VERSIONS)" -patched=$(PATCHED) -binaries "$(BINARIES)"
 
@@ -22,3 +24,6 @@ verify-trees:
 
 verify-upstream:
 	$(KCBUILD) verify-trees -checks-only -versions "$(VERSIONS)"
+
+bench-trees:
+	$(KCBUILD) bench-trees -versions "$(VERSIONS)" -count $${COUNT:-5}

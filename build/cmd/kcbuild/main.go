@@ -4,6 +4,7 @@
 //
 //	kcbuild build [-versions 1.21.14,1.20] [-patched=false] [-binaries kubelet,kubeadm,kubectl]
 //	kcbuild verify-trees [-checks-only] [-versions ...]   # patch, run the tree's verify-boilerplate/verify-bazel on the series, build the kubelet, run the patched packages' tests
+//	kcbuild bench-trees [-count 5] [-versions ...]        # the sync loop's cost of kubeletcompat per tree (BenchmarkSyncPodCompat, off and on)
 package main
 
 import (
@@ -30,11 +31,11 @@ func main() {
 }
 
 func usage() error {
-	return fmt.Errorf("usage: kcbuild build|verify-trees [-versions V,...] [-patched=true|false] [-binaries B,...] [-checks-only]")
+	return fmt.Errorf("usage: kcbuild build|verify-trees|bench-trees [-versions V,...] [-patched=true|false] [-binaries B,...] [-checks-only] [-count N]")
 }
 
 func run(args []string) error {
-	if len(args) == 0 || (args[0] != "build" && args[0] != "verify-trees") {
+	if len(args) == 0 || (args[0] != "build" && args[0] != "verify-trees" && args[0] != "bench-trees") {
 		return usage()
 	}
 	cmd := args[0]
@@ -44,6 +45,7 @@ func run(args []string) error {
 	binaries := fs.String("binaries", strings.Join(harness.DefaultBinaries, ","), "binaries to build")
 	output := fs.String("output", "_output", "output directory")
 	checksOnly := fs.Bool("checks-only", false, "verify-trees: run only the upstream checks (boilerplate, Bazel) on the patched trees, without building or testing")
+	count := fs.Int("count", 5, "bench-trees: runs of the sync loop's benchmark, kubeletcompat off and on (the medians are compared)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -92,7 +94,10 @@ func run(args []string) error {
 	start := time.Now()
 	for _, row := range rows {
 		rowStart := time.Now()
-		if err := buildRow(ctx, h, row, cmd, splitList(*binaries), *checksOnly); err != nil {
+		if cmd == "bench-trees" && (!*patched || *count < 1) {
+			return fmt.Errorf("bench-trees benchmarks the patched trees, at least once (-count %d)", *count)
+		}
+		if err := buildRow(ctx, h, row, cmd, splitList(*binaries), *checksOnly, *count); err != nil {
 			return err
 		}
 		fmt.Printf("[%s] done in %s: %s\n", row.Kubernetes, time.Since(rowStart).Round(time.Second), h.OutputDir(row))
@@ -103,7 +108,7 @@ func run(args []string) error {
 
 // buildRow runs one command on one row, holding the row's work tree lock so
 // that concurrent harness runs wait for each other.
-func buildRow(ctx context.Context, h *harness.Harness, row matrix.Row, cmd string, bins []string, checksOnly bool) error {
+func buildRow(ctx context.Context, h *harness.Harness, row matrix.Row, cmd string, bins []string, checksOnly bool, count int) error {
 	unlock, err := h.Lock(ctx, row)
 	if err != nil {
 		return err
@@ -127,6 +132,13 @@ func buildRow(ctx context.Context, h *harness.Harness, row matrix.Row, cmd strin
 			return err
 		}
 		return tree.Test(ctx)
+	case "bench-trees":
+		cost, err := tree.Bench(ctx, count)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("[%s] %s\n", row.Kubernetes, cost)
+		return nil
 	}
 	return usage()
 }

@@ -702,6 +702,7 @@ func (s *Scenario) swap(ctx context.Context, st Step, patched bool, faults []str
 		s.check(pending.check(ctx, s, variant, res.After))
 	}
 	s.check(s.syncRecordCheck(st.String(), variant, recordedKubelet{PID: s.kubelet.PID, Patched: patched}, res.Before, res.After, run.KeptLogLines))
+	s.check(s.compatMetricsCheck(ctx, st.String(), variant, recordedKubelet{PID: s.kubelet.PID, Patched: patched}))
 	if s.cp != nil {
 		s.check(s.keptEventsCheck(ctx, st.String(), variant, recordedKubelet{PID: s.kubelet.PID, Patched: patched}, res.Started))
 	}
