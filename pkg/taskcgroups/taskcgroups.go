@@ -17,8 +17,9 @@
 // A container whose init moved into a cgroup below its own (systemd as
 // PID 1, Docker-in-Docker's entrypoint: they make child cgroups and move
 // themselves there) is not out: runc ps finds it there, as this package
-// does. Nor is one out of another controller's cgroup only (memory, pids):
-// runc ps does not read them.
+// does, and Repair, which looks again right before its write, leaves it
+// there. Nor is one out of another controller's cgroup only (memory,
+// pids): runc ps does not read them.
 //
 // The evidence is runc's own state (root-owned, under its root) and the
 // kernel's (/proc, the cgroup files), never what a process calls itself.
@@ -196,35 +197,51 @@ func holds(procs []byte, pid int) bool {
 
 // Repair writes t's init process back into the cgroup runc ps reads,
 // checking that PID names the same process (its start time) before the
-// write and again after it. The kernel moves whatever process the PID
-// names when the write lands, and a PID is free for another process once
-// its own exited and was reaped; but a process seen before the write and
-// after it ran through it, and the PID of a running (or unreaped) process
-// names no other: the write moved it. A PID reused before the write is
-// left alone, with an error; an init that exited by the write's end is an
-// error that names what the PID names now, which the write may have moved
-// (nothing can tell where it was).
-func (h Host) Repair(t Task) error {
+// write and again after it, and that it is still out: an init found in
+// that cgroup or below it by then (the tenant's systemd or
+// Docker-in-Docker moved it into a child cgroup since Escaped) is left
+// where it is, as runc ps finds it there, and moved is false. Nothing can
+// make the check and the write one step: an init that moves below in
+// between is written back (on cgroup v2 the kernel refuses it, EBUSY,
+// once that cgroup has children with controllers).
+//
+// The kernel moves whatever process the PID names when the write lands,
+// and a PID is free for another process once its own exited and was
+// reaped; but a process seen before the write and after it ran through
+// it, and the PID of a running (or unreaped) process names no other: the
+// write moved it. A PID reused before the write is left alone, with an
+// error; an init that exited by the write's end is an error that names
+// what the PID names now, which the write may have moved (nothing can
+// tell where it was).
+func (h Host) Repair(t Task) (moved bool, err error) {
 	write := h.writeProcs
 	if write == nil {
 		write = writeProcs
 	}
 	for _, cg := range t.Out {
 		if _, same := h.runc().Init(t.Pid, t.StartTime); !same {
-			return fmt.Errorf("container %s: process %d is not the one runc started any more: left alone", short(t.ID), t.Pid)
+			return moved, fmt.Errorf("container %s: process %d is not the one runc started any more: left alone", short(t.ID), t.Pid)
+		}
+		in, err := h.holdsBelow(cg.Dir, t.Pid)
+		if err != nil {
+			return moved, fmt.Errorf("container %s: its %s cgroup %s: %w", short(t.ID), cg.Name(), cg.Dir, err)
+		}
+		if in {
+			continue // runc ps finds it: in the tenant's own cgroup below, left alone
 		}
 		if err := write(h.path(filepath.Join(cg.Dir, "cgroup.procs")), t.Pid); err != nil {
-			return fmt.Errorf("container %s: moving process %d into its %s cgroup %s: %w", short(t.ID), t.Pid, cg.Name(), cg.Dir, err)
+			return moved, fmt.Errorf("container %s: moving process %d into its %s cgroup %s: %w", short(t.ID), t.Pid, cg.Name(), cg.Dir, err)
 		}
 		if now, same := h.runc().Init(t.Pid, t.StartTime); !same {
 			what := fmt.Sprintf("no process has PID %d now", t.Pid)
 			if now.PID == t.Pid {
 				what = fmt.Sprintf("PID %d now names another process (start %d), which this write may have moved there: check /proc/%d/cgroup", t.Pid, now.StartTicks, t.Pid)
 			}
-			return fmt.Errorf("container %s: process %d exited while it was written into its %s cgroup %s: %s", short(t.ID), t.Pid, cg.Name(), cg.Dir, what)
+			return moved, fmt.Errorf("container %s: process %d exited while it was written into its %s cgroup %s: %s", short(t.ID), t.Pid, cg.Name(), cg.Dir, what)
 		}
+		moved = true
 	}
-	return nil
+	return moved, nil
 }
 
 // writeProcs writes pid into the cgroup.procs file at path: the kernel
