@@ -191,38 +191,49 @@ func TestParseUnixDiag(t *testing.T) {
 		name string
 		in   []byte
 		want Listener
-		ok   bool
+		err  string
 	}{
 		// The kernel sends a path's name with its NUL.
 		{name: "path", in: msg(attr(unixDiagName, []byte("/run/containerd/s/0c9e\x00")), attr(unixDiagVFS, vfs)),
-			want: Listener{Inode: "362762", Name: "/run/containerd/s/0c9e", VFSInode: 860673}, ok: true},
+			want: Listener{Inode: "362762", Name: "/run/containerd/s/0c9e", VFSInode: 860673}},
 		{name: "abstract", in: msg(attr(unixDiagName, []byte("\x00containerd-shim"))),
-			want: Listener{Inode: "362762", Name: "\x00containerd-shim"}, ok: true},
-		{name: "no attributes", in: msg(), want: Listener{Inode: "362762"}, ok: true},
-		{name: "short", in: []byte{1, 2, 3}},
+			want: Listener{Inode: "362762", Name: "\x00containerd-shim"}},
+		{name: "no attributes", in: msg(), want: Listener{Inode: "362762"}},
+		{name: "an attribute of another type is passed over", in: msg(attr(7, []byte{1, 2, 3, 4, 5}), attr(unixDiagVFS, vfs)),
+			want: Listener{Inode: "362762", VFSInode: 860673}},
 		// The last attribute of a message may end without its padding.
 		{name: "an unpadded last attribute", in: msg(attr(unixDiagVFS, vfs), unpadded(unixDiagName, []byte("/run/s\x00"))),
-			want: Listener{Inode: "362762", Name: "/run/s", VFSInode: 860673}, ok: true},
+			want: Listener{Inode: "362762", Name: "/run/s", VFSInode: 860673}},
 		{name: "an unpadded last attribute of one byte", in: msg(unpadded(unixDiagName, []byte("/"))),
-			want: Listener{Inode: "362762", Name: "/"}, ok: true},
-		{name: "a length past the message's end: the rest is not read", in: msg(attr(unixDiagVFS, vfs), rawAttr(40, unixDiagName, []byte("/run/s\x00"))),
-			want: Listener{Inode: "362762", VFSInode: 860673}, ok: true},
+			want: Listener{Inode: "362762", Name: "/"}},
+		{name: "short", in: []byte{1, 2, 3}, err: "a unix_diag_msg of 3 bytes, below 16"},
+		{name: "a length past the message's end", in: msg(attr(unixDiagVFS, vfs), rawAttr(40, unixDiagName, []byte("/run/s\x00"))),
+			err: "socket 362762: attribute 1 (type 0) of 40 bytes, 11 left: truncated"},
+		{name: "a length past the message's end by its padding only", in: msg(rawAttr(12, unixDiagName, []byte("/run/s\x00"))),
+			err: "socket 362762: attribute 0 (type 0) of 12 bytes, 11 left: truncated"},
 		{name: "a length below the header's", in: msg(rawAttr(2, unixDiagName, []byte("/run/s\x00"))),
-			want: Listener{Inode: "362762"}, ok: true},
+			err: "socket 362762: attribute 0 (type 0) of 2 bytes, below its header's 4"},
 		{name: "a truncated header", in: append(msg(attr(unixDiagName, []byte("/run/s\x00"))), 8, 0),
-			want: Listener{Inode: "362762", Name: "/run/s"}, ok: true},
+			err: "socket 362762: 2 bytes after attribute 0: a truncated attribute header"},
+		{name: "a truncated header right after the unix_diag_msg", in: append(msg(), 8),
+			err: "socket 362762: 1 bytes after the unix_diag_msg: a truncated attribute header"},
 		{name: "a VFS attribute too short", in: msg(attr(unixDiagVFS, vfs[:4])),
-			want: Listener{Inode: "362762"}, ok: true},
+			err: "socket 362762: a UNIX_DIAG_VFS of 4 bytes, below 8"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, ok := parseUnixDiag(tc.in)
-			assert.Check(t, is.Equal(ok, tc.ok))
+			got, err := parseUnixDiag(tc.in)
+			if tc.err != "" {
+				assert.Error(t, err, tc.err)
+				return
+			}
+			assert.NilError(t, err)
 			assert.Check(t, is.DeepEqual(got, tc.want))
 		})
 	}
 }
 
-// FuzzParseUnixDiag: no message, however cut or forged, panics the parser.
+// FuzzParseUnixDiag: no message, however cut or forged, panics the
+// parser, and one it rejects yields no listener.
 func FuzzParseUnixDiag(f *testing.F) {
 	vfs := make([]byte, 8)
 	binary.NativeEndian.PutUint32(vfs, 860673)
@@ -235,9 +246,15 @@ func FuzzParseUnixDiag(f *testing.F) {
 	f.Add(diagMsg())
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		l, ok := parseUnixDiag(b)
-		if ok != (len(b) >= 16) {
-			t.Fatalf("ok %v for %d bytes", ok, len(b))
+		l, err := parseUnixDiag(b)
+		if err != nil {
+			if l != (Listener{}) {
+				t.Fatalf("a listener %+v with the error %v", l, err)
+			}
+			return
+		}
+		if len(b) < 16 {
+			t.Fatalf("no error for %d bytes", len(b))
 		}
 		if len(l.Name) > len(b) {
 			t.Fatalf("a name of %d bytes from %d", len(l.Name), len(b))
@@ -293,4 +310,46 @@ func TestReadDumpTakesOnlyTheKernelsReplies(t *testing.T) {
 	}, dumpSeq)
 	assert.NilError(t, err)
 	assert.Check(t, is.DeepEqual(got, []Listener{{Inode: "362762", Name: "/run/containerd/s/aaa", VFSInode: 860673}}))
+}
+
+// kernelReplies is a recv that hands out dgrams, each from the kernel
+// (sender port ID 0), then fails.
+func kernelReplies(dgrams ...[]byte) func() ([]byte, unix.Sockaddr, error) {
+	return func() ([]byte, unix.Sockaddr, error) {
+		if len(dgrams) == 0 {
+			return nil, nil, syscall.EAGAIN
+		}
+		d := dgrams[0]
+		dgrams = dgrams[1:]
+		return d, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}, nil
+	}
+}
+
+// TestReadDumpRejectsTruncatedMessages: a reply whose unix_diag_msg or
+// attributes are cut short is an error, not a listener read in part (a
+// listener without its name or bound file would make its shim's tasks
+// look stranded, or hide the one bound at an address).
+func TestReadDumpRejectsTruncatedMessages(t *testing.T) {
+	vfs := make([]byte, 8)
+	binary.NativeEndian.PutUint32(vfs, 860673)
+	for _, tc := range []struct {
+		name string
+		msg  []byte // the SOCK_DIAG_BY_FAMILY message's payload
+		err  string
+	}{
+		{name: "an attribute's length past the message's end", msg: diagMsg(diagAttr(unixDiagVFS, vfs), rawAttr(40, unixDiagName, []byte("/run/s\x00"))),
+			err: "sock_diag: socket 362762: attribute 1 (type 0) of 40 bytes, 11 left: truncated"},
+		{name: "an attribute's length below its header's", msg: diagMsg(rawAttr(2, unixDiagName, []byte("/run/s\x00"))),
+			err: "sock_diag: socket 362762: attribute 0 (type 0) of 2 bytes, below its header's 4"},
+		{name: "a truncated attribute header", msg: append(diagMsg(diagAttr(unixDiagName, []byte("/run/s\x00"))), 8, 0, 0, 0)[:16+12+2],
+			err: "sock_diag: socket 362762: 2 bytes after attribute 0: a truncated attribute header"},
+		{name: "a unix_diag_msg cut short", msg: diagMsg()[:12],
+			err: "sock_diag: a unix_diag_msg of 12 bytes, below 16"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := readDump(kernelReplies(nlMsg(unix.SOCK_DIAG_BY_FAMILY, dumpSeq, tc.msg), nlMsg(unix.NLMSG_DONE, dumpSeq, make([]byte, 4))), dumpSeq)
+			assert.Error(t, err, tc.err)
+			assert.Check(t, is.Len(got, 0))
+		})
+	}
 }

@@ -105,29 +105,46 @@ func readDump(recv func() ([]byte, unix.Sockaddr, error), seq uint32) ([]Listene
 				}
 				return out, nil
 			}
-			if l, ok := parseUnixDiag(m.Data); ok {
-				out = append(out, l)
+			if m.Header.Type != unix.SOCK_DIAG_BY_FAMILY {
+				continue // NLMSG_NOOP and the like: no socket
 			}
+			l, err := parseUnixDiag(m.Data)
+			if err != nil {
+				return nil, fmt.Errorf("sock_diag: %w", err)
+			}
+			out = append(out, l)
 		}
 	}
 }
 
-// parseUnixDiag reads a unix_diag_msg and its attributes; ok when b holds
-// the message. Attributes are read while each header and its length fit
-// in b: one whose length is below its header's or past b's end ends the
-// reading, and the last may end without its padding (the kernel's
-// nla_ok/nla_next).
-func parseUnixDiag(b []byte) (Listener, bool) {
+// parseUnixDiag reads a unix_diag_msg and its attributes, each bounds-
+// checked: its length must cover its header and fit in what is left of
+// b. The last may end without its padding (the kernel's nla_ok/nla_next
+// take it); a message cut short anywhere else (the unix_diag_msg, an
+// attribute, an attribute's header) is an error, not a listener read in
+// part.
+func parseUnixDiag(b []byte) (Listener, error) {
 	const msgLen = 16
 	if len(b) < msgLen {
-		return Listener{}, false
+		return Listener{}, fmt.Errorf("a unix_diag_msg of %d bytes, below %d", len(b), msgLen)
 	}
 	ne := binary.NativeEndian
 	l := Listener{Inode: strconv.FormatUint(uint64(ne.Uint32(b[4:])), 10)}
-	for a := b[msgLen:]; len(a) >= 4; {
+	a := b[msgLen:]
+	for i := 0; len(a) > 0; i++ {
+		if len(a) < 4 {
+			after := "the unix_diag_msg"
+			if i > 0 {
+				after = fmt.Sprintf("attribute %d", i-1)
+			}
+			return Listener{}, fmt.Errorf("socket %s: %d bytes after %s: a truncated attribute header", l.Inode, len(a), after)
+		}
 		alen, atype := int(ne.Uint16(a[0:])), ne.Uint16(a[2:])
-		if alen < 4 || alen > len(a) {
-			break
+		if alen < 4 {
+			return Listener{}, fmt.Errorf("socket %s: attribute %d (type %d) of %d bytes, below its header's 4", l.Inode, i, atype, alen)
+		}
+		if alen > len(a) {
+			return Listener{}, fmt.Errorf("socket %s: attribute %d (type %d) of %d bytes, %d left: truncated", l.Inode, i, atype, alen, len(a))
 		}
 		data := a[4:alen]
 		switch atype {
@@ -139,13 +156,15 @@ func parseUnixDiag(b []byte) (Listener, bool) {
 			}
 			l.Name = string(data)
 		case unixDiagVFS:
-			if len(data) >= 8 {
-				l.VFSInode = uint64(ne.Uint32(data[0:]))
+			if len(data) < 8 {
+				return Listener{}, fmt.Errorf("socket %s: a UNIX_DIAG_VFS of %d bytes, below 8", l.Inode, len(data))
 			}
+			l.VFSInode = uint64(ne.Uint32(data[0:]))
 		}
+		// The padding, where there is one: the last attribute's may be cut.
 		a = a[min(attrAlign(alen), len(a)):]
 	}
-	return l, true
+	return l, nil
 }
 
 // attrAlign is an attribute's length with its padding (NLA_ALIGN).
