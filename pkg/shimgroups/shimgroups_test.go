@@ -3,7 +3,9 @@ package shimgroups
 import (
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -262,12 +264,24 @@ func FuzzParseUnixDiag(f *testing.F) {
 	})
 }
 
-// nlMsg is one netlink message of type typ and sequence seq around data.
+// ourPort is the port ID of the tests' netlink socket: the kernel's
+// replies to it carry it.
+const ourPort = 4711
+
+// nlMsg is one netlink message of type typ and sequence seq around data,
+// to ourPort.
 func nlMsg(typ uint16, seq uint32, data []byte) []byte {
+	return nlMsgTo(typ, seq, ourPort, data)
+}
+
+// nlMsgTo is one netlink message of type typ, sequence seq and port ID
+// port around data.
+func nlMsgTo(typ uint16, seq, port uint32, data []byte) []byte {
 	b := make([]byte, 16, 16+len(data)+3)
 	binary.NativeEndian.PutUint32(b[0:], uint32(16+len(data)))
 	binary.NativeEndian.PutUint16(b[4:], typ)
 	binary.NativeEndian.PutUint32(b[8:], seq)
+	binary.NativeEndian.PutUint32(b[12:], port)
 	b = append(b, data...)
 	for len(b)%4 != 0 {
 		b = append(b, 0)
@@ -307,7 +321,7 @@ func TestReadDumpTakesOnlyTheKernelsReplies(t *testing.T) {
 		d := dgrams[0]
 		dgrams = dgrams[1:]
 		return d.b, d.from, nil
-	}, dumpSeq)
+	}, dumpSeq, ourPort)
 	assert.NilError(t, err)
 	assert.Check(t, is.DeepEqual(got, []Listener{{Inode: "362762", Name: "/run/containerd/s/aaa", VFSInode: 860673}}))
 }
@@ -347,9 +361,65 @@ func TestReadDumpRejectsTruncatedMessages(t *testing.T) {
 			err: "sock_diag: a unix_diag_msg of 12 bytes, below 16"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := readDump(kernelReplies(nlMsg(unix.SOCK_DIAG_BY_FAMILY, dumpSeq, tc.msg), nlMsg(unix.NLMSG_DONE, dumpSeq, make([]byte, 4))), dumpSeq)
+			got, err := readDump(kernelReplies(nlMsg(unix.SOCK_DIAG_BY_FAMILY, dumpSeq, tc.msg), nlMsg(unix.NLMSG_DONE, dumpSeq, make([]byte, 4))), dumpSeq, ourPort)
 			assert.Error(t, err, tc.err)
 			assert.Check(t, is.Len(got, 0))
 		})
 	}
+}
+
+// TestReadDumpTakesOnlyRepliesToItsPort: the kernel's replies to this
+// socket's request carry its port ID; a message for another port ID (or
+// one naming none) is not a reply to it, whoever sent it.
+func TestReadDumpTakesOnlyRepliesToItsPort(t *testing.T) {
+	listener := func(name string) []byte {
+		vfs := make([]byte, 8)
+		binary.NativeEndian.PutUint32(vfs, 860673)
+		return diagMsg(diagAttr(unixDiagName, []byte(name+"\x00")), diagAttr(unixDiagVFS, vfs))
+	}
+	for _, tc := range []struct {
+		name  string
+		other uint32 // the port ID of the messages not ours
+	}{
+		{name: "another socket's port ID", other: ourPort + 1},
+		{name: "no port ID", other: 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := readDump(kernelReplies(
+				nlMsgTo(unix.SOCK_DIAG_BY_FAMILY, dumpSeq, tc.other, listener("/run/not-ours")),
+				// An error or an end for another port ID ends nothing.
+				nlMsgTo(unix.NLMSG_ERROR, dumpSeq, tc.other, []byte{0xf3, 0xff, 0xff, 0xff}),
+				nlMsgTo(unix.NLMSG_DONE, dumpSeq, tc.other, make([]byte, 4)),
+				nlMsg(unix.SOCK_DIAG_BY_FAMILY, dumpSeq, listener("/run/containerd/s/aaa")),
+				nlMsg(unix.NLMSG_DONE, dumpSeq, make([]byte, 4)),
+			), dumpSeq, ourPort)
+			assert.NilError(t, err)
+			assert.Check(t, is.DeepEqual(got, []Listener{{Inode: "362762", Name: "/run/containerd/s/aaa", VFSInode: 860673}}))
+		})
+	}
+}
+
+// TestUnixListenersFindsARealListener: the kernel's own dump, through the
+// code path production uses (its socket, port ID and sequence checks),
+// lists a socket this test binds, with its bound file.
+func TestUnixListenersFindsARealListener(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "shim.sock")
+	ln, err := net.Listen("unix", path)
+	assert.NilError(t, err)
+	defer ln.Close()
+	fi, err := os.Stat(path)
+	assert.NilError(t, err)
+	got, err := UnixListeners()
+	if errors.Is(err, unix.EPROTONOSUPPORT) || errors.Is(err, unix.EAFNOSUPPORT) || errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
+		t.Skipf("no sock_diag here: %v", err)
+	}
+	assert.NilError(t, err)
+	var found []Listener
+	for _, l := range got {
+		if l.Name == path {
+			found = append(found, l)
+		}
+	}
+	assert.Assert(t, is.Len(found, 1), "listeners: %d", len(got))
+	assert.Check(t, is.Equal(found[0].VFSInode, fi.Sys().(*syscall.Stat_t).Ino))
 }

@@ -3,9 +3,11 @@ package shimgroups
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"strconv"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -38,17 +40,45 @@ func UnixListeners() ([]Listener, error) {
 		return nil, fmt.Errorf("sock_diag: %w", err)
 	}
 	defer unix.Close(fd)
+	// Bound to port ID 0, the kernel gives the socket a free one; the
+	// kernel's replies carry it.
+	if err := unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+		return nil, fmt.Errorf("sock_diag: %w", err)
+	}
+	sa, err := unix.Getsockname(fd)
+	if err != nil {
+		return nil, fmt.Errorf("sock_diag: %w", err)
+	}
+	self, ok := sa.(*unix.SockaddrNetlink)
+	if !ok {
+		return nil, fmt.Errorf("sock_diag: the socket's address is a %T", sa)
+	}
 	if err := unix.Sendto(fd, dumpRequest(dumpSeq), 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+		return nil, fmt.Errorf("sock_diag: %w", err)
+	}
+	// A reply that never comes (or never passes readDump's checks) is an
+	// error, not a wait without end.
+	const wait = 10 * time.Second
+	tv := unix.NsecToTimeval(wait.Nanoseconds())
+	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
 		return nil, fmt.Errorf("sock_diag: %w", err)
 	}
 	buf := make([]byte, 1<<16)
 	return readDump(func() ([]byte, unix.Sockaddr, error) {
 		n, from, err := unix.Recvfrom(fd, buf, 0)
+		for errors.Is(err, unix.EINTR) {
+			// The kernel does not restart a receive with a timeout that a
+			// signal interrupted (signal(7)): again.
+			n, from, err = unix.Recvfrom(fd, buf, 0)
+		}
+		if errors.Is(err, unix.EAGAIN) {
+			return nil, nil, fmt.Errorf("no reply of the kernel's to this request within %s: %w", wait, err)
+		}
 		if err != nil {
 			return nil, nil, err
 		}
 		return buf[:n], from, nil
-	}, dumpSeq)
+	}, dumpSeq, self.Pid)
 }
 
 // dumpSeq is the sequence number of UnixListeners' request.
@@ -71,12 +101,14 @@ func dumpRequest(seq uint32) []byte {
 	return req
 }
 
-// readDump reads the replies to the dump request seq through recv (one
-// datagram a call, with its sender) until the kernel's NLMSG_DONE. Only
-// the kernel's replies to seq count: a datagram whose sender is not the
-// kernel (port ID 0) is passed over unread, as is a message of another
-// sequence number (any process may send to this socket's port ID).
-func readDump(recv func() ([]byte, unix.Sockaddr, error), seq uint32) ([]Listener, error) {
+// readDump reads the replies to the dump request seq of the socket whose
+// port ID is port through recv (one datagram a call, with its sender)
+// until the kernel's NLMSG_DONE. Only the kernel's replies to that
+// request count: a datagram whose sender is not the kernel (port ID 0) is
+// passed over unread (any process may send to this socket's port ID), as
+// is a message of another sequence number or for another port ID (the
+// kernel's replies carry the requester's).
+func readDump(recv func() ([]byte, unix.Sockaddr, error), seq, port uint32) ([]Listener, error) {
 	var out []Listener
 	for {
 		b, from, err := recv()
@@ -91,8 +123,8 @@ func readDump(recv func() ([]byte, unix.Sockaddr, error), seq uint32) ([]Listene
 			return nil, fmt.Errorf("sock_diag: %w", err)
 		}
 		for _, m := range msgs {
-			if m.Header.Seq != seq {
-				continue
+			if m.Header.Seq != seq || m.Header.Pid != port {
+				continue // not a reply to this request of this socket
 			}
 			switch m.Header.Type {
 			case unix.NLMSG_DONE:
