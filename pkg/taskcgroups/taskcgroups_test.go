@@ -3,9 +3,11 @@ package taskcgroups
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
@@ -196,6 +198,15 @@ func TestRepairPidReusedDuringTheWrite(t *testing.T) {
 		{name: "the same process before and after: written", during: func(*fakeHost) {}},
 		{name: "another process at the PID after the write", during: func(f *fakeHost) { f.process(500, "someone-else", 2000) },
 			err: "container eeee: process 500 exited while it was written into its devices cgroup " + eeeeDevices + ": PID 500 now names another process (start 2000), which this write may have moved there: check /proc/500/cgroup"},
+		// Start times count clock ticks (10 ms): a PID reused within the
+		// tick its process started in has the same one. Only a handle on
+		// the process itself, not on its number, tells them apart; on the
+		// fake's file system its /proc directory is replaced, as the
+		// kernel's /proc/<pid> is another directory for another process.
+		{name: "another process started in the same clock tick at the PID after the write", during: func(f *fakeHost) {
+			assert.NilError(f.t, os.RemoveAll(filepath.Join(f.root, "/proc/500")))
+			f.process(500, "someone-else", 1000)
+		}, err: "container eeee: process 500 exited while it was written into its devices cgroup " + eeeeDevices + ": PID 500 now names another process (start 1000), which this write may have moved there: check /proc/500/cgroup"},
 		{name: "no process at the PID after the write", during: func(f *fakeHost) {
 			assert.NilError(f.t, os.RemoveAll(filepath.Join(f.root, "/proc/500")))
 		}, err: "container eeee: process 500 exited while it was written into its devices cgroup " + eeeeDevices + ": no process has PID 500 now"},
@@ -274,4 +285,45 @@ func TestRepairLeavesAnInitThatMovedBelow(t *testing.T) {
 			assert.Check(t, is.Equal(string(procs), want), "Repair wrote the tenant's PID 1 back into %s", tc.ps)
 		})
 	}
+}
+
+// TestPinHoldsTheProcessNotItsNumber: on the kernel's /proc, the open
+// directory Repair holds answers while its process exists, a zombie
+// included (its PID is no other's until it is reaped), and no longer once
+// it is reaped, whatever the PID names then: what Repair's check after the
+// write relies on.
+func TestPinHoldsTheProcessNotItsNumber(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skipf("no /proc: %v", err)
+	}
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Skipf("no sleep to run: %v", err)
+	}
+	pid := cmd.Process.Pid
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	h := Host{FSRoot: "/"}
+	init, ok := h.runc().Init(pid, 0)
+	assert.Assert(t, !ok && init.PID == pid, "the child in /proc: %+v", init)
+	task := Task{ID: "x", Pid: pid, StartTime: init.StartTicks}
+	proc, err := h.pin(pid)
+	assert.NilError(t, err)
+	defer proc.Close()
+	assert.Check(t, sameProcess(proc, task))
+	assert.Check(t, !sameProcess(proc, Task{ID: "x", Pid: pid, StartTime: init.StartTicks + 1}), "another start time")
+
+	assert.NilError(t, cmd.Process.Kill())
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if st, _ := h.runc().Init(pid, task.StartTime); st.State == 'Z' {
+			break
+		}
+		assert.Assert(t, time.Now().Before(deadline), "the killed child never became a zombie")
+		time.Sleep(10 * time.Millisecond)
+	}
+	assert.Check(t, sameProcess(proc, task), "a zombie is still its process")
+
+	_ = cmd.Wait() // reaped: its PID is free
+	assert.Check(t, !sameProcess(proc, task), "reaped")
+	_, err = proc.ReadFile("stat")
+	assert.Check(t, err != nil, "stat read through the pin of a reaped process")
 }

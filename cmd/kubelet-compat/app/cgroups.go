@@ -66,9 +66,9 @@ nothing can join the two again. Restart the named pods first.
 The evidence is runc's state under --runc-root (its init PID, start time
 and recorded cgroups) and the kernel's (/proc, the cgroup files). A PID
 that names another process than the one runc started is left alone, and
-the PID is checked again after the write: an init that exited meanwhile
-(its PID may name another process now, which the write may have moved)
-is an error.
+the process, held by its open /proc directory, is checked again after the
+write: an init that exited meanwhile (its PID may name another process
+now, which the write may have moved) is an error.
 
 Exit codes:
   0  no running container is out of its cgroups (with --repair: any that
