@@ -3,7 +3,9 @@ package shimgroups
 import (
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -191,38 +193,49 @@ func TestParseUnixDiag(t *testing.T) {
 		name string
 		in   []byte
 		want Listener
-		ok   bool
+		err  string
 	}{
 		// The kernel sends a path's name with its NUL.
 		{name: "path", in: msg(attr(unixDiagName, []byte("/run/containerd/s/0c9e\x00")), attr(unixDiagVFS, vfs)),
-			want: Listener{Inode: "362762", Name: "/run/containerd/s/0c9e", VFSInode: 860673}, ok: true},
+			want: Listener{Inode: "362762", Name: "/run/containerd/s/0c9e", VFSInode: 860673}},
 		{name: "abstract", in: msg(attr(unixDiagName, []byte("\x00containerd-shim"))),
-			want: Listener{Inode: "362762", Name: "\x00containerd-shim"}, ok: true},
-		{name: "no attributes", in: msg(), want: Listener{Inode: "362762"}, ok: true},
-		{name: "short", in: []byte{1, 2, 3}},
+			want: Listener{Inode: "362762", Name: "\x00containerd-shim"}},
+		{name: "no attributes", in: msg(), want: Listener{Inode: "362762"}},
+		{name: "an attribute of another type is passed over", in: msg(attr(7, []byte{1, 2, 3, 4, 5}), attr(unixDiagVFS, vfs)),
+			want: Listener{Inode: "362762", VFSInode: 860673}},
 		// The last attribute of a message may end without its padding.
 		{name: "an unpadded last attribute", in: msg(attr(unixDiagVFS, vfs), unpadded(unixDiagName, []byte("/run/s\x00"))),
-			want: Listener{Inode: "362762", Name: "/run/s", VFSInode: 860673}, ok: true},
+			want: Listener{Inode: "362762", Name: "/run/s", VFSInode: 860673}},
 		{name: "an unpadded last attribute of one byte", in: msg(unpadded(unixDiagName, []byte("/"))),
-			want: Listener{Inode: "362762", Name: "/"}, ok: true},
-		{name: "a length past the message's end: the rest is not read", in: msg(attr(unixDiagVFS, vfs), rawAttr(40, unixDiagName, []byte("/run/s\x00"))),
-			want: Listener{Inode: "362762", VFSInode: 860673}, ok: true},
+			want: Listener{Inode: "362762", Name: "/"}},
+		{name: "short", in: []byte{1, 2, 3}, err: "a unix_diag_msg of 3 bytes, below 16"},
+		{name: "a length past the message's end", in: msg(attr(unixDiagVFS, vfs), rawAttr(40, unixDiagName, []byte("/run/s\x00"))),
+			err: "socket 362762: attribute 1 (type 0) of 40 bytes, 11 left: truncated"},
+		{name: "a length past the message's end by its padding only", in: msg(rawAttr(12, unixDiagName, []byte("/run/s\x00"))),
+			err: "socket 362762: attribute 0 (type 0) of 12 bytes, 11 left: truncated"},
 		{name: "a length below the header's", in: msg(rawAttr(2, unixDiagName, []byte("/run/s\x00"))),
-			want: Listener{Inode: "362762"}, ok: true},
+			err: "socket 362762: attribute 0 (type 0) of 2 bytes, below its header's 4"},
 		{name: "a truncated header", in: append(msg(attr(unixDiagName, []byte("/run/s\x00"))), 8, 0),
-			want: Listener{Inode: "362762", Name: "/run/s"}, ok: true},
+			err: "socket 362762: 2 bytes after attribute 0: a truncated attribute header"},
+		{name: "a truncated header right after the unix_diag_msg", in: append(msg(), 8),
+			err: "socket 362762: 1 bytes after the unix_diag_msg: a truncated attribute header"},
 		{name: "a VFS attribute too short", in: msg(attr(unixDiagVFS, vfs[:4])),
-			want: Listener{Inode: "362762"}, ok: true},
+			err: "socket 362762: a UNIX_DIAG_VFS of 4 bytes, below 8"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, ok := parseUnixDiag(tc.in)
-			assert.Check(t, is.Equal(ok, tc.ok))
+			got, err := parseUnixDiag(tc.in)
+			if tc.err != "" {
+				assert.Error(t, err, tc.err)
+				return
+			}
+			assert.NilError(t, err)
 			assert.Check(t, is.DeepEqual(got, tc.want))
 		})
 	}
 }
 
-// FuzzParseUnixDiag: no message, however cut or forged, panics the parser.
+// FuzzParseUnixDiag: no message, however cut or forged, panics the
+// parser, and one it rejects yields no listener.
 func FuzzParseUnixDiag(f *testing.F) {
 	vfs := make([]byte, 8)
 	binary.NativeEndian.PutUint32(vfs, 860673)
@@ -235,9 +248,15 @@ func FuzzParseUnixDiag(f *testing.F) {
 	f.Add(diagMsg())
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		l, ok := parseUnixDiag(b)
-		if ok != (len(b) >= 16) {
-			t.Fatalf("ok %v for %d bytes", ok, len(b))
+		l, err := parseUnixDiag(b)
+		if err != nil {
+			if l != (Listener{}) {
+				t.Fatalf("a listener %+v with the error %v", l, err)
+			}
+			return
+		}
+		if len(b) < 16 {
+			t.Fatalf("no error for %d bytes", len(b))
 		}
 		if len(l.Name) > len(b) {
 			t.Fatalf("a name of %d bytes from %d", len(l.Name), len(b))
@@ -245,12 +264,24 @@ func FuzzParseUnixDiag(f *testing.F) {
 	})
 }
 
-// nlMsg is one netlink message of type typ and sequence seq around data.
+// ourPort is the port ID of the tests' netlink socket: the kernel's
+// replies to it carry it.
+const ourPort = 4711
+
+// nlMsg is one netlink message of type typ and sequence seq around data,
+// to ourPort.
 func nlMsg(typ uint16, seq uint32, data []byte) []byte {
+	return nlMsgTo(typ, seq, ourPort, data)
+}
+
+// nlMsgTo is one netlink message of type typ, sequence seq and port ID
+// port around data.
+func nlMsgTo(typ uint16, seq, port uint32, data []byte) []byte {
 	b := make([]byte, 16, 16+len(data)+3)
 	binary.NativeEndian.PutUint32(b[0:], uint32(16+len(data)))
 	binary.NativeEndian.PutUint16(b[4:], typ)
 	binary.NativeEndian.PutUint32(b[8:], seq)
+	binary.NativeEndian.PutUint32(b[12:], port)
 	b = append(b, data...)
 	for len(b)%4 != 0 {
 		b = append(b, 0)
@@ -290,7 +321,105 @@ func TestReadDumpTakesOnlyTheKernelsReplies(t *testing.T) {
 		d := dgrams[0]
 		dgrams = dgrams[1:]
 		return d.b, d.from, nil
-	}, dumpSeq)
+	}, dumpSeq, ourPort)
 	assert.NilError(t, err)
 	assert.Check(t, is.DeepEqual(got, []Listener{{Inode: "362762", Name: "/run/containerd/s/aaa", VFSInode: 860673}}))
+}
+
+// kernelReplies is a recv that hands out dgrams, each from the kernel
+// (sender port ID 0), then fails.
+func kernelReplies(dgrams ...[]byte) func() ([]byte, unix.Sockaddr, error) {
+	return func() ([]byte, unix.Sockaddr, error) {
+		if len(dgrams) == 0 {
+			return nil, nil, syscall.EAGAIN
+		}
+		d := dgrams[0]
+		dgrams = dgrams[1:]
+		return d, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}, nil
+	}
+}
+
+// TestReadDumpRejectsTruncatedMessages: a reply whose unix_diag_msg or
+// attributes are cut short is an error, not a listener read in part (a
+// listener without its name or bound file would make its shim's tasks
+// look stranded, or hide the one bound at an address).
+func TestReadDumpRejectsTruncatedMessages(t *testing.T) {
+	vfs := make([]byte, 8)
+	binary.NativeEndian.PutUint32(vfs, 860673)
+	for _, tc := range []struct {
+		name string
+		msg  []byte // the SOCK_DIAG_BY_FAMILY message's payload
+		err  string
+	}{
+		{name: "an attribute's length past the message's end", msg: diagMsg(diagAttr(unixDiagVFS, vfs), rawAttr(40, unixDiagName, []byte("/run/s\x00"))),
+			err: "sock_diag: socket 362762: attribute 1 (type 0) of 40 bytes, 11 left: truncated"},
+		{name: "an attribute's length below its header's", msg: diagMsg(rawAttr(2, unixDiagName, []byte("/run/s\x00"))),
+			err: "sock_diag: socket 362762: attribute 0 (type 0) of 2 bytes, below its header's 4"},
+		{name: "a truncated attribute header", msg: append(diagMsg(diagAttr(unixDiagName, []byte("/run/s\x00"))), 8, 0, 0, 0)[:16+12+2],
+			err: "sock_diag: socket 362762: 2 bytes after attribute 0: a truncated attribute header"},
+		{name: "a unix_diag_msg cut short", msg: diagMsg()[:12],
+			err: "sock_diag: a unix_diag_msg of 12 bytes, below 16"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := readDump(kernelReplies(nlMsg(unix.SOCK_DIAG_BY_FAMILY, dumpSeq, tc.msg), nlMsg(unix.NLMSG_DONE, dumpSeq, make([]byte, 4))), dumpSeq, ourPort)
+			assert.Error(t, err, tc.err)
+			assert.Check(t, is.Len(got, 0))
+		})
+	}
+}
+
+// TestReadDumpTakesOnlyRepliesToItsPort: the kernel's replies to this
+// socket's request carry its port ID; a message for another port ID (or
+// one naming none) is not a reply to it, whoever sent it.
+func TestReadDumpTakesOnlyRepliesToItsPort(t *testing.T) {
+	listener := func(name string) []byte {
+		vfs := make([]byte, 8)
+		binary.NativeEndian.PutUint32(vfs, 860673)
+		return diagMsg(diagAttr(unixDiagName, []byte(name+"\x00")), diagAttr(unixDiagVFS, vfs))
+	}
+	for _, tc := range []struct {
+		name  string
+		other uint32 // the port ID of the messages not ours
+	}{
+		{name: "another socket's port ID", other: ourPort + 1},
+		{name: "no port ID", other: 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := readDump(kernelReplies(
+				nlMsgTo(unix.SOCK_DIAG_BY_FAMILY, dumpSeq, tc.other, listener("/run/not-ours")),
+				// An error or an end for another port ID ends nothing.
+				nlMsgTo(unix.NLMSG_ERROR, dumpSeq, tc.other, []byte{0xf3, 0xff, 0xff, 0xff}),
+				nlMsgTo(unix.NLMSG_DONE, dumpSeq, tc.other, make([]byte, 4)),
+				nlMsg(unix.SOCK_DIAG_BY_FAMILY, dumpSeq, listener("/run/containerd/s/aaa")),
+				nlMsg(unix.NLMSG_DONE, dumpSeq, make([]byte, 4)),
+			), dumpSeq, ourPort)
+			assert.NilError(t, err)
+			assert.Check(t, is.DeepEqual(got, []Listener{{Inode: "362762", Name: "/run/containerd/s/aaa", VFSInode: 860673}}))
+		})
+	}
+}
+
+// TestUnixListenersFindsARealListener: the kernel's own dump, through the
+// code path production uses (its socket, port ID and sequence checks),
+// lists a socket this test binds, with its bound file.
+func TestUnixListenersFindsARealListener(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "shim.sock")
+	ln, err := net.Listen("unix", path)
+	assert.NilError(t, err)
+	defer ln.Close()
+	fi, err := os.Stat(path)
+	assert.NilError(t, err)
+	got, err := UnixListeners()
+	if errors.Is(err, unix.EPROTONOSUPPORT) || errors.Is(err, unix.EAFNOSUPPORT) || errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
+		t.Skipf("no sock_diag here: %v", err)
+	}
+	assert.NilError(t, err)
+	var found []Listener
+	for _, l := range got {
+		if l.Name == path {
+			found = append(found, l)
+		}
+	}
+	assert.Assert(t, is.Len(found, 1), "listeners: %d", len(got))
+	assert.Check(t, is.Equal(found[0].VFSInode, fi.Sys().(*syscall.Stat_t).Ino))
 }

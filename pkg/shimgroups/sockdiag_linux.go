@@ -3,9 +3,11 @@ package shimgroups
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"strconv"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -38,17 +40,45 @@ func UnixListeners() ([]Listener, error) {
 		return nil, fmt.Errorf("sock_diag: %w", err)
 	}
 	defer unix.Close(fd)
+	// Bound to port ID 0, the kernel gives the socket a free one; the
+	// kernel's replies carry it.
+	if err := unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+		return nil, fmt.Errorf("sock_diag: %w", err)
+	}
+	sa, err := unix.Getsockname(fd)
+	if err != nil {
+		return nil, fmt.Errorf("sock_diag: %w", err)
+	}
+	self, ok := sa.(*unix.SockaddrNetlink)
+	if !ok {
+		return nil, fmt.Errorf("sock_diag: the socket's address is a %T", sa)
+	}
 	if err := unix.Sendto(fd, dumpRequest(dumpSeq), 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+		return nil, fmt.Errorf("sock_diag: %w", err)
+	}
+	// A reply that never comes (or never passes readDump's checks) is an
+	// error, not a wait without end.
+	const wait = 10 * time.Second
+	tv := unix.NsecToTimeval(wait.Nanoseconds())
+	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
 		return nil, fmt.Errorf("sock_diag: %w", err)
 	}
 	buf := make([]byte, 1<<16)
 	return readDump(func() ([]byte, unix.Sockaddr, error) {
 		n, from, err := unix.Recvfrom(fd, buf, 0)
+		for errors.Is(err, unix.EINTR) {
+			// The kernel does not restart a receive with a timeout that a
+			// signal interrupted (signal(7)): again.
+			n, from, err = unix.Recvfrom(fd, buf, 0)
+		}
+		if errors.Is(err, unix.EAGAIN) {
+			return nil, nil, fmt.Errorf("no reply of the kernel's to this request within %s: %w", wait, err)
+		}
 		if err != nil {
 			return nil, nil, err
 		}
 		return buf[:n], from, nil
-	}, dumpSeq)
+	}, dumpSeq, self.Pid)
 }
 
 // dumpSeq is the sequence number of UnixListeners' request.
@@ -71,12 +101,14 @@ func dumpRequest(seq uint32) []byte {
 	return req
 }
 
-// readDump reads the replies to the dump request seq through recv (one
-// datagram a call, with its sender) until the kernel's NLMSG_DONE. Only
-// the kernel's replies to seq count: a datagram whose sender is not the
-// kernel (port ID 0) is passed over unread, as is a message of another
-// sequence number (any process may send to this socket's port ID).
-func readDump(recv func() ([]byte, unix.Sockaddr, error), seq uint32) ([]Listener, error) {
+// readDump reads the replies to the dump request seq of the socket whose
+// port ID is port through recv (one datagram a call, with its sender)
+// until the kernel's NLMSG_DONE. Only the kernel's replies to that
+// request count: a datagram whose sender is not the kernel (port ID 0) is
+// passed over unread (any process may send to this socket's port ID), as
+// is a message of another sequence number or for another port ID (the
+// kernel's replies carry the requester's).
+func readDump(recv func() ([]byte, unix.Sockaddr, error), seq, port uint32) ([]Listener, error) {
 	var out []Listener
 	for {
 		b, from, err := recv()
@@ -91,8 +123,8 @@ func readDump(recv func() ([]byte, unix.Sockaddr, error), seq uint32) ([]Listene
 			return nil, fmt.Errorf("sock_diag: %w", err)
 		}
 		for _, m := range msgs {
-			if m.Header.Seq != seq {
-				continue
+			if m.Header.Seq != seq || m.Header.Pid != port {
+				continue // not a reply to this request of this socket
 			}
 			switch m.Header.Type {
 			case unix.NLMSG_DONE:
@@ -105,29 +137,46 @@ func readDump(recv func() ([]byte, unix.Sockaddr, error), seq uint32) ([]Listene
 				}
 				return out, nil
 			}
-			if l, ok := parseUnixDiag(m.Data); ok {
-				out = append(out, l)
+			if m.Header.Type != unix.SOCK_DIAG_BY_FAMILY {
+				continue // NLMSG_NOOP and the like: no socket
 			}
+			l, err := parseUnixDiag(m.Data)
+			if err != nil {
+				return nil, fmt.Errorf("sock_diag: %w", err)
+			}
+			out = append(out, l)
 		}
 	}
 }
 
-// parseUnixDiag reads a unix_diag_msg and its attributes; ok when b holds
-// the message. Attributes are read while each header and its length fit
-// in b: one whose length is below its header's or past b's end ends the
-// reading, and the last may end without its padding (the kernel's
-// nla_ok/nla_next).
-func parseUnixDiag(b []byte) (Listener, bool) {
+// parseUnixDiag reads a unix_diag_msg and its attributes, each bounds-
+// checked: its length must cover its header and fit in what is left of
+// b. The last may end without its padding (the kernel's nla_ok/nla_next
+// take it); a message cut short anywhere else (the unix_diag_msg, an
+// attribute, an attribute's header) is an error, not a listener read in
+// part.
+func parseUnixDiag(b []byte) (Listener, error) {
 	const msgLen = 16
 	if len(b) < msgLen {
-		return Listener{}, false
+		return Listener{}, fmt.Errorf("a unix_diag_msg of %d bytes, below %d", len(b), msgLen)
 	}
 	ne := binary.NativeEndian
 	l := Listener{Inode: strconv.FormatUint(uint64(ne.Uint32(b[4:])), 10)}
-	for a := b[msgLen:]; len(a) >= 4; {
+	a := b[msgLen:]
+	for i := 0; len(a) > 0; i++ {
+		if len(a) < 4 {
+			after := "the unix_diag_msg"
+			if i > 0 {
+				after = fmt.Sprintf("attribute %d", i-1)
+			}
+			return Listener{}, fmt.Errorf("socket %s: %d bytes after %s: a truncated attribute header", l.Inode, len(a), after)
+		}
 		alen, atype := int(ne.Uint16(a[0:])), ne.Uint16(a[2:])
-		if alen < 4 || alen > len(a) {
-			break
+		if alen < 4 {
+			return Listener{}, fmt.Errorf("socket %s: attribute %d (type %d) of %d bytes, below its header's 4", l.Inode, i, atype, alen)
+		}
+		if alen > len(a) {
+			return Listener{}, fmt.Errorf("socket %s: attribute %d (type %d) of %d bytes, %d left: truncated", l.Inode, i, atype, alen, len(a))
 		}
 		data := a[4:alen]
 		switch atype {
@@ -139,13 +188,15 @@ func parseUnixDiag(b []byte) (Listener, bool) {
 			}
 			l.Name = string(data)
 		case unixDiagVFS:
-			if len(data) >= 8 {
-				l.VFSInode = uint64(ne.Uint32(data[0:]))
+			if len(data) < 8 {
+				return Listener{}, fmt.Errorf("socket %s: a UNIX_DIAG_VFS of %d bytes, below 8", l.Inode, len(data))
 			}
+			l.VFSInode = uint64(ne.Uint32(data[0:]))
 		}
+		// The padding, where there is one: the last attribute's may be cut.
 		a = a[min(attrAlign(alen), len(a)):]
 	}
-	return l, true
+	return l, nil
 }
 
 // attrAlign is an attribute's length with its padding (NLA_ALIGN).

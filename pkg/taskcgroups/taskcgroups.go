@@ -17,8 +17,9 @@
 // A container whose init moved into a cgroup below its own (systemd as
 // PID 1, Docker-in-Docker's entrypoint: they make child cgroups and move
 // themselves there) is not out: runc ps finds it there, as this package
-// does. Nor is one out of another controller's cgroup only (memory, pids):
-// runc ps does not read them.
+// does, and Repair, which looks again right before its write, leaves it
+// there. Nor is one out of another controller's cgroup only (memory,
+// pids): runc ps does not read them.
 //
 // The evidence is runc's own state (root-owned, under its root) and the
 // kernel's (/proc, the cgroup files), never what a process calls itself.
@@ -34,6 +35,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kubelet-compat/kubelet-compat/pkg/procstat"
 	"github.com/kubelet-compat/kubelet-compat/pkg/runcstate"
 )
 
@@ -196,35 +198,90 @@ func holds(procs []byte, pid int) bool {
 
 // Repair writes t's init process back into the cgroup runc ps reads,
 // checking that PID names the same process (its start time) before the
-// write and again after it. The kernel moves whatever process the PID
-// names when the write lands, and a PID is free for another process once
-// its own exited and was reaped; but a process seen before the write and
-// after it ran through it, and the PID of a running (or unreaped) process
-// names no other: the write moved it. A PID reused before the write is
-// left alone, with an error; an init that exited by the write's end is an
-// error that names what the PID names now, which the write may have moved
-// (nothing can tell where it was).
-func (h Host) Repair(t Task) error {
+// write and again after it, and that it is still out: an init found in
+// that cgroup or below it by then (the tenant's systemd or
+// Docker-in-Docker moved it into a child cgroup since Escaped) is left
+// where it is, as runc ps finds it there, and moved is false. Nothing can
+// make the check and the write one step: an init that moves below in
+// between is written back (on cgroup v2 the kernel refuses it, EBUSY,
+// once that cgroup has children with controllers).
+//
+// The kernel moves whatever process the PID names when the write lands,
+// and a PID is free for another process once its own exited and was
+// reaped. So Repair holds the process itself, not its number: it opens
+// its /proc directory first (pin) and reads its start time through it,
+// before the write and after it. A process whose directory still answers
+// after the write ran through it, and the PID of a running (or unreaped)
+// process names no other: the write moved it. A PID reused before the
+// write is left alone, with an error; an init gone by the write's end is
+// an error that names what the PID names now, which the write may have
+// moved (nothing can tell where it was).
+func (h Host) Repair(t Task) (moved bool, err error) {
 	write := h.writeProcs
 	if write == nil {
 		write = writeProcs
 	}
+	proc, err := h.pin(t.Pid)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, fmt.Errorf("container %s: process %d is not the one runc started any more: left alone", short(t.ID), t.Pid)
+	}
+	if err != nil {
+		return false, fmt.Errorf("container %s: process %d: %w", short(t.ID), t.Pid, err)
+	}
+	defer proc.Close()
 	for _, cg := range t.Out {
-		if _, same := h.runc().Init(t.Pid, t.StartTime); !same {
-			return fmt.Errorf("container %s: process %d is not the one runc started any more: left alone", short(t.ID), t.Pid)
+		if !sameProcess(proc, t) {
+			return moved, fmt.Errorf("container %s: process %d is not the one runc started any more: left alone", short(t.ID), t.Pid)
+		}
+		in, err := h.holdsBelow(cg.Dir, t.Pid)
+		if err != nil {
+			return moved, fmt.Errorf("container %s: its %s cgroup %s: %w", short(t.ID), cg.Name(), cg.Dir, err)
+		}
+		if in {
+			continue // runc ps finds it: in the tenant's own cgroup below, left alone
 		}
 		if err := write(h.path(filepath.Join(cg.Dir, "cgroup.procs")), t.Pid); err != nil {
-			return fmt.Errorf("container %s: moving process %d into its %s cgroup %s: %w", short(t.ID), t.Pid, cg.Name(), cg.Dir, err)
+			return moved, fmt.Errorf("container %s: moving process %d into its %s cgroup %s: %w", short(t.ID), t.Pid, cg.Name(), cg.Dir, err)
 		}
-		if now, same := h.runc().Init(t.Pid, t.StartTime); !same {
+		if !sameProcess(proc, t) {
+			// What the PID names now, by its number.
 			what := fmt.Sprintf("no process has PID %d now", t.Pid)
-			if now.PID == t.Pid {
+			if now, _ := h.runc().Init(t.Pid, t.StartTime); now.PID == t.Pid {
 				what = fmt.Sprintf("PID %d now names another process (start %d), which this write may have moved there: check /proc/%d/cgroup", t.Pid, now.StartTicks, t.Pid)
 			}
-			return fmt.Errorf("container %s: process %d exited while it was written into its %s cgroup %s: %s", short(t.ID), t.Pid, cg.Name(), cg.Dir, what)
+			return moved, fmt.Errorf("container %s: process %d exited while it was written into its %s cgroup %s: %s", short(t.ID), t.Pid, cg.Name(), cg.Dir, what)
 		}
+		moved = true
 	}
-	return nil
+	return moved, nil
+}
+
+// pin opens pid's /proc directory. The open directory names the process
+// PID names now, not the number: once that process is reaped, reading its
+// files through it fails (ESRCH, or ENOENT), even when the PID names
+// another process since; pidfd_send_signal takes such a directory as a
+// pidfd. Unlike pidfd_open (Linux 5.3) every kernel has it, so there is
+// no fallback to keep, and the start time read through it is that
+// process's, with no window between taking the handle and reading its
+// identity. Start times alone count clock ticks: a PID reused within the
+// tick its process started in would pass a check by number. Under FSRoot
+// a test's /proc/<pid> replaced by another directory behaves alike.
+func (h Host) pin(pid int) (*os.Root, error) {
+	if pid <= 0 {
+		return nil, fs.ErrNotExist
+	}
+	return os.OpenRoot(h.path(filepath.Join("/proc", strconv.Itoa(pid))))
+}
+
+// sameProcess says whether the process proc holds is still there and is
+// t's init (its start time).
+func sameProcess(proc *os.Root, t Task) bool {
+	data, err := proc.ReadFile("stat")
+	if err != nil {
+		return false
+	}
+	st, err := procstat.Parse(data)
+	return err == nil && st.PID == t.Pid && st.StartTicks == t.StartTime
 }
 
 // writeProcs writes pid into the cgroup.procs file at path: the kernel

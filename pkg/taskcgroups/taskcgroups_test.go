@@ -3,9 +3,11 @@ package taskcgroups
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
@@ -48,6 +50,13 @@ func (f *fakeHost) container(id string, pid int, start uint64, in ...string) {
 		}
 		f.write(filepath.Join(dir, "cgroup.procs"), procs)
 	}
+	f.state(id, pid, start, paths)
+}
+
+// state records runc's state of container id (init pid, started at start)
+// with the cgroups it gave it.
+func (f *fakeHost) state(id string, pid int, start uint64, paths map[string]string) {
+	f.t.Helper()
 	data, err := json.Marshal(map[string]interface{}{"id": id, "init_process_pid": pid, "init_process_start": start, "cgroup_paths": paths})
 	assert.NilError(f.t, err)
 	f.write(filepath.Join(DefaultRuncRoot, id, "state.json"), string(data))
@@ -72,7 +81,9 @@ func TestEscaped(t *testing.T) {
 	assert.DeepEqual(t, got, []Task{{ID: "bbbb-out-of-devices", Pid: 200, StartTime: 6000,
 		Out: []Cgroup{{"devices", "/sys/fs/cgroup/devices/kubelet.slice/pod.slice/cri-containerd-bbbb-out-of-devices.scope"}}}})
 
-	assert.NilError(t, f.Repair(got[0]))
+	moved, err := f.Repair(got[0])
+	assert.NilError(t, err)
+	assert.Check(t, moved)
 	procs, err := os.ReadFile(filepath.Join(f.root, got[0].Out[0].Dir, "cgroup.procs"))
 	assert.NilError(t, err)
 	assert.Check(t, is.Equal(string(procs), "200"))
@@ -96,7 +107,8 @@ func outOfDevices(t *testing.T) (*fakeHost, []Task) {
 func TestRepairLeavesAReusedPid(t *testing.T) {
 	f, got := outOfDevices(t)
 	f.process(500, "someone-else", 2000)
-	assert.ErrorContains(t, f.Repair(got[0]), "container eeee: process 500 is not the one runc started any more: left alone")
+	_, err := f.Repair(got[0])
+	assert.ErrorContains(t, err, "container eeee: process 500 is not the one runc started any more: left alone")
 	procs, err := os.ReadFile(filepath.Join(f.root, got[0].Out[0].Dir, "cgroup.procs"))
 	assert.NilError(t, err)
 	assert.Check(t, is.Equal(string(procs), ""))
@@ -161,9 +173,7 @@ func TestEscapedCountsWhatRuncPsReads(t *testing.T) {
 			for dir, procs := range tc.procs {
 				f.write(filepath.Join(dir, "cgroup.procs"), procs)
 			}
-			data, err := json.Marshal(map[string]interface{}{"id": "x", "init_process_pid": 100, "init_process_start": 5000, "cgroup_paths": tc.paths})
-			assert.NilError(t, err)
-			f.write(filepath.Join(DefaultRuncRoot, "x", "state.json"), string(data))
+			f.state("x", 100, 5000, tc.paths)
 			f.process(100, "systemd", 5000)
 			got, err := f.Escaped()
 			assert.NilError(t, err)
@@ -188,6 +198,15 @@ func TestRepairPidReusedDuringTheWrite(t *testing.T) {
 		{name: "the same process before and after: written", during: func(*fakeHost) {}},
 		{name: "another process at the PID after the write", during: func(f *fakeHost) { f.process(500, "someone-else", 2000) },
 			err: "container eeee: process 500 exited while it was written into its devices cgroup " + eeeeDevices + ": PID 500 now names another process (start 2000), which this write may have moved there: check /proc/500/cgroup"},
+		// Start times count clock ticks (10 ms): a PID reused within the
+		// tick its process started in has the same one. Only a handle on
+		// the process itself, not on its number, tells them apart; on the
+		// fake's file system its /proc directory is replaced, as the
+		// kernel's /proc/<pid> is another directory for another process.
+		{name: "another process started in the same clock tick at the PID after the write", during: func(f *fakeHost) {
+			assert.NilError(f.t, os.RemoveAll(filepath.Join(f.root, "/proc/500")))
+			f.process(500, "someone-else", 1000)
+		}, err: "container eeee: process 500 exited while it was written into its devices cgroup " + eeeeDevices + ": PID 500 now names another process (start 1000), which this write may have moved there: check /proc/500/cgroup"},
 		{name: "no process at the PID after the write", during: func(f *fakeHost) {
 			assert.NilError(f.t, os.RemoveAll(filepath.Join(f.root, "/proc/500")))
 		}, err: "container eeee: process 500 exited while it was written into its devices cgroup " + eeeeDevices + ": no process has PID 500 now"},
@@ -198,9 +217,10 @@ func TestRepairPidReusedDuringTheWrite(t *testing.T) {
 				tc.during(f)
 				return writeProcs(path, pid)
 			}
-			err := f.Repair(got[0])
+			moved, err := f.Repair(got[0])
 			if tc.err == "" {
 				assert.NilError(t, err)
+				assert.Check(t, moved)
 			} else {
 				assert.Error(t, err, tc.err)
 			}
@@ -209,3 +229,101 @@ func TestRepairPidReusedDuringTheWrite(t *testing.T) {
 }
 
 const eeeeDevices = "/sys/fs/cgroup/devices/kubelet.slice/pod.slice/cri-containerd-eeee.scope"
+
+// TestRepairLeavesAnInitThatMovedBelow: between Escaped and Repair the
+// init moved into a cgroup below the one runc ps reads (the tenant's
+// systemd or Docker-in-Docker made it): runc ps finds it there, and
+// writing it back would move the tenant's PID 1 out of its own cgroup
+// (on v2 the kernel refuses it once that cgroup has children with
+// controllers: EBUSY). Repair leaves it (moved false) and writes nothing.
+func TestRepairLeavesAnInitThatMovedBelow(t *testing.T) {
+	const (
+		dev     = "/sys/fs/cgroup/devices/kubepods.slice/pod.slice/cri-containerd-x.scope"
+		mem     = "/sys/fs/cgroup/memory/kubepods.slice/pod.slice/cri-containerd-x.scope"
+		unified = "/sys/fs/cgroup/kubepods.slice/pod.slice/cri-containerd-x.scope"
+	)
+	for _, tc := range []struct {
+		name  string
+		paths map[string]string
+		ps    string // the cgroup runc ps reads
+		below string // where the init went after Escaped (the tenant, or another repair)
+	}{
+		{name: "v1: into a child of its devices cgroup", paths: map[string]string{"devices": dev, "memory": mem},
+			ps: dev, below: dev + "/init.scope"},
+		{name: "v1: into a grandchild of its devices cgroup", paths: map[string]string{"devices": dev, "memory": mem},
+			ps: dev, below: dev + "/docker/inner"},
+		{name: "v2: into a child of its cgroup", paths: map[string]string{"": unified},
+			ps: unified, below: unified + "/init.scope"},
+		{name: "v1: back in its devices cgroup itself", paths: map[string]string{"devices": dev, "memory": mem},
+			ps: dev, below: dev},
+		{name: "v2: back in its cgroup itself", paths: map[string]string{"": unified},
+			ps: unified, below: unified},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeHost(t)
+			f.write(filepath.Join(tc.ps, "cgroup.procs"), "")
+			f.write(filepath.Join(filepath.Dir(tc.ps), "cgroup.procs"), "100\n") // out: in its pod's cgroup
+			f.state("x", 100, 5000, tc.paths)
+			f.process(100, "systemd", 5000)
+			got, err := f.Escaped()
+			assert.NilError(t, err)
+			assert.Assert(t, is.Len(got, 1))
+
+			// The tenant moves its PID 1 below the container's cgroup.
+			f.write(filepath.Join(filepath.Dir(tc.ps), "cgroup.procs"), "")
+			f.write(filepath.Join(tc.below, "cgroup.procs"), "100\n")
+
+			moved, err := f.Repair(got[0])
+			assert.NilError(t, err)
+			assert.Check(t, !moved)
+			want := "" // the fake's write would leave "100", without a newline
+			if tc.below == tc.ps {
+				want = "100\n"
+			}
+			procs, err := os.ReadFile(filepath.Join(f.root, tc.ps, "cgroup.procs"))
+			assert.NilError(t, err)
+			assert.Check(t, is.Equal(string(procs), want), "Repair wrote the tenant's PID 1 back into %s", tc.ps)
+		})
+	}
+}
+
+// TestPinHoldsTheProcessNotItsNumber: on the kernel's /proc, the open
+// directory Repair holds answers while its process exists, a zombie
+// included (its PID is no other's until it is reaped), and no longer once
+// it is reaped, whatever the PID names then: what Repair's check after the
+// write relies on.
+func TestPinHoldsTheProcessNotItsNumber(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skipf("no /proc: %v", err)
+	}
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Skipf("no sleep to run: %v", err)
+	}
+	pid := cmd.Process.Pid
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	h := Host{FSRoot: "/"}
+	init, ok := h.runc().Init(pid, 0)
+	assert.Assert(t, !ok && init.PID == pid, "the child in /proc: %+v", init)
+	task := Task{ID: "x", Pid: pid, StartTime: init.StartTicks}
+	proc, err := h.pin(pid)
+	assert.NilError(t, err)
+	defer proc.Close()
+	assert.Check(t, sameProcess(proc, task))
+	assert.Check(t, !sameProcess(proc, Task{ID: "x", Pid: pid, StartTime: init.StartTicks + 1}), "another start time")
+
+	assert.NilError(t, cmd.Process.Kill())
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if st, _ := h.runc().Init(pid, task.StartTime); st.State == 'Z' {
+			break
+		}
+		assert.Assert(t, time.Now().Before(deadline), "the killed child never became a zombie")
+		time.Sleep(10 * time.Millisecond)
+	}
+	assert.Check(t, sameProcess(proc, task), "a zombie is still its process")
+
+	_ = cmd.Wait() // reaped: its PID is free
+	assert.Check(t, !sameProcess(proc, task), "reaped")
+	_, err = proc.ReadFile("stat")
+	assert.Check(t, err != nil, "stat read through the pin of a reaped process")
+}

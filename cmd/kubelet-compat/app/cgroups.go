@@ -44,6 +44,8 @@ one cgroup), and containerd's runc shim answers containerd's Pids call
 with that list. A process in a cgroup below its container's (systemd as
 PID 1 or Docker-in-Docker made one and moved there) is found, and one out
 of another controller's cgroup only is not looked for: neither is out.
+--repair looks again right before each write, and leaves a process found
+in its cgroup or below it by then where it is.
 
 On cgroup v1 nodes with the systemd cgroup driver a container's process
 can end up in its pod slice's devices cgroup instead of its scope
@@ -64,9 +66,9 @@ nothing can join the two again. Restart the named pods first.
 The evidence is runc's state under --runc-root (its init PID, start time
 and recorded cgroups) and the kernel's (/proc, the cgroup files). A PID
 that names another process than the one runc started is left alone, and
-the PID is checked again after the write: an init that exited meanwhile
-(its PID may name another process now, which the write may have moved)
-is an error.
+the process, held by its open /proc directory, is checked again after the
+write: an init that exited meanwhile (its PID may name another process
+now, which the write may have moved) is an error.
 
 Exit codes:
   0  no running container is out of its cgroups (with --repair: any that
@@ -119,8 +121,15 @@ func runCgroupsRepair(ctx context.Context, env Env, o *cgroupsOptions, n *nodeOp
 			fmt.Fprintf(env.Stdout, "out: %s\n", e)
 			continue
 		}
-		if err := host.Repair(e.Task); err != nil {
+		moved, err := host.Repair(e.Task)
+		if err != nil {
 			return err
+		}
+		if !moved {
+			// Moved into its cgroup or below it since it was listed (the
+			// tenant's systemd or Docker-in-Docker): runc ps finds it.
+			fmt.Fprintf(env.Stdout, "left alone, in its cgroup or below it now: %s\n", e)
+			continue
 		}
 		fmt.Fprintf(env.Stdout, "put back: %s\n", e)
 	}

@@ -137,3 +137,24 @@ func TestPreflightRuntimeRefusesSplitShimGroups(t *testing.T) {
 	// Containerd 1.6 kills no shim as leaked.
 	assert.Equal(t, f.run(append(args[:len(args)-1], "containerd@1.6.36")...), ExitOK, f.stderr.String())
 }
+
+// TestCgroupsTakesAnInitBelowItsCgroupForIn: a container whose first
+// process moved into a cgroup below its own (systemd as PID 1 or
+// Docker-in-Docker in a privileged CI pod) is not out: runc ps, which
+// containerd asks, walks the cgroups below. Neither cgroups nor preflight
+// --runtime names it, and --repair does not write the tenant's PID 1 back.
+func TestCgroupsTakesAnInitBelowItsCgroupForIn(t *testing.T) {
+	f := newFixture(t, cri.APIv1, cri.APIv1alpha2)
+	f.srv.SetVersion("containerd", "1.6.20~ds1")
+	f.kubeProxyPod()
+	procs := f.runcTask("sb-web", 585, true)
+	f.write(filepath.Join(filepath.Dir(procs), "init.scope", "cgroup.procs"), "585\n")
+
+	assert.Equal(t, f.run("cgroups"), ExitOK, f.stderr.String())
+	assert.Check(t, is.Equal(f.stdout.String(), "no running container is out of the cgroups runc gave it\n"))
+	assert.Equal(t, f.run("preflight", "--node", "--from", "v1.30.14", "--to", "v1.31.14", "--runtime", "containerd@1.7.35"), ExitOK, f.stderr.String())
+	assert.Equal(t, f.run("cgroups", "--repair"), ExitOK, f.stderr.String())
+	data, err := os.ReadFile(procs)
+	assert.NilError(t, err)
+	assert.Check(t, is.Equal(string(data), ""))
+}
