@@ -70,8 +70,9 @@ func newGateCommand(env Env) *cobra.Command {
 
 const gateHelp = `gate judges the node after a kubelet or runtime swap against the picture
 taken before it (kubelet-compat picture), by pod UID and container ID, and
-polls (--poll) until the verdict is final or --timeout passes. Per pod of
-the picture:
+polls (--poll) until the verdict is final or --timeout passes (the first
+look runs to its end, up to 30s, even past --timeout). Per pod of the
+picture:
 
   kept            same UID and sandbox, every container that ran at the
                   picture runs under the same ID

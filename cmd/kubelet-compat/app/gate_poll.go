@@ -19,6 +19,12 @@ import (
 // next, and its record says so a moment after the sync.
 const goneSettle = 10 * time.Second
 
+// firstLook bounds the first look at the node alone: it runs to its end
+// even past --timeout (a slow runtime or a loaded node), so that the gate
+// always ends on a verdict that says what it waits for, not on a request
+// the timeout cut.
+const firstLook = 30 * time.Second
+
 // gateReport is what gate prints: the verdict and what it was judged on.
 type gateReport struct {
 	Picture        string       `json:"picture"`
@@ -45,8 +51,13 @@ func (o *gateOptions) pollVerdict(ctx context.Context, env Env, pic *gate.Pictur
 	var gone string
 	var goneSince time.Time
 	warned := map[string]bool{}
-	for {
-		r, err := o.judgeOnce(pollCtx, env, pic, opts)
+	for looks := 0; ; looks++ {
+		lookCtx, cancelLook := pollCtx, context.CancelFunc(func() {})
+		if looks == 0 {
+			lookCtx, cancelLook = context.WithTimeout(ctx, max(o.timeout, firstLook))
+		}
+		r, err := o.judgeOnce(lookCtx, env, pic, opts)
+		cancelLook()
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -214,6 +215,22 @@ func TestGateKubeletStep(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestGateFirstLookOutlastsTheTimeout: a runtime slower to answer the
+// first look than --timeout still gets that look to its end (a verdict
+// that says what it waits for), not "no verdict" from a cut request.
+func TestGateFirstLookOutlastsTheTimeout(t *testing.T) {
+	f := newFixture(t, cri.APIv1)
+	f.runKubelet("v1.35.2")
+	f.setRuntime(web())
+	pic := f.takePicture()
+	f.writeSyncRecord(*podRecord(webSynced(now)))
+	var once sync.Once
+	f.srv.OnCall("ListPodSandbox", func() { once.Do(func() { time.Sleep(300 * time.Millisecond) }) })
+	code := f.run("gate", "--picture", pic, "--step", "kubelet", "--timeout", "50ms", "--poll", "10ms")
+	assert.Equal(t, code, ExitGateNotYet, "stdout %s\nstderr %s", f.stdout.String(), f.stderr.String())
+	assert.Check(t, is.Contains(f.stdout.String(), "it has not restarted yet"))
 }
 
 // TestGateRefusedRecord: a record the kubelet's ownership checks refuse is
