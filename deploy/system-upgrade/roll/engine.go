@@ -90,14 +90,23 @@ func (e *Engine) newRun(ctx context.Context) *run {
 		kubeletKubeconfig: filepath.Join(e.WorkDir, "kubelet.kubeconfig")}
 }
 
+// slowAction is how long an action runs before the log says how long it
+// took: where a node's minutes go (kubeadm, the gate), read from the Job's
+// log alone.
+const slowAction = 10 * time.Second
+
 // do runs actions in order; the first error ends them.
 func (r *run) do(ctx context.Context, actions ...action) error {
 	for _, a := range actions {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		start := r.Host.Now()
 		if err := a.do(ctx); err != nil {
 			return err
+		}
+		if took := r.Host.Now().Sub(start); took >= slowAction {
+			r.log("%s: took %ds", a.name, seconds(took))
 		}
 		if r.AfterAction != nil {
 			r.AfterAction(a.name)
