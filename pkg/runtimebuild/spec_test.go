@@ -1,6 +1,7 @@
 package runtimebuild
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -152,6 +153,15 @@ func TestSpecsAreComplete(t *testing.T) {
 			for _, b := range c.Binaries {
 				assert.Check(t, b.BinaryName() != "")
 			}
+			// A patched build names itself as one and has its series.
+			assert.Check(t, (c.Build == "") == (c.Patches == ""), "build %q, series %q", c.Build, c.Patches)
+			if c.Patches != "" {
+				assert.Check(t, c.Name != "runc", "runc's version is embedded: it cannot say it is patched")
+				assert.Check(t, is.Contains(c.LDFlags(), c.StampVersion()))
+				patches, err := Series(filepath.Join("..", "..", PatchesDir), c)
+				assert.Check(t, err)
+				assert.Check(t, len(patches) > 0)
+			}
 		})
 	}
 }
@@ -188,6 +198,25 @@ func TestCrictlFor(t *testing.T) {
 func TestScratchGoMod(t *testing.T) {
 	c := mustComponent(t, "runc@1.5.3")
 	assert.Check(t, is.Equal(ScratchGoMod(c), "module kubelet-compat.local/runtime-build\n\ngo 1.25.0\n\nrequire github.com/opencontainers/runc v1.5.3\n"))
+	// A patched build compiles the patched copy beside go.mod.
+	c = patched(c, "compat.1", "runc/v1.5")
+	assert.Check(t, is.Equal(ScratchGoMod(c), "module kubelet-compat.local/runtime-build\n\ngo 1.25.0\n\nrequire github.com/opencontainers/runc v1.5.3\n\nreplace github.com/opencontainers/runc => ./module\n"))
+}
+
+// TestPatchedNames: a patched build is named and stamped with its build
+// metadata everywhere, the module it is built from keeps its version.
+func TestPatchedNames(t *testing.T) {
+	stock := mustComponent(t, "containerd@1.7.35")
+	c := patched(stock, "compat.1", "containerd/v1.7")
+	assert.Check(t, is.Equal(c.Release(), "1.7.35+compat.1"))
+	assert.Check(t, is.Equal(c.StampVersion(), "v1.7.35+compat.1"))
+	assert.Check(t, is.Equal(c.String(), "containerd@1.7.35+compat.1"))
+	assert.Check(t, is.Equal(c.ID(), "containerd-1.7.35+compat.1"))
+	assert.Check(t, is.Contains(c.LDFlags(), "-X github.com/containerd/containerd/version.Version=v1.7.35+compat.1 "))
+	assert.Check(t, is.Equal(c.Module+"@"+c.Version, "github.com/containerd/containerd@v1.7.35"))
+	assert.Check(t, is.Contains(c.Note, "patched: the series runtime/patches/containerd/v1.7"))
+	assert.Check(t, is.Equal(stock.Release(), "1.7.35"))
+	assert.Check(t, is.Equal(stock.StampVersion(), "v1.7.35"))
 }
 
 func TestDiffer(t *testing.T) {

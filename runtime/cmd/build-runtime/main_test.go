@@ -21,6 +21,7 @@ func TestRunBadInput(t *testing.T) {
 		{[]string{"build"}, "no components given"},
 		{[]string{"build", "-components", "containerd@1.7"}, `version "1.7": want MAJOR.MINOR.PATCH`},
 		{[]string{"verify", "-components", "docker@1.0.0"}, `component "docker@1.0.0" is not known`},
+		{[]string{"build", "-components", "containerd@1.7.36"}, `component "containerd@1.7.36" is not known (known: `},
 		{[]string{"build", "-components", "runc@1.5.3", "extra"}, `unexpected argument "extra"`},
 		{[]string{"build", "-nope"}, "flag provided but not defined: -nope; usage: build-runtime"},
 	} {
