@@ -69,7 +69,13 @@ func PatchedSource(ctx context.Context, cacheDir, patchesDir string, c Component
 	if err != nil {
 		return nil, err
 	}
-	if err := copyTree(m.Dir, dst); err != nil {
+	return PatchTree(ctx, m.Dir, patchesDir, c, dst)
+}
+
+// PatchTree writes into dst (which must not exist) a copy of pristine, c's
+// module source, with c's series applied; it returns the series.
+func PatchTree(ctx context.Context, pristine, patchesDir string, c Component, dst string) ([]Patch, error) {
+	if err := copyTree(pristine, dst); err != nil {
 		return nil, fmt.Errorf("copying %s@%s: %w", c.Module, c.Version, err)
 	}
 	return ApplySeries(ctx, patchesDir, c, dst)
