@@ -176,6 +176,11 @@ func patched(c Component, build, series string) Component {
 var Components = []Component{
 	containerd("github.com/containerd/containerd/v2", "v2.4.2", "h1:p6Qg+xbEz8lvwdhHDx0U469xENvp4LgGBx+E7djXkGw=",
 		"1.26.6", "h1:owmNw4SPM9h46FGOeGJVUWzFEEDSmO6g7gAtWoXp28s=", []string{"no_grpc"}),
+	// The project's containerd 1.7 (docs/runtime.md): 1.7.36 with the fixes
+	// of runtime/patches/containerd/fixes; 1.7.35 stays beside it as
+	// released, to compare with.
+	patched(containerd("github.com/containerd/containerd", "v1.7.36", "h1:HyMsOG5kmp1LQsGzqwI6Ts06T4VpYZbszfDZYB0bW5w=",
+		"1.25.0", "h1:wVC9wx2XOcP5gHiN8ZzfyTfjlrDLSS7Hu1wjI01n68U=", nil), "compat.1", "containerd/v1.7"),
 	containerd("github.com/containerd/containerd", "v1.7.35", "h1:7AU2T1qI2OdNBmKkreWZ7kASHUNFItN5Hgejd9sY938=",
 		"1.25.0", "h1:wVC9wx2XOcP5gHiN8ZzfyTfjlrDLSS7Hu1wjI01n68U=", nil),
 	{

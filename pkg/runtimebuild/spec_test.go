@@ -29,7 +29,11 @@ func TestParseRequest(t *testing.T) {
 		{in: "crictl@1.34.0", wantID: "crictl-1.34.0"},
 		{in: "cni-plugins@1.10.0", wantID: "cni-plugins-1.10.0"},
 		{in: "containerd@1.7", wantErr: `component "containerd@1.7": version "1.7": want MAJOR.MINOR.PATCH`},
-		{in: "containerd@1.7.36", wantErr: `component "containerd@1.7.36" is not known (known: `},
+		{in: "containerd@1.7.36+compat.1", wantID: "containerd-1.7.36+compat.1"},
+		{in: "containerd@v1.7.36+compat.1", wantID: "containerd-1.7.36+compat.1"},
+		// 1.7.36 is built only with the fixes: the name must say so.
+		{in: "containerd@1.7.36", wantErr: `component "containerd@1.7.36" is not known (known: cni-plugins@1.10.0, containerd@1.7.35, containerd@1.7.36+compat.1, containerd@2.4.2, `},
+		{in: "containerd@1.7.36+compat.2", wantErr: `component "containerd@1.7.36+compat.2" is not known`},
 		{in: "docker@1.0.0", wantErr: `component "docker@1.0.0" is not known`},
 		{in: "@1.0.0", wantErr: `component "@1.0.0": want NAME@VERSION`},
 		{in: "runc@1.5.3-rc.1", wantErr: `want MAJOR.MINOR.PATCH`},
@@ -54,7 +58,8 @@ func TestParseRequests(t *testing.T) {
 	}{
 		{in: "containerd@1.7.35,runc@1.5.3", want: []string{"containerd@1.7.35", "runc@1.5.3"}},
 		{in: "runc@1.5.3,runc@v1.5.3,", want: []string{"runc@1.5.3"}},
-		{in: "all", want: []string{"containerd@2.4.2", "containerd@1.7.35", "runc@1.5.3", "crictl@1.37.0", "crictl@1.34.0", "cni-plugins@1.10.0"}},
+		{in: "all", want: []string{"containerd@2.4.2", "containerd@1.7.36+compat.1", "containerd@1.7.35", "runc@1.5.3", "crictl@1.37.0", "crictl@1.34.0", "cni-plugins@1.10.0"}},
+		{in: "containerd@1.7.35,containerd@1.7.36+compat.1", want: []string{"containerd@1.7.35", "containerd@1.7.36+compat.1"}},
 		{in: "", wantErr: "no components given"},
 		{in: "runc@1.5.3,nope@1.0.0", wantErr: `"nope@1.0.0" is not known`},
 	} {
@@ -107,6 +112,9 @@ func TestBuildArgs(t *testing.T) {
 	}{
 		{req: "containerd@1.7.35", binary: "containerd", wantEnv: "CGO_ENABLED=0", want: []string{"build", "-trimpath", "-buildvcs=false", "-tags", "urfave_cli_no_docs",
 			"-ldflags=-X github.com/containerd/containerd/version.Version=v1.7.35 -X github.com/containerd/containerd/version.Revision=h1:7AU2T1qI2OdNBmKkreWZ7kASHUNFItN5Hgejd9sY938= -X github.com/containerd/containerd/version.Package=github.com/containerd/containerd -s -w -buildid=",
+			"-o", "/o/containerd", "github.com/containerd/containerd/cmd/containerd"}},
+		{req: "containerd@1.7.36+compat.1", binary: "containerd", wantEnv: "CGO_ENABLED=0", want: []string{"build", "-trimpath", "-buildvcs=false", "-tags", "urfave_cli_no_docs",
+			"-ldflags=-X github.com/containerd/containerd/version.Version=v1.7.36+compat.1 -X github.com/containerd/containerd/version.Revision=h1:HyMsOG5kmp1LQsGzqwI6Ts06T4VpYZbszfDZYB0bW5w= -X github.com/containerd/containerd/version.Package=github.com/containerd/containerd -s -w -buildid=",
 			"-o", "/o/containerd", "github.com/containerd/containerd/cmd/containerd"}},
 		{req: "containerd@2.4.2", binary: "containerd-shim-runc-v2", wantEnv: "CGO_ENABLED=0", want: []string{"build", "-trimpath", "-buildvcs=false", "-tags", "urfave_cli_no_docs no_grpc",
 			"-ldflags=-X github.com/containerd/containerd/v2/version.Version=v2.4.2 -X github.com/containerd/containerd/v2/version.Revision=h1:p6Qg+xbEz8lvwdhHDx0U469xENvp4LgGBx+E7djXkGw= -X github.com/containerd/containerd/v2/version.Package=github.com/containerd/containerd/v2 -s -w -buildid=",

@@ -40,6 +40,7 @@ func TestList(t *testing.T) {
 	assert.NilError(t, run(context.Background(), []string{"list"}, &out, &out))
 	for _, want := range []string{
 		"containerd@1.7.35\tgithub.com/containerd/containerd@v1.7.35\tgo1.25.0\tcontainerd containerd-shim-runc-v2 ctr\n",
+		"containerd@1.7.36+compat.1\tgithub.com/containerd/containerd@v1.7.36\tgo1.25.0\tcontainerd containerd-shim-runc-v2 ctr\tpatched: runtime/patches/containerd/v1.7\n",
 		"runc@1.5.3\tgithub.com/opencontainers/runc@v1.5.3\tgo1.25.0\trunc\n",
 		"kubernetes 1.26\tcrictl v1.34.0\n",
 		"kubernetes 1.35\tcrictl v1.37.0\n",
