@@ -2,6 +2,7 @@ package deb
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -131,4 +132,29 @@ func TestRuntimePrerm(t *testing.T) {
 			assert.Check(t, is.Equal(r.Code, 0), r.Stderr)
 		})
 	}
+}
+
+// TestPatchedRuntimeDeb: this project's patched build of a release is
+// named by its build metadata in the package's name, version and paths,
+// so it installs beside the release it patches; lintian accepts the name.
+func TestPatchedRuntimeDeb(t *testing.T) {
+	requireTools(t, "dpkg-deb", "lintian")
+	in := filepath.Join(t.TempDir(), "runtime")
+	packagingtest.FakeRuntime(t, in, "containerd@1.7.35", "containerd@1.7.36+compat.1")
+	_, debs := buildDebs(t, Config{Options: packaging.Options{Set: layout.SetRuntime, InputDir: in, Versions: []string{"containerd@1.7.35", "containerd@1.7.36+compat.1"}}})
+	var files []string
+	for _, d := range debs {
+		files = append(files, filepath.Base(d))
+	}
+	assert.Check(t, is.Contains(files, "runtime-containerd-1.7.36+compat.1_1.7.36+compat.1-1_amd64.deb"))
+	assert.Check(t, is.Contains(files, "runtime-containerd-1.7.35_1.7.35-1_amd64.deb"))
+	pkgs := byName(t, debs)
+	deb := pkgs["runtime-containerd-1.7.36+compat.1"]
+	assert.Check(t, is.Equal(control(t, deb, "Version"), "1.7.36+compat.1-1"))
+	assert.Check(t, is.Equal(control(t, deb, "Provides"), "runtime-containerd (= 1.7.36+compat.1-1)"))
+	c := debContents(t, deb)
+	assert.Check(t, is.Contains(string(c["/usr/local/runtime/containerd/1.7.36+compat.1/bin/containerd"].content), "fake containerd 1.7.36+compat.1"))
+	assert.Check(t, is.Contains(maintainerScript(t, deb, "prerm"), "refusing to erase containerd 1.7.36+compat.1: it is the selected containerd"))
+	out, err := exec.Command("lintian", "--fail-on", "error,warning", deb).CombinedOutput()
+	assert.Check(t, err, "lintian:\n%s", out)
 }

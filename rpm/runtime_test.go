@@ -29,7 +29,7 @@ func TestRuntimeRPMs(t *testing.T) {
 		names = append(names, filepath.Base(p))
 	}
 	assert.Check(t, is.DeepEqual(names, []string{
-		"runtime-unversioned-1.0.0-1.kc.noarch.rpm",
+		"runtime-unversioned-1.0.0-2.kc.noarch.rpm",
 		"runtime-containerd-1.7.35-1.7.35-1.kc.x86_64.rpm",
 		"runtime-runc-1.5.3-1.5.3-1.kc.x86_64.rpm",
 	}))
@@ -62,4 +62,28 @@ drwxr-xr-x root:root /usr/local/runtime/containerd/1.7.35/bin
 	} {
 		assert.Check(t, is.Contains(ufiles, want))
 	}
+}
+
+// TestPatchedRuntimeRPM: this project's patched build of a release is
+// named by its build metadata in the package's name, version and paths,
+// so it installs beside the release it patches.
+func TestPatchedRuntimeRPM(t *testing.T) {
+	requireRPMTools(t)
+	in := filepath.Join(t.TempDir(), "runtime")
+	packagingtest.FakeRuntime(t, in, "containerd@1.7.36+compat.1")
+	_, built := buildRPMs(t, []string{"containerd@1.7.36+compat.1"}, Config{Options: packaging.Options{Set: layout.SetRuntime, InputDir: in}})
+	var names []string
+	for _, p := range built {
+		names = append(names, filepath.Base(p))
+	}
+	assert.Check(t, is.DeepEqual(names, []string{
+		"runtime-unversioned-1.0.0-2.kc.noarch.rpm",
+		"runtime-containerd-1.7.36+compat.1-1.7.36+compat.1-1.kc.x86_64.rpm",
+	}))
+	query := func(args ...string) string {
+		return run(t, "rpm", append([]string{"-qp", "--nosignature"}, append(args, built[1])...)...)
+	}
+	assert.Check(t, is.Contains(query("--queryformat", `[%{FILENAMES}\n]`), "/usr/local/runtime/containerd/1.7.36+compat.1/bin/containerd\n"))
+	assert.Check(t, is.Contains(query("--provides"), "runtime-containerd = 1.7.36+compat.1-1.kc\n"))
+	assert.Check(t, is.Contains(query("--scripts"), "refusing to erase containerd 1.7.36+compat.1: it is the selected containerd"))
 }

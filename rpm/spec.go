@@ -52,12 +52,6 @@ func RenderVersioned(s VersionedSpec) ([]byte, error) {
 }
 
 func renderVersioned(sources fs.FS, l layout.Layout, s VersionedSpec) ([]byte, error) {
-	if err := layout.CheckVersion(s.Version); err != nil && s.Version != placeholderVersion {
-		return nil, err
-	}
-	if s.Release == "" || s.Arch == "" {
-		return nil, fmt.Errorf("versioned spec %s: release and arch must be set", s.Version)
-	}
 	key := s.Group
 	if key == "" {
 		key = layout.VersionedKey
@@ -65,6 +59,18 @@ func renderVersioned(sources fs.FS, l layout.Layout, s VersionedSpec) ([]byte, e
 	g, ok := l.Group(key)
 	if !ok || !g.Versioned {
 		return nil, fmt.Errorf("no versioned group %s in the description", key)
+	}
+	// A runtime component's version is its release, or a patched build
+	// of it (1.7.36+compat.1); a Kubernetes version may be a pre-release.
+	check := layout.CheckVersion
+	if g.Component != "" {
+		check = layout.CheckComponentVersion
+	}
+	if err := check(s.Version); err != nil && s.Version != placeholderVersion {
+		return nil, err
+	}
+	if s.Release == "" || s.Arch == "" {
+		return nil, fmt.Errorf("versioned spec %s: release and arch must be set", s.Version)
 	}
 	data, err := specData(l, g, s.Version, s.Release)
 	if err != nil {

@@ -124,8 +124,8 @@ var (
 	// Runtime: `make runtime` (runtime/cmd/build-runtime): containerd,
 	// runc, crictl and the CNI plugins from the module proxy with their own
 	// Go toolchains (copied out with cp and chmod); runc with cgo against
-	// Debian's libseccomp.
-	Runtime = Path{"runtime", []Program{Go, Cp, Chmod, Gcc, PkgConfig, LibseccompH}}
+	// Debian's libseccomp; a patched containerd's series applied with patch.
+	Runtime = Path{"runtime", []Program{Go, Cp, Chmod, Patch, Gcc, PkgConfig, LibseccompH}}
 )
 
 // Paths are all of them, by name (the `ensure-host` command's argument).

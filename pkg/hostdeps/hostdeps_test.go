@@ -38,17 +38,18 @@ var entryPoints = []struct {
 	// own path first (packaging.Packager.Host), so a path that builds one
 	// format never runs the other's programs.
 	{name: "make rpm (build-packages -format rpm)", roots: []string{"./cmd/build-packages"}, ensured: []Path{RPM},
-		notRun: map[string]string{DpkgDeb.Name: onlyDeb}},
+		notRun: map[string]string{DpkgDeb.Name: onlyDeb, Patch.Name: onlyRuntimeBuild}},
 	{name: "make deb (build-packages -format deb)", roots: []string{"./cmd/build-packages"}, ensured: []Path{Deb},
-		notRun: map[string]string{Rpmbuild.Name: onlyRPM}},
-	{name: "build-packages -format all", roots: []string{"./cmd/build-packages"}, ensured: []Path{RPM, Deb}},
+		notRun: map[string]string{Rpmbuild.Name: onlyRPM, Patch.Name: onlyRuntimeBuild}},
+	{name: "build-packages -format all", roots: []string{"./cmd/build-packages"}, ensured: []Path{RPM, Deb},
+		notRun: map[string]string{Patch.Name: onlyRuntimeBuild}},
 	{name: "the harness and hack/", roots: []string{"./build/...", "./hack/..."}, ensured: []Path{Build}},
 	{name: "the local e2e", roots: []string{"./e2e/pkg/local/scenario", "./e2e/pkg/local", "./pkg/controlplane"}, ensured: []Path{Local, LocalAPI},
 		notRun: map[string]string{"docker": "leftovers removes a docker network only for a journal that has one: a kind run's"}},
 	{name: "deploy/system-upgrade", roots: []string{"./deploy/system-upgrade/cmd/system-upgrade"}, ensured: []Path{SystemUpgrade}},
 	{name: "make runtime (build-runtime)", roots: []string{"./runtime/cmd/build-runtime"}, ensured: []Path{Runtime}},
 	{name: "the kind e2e and its images", roots: []string{"./e2e/pkg/kind", "./e2e/pkg/kind/fleet", "./e2e/pkg/kind/nodeimage", "./e2e/cmd/e2e-oci-runtime", "./cmd/build-packages"}, ensured: []Path{Kind, KindPrivateEngine},
-		notRun: map[string]string{Rpmbuild.Name: "the image builder runs build-packages -format deb: " + onlyRPM}},
+		notRun: map[string]string{Rpmbuild.Name: "the image builder runs build-packages -format deb: " + onlyRPM, Patch.Name: onlyRuntimeBuild}},
 }
 
 // The reasons a path that builds one format does not run the other's
@@ -56,6 +57,8 @@ var entryPoints = []struct {
 const (
 	onlyDeb = "the Debian packager's: only -format deb and all run it, after ensuring the deb path"
 	onlyRPM = "the RPM packager's: only -format rpm and all run it, after ensuring the rpm path"
+	// build-packages reads pkg/runtimebuild's components, never builds one.
+	onlyRuntimeBuild = "pkg/runtimebuild's: only make runtime's build applies a patch series, after ensuring the runtime path"
 )
 
 // TestEveryProgramIsEnsured reads the code of each path and fails for a

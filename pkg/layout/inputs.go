@@ -17,10 +17,21 @@ import (
 )
 
 // plainRelease says whether v is a release as the packages name it:
-// major.minor.patch without a leading v or a pre-release (pkg/versions).
+// major.minor.patch without a leading v or a pre-release, or this project's
+// patched build of one, 1.7.36+compat.1 (pkg/versions).
 func plainRelease(v string) bool {
 	r, err := versions.ParseRelease(v)
 	return err == nil && r.String() == v
+}
+
+// CheckComponentVersion accepts a runtime component's version as the
+// packages name it: a release, 1.7.35, or this project's patched build of
+// one, 1.7.36+compat.1.
+func CheckComponentVersion(v string) error {
+	if !plainRelease(v) {
+		return fmt.Errorf("invalid runtime component version %q: want major.minor.patch[+build] without a leading v, e.g. 1.7.35 or 1.7.36+compat.1", v)
+	}
+	return nil
 }
 
 // CheckVersion accepts a Kubernetes version as the packages name it:
@@ -72,7 +83,7 @@ func CheckBuild(r BuildRequest) error {
 	for _, v := range r.Versions {
 		if strings.Contains(v, "@") {
 			if _, version, ok := versions.SplitRef(v); !ok || !plainRelease(version) {
-				return fmt.Errorf("invalid runtime component %q: want name@major.minor.patch, e.g. containerd@1.7.35", v)
+				return fmt.Errorf("invalid runtime component %q: want name@major.minor.patch[+build], e.g. containerd@1.7.35 or containerd@1.7.36+compat.1", v)
 			}
 		} else if err := CheckVersion(v); err != nil {
 			return err

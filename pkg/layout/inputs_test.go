@@ -28,7 +28,11 @@ func TestCheckBuild(t *testing.T) {
 		{"runtime needs no CLI", func(r *BuildRequest) {
 			r.Versions, r.KubeletCompat, r.NeedsCLI = []string{"containerd@1.7.35", "cni-plugins@1.10.0"}, "", false
 		}, ""},
+		{"runtime patched build", func(r *BuildRequest) {
+			r.Versions, r.KubeletCompat, r.NeedsCLI = []string{"containerd@1.7.35", "containerd@1.7.36+compat.1"}, "", false
+		}, ""},
 		{"runtime bad version", func(r *BuildRequest) { r.Versions, r.NeedsCLI = []string{"containerd@v1.7.35"}, false }, "invalid runtime component"},
+		{"runtime bad build metadata", func(r *BuildRequest) { r.Versions, r.NeedsCLI = []string{"containerd@1.7.36+"}, false }, "invalid runtime component"},
 		{"runtime no name", func(r *BuildRequest) { r.Versions, r.NeedsCLI = []string{"@1.7.35"}, false }, "invalid runtime component"},
 	} {
 		r := ok

@@ -17,7 +17,8 @@ import (
 const runtimeSelect = "files/runtime-select"
 
 // runtimeTree lays out under root what runtime-unversioned and the
-// component packages install (two containerds, runc, crictl, cni), with
+// component packages install (three containerds: 1.7.35 as released,
+// this project's patched 1.7.36 and 2.4.2; runc, crictl, cni), with
 // fake binaries printing "fake <binary> <version>", without a package
 // manager; and Debian's containerd at /usr/bin/containerd.
 func runtimeTree(t *testing.T) string {
@@ -25,6 +26,7 @@ func runtimeTree(t *testing.T) string {
 	root := t.TempDir()
 	for _, c := range []struct{ name, version, bin string }{
 		{"containerd", "1.7.35", "containerd"}, {"containerd", "1.7.35", "containerd-shim-runc-v2"},
+		{"containerd", "1.7.36+compat.1", "containerd"}, {"containerd", "1.7.36+compat.1", "containerd-shim-runc-v2"},
 		{"containerd", "2.4.2", "containerd"}, {"containerd", "2.4.2", "containerd-shim-runc-v2"},
 		{"runc", "1.5.3", "runc"}, {"crictl", "1.34.0", "crictl"}, {"crictl", "1.37.0", "crictl"}, {"cni", "1.10.0", "loopback"},
 	} {
@@ -81,6 +83,7 @@ func TestRuntimeSelect(t *testing.T) {
 		{args: []string{"containerd", "system"}, wantOut: "containerd: system already selected"},
 		{args: []string{"containerd", "1.7.35"}, wantOut: "containerd: selected 1.7.35", containerd: "fake containerd 1.7.35", execStart: true, path: true},
 		{args: []string{"containerd", "1.7.35"}, wantOut: "containerd: 1.7.35 already selected", containerd: "fake containerd 1.7.35", execStart: true, path: true},
+		{args: []string{"containerd", "1.7.36+compat.1"}, wantOut: "containerd: selected 1.7.36+compat.1", containerd: "fake containerd 1.7.36+compat.1", execStart: true, path: true},
 		{args: []string{"containerd", "2.4.2"}, wantOut: "containerd: selected 2.4.2", containerd: "fake containerd 2.4.2", execStart: true, path: true},
 		{args: []string{"runc", "1.5.3"}, wantOut: "runc: selected 1.5.3", containerd: "fake containerd 2.4.2", execStart: true, path: true},
 		{args: []string{"containerd", "system"}, wantOut: "containerd: selected system", execStart: false, path: true},
@@ -103,7 +106,7 @@ func TestRuntimeSelect(t *testing.T) {
 	r := selectRuntime(t, nil, root, "status")
 	assert.Check(t, is.Equal(r.Stdout, "containerd: system\nrunc: system\ncrictl: 1.34.0\ncni: system\n"))
 	r = selectRuntime(t, nil, root, "list")
-	assert.Check(t, is.Equal(r.Stdout, "containerd 1.7.35\ncontainerd 2.4.2\nrunc 1.5.3\ncrictl 1.34.0\ncrictl 1.37.0\ncni 1.10.0\n"))
+	assert.Check(t, is.Equal(r.Stdout, "containerd 1.7.35\ncontainerd 1.7.36+compat.1\ncontainerd 2.4.2\nrunc 1.5.3\ncrictl 1.34.0\ncrictl 1.37.0\ncni 1.10.0\n"))
 	link, err := os.Readlink(filepath.Join(root, RuntimeCurrent, "crictl"))
 	assert.NilError(t, err)
 	assert.Check(t, is.Equal(link, "../crictl/1.34.0"), "relative, so it resolves the same under --root")
@@ -132,7 +135,9 @@ func TestRuntimeSelectRefuses(t *testing.T) {
 				assert.NilError(t, os.Remove(filepath.Join(root, RuntimeCurrent)))
 			}},
 		{name: "unknown component", args: []string{"docker", "1.0.0"}, wantCode: 2, wantErr: "unknown command docker"},
-		{name: "bad version", args: []string{"runc", "v1.5.3"}, wantCode: 2, wantErr: "VERSION must look like 1.7.35 or be system"},
+		{name: "bad version", args: []string{"runc", "v1.5.3"}, wantCode: 2, wantErr: "VERSION must look like 1.7.35 or 1.7.36+compat.1, or be system"},
+		{name: "bad build metadata", args: []string{"containerd", "1.7.36+compat..1"}, wantCode: 2, wantErr: "VERSION must look like 1.7.35 or 1.7.36+compat.1, or be system, not 1.7.36+compat..1"},
+		{name: "patched build not installed", args: []string{"containerd", "1.7.36+compat.2"}, wantCode: 1, wantErr: "containerd 1.7.36+compat.2 is not installed (no /usr/local/runtime/containerd/1.7.36+compat.2/bin/containerd; install runtime-containerd-1.7.36+compat.2)"},
 		{name: "restart under --root", args: []string{"--restart-containerd", "runc", "1.5.3"}, wantCode: 2, wantErr: "use one or the other"},
 		{name: "empty --root", noRoot: true, args: []string{"--root", "", "status"}, wantCode: 2, wantErr: "--root needs a directory"},
 	} {

@@ -33,19 +33,24 @@ type Options struct {
 	OutputDir string
 	// Rebuild ignores a cached build.
 	Rebuild bool
-	Log     io.Writer
+	// PatchesDir holds the patch series of patched components (default
+	// PatchesDir, relative to the repository's root).
+	PatchesDir string
+	Log        io.Writer
 }
 
 // Info is what BUILDINFO.json records about a component's build.
 type Info struct {
-	Component string       `json:"component"`
-	Module    string       `json:"module"`
-	Sum       string       `json:"sum"`
-	Go        string       `json:"go"`
-	LDFlags   string       `json:"ldflags"`
-	Note      string       `json:"note,omitempty"`
-	BuiltAt   time.Time    `json:"builtAt"`
-	Binaries  []BinaryInfo `json:"binaries"`
+	Component string `json:"component"`
+	Module    string `json:"module"`
+	Sum       string `json:"sum"`
+	Go        string `json:"go"`
+	LDFlags   string `json:"ldflags"`
+	Note      string `json:"note,omitempty"`
+	// Patches is the series applied to the module's source, in order.
+	Patches  []Patch      `json:"patches,omitempty"`
+	BuiltAt  time.Time    `json:"builtAt"`
+	Binaries []BinaryInfo `json:"binaries"`
 }
 
 // BinaryInfo is one built program.
@@ -68,17 +73,26 @@ func CachedDir(cacheDir string, c Component) string {
 // Build builds c unless its cache holds a finished build, then copies it
 // to <OutputDir>/<name>-<version>. Nothing is left half-written: builds go
 // to a temporary directory renamed into place when complete.
+//
+// A patched component's cached build is used only if it applied the
+// series as it is now: the series can change without its build number.
 func Build(ctx context.Context, c Component, o Options) (Info, error) {
-	if o.Log == nil {
-		o.Log = io.Discard
-	}
+	o = o.withDefaults()
 	unlock, err := cachelock.Lock(ctx, filepath.Join(o.CacheDir, "locks", "runtime-"+c.ID()+".lock"))
 	if err != nil {
 		return Info{}, fmt.Errorf("%s: %w", c, err)
 	}
 	defer unlock()
+	patches, err := Series(o.PatchesDir, c)
+	if err != nil {
+		return Info{}, err
+	}
 	dst := CachedDir(o.CacheDir, c)
 	info, err := ReadInfo(dst)
+	if err == nil && !SamePatches(info.Patches, patches) {
+		fmt.Fprintf(o.Log, "[%s] the cached build applied another patch series: building again\n", c)
+		err = errors.New("another patch series")
+	}
 	if err != nil || o.Rebuild {
 		fmt.Fprintf(o.Log, "[%s] building from %s@%s with go%s\n", c, c.Module, c.Version, c.Go)
 		tmp, err := buildInto(ctx, c, o, filepath.Join(o.CacheDir, "gocache", "go"+c.Go))
@@ -109,9 +123,7 @@ func Build(ctx context.Context, c Component, o Options) (Info, error) {
 // binary's sha256 with the cached build's; it returns the binaries that
 // differ (none: the build is reproducible).
 func Verify(ctx context.Context, c Component, o Options) (cached, again Info, differ []string, err error) {
-	if o.Log == nil {
-		o.Log = io.Discard
-	}
+	o = o.withDefaults()
 	if cached, err = ReadInfo(CachedDir(o.CacheDir, c)); err != nil {
 		return Info{}, Info{}, nil, fmt.Errorf("%s: no cached build to compare with (build it first): %w", c, err)
 	}
@@ -132,6 +144,16 @@ func Verify(ctx context.Context, c Component, o Options) (cached, again Info, di
 		return Info{}, Info{}, nil, err
 	}
 	return cached, again, Differ(cached, again), nil
+}
+
+func (o Options) withDefaults() Options {
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	if o.PatchesDir == "" {
+		o.PatchesDir = PatchesDir
+	}
+	return o
 }
 
 // Differ names the binaries whose sha256 differs between two builds (or
@@ -169,7 +191,9 @@ func ReadInfo(dir string) (Info, error) {
 
 // buildInto downloads the module and the toolchain and builds every binary
 // into a new temporary directory under the cache, which it returns (the
-// caller removes it) with BUILDINFO.json written last.
+// caller removes it) with BUILDINFO.json written last. A patched
+// component is built from a copy of its module's source with its series
+// applied.
 func buildInto(ctx context.Context, c Component, o Options, gocache string) (string, error) {
 	m, err := modfetch.Download(ctx, o.CacheDir, c.Module, c.Version, c.Sum)
 	if err != nil {
@@ -205,6 +229,12 @@ func buildInto(ctx context.Context, c Component, o Options, gocache string) (str
 		return tmp, err
 	}
 	info := Info{Component: c.String(), Module: c.Module + "@" + c.Version, Sum: c.Sum, Go: c.Go, LDFlags: c.LDFlags(), Note: c.Note, BuiltAt: time.Now().UTC()}
+	if c.Patches != "" {
+		if info.Patches, err = PatchedSource(ctx, o.CacheDir, o.PatchesDir, c, filepath.Join(tmp, "src", patchedModuleDir)); err != nil {
+			return tmp, err
+		}
+		fmt.Fprintf(o.Log, "[%s] applied %d patches of %s\n", c, len(info.Patches), filepath.Join(o.PatchesDir, c.Patches))
+	}
 	for _, b := range c.Binaries {
 		bi, err := buildBinary(ctx, c, b, o, goroot, gocache, tmp)
 		if err != nil {
@@ -226,9 +256,14 @@ func buildInto(ctx context.Context, c Component, o Options, gocache string) (str
 // deploy/system-upgrade builds its controller): the component required at
 // its version, the go line of its toolchain. The component's own go.mod
 // has no replace directives (checked when a spec is added), so the module
-// graph is the component's own.
+// graph is the component's own. A patched component's module is replaced
+// by its patched copy beside go.mod (the same go.mod, so the same graph).
 func ScratchGoMod(c Component) string {
-	return fmt.Sprintf("module kubelet-compat.local/runtime-build\n\ngo %s\n\nrequire %s %s\n", c.Go, c.Module, c.Version)
+	s := fmt.Sprintf("module kubelet-compat.local/runtime-build\n\ngo %s\n\nrequire %s %s\n", c.Go, c.Module, c.Version)
+	if c.Patches != "" {
+		s += fmt.Sprintf("\nreplace %s => ./%s\n", c.Module, patchedModuleDir)
+	}
+	return s
 }
 
 func writeScratchModule(dir string, c Component) error {
@@ -265,8 +300,8 @@ func buildBinary(ctx context.Context, c Component, b Binary, o Options, goroot, 
 	if bi.Version, err = versionOutput(ctx, out, b); err != nil {
 		return bi, err
 	}
-	if !strings.Contains(bi.Version, strings.TrimPrefix(c.Version, "v")) {
-		return bi, fmt.Errorf("%s says %q, which does not name %s", b.BinaryName(), bi.Version, c.Version)
+	if !strings.Contains(bi.Version, c.Release()) {
+		return bi, fmt.Errorf("%s says %q, which does not name %s", b.BinaryName(), bi.Version, c.Release())
 	}
 	fmt.Fprintf(o.Log, "[%s] %s: %.0fs, %d bytes, sha256 %s, %q\n", c, bi.Name, bi.Seconds, bi.Size, bi.SHA256, bi.Version)
 	return bi, nil

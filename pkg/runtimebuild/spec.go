@@ -5,7 +5,9 @@
 // the version variables its own Makefile sets, -trimpath and an empty build
 // ID so that a rebuild gives the same bytes. The specs below say, per
 // component, what its Makefile or release script does and where this build
-// deviates from it.
+// deviates from it. A patched component (containerd@1.7.36+compat.1) is
+// built from its module's source with this project's patch series applied
+// (patches.go), and says so in its version.
 package runtimebuild
 
 import (
@@ -44,6 +46,15 @@ type Component struct {
 	// Module and Version are what the proxy serves; Sum is the module's h1:
 	// sum, checked after the download.
 	Module, Version, Sum string
+	// Build is the semver build metadata of a patched build (compat.1):
+	// the component is NAME@<version>+<build> and its binaries report
+	// v<version>+<build>. Bump its number when the series changes what the
+	// binaries do.
+	Build string
+	// Patches is the patch series applied to the module's source before
+	// the build, a directory under PatchesDir (containerd/v1.7); "" builds
+	// the module as released.
+	Patches string
 	// Go is the toolchain the module's go.mod names (its toolchain line,
 	// else its go line); GoSum is the toolchain module's h1: sum.
 	Go, GoSum string
@@ -63,11 +74,26 @@ type Component struct {
 // vouches for, stands in for it.
 func (c Component) Revision() string { return c.Sum }
 
-// ID is <name>-<version without v>, the output directory's name.
-func (c Component) ID() string { return c.Name + "-" + strings.TrimPrefix(c.Version, "v") }
+// Release is the version without v, with the build metadata of a patched
+// build: 1.7.35, 1.7.36+compat.1. The packages and runtime-select name
+// the component's versions so.
+func (c Component) Release() string {
+	r := strings.TrimPrefix(c.Version, "v")
+	if c.Build != "" {
+		r += "+" + c.Build
+	}
+	return r
+}
 
-// String is name@version.
-func (c Component) String() string { return c.Name + "@" + strings.TrimPrefix(c.Version, "v") }
+// StampVersion is the version the binaries report: v1.7.35,
+// v1.7.36+compat.1.
+func (c Component) StampVersion() string { return "v" + c.Release() }
+
+// ID is <name>-<release>, the output directory's name.
+func (c Component) ID() string { return c.Name + "-" + c.Release() }
+
+// String is name@release.
+func (c Component) String() string { return c.Name + "@" + c.Release() }
 
 // LDFlags is the -ldflags value of a binary: the project's stamps, its
 // stripping, and an empty build ID (the link is reproducible without it
@@ -113,7 +139,7 @@ func containerdStamp(pkg string) func(Component) []string {
 	// Makefile: GO_LDFLAGS=-ldflags '-X $(PKG)/version.Version=$(VERSION)
 	// -X $(PKG)/version.Revision=$(REVISION) -X $(PKG)/version.Package=$(PACKAGE) ...'
 	return func(c Component) []string {
-		return []string{"-X", pkg + "/version.Version=" + c.Version, "-X", pkg + "/version.Revision=" + c.Revision(), "-X", pkg + "/version.Package=" + pkg}
+		return []string{"-X", pkg + "/version.Version=" + c.StampVersion(), "-X", pkg + "/version.Revision=" + c.Revision(), "-X", pkg + "/version.Package=" + pkg}
 	}
 }
 
@@ -136,11 +162,25 @@ func containerd(module, version, sum, goVersion, goSum string, shimTags []string
 	}
 }
 
-// Components are the buildable components, by name, newest first. The sums
-// are what the proxy served (go mod download -json) when they were added.
+// patched is c built from its module's source with the series in
+// PatchesDir/<series> applied, as <release>+<build>.
+func patched(c Component, build, series string) Component {
+	c.Build, c.Patches = build, series
+	c.Note += "; patched: the series " + PatchesDir + "/" + series
+	return c
+}
+
+// Components are the buildable components, by name, newest first (a
+// patched build before the stock one it is compared with). The sums are
+// what the proxy served (go mod download -json) when they were added.
 var Components = []Component{
 	containerd("github.com/containerd/containerd/v2", "v2.4.2", "h1:p6Qg+xbEz8lvwdhHDx0U469xENvp4LgGBx+E7djXkGw=",
 		"1.26.6", "h1:owmNw4SPM9h46FGOeGJVUWzFEEDSmO6g7gAtWoXp28s=", []string{"no_grpc"}),
+	// The project's containerd 1.7 (docs/runtime.md): 1.7.36 with the fixes
+	// of runtime/patches/containerd/fixes; 1.7.35 stays beside it as
+	// released, to compare with.
+	patched(containerd("github.com/containerd/containerd", "v1.7.36", "h1:HyMsOG5kmp1LQsGzqwI6Ts06T4VpYZbszfDZYB0bW5w=",
+		"1.25.0", "h1:wVC9wx2XOcP5gHiN8ZzfyTfjlrDLSS7Hu1wjI01n68U=", nil), "compat.1", "containerd/v1.7"),
 	containerd("github.com/containerd/containerd", "v1.7.35", "h1:7AU2T1qI2OdNBmKkreWZ7kASHUNFItN5Hgejd9sY938=",
 		"1.25.0", "h1:wVC9wx2XOcP5gHiN8ZzfyTfjlrDLSS7Hu1wjI01n68U=", nil),
 	{
@@ -188,8 +228,9 @@ func crictl(version, sum, goVersion, goSum string) Component {
 }
 
 // ParseRequest reads "name@version" (versions.ParseRef: the version with
-// or without v) and returns the component; a bare name is its newest
-// version.
+// or without v; a patched build's with its build metadata,
+// containerd@1.7.36+compat.1) and returns the component; a bare name is
+// its newest version.
 func ParseRequest(s string) (Component, error) {
 	name, hasVersion := strings.TrimSpace(s), strings.Contains(s, "@")
 	var want versions.Version
@@ -207,7 +248,7 @@ func ParseRequest(s string) (Component, error) {
 		if c.Name != name {
 			continue
 		}
-		if v, err := versions.ParseRelease(c.Version); !hasVersion || (err == nil && v == want) {
+		if v, err := versions.ParseRelease(c.Release()); !hasVersion || (err == nil && v == want) {
 			return c, nil
 		}
 	}

@@ -1,6 +1,7 @@
 package runtimebuild
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -28,7 +29,11 @@ func TestParseRequest(t *testing.T) {
 		{in: "crictl@1.34.0", wantID: "crictl-1.34.0"},
 		{in: "cni-plugins@1.10.0", wantID: "cni-plugins-1.10.0"},
 		{in: "containerd@1.7", wantErr: `component "containerd@1.7": version "1.7": want MAJOR.MINOR.PATCH`},
-		{in: "containerd@1.7.36", wantErr: `component "containerd@1.7.36" is not known (known: `},
+		{in: "containerd@1.7.36+compat.1", wantID: "containerd-1.7.36+compat.1"},
+		{in: "containerd@v1.7.36+compat.1", wantID: "containerd-1.7.36+compat.1"},
+		// 1.7.36 is built only with the fixes: the name must say so.
+		{in: "containerd@1.7.36", wantErr: `component "containerd@1.7.36" is not known (known: cni-plugins@1.10.0, containerd@1.7.35, containerd@1.7.36+compat.1, containerd@2.4.2, `},
+		{in: "containerd@1.7.36+compat.2", wantErr: `component "containerd@1.7.36+compat.2" is not known`},
 		{in: "docker@1.0.0", wantErr: `component "docker@1.0.0" is not known`},
 		{in: "@1.0.0", wantErr: `component "@1.0.0": want NAME@VERSION`},
 		{in: "runc@1.5.3-rc.1", wantErr: `want MAJOR.MINOR.PATCH`},
@@ -53,7 +58,8 @@ func TestParseRequests(t *testing.T) {
 	}{
 		{in: "containerd@1.7.35,runc@1.5.3", want: []string{"containerd@1.7.35", "runc@1.5.3"}},
 		{in: "runc@1.5.3,runc@v1.5.3,", want: []string{"runc@1.5.3"}},
-		{in: "all", want: []string{"containerd@2.4.2", "containerd@1.7.35", "runc@1.5.3", "crictl@1.37.0", "crictl@1.34.0", "cni-plugins@1.10.0"}},
+		{in: "all", want: []string{"containerd@2.4.2", "containerd@1.7.36+compat.1", "containerd@1.7.35", "runc@1.5.3", "crictl@1.37.0", "crictl@1.34.0", "cni-plugins@1.10.0"}},
+		{in: "containerd@1.7.35,containerd@1.7.36+compat.1", want: []string{"containerd@1.7.35", "containerd@1.7.36+compat.1"}},
 		{in: "", wantErr: "no components given"},
 		{in: "runc@1.5.3,nope@1.0.0", wantErr: `"nope@1.0.0" is not known`},
 	} {
@@ -107,6 +113,9 @@ func TestBuildArgs(t *testing.T) {
 		{req: "containerd@1.7.35", binary: "containerd", wantEnv: "CGO_ENABLED=0", want: []string{"build", "-trimpath", "-buildvcs=false", "-tags", "urfave_cli_no_docs",
 			"-ldflags=-X github.com/containerd/containerd/version.Version=v1.7.35 -X github.com/containerd/containerd/version.Revision=h1:7AU2T1qI2OdNBmKkreWZ7kASHUNFItN5Hgejd9sY938= -X github.com/containerd/containerd/version.Package=github.com/containerd/containerd -s -w -buildid=",
 			"-o", "/o/containerd", "github.com/containerd/containerd/cmd/containerd"}},
+		{req: "containerd@1.7.36+compat.1", binary: "containerd", wantEnv: "CGO_ENABLED=0", want: []string{"build", "-trimpath", "-buildvcs=false", "-tags", "urfave_cli_no_docs",
+			"-ldflags=-X github.com/containerd/containerd/version.Version=v1.7.36+compat.1 -X github.com/containerd/containerd/version.Revision=h1:HyMsOG5kmp1LQsGzqwI6Ts06T4VpYZbszfDZYB0bW5w= -X github.com/containerd/containerd/version.Package=github.com/containerd/containerd -s -w -buildid=",
+			"-o", "/o/containerd", "github.com/containerd/containerd/cmd/containerd"}},
 		{req: "containerd@2.4.2", binary: "containerd-shim-runc-v2", wantEnv: "CGO_ENABLED=0", want: []string{"build", "-trimpath", "-buildvcs=false", "-tags", "urfave_cli_no_docs no_grpc",
 			"-ldflags=-X github.com/containerd/containerd/v2/version.Version=v2.4.2 -X github.com/containerd/containerd/v2/version.Revision=h1:p6Qg+xbEz8lvwdhHDx0U469xENvp4LgGBx+E7djXkGw= -X github.com/containerd/containerd/v2/version.Package=github.com/containerd/containerd/v2 -s -w -buildid=",
 			"-o", "/o/containerd-shim-runc-v2", "github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2"}},
@@ -152,6 +161,15 @@ func TestSpecsAreComplete(t *testing.T) {
 			for _, b := range c.Binaries {
 				assert.Check(t, b.BinaryName() != "")
 			}
+			// A patched build names itself as one and has its series.
+			assert.Check(t, (c.Build == "") == (c.Patches == ""), "build %q, series %q", c.Build, c.Patches)
+			if c.Patches != "" {
+				assert.Check(t, c.Name != "runc", "runc's version is embedded: it cannot say it is patched")
+				assert.Check(t, is.Contains(c.LDFlags(), c.StampVersion()))
+				patches, err := Series(filepath.Join("..", "..", PatchesDir), c)
+				assert.Check(t, err)
+				assert.Check(t, len(patches) > 0)
+			}
 		})
 	}
 }
@@ -188,6 +206,25 @@ func TestCrictlFor(t *testing.T) {
 func TestScratchGoMod(t *testing.T) {
 	c := mustComponent(t, "runc@1.5.3")
 	assert.Check(t, is.Equal(ScratchGoMod(c), "module kubelet-compat.local/runtime-build\n\ngo 1.25.0\n\nrequire github.com/opencontainers/runc v1.5.3\n"))
+	// A patched build compiles the patched copy beside go.mod.
+	c = patched(c, "compat.1", "runc/v1.5")
+	assert.Check(t, is.Equal(ScratchGoMod(c), "module kubelet-compat.local/runtime-build\n\ngo 1.25.0\n\nrequire github.com/opencontainers/runc v1.5.3\n\nreplace github.com/opencontainers/runc => ./module\n"))
+}
+
+// TestPatchedNames: a patched build is named and stamped with its build
+// metadata everywhere, the module it is built from keeps its version.
+func TestPatchedNames(t *testing.T) {
+	stock := mustComponent(t, "containerd@1.7.35")
+	c := patched(stock, "compat.1", "containerd/v1.7")
+	assert.Check(t, is.Equal(c.Release(), "1.7.35+compat.1"))
+	assert.Check(t, is.Equal(c.StampVersion(), "v1.7.35+compat.1"))
+	assert.Check(t, is.Equal(c.String(), "containerd@1.7.35+compat.1"))
+	assert.Check(t, is.Equal(c.ID(), "containerd-1.7.35+compat.1"))
+	assert.Check(t, is.Contains(c.LDFlags(), "-X github.com/containerd/containerd/version.Version=v1.7.35+compat.1 "))
+	assert.Check(t, is.Equal(c.Module+"@"+c.Version, "github.com/containerd/containerd@v1.7.35"))
+	assert.Check(t, is.Contains(c.Note, "patched: the series runtime/patches/containerd/v1.7"))
+	assert.Check(t, is.Equal(stock.Release(), "1.7.35"))
+	assert.Check(t, is.Equal(stock.StampVersion(), "v1.7.35"))
 }
 
 func TestDiffer(t *testing.T) {

@@ -1,6 +1,7 @@
 // Package versions parses and orders the versions the project names: a
 // Kubernetes release (1.31.14, or a pre-release such as 1.38.0-beta.0), a
-// component release (1.7.35 or v1.7.35) and a runtime component reference
+// component release (1.7.35 or v1.7.35, or this project's patched build of
+// one, 1.7.36+compat.1) and a runtime component reference
 // (containerd@1.7.35). Every caller parses them here.
 package versions
 
@@ -11,13 +12,17 @@ import (
 	"strings"
 )
 
-// Version is MAJOR.MINOR.PATCH with an optional pre-release. The zero
-// value is 0.0.0.
+// Version is MAJOR.MINOR.PATCH with an optional pre-release, or a
+// component release with build metadata. The zero value is 0.0.0.
 type Version struct {
 	Major, Minor, Patch int
 	// pre is the pre-release kind (0: a release, 1 alpha, 2 beta, 3 rc),
 	// preN its number.
 	pre, preN int
+	// Build is semver build metadata: compat.1 of 1.7.36+compat.1, this
+	// project's patched build of the release 1.7.36. It tells two builds
+	// of one release apart (==), not their order (Compare ignores it).
+	Build string
 }
 
 // preKinds are the pre-releases Kubernetes publishes, in their order.
@@ -43,13 +48,30 @@ func ParseKubernetes(s string) (Version, error) {
 }
 
 // ParseRelease reads a component's release, MAJOR.MINOR.PATCH with or
-// without a leading v (1.7.35, v1.7.35), no pre-release.
+// without a leading v (1.7.35, v1.7.35), no pre-release, with or without
+// build metadata (1.7.36+compat.1: dot-separated identifiers of letters,
+// digits and hyphens).
 func ParseRelease(s string) (Version, error) {
-	v, ok := parseCore(strings.TrimPrefix(s, "v"))
+	core, build, hasBuild := strings.Cut(strings.TrimPrefix(s, "v"), "+")
+	v, ok := parseCore(core)
+	if ok && hasBuild {
+		v.Build, ok = build, buildMetadata(build)
+	}
 	if !ok {
-		return Version{}, fmt.Errorf("version %q: want MAJOR.MINOR.PATCH", s)
+		return Version{}, fmt.Errorf("version %q: want MAJOR.MINOR.PATCH or MAJOR.MINOR.PATCH+BUILD", s)
 	}
 	return v, nil
+}
+
+// buildMetadata says whether s is semver build metadata: dot-separated
+// non-empty identifiers of [0-9A-Za-z-].
+func buildMetadata(s string) bool {
+	for _, id := range strings.Split(s, ".") {
+		if id == "" || strings.Trim(id, "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-") != "" {
+			return false
+		}
+	}
+	return true
 }
 
 // Leading is the release a runtime reports at the start of its version:
@@ -106,18 +128,22 @@ func (v Version) PreRelease() string {
 	return preKinds[v.pre] + "." + strconv.Itoa(v.preN)
 }
 
-// String is MAJOR.MINOR.PATCH[-PRE], without a v.
+// String is MAJOR.MINOR.PATCH[-PRE][+BUILD], without a v.
 func (v Version) String() string {
 	s := fmt.Sprintf("%d.%d.%d", v.Major, v.Minor, v.Patch)
 	if p := v.PreRelease(); p != "" {
 		s += "-" + p
+	}
+	if v.Build != "" {
+		s += "+" + v.Build
 	}
 	return s
 }
 
 // Compare is -1, 0 or 1 as v is older than, the same as or newer than w:
 // by major, minor and patch, then a pre-release before its release
-// (alpha, beta, rc, each by its number).
+// (alpha, beta, rc, each by its number). Build metadata has no precedence
+// (semver): 1.7.36+compat.1 is as new as 1.7.36.
 func (v Version) Compare(w Version) int {
 	a := [5]int{v.Major, v.Minor, v.Patch, rank(v.pre), v.preN}
 	b := [5]int{w.Major, w.Minor, w.Patch, rank(w.pre), w.preN}
@@ -144,13 +170,14 @@ func rank(pre int) int {
 func (v Version) Less(w Version) bool { return v.Compare(w) < 0 }
 
 // Ref is a runtime component's release, as make runtime, the runtime
-// packages and the Plans' KC_RUNTIME name it: containerd@1.7.35.
+// packages and the Plans' KC_RUNTIME name it: containerd@1.7.35, or
+// containerd@1.7.36+compat.1 for the project's patched build.
 type Ref struct {
 	Name    string
 	Version Version
 }
 
-// String is NAME@MAJOR.MINOR.PATCH, without a v.
+// String is NAME@MAJOR.MINOR.PATCH[+BUILD], without a v.
 func (r Ref) String() string { return r.Name + "@" + r.Version.String() }
 
 // ErrNotRef is SplitRef's and ParseRef's error for a string that is not

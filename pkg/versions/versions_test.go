@@ -67,17 +67,41 @@ func TestParseRelease(t *testing.T) {
 		{in: "1.07.35", err: true},
 		{in: "1.7.-1", err: true},
 		{in: "", err: true},
+		{in: "1.7.36+compat.1", want: "1.7.36+compat.1"},
+		{in: "v1.7.36+compat.1", want: "1.7.36+compat.1"},
+		{in: "1.7.36+exp-sha.5114f85", want: "1.7.36+exp-sha.5114f85"},
+		{in: "1.7.36+", err: true},
+		{in: "1.7.36+compat..1", err: true},
+		{in: "1.7.36+compat_1", err: true},
+		{in: "1.7.36+compat.1+2", err: true},
+		{in: "1.5.3-rc.1+compat.1", err: true},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
 			v, err := ParseRelease(tc.in)
 			if tc.err {
-				assert.Error(t, err, `version "`+tc.in+`": want MAJOR.MINOR.PATCH`)
+				assert.Error(t, err, `version "`+tc.in+`": want MAJOR.MINOR.PATCH or MAJOR.MINOR.PATCH+BUILD`)
 				return
 			}
 			assert.NilError(t, err)
 			assert.Equal(t, tc.want, v.String())
 		})
 	}
+}
+
+// TestBuildMetadata: a patched build is another build of the same
+// release: told apart, not ordered.
+func TestBuildMetadata(t *testing.T) {
+	stock, err := ParseRelease("1.7.36")
+	assert.NilError(t, err)
+	ours, err := ParseRelease("v1.7.36+compat.1")
+	assert.NilError(t, err)
+	assert.Equal(t, ours.Build, "compat.1")
+	assert.Check(t, stock != ours)
+	assert.Equal(t, stock.Compare(ours), 0)
+	older, err := ParseRelease("1.7.35")
+	assert.NilError(t, err)
+	assert.Check(t, older.Less(ours))
+	assert.Equal(t, ours.PreRelease(), "")
 }
 
 func TestLeading(t *testing.T) {
@@ -145,14 +169,15 @@ func TestParseRef(t *testing.T) {
 		{in: "runc@v1.5.3", name: "runc", version: "1.5.3"},
 		{in: " cni-plugins@1.10.0 ", name: "cni-plugins", version: "1.10.0"},
 		{in: "crio@1.31.0", name: "crio", version: "1.31.0"},
+		{in: "containerd@1.7.36+compat.1", name: "containerd", version: "1.7.36+compat.1"},
 		{in: "containerd", err: "want NAME@VERSION, e.g. containerd@1.7.35"},
 		{in: "1.7.35", err: "want NAME@VERSION, e.g. containerd@1.7.35"},
 		{in: "@1.7.35", err: "want NAME@VERSION, e.g. containerd@1.7.35"},
 		{in: "containerd@", err: "want NAME@VERSION, e.g. containerd@1.7.35"},
 		{in: "", err: "want NAME@VERSION, e.g. containerd@1.7.35"},
-		{in: "containerd@1.7", err: `version "1.7": want MAJOR.MINOR.PATCH`},
-		{in: "runc@1.5.3-rc.1", err: `version "1.5.3-rc.1": want MAJOR.MINOR.PATCH`},
-		{in: "containerd@1.7.35@2", err: `version "1.7.35@2": want MAJOR.MINOR.PATCH`},
+		{in: "containerd@1.7", err: `version "1.7": want MAJOR.MINOR.PATCH or MAJOR.MINOR.PATCH+BUILD`},
+		{in: "runc@1.5.3-rc.1", err: `version "1.5.3-rc.1": want MAJOR.MINOR.PATCH or MAJOR.MINOR.PATCH+BUILD`},
+		{in: "containerd@1.7.35@2", err: `version "1.7.35@2": want MAJOR.MINOR.PATCH or MAJOR.MINOR.PATCH+BUILD`},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
 			r, err := ParseRef(tc.in)

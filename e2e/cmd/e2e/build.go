@@ -15,11 +15,14 @@ var (
 	// localBinaries are the patched binaries of a local plan whose mode
 	// names none (modePlan.binaries).
 	localBinaries = []string{"kubelet"}
+	// runtimeWith move with the containerds of the local provider: runc
+	// and the CNI plugins.
+	runtimeWith = []string{"runc@1.5.3", "cni-plugins@1.10.0"}
 	// runtimeComponents are what -mode runtime builds first (make
 	// runtime: cached once built, about 33 minutes cold): the containerds
-	// of its default road with runc and the CNI plugins they move with;
-	// Debian's containerd 1.6.20 needs no build.
-	runtimeComponents = []string{"containerd@1.7.35", "containerd@2.4.2", "runc@1.5.3", "cni-plugins@1.10.0"}
+	// of its default road with what moves with them; Debian's containerd
+	// 1.6.20 needs no build.
+	runtimeComponents = append([]string{"containerd@1.7.35", "containerd@2.4.2"}, runtimeWith...)
 	// kindPatched and kindReleased are what a kind plan's versions are
 	// built with, patched (the node packages) and as released (the
 	// control plane's images, and the controls' kubelets).
@@ -68,9 +71,27 @@ func buildList(provider string, pl modePlan, runner plan.Runner, p plan.Plan) ([
 		out = append(out, build(patched, true, pl.released))
 	}
 	if pl.runtime {
-		out = append(out, "runtime RUNTIME_COMPONENTS="+strings.Join(runtimeComponents, ","))
+		components := runtimeComponents
+		if len(p.ShimFaults) > 0 {
+			components = shimFaultComponents(p.ShimFaults)
+		}
+		out = append(out, "runtime RUNTIME_COMPONENTS="+strings.Join(components, ","))
 	}
 	return out, nil
+}
+
+// shimFaultComponents are the containerds of -shim-faults' runs, with
+// what moves with them.
+func shimFaultComponents(runs []plan.ShimFaultRun) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, r := range runs {
+		if s := r.Runtime.String(); !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return append(out, runtimeWith...)
 }
 
 // printBuild prints buildList (-print-build).

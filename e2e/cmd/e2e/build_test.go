@@ -54,6 +54,10 @@ func TestPrintBuild(t *testing.T) {
 			"build VERSIONS=1.37.2 BINARIES=kubelet", "build VERSIONS=1.37.2 PATCHED=false BINARIES=kubelet", runtime}},
 		{args: []string{"-mode", "runtime", "-runtime-kubelet", "1.37.2", "-runtime-steps", "containerd@1.7.35:containerd@2.4.2", "-runtime-order", "1.36.5:1.37.2"}, want: []string{
 			"build VERSIONS=1.36.5,1.37.2 BINARIES=kubelet", "build VERSIONS=1.36.5,1.37.2 PATCHED=false BINARIES=kubelet", runtime}},
+		// The shim faults need only the patched kubelet, and the
+		// containerds they compare.
+		{args: []string{"-mode", "runtime", "-shim-faults", "all"}, want: []string{
+			"build VERSIONS=1.37.2 BINARIES=kubelet", "runtime RUNTIME_COMPONENTS=containerd@1.7.35,containerd@1.7.36+compat.1,runc@1.5.3,cni-plugins@1.10.0"}},
 		{args: []string{"-provider", "kind", "-mode", "ci"}, want: []string{
 			"build VERSIONS=1.20.15,1.21.14" + kindPatched, "build VERSIONS=1.20.15,1.21.14" + kindReleased}},
 		{args: []string{"-provider", "kind", "-mode", "full"}, want: []string{

@@ -28,6 +28,7 @@ type options struct {
 	resizePending, cpVersion, fleetRuns               string
 	recordAfterSwap, toGates, cliPath                 string
 	runtimeSteps, runtimeKubelet, runtimeOrder, road  string
+	shimFaults, shimFaultRuntimes                     string
 	api, faults, patched, controls, runtimeChain      bool
 	admissionRace, resizeGate, readiness, printBuild  bool
 	pods                                              int
@@ -70,6 +71,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fl.StringVar(&o.runtimeSteps, "runtime-steps", "", "local provider, static pods: swap the container runtime under a running kubelet instead of the kubelet: from:to,... (e.g. "+plan.DefaultRuntimeSteps+", the default of -mode runtime; -mode steps takes them instead of kubelet steps); builds of make runtime in <output>/runtime, else Debian's containerd at its version")
 	fl.StringVar(&o.runtimeKubelet, "runtime-kubelet", plan.DefaultRuntimeKubelet, "the kubelet the runtime steps run under (patched, and as released for the controls), the same binary across each step; every runtime of the steps must serve it (pkg/runtimecompat)")
 	fl.StringVar(&o.runtimeOrder, "runtime-order", "", "-mode runtime with one runtime step: the kubelet step from:to (e.g. 1.36.5:1.37.2) to measure the runtime step against, in every order (runtime first under the old kubelet, kubelet first, both in one window while no kubelet runs), each from one start, patched then as released; replaces -runtime-kubelet")
+	fl.StringVar(&o.shimFaults, "shim-faults", "", "-mode runtime, local provider: instead of the runtime steps, the negative controls of this project's containerd patch series (docs/runtime.md): each fault (all, or "+strings.Join(shimFaultNames(), ", ")+") made on each of -shim-fault-runtimes from a baseline of its own under the patched -runtime-kubelet, then containerd restarted in place; a containerd with the fix must keep every pod, one without it must lose the faulted pod")
+	fl.StringVar(&o.shimFaultRuntimes, "shim-fault-runtimes", plan.DefaultShimFaultRuntimes, "-shim-faults: the containerds (1.7 and later; builds of make runtime) each fault is made on, e.g. containerd as released and ours")
 	fl.BoolVar(&o.runtimeChain, "runtime-chain", false, "the runtime steps as one road on ONE set of containers (each step starts where the one before ended, e.g. 1.6.20 -> 1.7.35 -> 2.4.2 on the containers 1.6.20 started): the patched kubelet over the road, then the control; default: each step from a fresh baseline on its From runtime")
 	fl.StringVar(&o.road, "road", "", "-mode steps, kind provider: a road instead of -versions, the kubelet versions and the runtimes in the order the cluster reaches them, e.g. 1.30.14,1.31.14,containerd@1.7.35,1.32.13,containerd@2.4.2,1.33.13: born on "+plan.KindRuntime.String()+" (Debian's, the node image's), each runtime moved in place on every node under the kubelet before it with the project's runtime packages (make runtime-deb; runtime-select --restart-containerd), 0 restarts asserted on the patched cluster; with controls ONE control cluster over the same road (its first move after its first kubelet step); every kubelet must be served by its runtime (pkg/runtimecompat)")
 	if err := fl.Parse(args); err != nil {
@@ -192,6 +195,7 @@ func (o *options) planAndRunner(pl modePlan, rolls []string, rootPath, repoRoot 
 	p.RuntimeMoves = pl.runtimeMoves
 	if len(pl.runtimeSteps) > 0 {
 		p.RuntimeSteps, p.RuntimeKubelet, p.RuntimeChain, p.RuntimeOrder = pl.runtimeSteps, o.runtimeKubelet, o.runtimeChain, pl.runtimeOrder
+		p.ShimFaults = pl.shimFaults
 	}
 	var err error
 	if p.RecordAfterSwap, err = plan.ParseRecordAfterSwap(o.recordAfterSwap, p.Steps, !pl.api); err != nil {
@@ -238,6 +242,9 @@ func (o *options) planAndRunner(pl modePlan, rolls []string, rootPath, repoRoot 
 // runtimePlan reads -runtime-steps (-mode runtime: the default road) into
 // pl: runtime steps replace the kubelet steps, on the local provider.
 func (o *options) runtimePlan(pl *modePlan) error {
+	if o.shimFaults != "" {
+		return o.shimFaultPlan(pl)
+	}
 	list := o.runtimeSteps
 	if list == "" && pl.runtime {
 		list = plan.DefaultRuntimeSteps
@@ -274,6 +281,39 @@ func (o *options) runtimePlan(pl *modePlan) error {
 	}
 	pl.runtimeOrder = order[0]
 	return plan.CheckRuntimeOrder(order[0], steps)
+}
+
+// shimFaultPlan reads -shim-faults and -shim-fault-runtimes into pl: the
+// faults' runs replace the runtime steps, which become the runtimes'
+// restarts.
+func (o *options) shimFaultPlan(pl *modePlan) error {
+	switch {
+	case o.provider != "local":
+		return errors.New("-shim-faults run on the local provider only")
+	case o.mode != "runtime":
+		return fmt.Errorf("-shim-faults go with -mode runtime, not %s", o.mode)
+	case o.runtimeSteps != "" || o.runtimeOrder != "" || o.runtimeChain:
+		return errors.New("-shim-faults replace the runtime steps: not with -runtime-steps, -runtime-order or -runtime-chain")
+	}
+	faults, err := plan.ParseShimFaults(o.shimFaults)
+	if err != nil {
+		return err
+	}
+	rts, err := plan.ParseShimFaultRuntimes(o.shimFaultRuntimes)
+	if err != nil {
+		return fmt.Errorf("-shim-fault-runtimes: %w", err)
+	}
+	pl.runtimeSteps, pl.steps, pl.extras = plan.RestartSteps(rts), nil, false
+	pl.shimFaults = plan.ShimFaultRuns(faults, rts)
+	return nil
+}
+
+func shimFaultNames() []string {
+	var out []string
+	for _, f := range plan.ShimFaults {
+		out = append(out, string(f))
+	}
+	return out
 }
 
 // roadPlan reads -road into pl: the kubelet steps of its chain and the

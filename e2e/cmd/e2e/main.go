@@ -50,6 +50,9 @@ type modePlan struct {
 	runtimeOrder plan.Step
 	// runtimeMoves: -road's runtime moves between its kubelet steps.
 	runtimeMoves []plan.RuntimeMove
+	// shimFaults: -shim-faults' runs (runtimeSteps are then the
+	// runtimes' restarts).
+	shimFaults []plan.ShimFaultRun
 	// binaries are built patched for the local provider (none: the
 	// kubelet alone), released are built as released for every version
 	// of the plan (-print-build).
@@ -169,7 +172,13 @@ func execute(o *options, runner plan.Runner, p plan.Plan, stdout, stderr io.Writ
 		steps = append(steps, s.String())
 	}
 	for _, s := range p.RuntimeSteps {
+		if len(p.ShimFaults) > 0 {
+			break
+		}
 		steps = append(steps, "runtime "+s.String())
+	}
+	for _, f := range p.ShimFaults {
+		steps = append(steps, "shim fault "+f.String())
 	}
 	fmt.Fprintf(stdout, "e2e %s: %s, %s\n", o.mode, strings.Join(steps, ", "), runner.Describe(p))
 	rep := &report.Report{Mode: o.mode, Provider: runner.Name(), StartedAt: time.Now()}

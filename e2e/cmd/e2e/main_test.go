@@ -369,6 +369,53 @@ func TestRuntimeModePlan(t *testing.T) {
 	}
 }
 
+// TestShimFaultPlan: -shim-faults replace the runtime steps with each fault
+// on each containerd (restarted in place), under the patched kubelet
+// alone; refused, in one line and before anything is made, where they
+// cannot run.
+func TestShimFaultPlan(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "e2e-root")
+	o, err := parseFlags([]string{"-mode", "runtime", "-shim-faults", "pids-error"}, &bytes.Buffer{})
+	assert.NilError(t, err)
+	pl, _, err := o.modePlan()
+	assert.NilError(t, err)
+	assert.Equal(t, len(pl.shimFaults), 2)
+	assert.Equal(t, pl.shimFaults[1].String(), "pids-error on containerd@1.7.36+compat.1")
+	assert.Equal(t, pl.runtimeSteps[0].String(), "containerd@1.7.35 -> containerd@1.7.35")
+	p, runner, err := o.planAndRunner(pl, nil, root, t.TempDir(), &bytes.Buffer{})
+	assert.NilError(t, err)
+	assert.Equal(t, len(p.ShimFaults), 2)
+	assert.Assert(t, !p.ShimFaults[0].Keeps && p.ShimFaults[1].Keeps)
+	patched, unpatched, err := runner.Versions(p)
+	assert.NilError(t, err)
+	assert.DeepEqual(t, patched, []string{"1.37.2"})
+	assert.Equal(t, len(unpatched), 0)
+	assert.Assert(t, strings.Contains(runner.Describe(p), "2 shim faults, each made under kubelet 1.37.2 and containerd restarted in place"))
+
+	for _, tt := range []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{name: "kind", args: []string{"-mode", "runtime", "-provider", "kind", "-shim-faults", "all"}, wantErr: "-shim-faults run on the local provider only"},
+		{name: "other mode", args: []string{"-mode", "steps", "-shim-faults", "all"}, wantErr: "-shim-faults go with -mode runtime, not steps"},
+		{name: "with runtime steps", args: []string{"-mode", "runtime", "-shim-faults", "all", "-runtime-steps", "containerd@1.6.20:containerd@1.7.35"}, wantErr: "not with -runtime-steps"},
+		{name: "unknown fault", args: []string{"-mode", "runtime", "-shim-faults", "split"}, wantErr: `unknown shim fault "split"`},
+		{name: "containerd 1.6", args: []string{"-mode", "runtime", "-shim-faults", "all", "-shim-fault-runtimes", "containerd@1.6.20"}, wantErr: "-shim-fault-runtimes: runtime containerd@1.6.20: a shim fault costs a pod only on containerd 1.7 and later"},
+		{name: "a kubelet a runtime cannot serve", args: []string{"-mode", "runtime", "-shim-faults", "all", "-shim-fault-runtimes", "containerd@2.4.2", "-runtime-kubelet", "1.21.14"}, wantErr: "kubelet 1.21 speaks only CRI v1alpha2"},
+		{name: "API mode", args: []string{"-mode", "runtime", "-shim-faults", "all", "-api"}, wantErr: "static pods alone"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(append(tt.args, "-root", root), &stdout, &stderr)
+			assert.Equal(t, code, 2, "stdout: %s\nstderr: %s", stdout.String(), stderr.String())
+			assert.Assert(t, strings.Contains(stderr.String(), tt.wantErr), stderr.String())
+			_, err := os.Stat(root)
+			assert.Assert(t, os.IsNotExist(err), "the refused run made its root")
+		})
+	}
+}
+
 // TestTryAndRuntimeOrderRefused: -mode try holds a kind cluster; on the local
 // provider it is refused in one line before anything is made, and so is
 // -runtime-order with a chain or with two runtime steps.

@@ -37,6 +37,11 @@ type Plan struct {
 	// RuntimeOrder, when set, measures the one runtime step against this
 	// kubelet step in every RuntimeOrder instead (OrderRuns).
 	RuntimeOrder Step
+	// ShimFaults, when set, make each fault on each containerd instead
+	// (ShimFaultRuns): a baseline under the patched RuntimeKubelet, the
+	// fault, containerd restarted in place. RuntimeSteps are then the
+	// runtimes' restarts (RestartSteps).
+	ShimFaults []ShimFaultRun
 	// RuntimeMoves move every node's container runtime in place between
 	// the kubelet steps, under the kubelet the cluster reached (a road,
 	// ParseRoad; kind provider): the patched chain and, with Controls, one

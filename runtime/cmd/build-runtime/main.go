@@ -1,9 +1,12 @@
 // Command build-runtime builds the container runtime of a node from the Go
 // module proxy (containerd with its runc shim and ctr, runc, crictl, the CNI
 // plugins; see pkg/runtimebuild) into $KC_CACHE/runtime/<name>-<version>/
-// and copies each to _output/runtime/<name>-<version>/.
+// and copies each to _output/runtime/<name>-<version>/. A patched
+// component (containerd@1.7.36+compat.1) is built with its patch series
+// from runtime/patches applied.
 //
 //	go run ./runtime/cmd/build-runtime build -components containerd@1.7.35,runc@1.5.3
+//	go run ./runtime/cmd/build-runtime build -components containerd@1.7.36+compat.1
 //	go run ./runtime/cmd/build-runtime verify -components runc@1.5.3
 //	go run ./runtime/cmd/build-runtime list
 package main
@@ -32,7 +35,7 @@ func main() {
 	}
 }
 
-const usage = "usage: build-runtime build|verify|list [-components NAME@VERSION,...|all] [-output DIR] [-rebuild]"
+const usage = "usage: build-runtime build|verify|list [-components NAME@VERSION,...|all] [-output DIR] [-patches DIR] [-rebuild]"
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
@@ -44,6 +47,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	components := fs.String("components", "", "comma-separated NAME@VERSION, or all (build-runtime list names them)")
 	output := fs.String("output", "_output/runtime", "where each component is copied, as <name>-<version>/")
 	rebuild := fs.Bool("rebuild", false, "build again even when the cache holds a build")
+	patches := fs.String("patches", runtimebuild.PatchesDir, "the patch series of the patched components, as <dir>/<component's series>/series")
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(stdout, usage)
@@ -69,7 +73,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := hostdeps.Ensure(ctx, stderr, hostdeps.Runtime); err != nil {
 		return err
 	}
-	o := runtimebuild.Options{CacheDir: cachedir.Resolve(os.Getenv(cachedir.Env)), OutputDir: *output, Rebuild: *rebuild, Log: stderr}
+	o := runtimebuild.Options{CacheDir: cachedir.Resolve(os.Getenv(cachedir.Env)), OutputDir: *output, Rebuild: *rebuild, PatchesDir: *patches, Log: stderr}
 	for _, c := range comps {
 		if sub == "verify" {
 			if err := verify(ctx, c, o, stdout); err != nil {
@@ -109,7 +113,11 @@ func list(w io.Writer) error {
 		for _, b := range c.Binaries {
 			bins = append(bins, b.BinaryName())
 		}
-		fmt.Fprintf(w, "%s\t%s@%s\tgo%s\t%s\n", c, c.Module, c.Version, c.Go, strings.Join(bins, " "))
+		patched := ""
+		if c.Patches != "" {
+			patched = "\tpatched: " + runtimebuild.PatchesDir + "/" + c.Patches
+		}
+		fmt.Fprintf(w, "%s\t%s@%s\tgo%s\t%s%s\n", c, c.Module, c.Version, c.Go, strings.Join(bins, " "), patched)
 	}
 	for minor := 18; minor <= 38; minor++ {
 		c, note := runtimebuild.CrictlFor(minor)

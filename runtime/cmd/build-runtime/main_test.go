@@ -21,6 +21,7 @@ func TestRunBadInput(t *testing.T) {
 		{[]string{"build"}, "no components given"},
 		{[]string{"build", "-components", "containerd@1.7"}, `version "1.7": want MAJOR.MINOR.PATCH`},
 		{[]string{"verify", "-components", "docker@1.0.0"}, `component "docker@1.0.0" is not known`},
+		{[]string{"build", "-components", "containerd@1.7.36"}, `component "containerd@1.7.36" is not known (known: `},
 		{[]string{"build", "-components", "runc@1.5.3", "extra"}, `unexpected argument "extra"`},
 		{[]string{"build", "-nope"}, "flag provided but not defined: -nope; usage: build-runtime"},
 	} {
@@ -39,6 +40,7 @@ func TestList(t *testing.T) {
 	assert.NilError(t, run(context.Background(), []string{"list"}, &out, &out))
 	for _, want := range []string{
 		"containerd@1.7.35\tgithub.com/containerd/containerd@v1.7.35\tgo1.25.0\tcontainerd containerd-shim-runc-v2 ctr\n",
+		"containerd@1.7.36+compat.1\tgithub.com/containerd/containerd@v1.7.36\tgo1.25.0\tcontainerd containerd-shim-runc-v2 ctr\tpatched: runtime/patches/containerd/v1.7\n",
 		"runc@1.5.3\tgithub.com/opencontainers/runc@v1.5.3\tgo1.25.0\trunc\n",
 		"kubernetes 1.26\tcrictl v1.34.0\n",
 		"kubernetes 1.35\tcrictl v1.37.0\n",

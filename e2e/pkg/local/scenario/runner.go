@@ -42,6 +42,9 @@ func (l *Local) Check(p plan.Plan) error {
 		if l.Options.API || l.Options.Admission || l.Options.Devices || len(p.Steps) > 0 {
 			return errors.New("runtime steps run with static pods alone: not in API mode, not with kubelet steps")
 		}
+		if len(p.ShimFaults) > 0 && (p.RuntimeChain || p.RuntimeOrder.From != "") {
+			return errors.New("shim faults restart each runtime from a baseline of its own: not with a runtime chain or order")
+		}
 		if p.RuntimeChain {
 			if err := plan.CheckRuntimeChain(p.RuntimeSteps); err != nil {
 				return err
@@ -60,6 +63,11 @@ func (l *Local) Versions(p plan.Plan) (patched, unpatched []string, err error) {
 	if p.RuntimeOrder.From != "" {
 		patched, unpatched = plan.OrderVersions(p.RuntimeOrder, p.Controls)
 		return patched, unpatched, nil
+	}
+	if len(p.ShimFaults) > 0 {
+		// The runtimes are what the faults compare: the kubelet is the
+		// patched one alone.
+		return []string{p.RuntimeKubelet}, nil, nil
 	}
 	if len(p.RuntimeSteps) > 0 {
 		patched, unpatched = plan.RuntimeVersions(p.RuntimeKubelet, p.Controls)
@@ -82,6 +90,8 @@ func (l *Local) Describe(p plan.Plan) string {
 		pods += ", CLI " + l.Options.CLI
 	}
 	switch {
+	case len(p.ShimFaults) > 0:
+		pods += fmt.Sprintf(", %d shim faults, each made under kubelet %s and containerd restarted in place", len(p.ShimFaults), p.RuntimeKubelet)
 	case p.RuntimeOrder.From != "":
 		pods += ", the container runtime step against the kubelet step " + p.RuntimeOrder.String() + " in every order"
 	case len(p.RuntimeSteps) > 0:

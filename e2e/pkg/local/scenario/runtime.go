@@ -33,6 +33,9 @@ func (s *Scenario) runtimeRuns(ctx context.Context) error {
 	if s.opts.RuntimeOrder.From != "" {
 		return s.orderRuns(ctx)
 	}
+	if len(s.opts.ShimFaults) > 0 {
+		return s.shimFaultRuns(ctx)
+	}
 	if err := s.needKubelets(s.opts.RuntimeKubelet); err != nil {
 		return err
 	}
