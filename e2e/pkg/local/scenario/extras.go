@@ -29,6 +29,8 @@ func (s *Scenario) extras(ctx context.Context, last Step) error {
 	s.check(s.sweepKeeps(ctx))
 	s.check(s.genuineChange(ctx))
 	s.check(s.genuineRecorded(ctx))
+	// The genuine change's restart in the kubelet's restarted counter.
+	s.check(s.compatMetricsCheck(ctx, "after the genuine change", "patched", recordedKubelet{PID: s.kubelet.PID, Patched: true}))
 
 	if err := s.baseline(ctx, last.From); err != nil {
 		return err
