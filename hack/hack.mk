@@ -1,11 +1,13 @@
 # Generators and verifiers (owned by hack/), and the test entry points.
 #
 # `make test` (CI's first step): formatting, vet, unit tests (with the
-# compat-file parser's and the sock_diag parser's fuzz seeds), the race detector on the library
-# and the runtime's patch series (generated, applying to their modules' source; the module zips,
-# 3.3 MB for containerd v1.7.36, come through the module cache);
+# compat-file parser's and the sock_diag parser's fuzz seeds) and the
+# runtime's patch series (generated, applying to their modules' source; the
+# module zips, 3.3 MB for containerd v1.7.36, come through the module cache);
 # nothing in it needs a Kubernetes tree or an old Go toolchain, nor builds the runtime.
-# `make verify` (CI's next step): the tree-level checks, the library's build
+# `make verify` (CI's next step): the race detector on the library (its
+# dependencies compiled again with -race: over a minute cold, so out of the
+# newcomer's `make test`), the tree-level checks, the library's build
 # with the oldest supported tree's Go (go1.13.15, downloaded) and the
 # staleness checks of everything generated (every pristine tree fetched,
 # every minor's k8s.io/api compiled).
@@ -14,9 +16,9 @@ GO_PACKAGES := ./...
 
 .PHONY: test verify verify-gofmt vet unit race verify-runtime-patches check-library verify-generated generate fuzz bench
 
-test: deps verify-gofmt vet unit race verify-runtime-patches
+test: deps verify-gofmt vet unit verify-runtime-patches
 
-verify: deps check-library verify-generated
+verify: deps race check-library verify-generated
 
 # Debian packages the tests need (rpmbuild for the RPM tests, dpkg-deb and
 # lintian for the .deb tests, patch for verify-patches, busybox for
