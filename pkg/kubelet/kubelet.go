@@ -133,12 +133,18 @@ func (k *Kubelet) CountLines(substr string) (int, error) {
 
 // Lines are the lines of this kubelet's log that contain substr.
 func (k *Kubelet) Lines(substr string) ([]string, error) {
-	f, err := os.Open(k.LogFile)
+	return LinesSince(k.LogFile, k.logOffset, substr)
+}
+
+// LinesSince are the lines of the log at path after offset that contain
+// substr (a kubelet's or containerd's log, read from where a run began).
+func LinesSince(path string, offset int64, substr string) ([]string, error) {
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	if _, err := f.Seek(k.logOffset, io.SeekStart); err != nil {
+	if _, err := f.Seek(offset, io.SeekStart); err != nil {
 		return nil, err
 	}
 	var out []string

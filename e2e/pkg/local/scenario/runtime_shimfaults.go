@@ -12,7 +12,6 @@ package scenario
 // pod kept because the fault missed is never counted for the fix.
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -31,6 +30,7 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/plan"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/swap"
+	"github.com/kubelet-compat/kubelet-compat/pkg/kubelet"
 	"github.com/kubelet-compat/kubelet-compat/pkg/runcstate"
 	"github.com/kubelet-compat/kubelet-compat/pkg/shimgroups"
 	"github.com/kubelet-compat/kubelet-compat/pkg/snapshot"
@@ -221,7 +221,7 @@ func (s *Scenario) restartWithFault(ctx context.Context, r plan.ShimFaultRun, st
 	}
 	var pids report.Check
 	if r.Fault == plan.PidsError {
-		lines, err := linesSince(logPath, offset, victim.ID)
+		lines, err := kubelet.LinesSince(logPath, offset, victim.ID)
 		if err != nil {
 			return nil, shims, report.Check{}, err
 		}
@@ -307,7 +307,7 @@ func (s *Scenario) freezeAtNextStart(ctx context.Context, victim snapshot.Contai
 			made.Passed, made.Detail = true, fmt.Sprintf("the group split: the live shim's socket %s was removed", sock)
 			return true, nil
 		}
-		lines, err := linesSince(s.containerdLog(), offset, logShimKept)
+		lines, err := kubelet.LinesSince(s.containerdLog(), offset, logShimKept)
 		if err != nil {
 			return false, err
 		}
@@ -515,26 +515,4 @@ func fileSize(path string) (int64, error) {
 		return 0, err
 	}
 	return fi.Size(), nil
-}
-
-// linesSince are the lines of the log at path after offset that contain
-// substr.
-func linesSince(path string, offset int64, substr string) ([]string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if _, err := f.Seek(offset, 0); err != nil {
-		return nil, err
-	}
-	var out []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for sc.Scan() {
-		if strings.Contains(sc.Text(), substr) {
-			out = append(out, sc.Text())
-		}
-	}
-	return out, sc.Err()
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/plan"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
+	"github.com/kubelet-compat/kubelet-compat/pkg/kubelet"
 	"github.com/kubelet-compat/kubelet-compat/pkg/shimgroups"
 	"github.com/kubelet-compat/kubelet-compat/pkg/snapshot"
 )
@@ -151,7 +152,7 @@ func TestLinesSince(t *testing.T) {
 	_, err = f.WriteString("other\nnew did not accept a connection within 5s\n")
 	assert.NilError(t, err)
 	assert.NilError(t, f.Close())
-	lines, err := linesSince(log, offset, logShimKept)
+	lines, err := kubelet.LinesSince(log, offset, logShimKept)
 	assert.NilError(t, err)
 	assert.DeepEqual(t, lines, []string{"new did not accept a connection within 5s"})
 
