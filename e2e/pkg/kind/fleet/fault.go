@@ -1,7 +1,10 @@
 package fleet
 
 // The fault roll (issue 33 sections 1 and 3): two faults an unattended roll
-// meets, then the operator's retry.
+// meets, then the operator's retry. The runtime roll goes through the
+// second and the retry with a canary that breaks under the new containerd
+// (issue 47 section 4): the runtime step's gate fails on worker 3 and the
+// Job rolls the runtime back, the kubelet untouched.
 //   - The control plane's Job is killed right after its swap
 //     (kill.go); once SUC deleted it (its TTL), it is created again (by
 //     SUC, or after the operator's retry: retryFailed) and the re-run
@@ -70,7 +73,7 @@ func (f *fleetRun) faultyWorker() *kind.Node { return f.Cluster.Workers()[FaultW
 // failureExpected says whether a failed Job is one of the fault roll's:
 // the faulty worker's, or the Job the e2e killed.
 func (f *fleetRun) failureExpected(j *jobRecord) bool {
-	if !f.fault {
+	if f.canary == noCanary {
 		return false
 	}
 	k := f.faults.kill()
@@ -94,7 +97,7 @@ const (
 // faulty worker's first failure (a re-run refused on the node's state)
 // and, once the retry began, its last refusal (the retried roll).
 func (f *fleetRun) awaitsRerun(j *jobRecord) bool {
-	if !f.fault || !j.Done || !j.Failed {
+	if f.canary == noCanary || !j.Done || !j.Failed {
 		return false
 	}
 	return j.Node != f.faultyWorker().Name() || j.Run == 1 || f.faults.canaryRetired
@@ -168,7 +171,9 @@ func (f *fleetRun) saveFaultyConfig(ctx context.Context) error {
 func (f *fleetRun) faultRoll(ctx context.Context) error {
 	kctx, stop := context.WithCancel(ctx)
 	defer stop()
-	go f.killAfterSwap(kctx, f.Cluster.ControlPlane(), f.Steps[0].To)
+	if f.fault {
+		go f.killAfterSwap(kctx, f.Cluster.ControlPlane(), f.Steps[0].To)
+	}
 	faulty := f.faultyWorker().Name()
 	var stopAt time.Time
 	return f.followRoll(ctx, func() error {
@@ -203,8 +208,10 @@ func (f *fleetRun) faultRoll(ctx context.Context) error {
 
 // checkFault checks the roll as the faults left it, before the retry.
 func (f *fleetRun) checkFault(ctx context.Context) error {
-	if err := f.checkKilled(ctx); err != nil {
-		return err
+	if f.fault {
+		if err := f.checkKilled(ctx); err != nil {
+			return err
+		}
 	}
 	if err := f.checkRolledBack(ctx); err != nil {
 		return err
@@ -257,10 +264,14 @@ func (f *fleetRun) checkRolledBack(ctx context.Context) error {
 		logText = readLog(f.jobLogPath(j))
 	}
 	_, markErr := faulty.ReadFile(ctx, gateFailedMarker(st.To))
-	f.Record(report.Check{Name: fmt.Sprintf("%s: the health gate failed on %s (worker %d), its Job failed", prefix, faulty.Name(), FaultWorker),
-		Passed: j != nil && j.Failed && markErr == nil && strings.Contains(logText, "the health gate failed") && strings.Contains(logText, kind.Namespace+"/"+CanaryName),
-		Detail: fmt.Sprintf("Job failed: %t; marker %s: %s; the Job's log names the canary: %t", j != nil && j.Failed, gateFailedMarker(st.To), errText(markErr),
-			strings.Contains(logText, kind.Namespace+"/"+CanaryName))})
+	failedWhy, gateName := "the health gate failed", "the health gate"
+	if f.canary == runtimeCanary {
+		failedWhy, gateName = "the runtime step's health gate failed", "the runtime step's gate"
+	}
+	f.Record(report.Check{Name: fmt.Sprintf("%s: %s failed on %s (worker %d), its Job failed", prefix, gateName, faulty.Name(), FaultWorker),
+		Passed: j != nil && j.Failed && markErr == nil && strings.Contains(logText, failedWhy) && strings.Contains(logText, kind.Namespace+"/"+CanaryName),
+		Detail: fmt.Sprintf("Job failed: %t; marker %s: %s; the Job's log says %q: %t, names the canary: %t", j != nil && j.Failed, gateFailedMarker(st.To), errText(markErr),
+			failedWhy, strings.Contains(logText, failedWhy), strings.Contains(logText, kind.Namespace+"/"+CanaryName))})
 
 	// Back on the previous kubelet and its configuration, nothing
 	// restarted (the runtime, now against before the roll).
@@ -281,10 +292,20 @@ func (f *fleetRun) checkRolledBack(ctx context.Context) error {
 			changed = append(changed, p)
 		}
 	}
-	f.Record(report.Check{Name: fmt.Sprintf("%s: %s rolled back to %s and its kubelet configuration, 0 restarts", prefix, faulty.Name(), st.From),
-		Passed: s2 == st.From && verr == nil && diff.Restarts == 0 && diff.RecreatedPods == 0 && len(changed) == 0,
-		Detail: fmt.Sprintf("stage2 %s; kubelet: %s; %d restarts, %d pods recreated (the runtime); %s not as before the roll: %s",
-			s2, errText(verr), diff.Restarts, diff.RecreatedPods, strings.Join(kubeletFiles, " "), list(changed))})
+	if f.canary == runtimeCanary {
+		// The runtime step failed: containerd back to the distribution's,
+		// the kubelet never swapped.
+		back, detail := f.runtimeBack(ctx, faulty)
+		f.Record(report.Check{Name: fmt.Sprintf("%s: %s's containerd rolled back (%s no more), its kubelet %s and configuration untouched, 0 restarts", prefix, faulty.Name(), f.runtime.Version, st.From),
+			Passed: back && s2 == st.From && verr == nil && diff.Restarts == 0 && diff.RecreatedPods == 0 && len(changed) == 0,
+			Detail: fmt.Sprintf("%s; stage2 %s; kubelet: %s; %d restarts, %d pods recreated (the runtime); %s not as before the roll: %s",
+				detail, s2, errText(verr), diff.Restarts, diff.RecreatedPods, strings.Join(kubeletFiles, " "), list(changed))})
+	} else {
+		f.Record(report.Check{Name: fmt.Sprintf("%s: %s rolled back to %s and its kubelet configuration, 0 restarts", prefix, faulty.Name(), st.From),
+			Passed: s2 == st.From && verr == nil && diff.Restarts == 0 && diff.RecreatedPods == 0 && len(changed) == 0,
+			Detail: fmt.Sprintf("stage2 %s; kubelet: %s; %d restarts, %d pods recreated (the runtime); %s not as before the roll: %s",
+				s2, errText(verr), diff.Restarts, diff.RecreatedPods, strings.Join(kubeletFiles, " "), list(changed))})
+	}
 
 	// The failed Job ran again after its TTL: each re-run refused.
 	var reruns, refused int

@@ -168,8 +168,13 @@ type fleetRun struct {
 	drain       bool
 	// naive: SUC's Plans run kc-roll naive with the released packages
 	// (Options.Naive); ClusterRun.Patched is false, as for the drain roll.
-	naive  bool
-	fault  bool
+	naive bool
+	// fault: the fault roll's control-plane Job killed after its swap.
+	fault bool
+	// canary: what the canary on worker FaultWorker breaks under (the
+	// fault roll: the target's kubelet; the runtime roll: its containerd),
+	// whose gate failure, rollback and retry the roll then goes through.
+	canary canaryKind
 	minors bool
 	// runtime is the containerd the Plans move each node to first
 	// (KC_RUNTIME; the runtime roll), else zero.
@@ -254,8 +259,11 @@ func newFleetRun(p *kind.Provider, o kind.ScenarioOptions, rep *report.Report, r
 	if roll == Concurrency2 {
 		f.concurrency = 2
 	}
-	if roll == Runtime {
-		f.runtime = FleetRuntime
+	switch roll {
+	case Fault:
+		f.canary = kubeletCanary
+	case Runtime:
+		f.runtime, f.canary = FleetRuntime, runtimeCanary
 	}
 	return f
 }
@@ -357,9 +365,11 @@ func (f *fleetRun) actions() []kind.Action {
 			kind.Action{Name: fmt.Sprintf("the operator's retry: the canary deleted, worker %d's roll state and marker removed; the roll goes on to its end", FaultWorker), Do: f.do(f.retryRoll)})
 	case f.runtime != (plan.Runtime{}):
 		out = append(out,
-			kind.Action{Name: "apply system-upgrade-controller", Do: f.do(f.applyController)},
-			kind.Action{Name: fmt.Sprintf("apply the Plans (%s, concurrency %d, KC_RUNTIME %s: each node's Job moves containerd first) and follow the roll", st.To, f.concurrency, f.runtime), Do: f.do(f.sucRoll)},
-			kind.Action{Name: "every node runs containerd " + f.runtime.Version, Do: f.do(f.checkRuntimeMoved)})
+			kind.Action{Name: "apply system-upgrade-controller (Jobs kept " + fmt.Sprint(JobTTL) + " s after they end)", Do: f.do(f.applyController)},
+			kind.Action{Name: fmt.Sprintf("apply the Plans (%s, concurrency %d, KC_RUNTIME %s: each node's Job moves containerd first) and follow the roll: the runtime step's gate failing on worker %d", st.To, f.concurrency, f.runtime, FaultWorker), Do: f.do(f.sucRoll)},
+			kind.Action{Name: fmt.Sprintf("the fault: worker %d's containerd rolled back, its kubelet untouched, re-runs refused; the roll stopped there", FaultWorker), Do: f.do(f.checkFault)},
+			kind.Action{Name: fmt.Sprintf("the operator's retry: the canary deleted, worker %d's roll state and marker removed; the roll goes on to its end", FaultWorker), Do: f.do(f.retryRoll)},
+			kind.Action{Name: "every node runs containerd " + f.runtime.Version + ", each runtime gate passed on the kubelet's syncs of every pod", Do: f.do(f.checkRuntimeMoved)})
 	default:
 		out = append(out,
 			kind.Action{Name: "apply system-upgrade-controller", Do: f.do(f.applyController)},
@@ -369,7 +379,7 @@ func (f *fleetRun) actions() []kind.Action {
 		kind.Action{Name: "after the roll: every pod ready, snapshots, the API's pods", Do: f.do(f.afterRoll)},
 		kind.Action{Name: "the Job that ran across the roll completes", Do: f.do(f.completeBatch)},
 		kind.Action{Name: "the figures, per node and in total", Do: f.do(f.reportRoll)})
-	if f.fault {
+	if f.canary != noCanary {
 		out = append(out, kind.Action{Name: fmt.Sprintf("the retry: worker %d upgraded through its gate, nothing restarted over the rollback and the retry", FaultWorker), Do: f.do(f.checkRetry)})
 	}
 	return out

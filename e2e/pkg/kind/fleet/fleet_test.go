@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	gocmp "github.com/google/go-cmp/cmp"
 	systemupgrade "github.com/kubelet-compat/kubelet-compat/deploy/system-upgrade"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind/nodeimage"
@@ -136,11 +137,22 @@ func TestMinorsRoll(t *testing.T) {
 }
 
 // TestFleetObjects: the workloads the issue names, the StatefulSet's
-// volumes pinned to workers 2 and 3, and the canary only on the fault roll.
+// volumes pinned to workers 2 and 3, and the canary only on the fault and
+// runtime rolls, with the probe of what it breaks under.
 func TestFleetObjects(t *testing.T) {
 	workers := []string{"c-worker", "c-worker2", "c-worker3", "c-worker4"}
-	for _, canary := range []string{"", "c-worker3"} {
-		objs, err := fleetObjects(workers, canary, "1.31.14")
+	for _, tt := range []struct {
+		node      string
+		canary    canaryKind
+		version   string
+		wantProbe []string
+		wantMount string
+	}{
+		{version: "1.31.14"},
+		{node: "c-worker3", canary: kubeletCanary, version: "1.31.14", wantProbe: canaryProbe(kubeRoot, "1.31.14"), wantMount: kubeRoot},
+		{node: "c-worker3", canary: runtimeCanary, version: "1.7.35", wantProbe: runtimeCanaryProbe("/usr/local/runtime", "containerd", "1.7.35"), wantMount: "/usr/local/runtime"},
+	} {
+		objs, err := fleetObjects(workers, tt.node, tt.canary, tt.version)
 		assert.NilError(t, err)
 		var pvNodes []string
 		var pods []*v1.Pod
@@ -169,16 +181,18 @@ func TestFleetObjects(t *testing.T) {
 		}
 		assert.DeepEqual(t, pvNodes, []string{"c-worker2", "c-worker3"})
 		assert.DeepEqual(t, kinds, map[string]int{"deployment/web": 4, "deployment/solo": 1, "statefulset/db": 2, "daemonset/agent": 1, "job/batch": 1})
-		if canary == "" {
+		if tt.node == "" {
 			assert.Equal(t, len(pods), 0)
 			continue
 		}
 		assert.Equal(t, len(pods), 1)
-		assert.Equal(t, pods[0].Spec.NodeName, canary)
-		assert.DeepEqual(t, pods[0].Spec.Containers[0].ReadinessProbe.Exec.Command, canaryProbe(kubeRoot, "1.31.14"))
+		assert.Equal(t, pods[0].Spec.NodeName, tt.node)
+		assert.DeepEqual(t, pods[0].Spec.Containers[0].ReadinessProbe.Exec.Command, tt.wantProbe)
+		assert.Equal(t, pods[0].Spec.Containers[0].VolumeMounts[0].MountPath, tt.wantMount)
+		assert.Equal(t, pods[0].Spec.Volumes[0].HostPath.Path, tt.wantMount)
 	}
 	// Two workers (the minors roll): a volume on each.
-	objs, err := fleetObjects(workers[:2], "", "1.31.14")
+	objs, err := fleetObjects(workers[:2], "", noCanary, "1.31.14")
 	assert.NilError(t, err)
 	var pvNodes []string
 	for _, o := range objs {
@@ -187,7 +201,7 @@ func TestFleetObjects(t *testing.T) {
 		}
 	}
 	assert.DeepEqual(t, pvNodes, []string{"c-worker", "c-worker2"})
-	_, err = fleetObjects(workers[:1], "", "1.31.14")
+	_, err = fleetObjects(workers[:1], "", noCanary, "1.31.14")
 	assert.ErrorContains(t, err, "need worker 2")
 }
 
@@ -233,6 +247,90 @@ func TestCanaryProbe(t *testing.T) {
 				assert.Check(t, is.Equal(err == nil, tt.ready), "%v: %v", sh, err)
 			}
 		})
+	}
+}
+
+// TestRuntimeCanaryProbe runs the runtime canary's readiness check against
+// a runtime root as runtime-select leaves it: Ready unless containerd's
+// selection is the roll's version.
+func TestRuntimeCanaryProbe(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		installed []string
+		current   string // the link's target, relative to current/ ("@" for absolute); "": the distribution's
+		ready     bool
+	}{
+		{name: "before staging: nothing installed, the distribution's", ready: true},
+		{name: "staged, the distribution's selected", installed: []string{"1.7.35"}, ready: true},
+		{name: "selected (relative link)", installed: []string{"1.7.35"}, current: "../containerd/1.7.35", ready: false},
+		{name: "selected (absolute link)", installed: []string{"1.7.35"}, current: "@containerd/1.7.35", ready: false},
+		{name: "another version selected", installed: []string{"1.7.35", "1.7.36+compat.1"}, current: "../containerd/1.7.36+compat.1", ready: true},
+		{name: "rolled back to the distribution's", installed: []string{"1.7.35"}, ready: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			for _, v := range tt.installed {
+				assert.NilError(t, os.MkdirAll(filepath.Join(root, "containerd", v, "bin"), 0o755))
+			}
+			assert.NilError(t, os.MkdirAll(filepath.Join(root, "current"), 0o755))
+			if tt.current != "" {
+				target := tt.current
+				if target[0] == '@' {
+					target = filepath.Join(root, target[1:])
+				}
+				assert.NilError(t, os.Symlink(target, filepath.Join(root, "current", "containerd")))
+			}
+			args := runtimeCanaryProbe(root, "containerd", "1.7.35")
+			shells := [][]string{{args[0]}}
+			if _, err := os.Stat("/bin/busybox"); err == nil {
+				shells = append(shells, []string{"/bin/busybox", args[0]})
+			}
+			for _, sh := range shells {
+				cmd := append(append([]string{}, sh...), args[1:]...)
+				err := exec.Command(cmd[0], cmd[1:]...).Run()
+				assert.Check(t, is.Equal(err == nil, tt.ready), "%v: %v", sh, err)
+			}
+		})
+	}
+}
+
+// TestRuntimeGateEvidence reads the runtime step's gate out of Job logs as
+// kc-roll writes them: the gate's output indented under its own lines.
+func TestRuntimeGateEvidence(t *testing.T) {
+	header := "kc-roll: gate: every pod of the picture synced by the kubelet, no container of them restarted or lost (kubelet-compat gate):\n" +
+		"  gate runtime step on node w1: passed\n" +
+		"  picture /var/lib/kubelet-compat/roll/picture-runtime.json taken 2026-12-07T10:00:00Z, kubelet pid 10 started 2026-12-07T09:00:00Z\n" +
+		"  running kubelet pid 10 started 2026-12-07T09:00:00Z; syncs count from 2026-12-07T10:00:05Z; judged at 2026-12-07T10:01:00Z\n"
+	byRecord := "  sync evidence: record: the sync record of the running kubelet v1.30.14 pid 10 started 2026-12-07T09:00:00Z, written 2026-12-07T10:00:59Z\n"
+	byWait := "  sync evidence: fixed-wait: no sync record\n"
+	kept := func(pod, evidence string) string {
+		return "  kc-e2e/" + pod + " uid u-" + pod + ": kept, synced\n    container app 1234 runs on\n    " + evidence + "\n"
+	}
+	synced := "synced at 2026-12-07T10:00:40Z (3 sync(s) by the running kubelet)"
+	assumed := "assumed synced: the fixed wait of 30s since 2026-12-07T10:00:05Z is over (no sync record of the running kubelet)"
+	after := "kc-roll: node w1: containerd 1.7.35 runs under kubelet 1.30.14 and its gate passed: now the kubelet's step\n" +
+		"kc-roll: gate: every pod of the picture synced by the kubelet, no container of them restarted or lost (kubelet-compat gate):\n" +
+		"  gate kubelet step on node w1: passed\n" + byRecord + kept("web-1", synced)
+	for _, tt := range []struct {
+		name string
+		log  string
+		want gateEvidence
+		ok   bool
+	}{
+		{name: "every pod synced by the record", log: header + byRecord + kept("web-1", synced) + kept("db-0", synced) + "  kc-e2e/new-1 uid u-new: new\n" + after,
+			want: gateEvidence{found: true, byRecord: true, pods: 2, synced: 2}, ok: true},
+		{name: "on the fixed wait", log: header + byWait + kept("web-1", assumed) + after,
+			want: gateEvidence{found: true, pods: 1, synced: 1, assumed: 1}},
+		{name: "a pod kept but not synced (gone-only is not passed)", log: header + byRecord + "  kc-e2e/web-1 uid u: kept, waiting for a sync\n" + after,
+			want: gateEvidence{found: true, byRecord: true, pods: 1}},
+		{name: "the kubelet step's gate only", log: after},
+		{name: "a failed runtime gate", log: strings.Replace(header, ": passed", ": lost", 1) + byRecord + kept("web-1", synced)},
+		{name: "the gate's output ends the log", log: header + byRecord + kept("web-1", synced),
+			want: gateEvidence{found: true, byRecord: true, pods: 1, synced: 1}, ok: true},
+	} {
+		got := runtimeGateEvidence(tt.log)
+		assert.Check(t, is.DeepEqual(got, tt.want, gocmp.AllowUnexported(gateEvidence{})), tt.name)
+		assert.Check(t, is.Equal(got.ok(), tt.ok), tt.name)
 	}
 }
 
@@ -658,11 +756,14 @@ func TestFleetRolls(t *testing.T) {
 				"worker 3 rolled back with its configuration, re-runs refused; the roll stopped there",
 				"the operator's retry: the canary deleted, worker 3's roll state and marker removed",
 				"the retry: worker 3 upgraded through its gate"}},
-		{roll: Runtime, cluster: "kc-e2e-fleet-rt", variant: "patched", name: "SUC, concurrency 1, containerd 1.7.35 first (KC_RUNTIME)", concurrency: 1,
+		{roll: Runtime, cluster: "kc-e2e-fleet-rt", variant: "patched", name: "SUC, concurrency 1, containerd 1.7.35 first (KC_RUNTIME), runtime gate fails on worker 3", concurrency: 1,
 			want: []string{"stage the runtime's .debs (containerd 1.7.35, runc) on every node; Debian's containerd 1.6.20 runs",
-				"apply the Plans (1.31.14, concurrency 1, KC_RUNTIME containerd@1.7.35: each node's Job moves containerd first) and follow the roll",
-				"every node runs containerd 1.7.35"},
-			wantNot: []string{"drain", "naive", "the faults"}},
+				"apply the Plans (1.31.14, concurrency 1, KC_RUNTIME containerd@1.7.35: each node's Job moves containerd first) and follow the roll: the runtime step's gate failing on worker 3",
+				"the fault: worker 3's containerd rolled back, its kubelet untouched, re-runs refused; the roll stopped there",
+				"the operator's retry: the canary deleted, worker 3's roll state and marker removed",
+				"every node runs containerd 1.7.35, each runtime gate passed on the kubelet's syncs of every pod",
+				"the retry: worker 3 upgraded through its gate"},
+			wantNot: []string{"drain", "naive", "the faults", "killed"}},
 	} {
 		t.Run(tt.roll, func(t *testing.T) {
 			f := newFleetRun(nil, kind.ScenarioOptions{}, nil, tt.roll, []kind.Step{st})
@@ -781,7 +882,7 @@ func TestRetryDue(t *testing.T) {
 		{name: "a completed Job", job: &jobRecord{Name: "apply-w1", Node: "w1", Run: 1, Done: true, End: end, GoneAt: gone}, now: gone.Add(time.Hour)},
 		{name: "a running Job", job: &jobRecord{Name: "apply-w1", Node: "w1", Run: 2}, now: gone.Add(time.Hour)},
 	} {
-		f := &fleetRun{fault: true, ClusterRun: &kind.ClusterRun{Cluster: &kind.Cluster{Nodes: testNodes("cp", "w1", "w2", "w3")}},
+		f := &fleetRun{fault: true, canary: kubeletCanary, ClusterRun: &kind.ClusterRun{Cluster: &kind.Cluster{Nodes: testNodes("cp", "w1", "w2", "w3")}},
 			jobs: map[string]*jobRecord{tt.job.Node: tt.job}}
 		f.faults.canaryRetired = tt.retired
 		due, err := f.retryDue(tt.now)
@@ -791,9 +892,9 @@ func TestRetryDue(t *testing.T) {
 		}
 		assert.NilError(t, err, tt.name)
 		assert.Equal(t, len(due) == 1, tt.retry, tt.name)
-		f.fault = false
+		f.fault, f.canary = false, noCanary
 		due, err = f.retryDue(tt.now)
-		assert.Check(t, err == nil && len(due) == 0, "%s: not the fault roll", tt.name)
+		assert.Check(t, err == nil && len(due) == 0, "%s: no canary, no retry", tt.name)
 	}
 }
 

@@ -118,7 +118,7 @@ func (f *fleetRun) rollName() string {
 	case f.fault:
 		return fmt.Sprintf("SUC, concurrency %d, gate fails on worker %d", f.concurrency, FaultWorker)
 	case f.runtime != (plan.Runtime{}):
-		return fmt.Sprintf("SUC, concurrency %d, containerd %s first (KC_RUNTIME)", f.concurrency, f.runtime.Version)
+		return fmt.Sprintf("SUC, concurrency %d, containerd %s first (KC_RUNTIME), runtime gate fails on worker %d", f.concurrency, f.runtime.Version, FaultWorker)
 	case f.minors:
 		return fmt.Sprintf("SUC, concurrency %d, minor %d of %d (cluster born at %s)", f.concurrency, f.step+1, len(f.Steps), f.Steps[0].From)
 	}

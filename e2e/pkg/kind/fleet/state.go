@@ -16,6 +16,7 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/readiness"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
+	"github.com/kubelet-compat/kubelet-compat/pkg/layout"
 	"github.com/kubelet-compat/kubelet-compat/pkg/snapshot"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -42,16 +43,26 @@ func (f *fleetRun) createWorkloads(ctx context.Context) error {
 	for _, w := range f.Cluster.Workers() {
 		workers = append(workers, w.Name())
 	}
-	canary := ""
-	if f.fault {
+	canary, version := "", f.cur().To
+	switch f.canary {
+	case kubeletCanary:
 		canary = workers[FaultWorker-1]
 		// The canary reads which kubelet kubernetes-select serves through
 		// its links: a node in bind mode would never fail its gate.
 		if _, err := f.Cluster.Workers()[FaultWorker-1].Exec(ctx, nil, "test", "-L", kubeRoot+"/current/stage2"); err != nil {
 			return fmt.Errorf("%s: %s/current/stage2 is not a symbolic link (kubernetes-select in bind mode?): the canary cannot tell the kubelet: %w", canary, kubeRoot, err)
 		}
+	case runtimeCanary:
+		canary, version = workers[FaultWorker-1], f.runtime.Version
+		// The canary reads runtime-select's selection: the version it
+		// breaks under must be installed there (StageRuntime), or it
+		// would never fail the gate.
+		dir := layout.RuntimeRoot + "/" + f.runtime.Name + "/" + version
+		if _, err := f.Cluster.Workers()[FaultWorker-1].Exec(ctx, nil, "test", "-d", dir); err != nil {
+			return fmt.Errorf("%s: %s is not a directory (the runtime's packages not staged?): the canary cannot tell the runtime: %w", canary, dir, err)
+		}
 	}
-	objs, err := fleetObjects(workers, canary, f.cur().To)
+	objs, err := fleetObjects(workers, canary, f.canary, version)
 	if err != nil {
 		return err
 	}
@@ -66,7 +77,7 @@ func (f *fleetRun) createWorkloads(ctx context.Context) error {
 // Ready: the control plane's four, kube-proxy per node, two CoreDNS.
 func (f *fleetRun) waitReady(ctx context.Context) error {
 	nodes := len(f.Cluster.Nodes)
-	if _, err := f.Cluster.WaitPodsReady(ctx, 5*time.Minute, fleetPods(nodes, len(f.Statics.Pods), f.fault), kind.Namespace); err != nil {
+	if _, err := f.Cluster.WaitPodsReady(ctx, 5*time.Minute, fleetPods(nodes, len(f.Statics.Pods), f.canary != noCanary), kind.Namespace); err != nil {
 		return err
 	}
 	_, err := f.Cluster.WaitPodsReady(ctx, 5*time.Minute, 4+nodes+2, "kube-system")
@@ -114,7 +125,7 @@ func (f *fleetRun) baseline(ctx context.Context) error {
 	}
 	f.data.quietEnd = time.Now()
 	var err error
-	if f.fault {
+	if f.canary != noCanary {
 		if err := f.saveFaultyConfig(ctx); err != nil {
 			return err
 		}
@@ -143,7 +154,7 @@ func (f *fleetRun) baseline(ctx context.Context) error {
 // while it is there), two quiet sync periods, then takes the
 // runtimes and the API and ends the watchers.
 func (f *fleetRun) afterRoll(ctx context.Context) error {
-	canary := f.fault && !f.faults.canaryRetired
+	canary := f.canary != noCanary && !f.faults.canaryRetired
 	if _, err := f.Cluster.WaitPodsReady(ctx, 5*time.Minute, fleetPods(len(f.Cluster.Nodes), len(f.Statics.Pods), canary), kind.Namespace); err != nil {
 		return err
 	}

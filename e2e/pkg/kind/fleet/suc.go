@@ -88,7 +88,7 @@ func (f *fleetRun) planOptions() systemupgrade.Options {
 	// this machine's hosts): kubeadm from 1.35 fails SystemVerification
 	// there.
 	o.KubeadmArgs = kind.CgroupV1PreflightArgs(f.cur().To)
-	if f.fault {
+	if f.canary != noCanary {
 		// A failed Job runs again once SUC deleted it (its TTL) and the
 		// Plan changed (retryFailed): the killed Job's re-run and the
 		// faulty worker's refusal within the roll.
@@ -158,7 +158,7 @@ func (f *fleetRun) sucRoll(ctx context.Context) error {
 	}
 	f.data.rollStart = time.Now()
 	f.jobs = map[string]*jobRecord{}
-	if f.fault {
+	if f.canary != noCanary {
 		err = f.faultRoll(ctx)
 	} else {
 		err = f.followRoll(ctx, f.allDone())
@@ -179,7 +179,7 @@ func (f *fleetRun) sucRoll(ctx context.Context) error {
 		f.data.rollEnd = time.Now()
 		f.Logf("naive: the workloads Ready again %.0fs after the last Job ended", f.data.rollEnd.Sub(lastEnd(f.data.windows)).Seconds())
 	}
-	if !f.fault {
+	if f.canary == noCanary {
 		f.checkConcurrency()
 	}
 	return nil

@@ -3,8 +3,8 @@ package fleet
 // The fleet's workloads (make e2e E2E=fleet): what an operator's roll must
 // not disturb. A Deployment of 4 behind a PodDisruptionBudget, a
 // StatefulSet of 2 on local volumes, a DaemonSet, a single-replica
-// Deployment, a Job running across the roll, and (with the fault) the
-// canary on the faulty worker.
+// Deployment, a Job running across the roll, and (the fault and runtime
+// rolls) the canary on the faulty worker.
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/corpus"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind"
+	"github.com/kubelet-compat/kubelet-compat/pkg/layout"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
@@ -68,8 +69,9 @@ func fleetPods(nodes, statics int, canary bool) int {
 
 // fleetObjects are the workloads (in creation order); workers are the
 // worker nodes' names, canaryNode the faulty worker's ("": no canary),
-// target the version the roll goes to.
-func fleetObjects(workers []string, canaryNode, target string) ([]interface{}, error) {
+// canary what it breaks under and version that version (the kubelet's
+// target or the runtime roll's containerd).
+func fleetObjects(workers []string, canaryNode string, canary canaryKind, version string) ([]interface{}, error) {
 	db := fleetDBNodes(len(workers))
 	for _, i := range db {
 		if i > len(workers) {
@@ -95,7 +97,7 @@ func fleetObjects(workers []string, canaryNode, target string) ([]interface{}, e
 				Template: kind.PodTemplate(kind.DaemonSetName, kind.HTTPD("agent", "/www"), true)}},
 		batchJob())
 	if canaryNode != "" {
-		objs = append(objs, canaryPod(canaryNode, target))
+		objs = append(objs, canaryPod(canaryNode, canary, version))
 	}
 	return objs, nil
 }
@@ -162,6 +164,17 @@ func batchJob() *batchv1.Job {
 		Spec: batchv1.JobSpec{BackoffLimit: int32p(6), ActiveDeadlineSeconds: int64p(4 * 3600), Template: t}}
 }
 
+// canaryKind is what the canary on the faulty worker breaks under: the
+// target's kubelet (the fault roll: the kubelet step's gate fails) or the
+// runtime roll's containerd (the runtime step's gate fails).
+type canaryKind string
+
+const (
+	noCanary      canaryKind = ""
+	kubeletCanary canaryKind = "kubelet"
+	runtimeCanary canaryKind = "runtime"
+)
+
 // canaryProbe is the canary's readiness check with the packages' root at
 // root: not Ready while the node's stage2 (kubernetes-select's current
 // kubelet) is target's, Ready otherwise (target not installed, or another
@@ -172,21 +185,36 @@ func canaryProbe(root, target string) []string {
 	return []string{"sh", "-c", script}
 }
 
+// runtimeCanaryProbe is the runtime canary's readiness check with the
+// runtime's root at root (pkg/layout.RuntimeRoot): not Ready while
+// runtime-select's current component is version, Ready otherwise
+// (version not installed, the distribution's selected, or another).
+func runtimeCanaryProbe(root, component, version string) []string {
+	script := fmt.Sprintf(`new=$(cd -P %[1]s/%[2]s/%[3]s 2>/dev/null && pwd -P) || exit 0; cur=$(cd -P %[1]s/current/%[2]s 2>/dev/null && pwd -P); test "$cur" != "$new"`, root, component, version)
+	return []string{"sh", "-c", script}
+}
+
 // canaryPod is the fault's workload on the faulty worker: an application
-// that breaks under the target version. Its readiness probe fails while
-// the node's kubelet is target's, so the health gate of kc-roll ("every
-// pod of the node Ready") fails there and the real rollback runs; back on
-// the previous kubelet it is Ready again, without a restart.
-func canaryPod(node, target string) *v1.Pod {
+// that breaks under the target version (kubeletCanary) or under the
+// runtime roll's containerd (runtimeCanary, version its version). Its
+// readiness probe fails while the node runs that, so kc-roll's health gate
+// ("every pod of the node Ready") fails there and the real rollback runs;
+// back on the previous kubelet or containerd it is Ready again, without a
+// restart.
+func canaryPod(node string, k canaryKind, version string) *v1.Pod {
+	probe, root := canaryProbe(kubeRoot, version), kubeRoot
+	if k == runtimeCanary {
+		probe, root = runtimeCanaryProbe(layout.RuntimeRoot, FleetRuntime.Name, version), layout.RuntimeRoot
+	}
 	c := v1.Container{Name: "app", Image: corpus.BusyboxImage,
 		Command: []string{"sh", "-c", "while :; do sleep 3600; done"},
-		ReadinessProbe: &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: canaryProbe(kubeRoot, target)}},
+		ReadinessProbe: &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: probe}},
 			PeriodSeconds: 2, FailureThreshold: 1},
-		VolumeMounts: []v1.VolumeMount{{Name: "kubernetes", MountPath: kubeRoot, ReadOnly: true}},
+		VolumeMounts: []v1.VolumeMount{{Name: "root", MountPath: root, ReadOnly: true}},
 		Resources:    v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("10m"), v1.ResourceMemory: resource.MustParse("16Mi")}}}
 	spec := kind.PodTemplate(CanaryName, c, false).Spec
 	spec.NodeName = node
-	spec.Volumes = []v1.Volume{{Name: "kubernetes", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: kubeRoot, Type: hostPathType(v1.HostPathDirectory)}}}}
+	spec.Volumes = []v1.Volume{{Name: "root", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: root, Type: hostPathType(v1.HostPathDirectory)}}}}
 	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: CanaryName, Namespace: kind.Namespace, Labels: kind.AppLabel(CanaryName)}, Spec: spec}
 }
 
