@@ -48,9 +48,6 @@ deb-clean:
 
 packages: rpm deb
 
-# `make test` runs go test ./..., which includes the Debian package tests:
-# they need dpkg-deb and lintian.
-test: deb-deps
 
 # Installs the .debs with dpkg into a Debian root that debootstrap makes
 # (cached under $(KC_CACHE)/deb-test-real): two versions side by side and

@@ -69,5 +69,3 @@ rpm-releases:
 rpm-clean:
 	rm -rf $(RPM_OUTPUT) _output/.rpm
 
-# `make test` runs go test ./..., which includes the RPM tests: they need rpmbuild.
-test: rpm-deps

@@ -17,8 +17,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/informers"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -169,26 +170,37 @@ type watcher struct {
 
 func (c *cluster) watch(ctx context.Context) *watcher {
 	w := &watcher{upgraded: map[string]time.Time{}, failed: map[string]time.Time{}, active: map[string]bool{}}
-	f := informers.NewSharedInformerFactoryWithOptions(c.cs, 0, informers.WithNamespace(metav1.NamespaceAll))
-	nodes := f.Core().V1().Nodes().Informer()
+	nodes := informer(&corev1.Node{}, c.cs.CoreV1().Nodes().List, c.cs.CoreV1().Nodes().Watch)
 	onNode := func(obj interface{}) {
 		if n, ok := obj.(*corev1.Node); ok {
 			w.node(n)
 		}
 	}
 	nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: onNode, UpdateFunc: func(_, o interface{}) { onNode(o) }})
-	jf := informers.NewSharedInformerFactoryWithOptions(c.cs, 0, informers.WithNamespace(systemupgrade.Namespace))
+	jobClient := c.cs.BatchV1().Jobs(systemupgrade.Namespace)
+	jobs := informer(&batchv1.Job{}, jobClient.List, jobClient.Watch)
 	onJob := func(obj interface{}) {
 		if j, ok := obj.(*batchv1.Job); ok {
 			w.job(j)
 		}
 	}
-	jf.Batch().V1().Jobs().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: onJob, UpdateFunc: func(_, o interface{}) { onJob(o) }})
-	f.Start(ctx.Done())
-	jf.Start(ctx.Done())
-	f.WaitForCacheSync(ctx.Done())
-	jf.WaitForCacheSync(ctx.Done())
+	jobs.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: onJob, UpdateFunc: func(_, o interface{}) { onJob(o) }})
+	go nodes.Run(ctx.Done())
+	go jobs.Run(ctx.Done())
+	cache.WaitForCacheSync(ctx.Done(), nodes.HasSynced, jobs.HasSynced)
 	return w
+}
+
+// informer lists and watches one resource with its typed client's List
+// and Watch; not client-go's informer factory, which compiles every API
+// group's informers and listers for these two.
+func informer[L runtime.Object](obj runtime.Object, list func(context.Context, metav1.ListOptions) (L, error),
+	watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error)) cache.SharedIndexInformer {
+	lw := &cache.ListWatch{
+		ListWithContextFunc:  func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return list(ctx, o) },
+		WatchFuncWithContext: watchFn,
+	}
+	return cache.NewSharedIndexInformer(lw, obj, 0, cache.Indexers{})
 }
 
 func (w *watcher) node(n *corev1.Node) {

@@ -102,15 +102,15 @@ func Start(ctx context.Context, cs kubernetes.Interface, o Options) (*Watch, err
 	for _, s := range o.Services {
 		w.services[s] = true
 	}
-	f, err := NewInformerFactory(cs, o.Namespace)
+	pods := cs.CoreV1().Pods(o.Namespace)
+	podInf, err := NewInformer(&v1.Pod{}, pods.List, pods.Watch)
 	if err != nil {
 		return nil, err
 	}
-	podInf := f.Core().V1().Pods().Informer()
 	if _, err := podInf.AddEventHandler(w.handler(w.pod)); err != nil {
 		return nil, err
 	}
-	synced := []cache.InformerSynced{podInf.HasSynced}
+	informers := []cache.SharedIndexInformer{podInf}
 	sctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	if len(o.Services) > 0 {
@@ -119,21 +119,29 @@ func Start(ctx context.Context, cs kubernetes.Interface, o Options) (*Watch, err
 			return nil, err
 		}
 		w.SliceVersion = v
-		// Only the informer of that version: the factory starts every
-		// informer asked for, and one of a version the API server does
-		// not serve would list it (404) again and again.
+		// Only the informer of that version: one of a version the API
+		// server does not serve would list it (404) again and again.
 		var sliceInf cache.SharedIndexInformer
 		if v == SliceV1beta1 {
-			sliceInf = f.Discovery().V1beta1().EndpointSlices().Informer()
+			slices := cs.DiscoveryV1beta1().EndpointSlices(o.Namespace)
+			sliceInf, err = NewInformer(&discoveryv1beta1.EndpointSlice{}, slices.List, slices.Watch)
 		} else {
-			sliceInf = f.Discovery().V1().EndpointSlices().Informer()
+			slices := cs.DiscoveryV1().EndpointSlices(o.Namespace)
+			sliceInf, err = NewInformer(&discoveryv1.EndpointSlice{}, slices.List, slices.Watch)
+		}
+		if err != nil {
+			return nil, err
 		}
 		if _, err := sliceInf.AddEventHandler(w.handler(w.slice)); err != nil {
 			return nil, err
 		}
-		synced = append(synced, sliceInf.HasSynced)
+		informers = append(informers, sliceInf)
 	}
-	f.Start(w.stop)
+	var synced []cache.InformerSynced
+	for _, inf := range informers {
+		go inf.Run(w.stop)
+		synced = append(synced, inf.HasSynced)
+	}
 	if !cache.WaitForCacheSync(sctx.Done(), synced...) {
 		w.End()
 		return nil, fmt.Errorf("readiness watchers: pods and EndpointSlices not listed within a minute")

@@ -49,11 +49,11 @@ type podLedger struct {
 // are listed (a minute at most).
 func startLedger(ctx context.Context, cs kubernetes.Interface, namespace string) (*podLedger, error) {
 	l := &podLedger{pods: map[string]*podRecord{}, stop: make(chan struct{}), now: time.Now}
-	f, err := readiness.NewInformerFactory(cs, namespace)
+	pods := cs.CoreV1().Pods(namespace)
+	inf, err := readiness.NewInformer(&v1.Pod{}, pods.List, pods.Watch)
 	if err != nil {
 		return nil, err
 	}
-	inf := f.Core().V1().Pods().Informer()
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj interface{}) { l.observe(obj, false) },
 		UpdateFunc: func(_, obj interface{}) { l.observe(obj, false) },
@@ -61,7 +61,7 @@ func startLedger(ctx context.Context, cs kubernetes.Interface, namespace string)
 	}); err != nil {
 		return nil, err
 	}
-	f.Start(l.stop)
+	go inf.Run(l.stop)
 	sctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	if !cache.WaitForCacheSync(sctx.Done(), inf.HasSynced) {
