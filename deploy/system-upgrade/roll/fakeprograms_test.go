@@ -17,6 +17,9 @@ func exit(code int, err string) Result { return Result{Code: code, Stderr: []byt
 func (f *fakeNode) program(argv []string) Result {
 	args := argv[1:]
 	all := strings.Join(args, " ")
+	if filepath.Base(argv[0]) == "ctr" {
+		return f.ctrRun(argv[0], args)
+	}
 	switch argv[0] {
 	case "kubernetes-select":
 		return f.kubernetesSelect(args)
@@ -340,4 +343,30 @@ func or(s, def string) string {
 		return def
 	}
 	return s
+}
+
+// ctrRun is ctr deprecations list as 1.7 and later print it:
+// CTR_DEPRECATIONS (IDs without the prefix, space-separated) in use,
+// CTR_FAILS=1 an error; CTR_PATH, when set, the only path ctr answers at
+// (the selection's).
+func (f *fakeNode) ctrRun(path string, args []string) Result {
+	if want := f.getenv("CTR_PATH"); want != "" && path != want {
+		return exit(127, "chroot: failed to run command '"+path+"': No such file or directory\n")
+	}
+	if strings.Join(args, " ") != "deprecations list" {
+		return exit(2, "")
+	}
+	if f.getenv("CTR_FAILS") != "" {
+		return exit(1, "ctr: failed to dial \"/run/containerd/containerd.sock\": context deadline exceeded\n")
+	}
+	ids := strings.Fields(f.getenv("CTR_DEPRECATIONS"))
+	if len(ids) == 0 {
+		return ok("")
+	}
+	var b strings.Builder
+	b.WriteString("ID    LAST OCCURRENCE    MESSAGE    \n")
+	for _, id := range ids {
+		b.WriteString("io.containerd.deprecation/" + id + "    2026-12-07T10:00:00Z    deprecated\n")
+	}
+	return ok(b.String())
 }

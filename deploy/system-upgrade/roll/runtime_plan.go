@@ -5,6 +5,10 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/kubelet-compat/kubelet-compat/pkg/layout"
+	"github.com/kubelet-compat/kubelet-compat/pkg/runtimeroad"
+	"github.com/kubelet-compat/kubelet-compat/pkg/versions"
 )
 
 // runtimeStep is the runtime step's (KC_RUNTIME, or the state's runtime
@@ -84,10 +88,64 @@ func (r *run) planRuntime() action {
 			return dief("KC_RUNTIME %s: crictl version failed on the node (exit %d: %s): the runtime step needs crictl to see which containerd runs: nothing changed",
 				rt, res.Code, firstLine(string(res.Stderr)))
 		}
+		if why := r.onTheRoad(ctx, sel, runs); why != "" {
+			return dief("KC_RUNTIME %s: %s: nothing changed", rt, why)
+		}
 		r.rt.step, r.rt.prev = true, sel
 		r.log("runtime: containerd %s -> %s (KC_RUNTIME %s; runs now: %s): the runtime step first, under kubelet %s, then the kubelet's", sel, v, rt, runs, r.previous)
 		return nil
 	}}
+}
+
+// onTheRoad checks the step from the containerd that runs to KC_RUNTIME's
+// against the road containerd supports (pkg/runtimeroad: one minor at a
+// time) and against the deprecated features the running containerd
+// reports in use (`ctr deprecations list`, containerd 1.7 and later; sel is
+// its selection, whose ctr asks): why the step is refused, or "".
+func (r *run) onTheRoad(ctx context.Context, sel, runs string) string {
+	from, ok := versions.Leading(runs)
+	to, err := versions.ParseRelease(r.rt.version)
+	if !ok || err != nil {
+		return fmt.Sprintf("cannot place containerd %s -> %s on the road (crictl version: %s)", runs, r.rt.version, runs)
+	}
+	step := runtimeroad.Step{From: from, To: to}
+	if err := step.Check(); err != nil {
+		return err.Error() + " (docs/runtime.md, the road)"
+	}
+	if from.Major == 1 && from.Minor < 7 {
+		r.log("runtime: containerd %s has no deprecations API (1.7 and later): no deprecated feature to check", runs)
+		return ""
+	}
+	ctr := "ctr"
+	if sel != "system" {
+		ctr = layout.RuntimeCurrent + "/containerd/bin/ctr"
+	}
+	res := r.onHost(ctx, ctr, "deprecations", "list")
+	if !res.OK() {
+		return fmt.Sprintf("%s deprecations list failed (exit %d: %s): cannot tell which features in use containerd %s removes", ctr, res.Code, firstLine(string(res.Stderr)), r.rt.version)
+	}
+	inUse := runtimeroad.ParseDeprecations(string(res.Stdout))
+	removed, unknown := step.Removed(inUse)
+	r.log("runtime: containerd %s reports %d deprecated feature(s) in use (ctr deprecations list)%s", runs, len(inUse), listed(inUse))
+	if len(unknown) > 0 {
+		r.log("runtime: deprecations this roll does not know, not judged: %s", strings.Join(unknown, ", "))
+	}
+	if len(removed) > 0 {
+		var names []string
+		for _, d := range removed {
+			names = append(names, fmt.Sprintf("%s (%s, removed in %s)", runtimeroad.Prefix+d.ID, d.What, d.RemovedIn))
+		}
+		return fmt.Sprintf("containerd %s removes what containerd %s reports in use: %s", r.rt.version, runs, strings.Join(names, "; "))
+	}
+	return ""
+}
+
+// listed is ": a, b" or "".
+func listed(ids []string) string {
+	if len(ids) == 0 {
+		return ""
+	}
+	return ": " + strings.Join(ids, ", ")
 }
 
 // runtimeSelected is containerd's selection as runtime-select status says

@@ -1,0 +1,93 @@
+package runtimeroad
+
+import (
+	"testing"
+
+	"github.com/kubelet-compat/kubelet-compat/pkg/versions"
+	"gotest.tools/v3/assert"
+	is "gotest.tools/v3/assert/cmp"
+)
+
+func step(from, to string) Step {
+	return Step{From: mustRelease(from), To: mustRelease(to)}
+}
+
+func mustRelease(s string) versions.Version {
+	v, err := versions.ParseRelease(s)
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+func TestStepCheck(t *testing.T) {
+	for _, tt := range []struct {
+		from, to string
+		wantErr  string
+	}{
+		{from: "1.6.20", to: "1.7.36+compat.1"},
+		{from: "1.7.35", to: "1.7.36+compat.1"},
+		{from: "1.7.36+compat.1", to: "2.0.14+compat.1"},
+		{from: "2.0.14", to: "2.1.9"},
+		{from: "2.2.10", to: "2.3.7"},
+		{from: "2.3.7", to: "2.4.2"},
+		{from: "2.4.2", to: "2.4.2+compat.1"},
+		{from: "1.7.35", to: "2.4.2", wantErr: "containerd 1.7.35 -> 2.4.2 skips 2.0, 2.1, 2.2, 2.3: containerd supports one minor at a time (RELEASES.md: no compatibility guarantees across minors); go through 2.0 first"},
+		{from: "1.6.20", to: "2.0.14", wantErr: "skips 1.7:"},
+		{from: "2.4.2", to: "2.3.7", wantErr: "containerd 2.4.2 -> 2.3.7 goes down a minor: a step back is a rollback, not a step of the road"},
+		{from: "1.5.18", to: "1.6.20", wantErr: "containerd 1.5.18: minor 1.5 is not on the road this project knows (1.6, 1.7, 2.0, 2.1, 2.2, 2.3, 2.4)"},
+		{from: "2.4.2", to: "2.5.0", wantErr: "containerd 2.5.0: minor 2.5 is not on the road"},
+	} {
+		err := step(tt.from, tt.to).Check()
+		if tt.wantErr == "" {
+			assert.Check(t, err, "%s -> %s", tt.from, tt.to)
+			continue
+		}
+		assert.Check(t, is.ErrorContains(err, tt.wantErr), "%s -> %s", tt.from, tt.to)
+	}
+}
+
+func TestRemoved(t *testing.T) {
+	inUse := []string{Prefix + "cri-registry-mirrors", Prefix + "runtime-runc-v1", "cri-api-v1alpha2", Prefix + "enable-cdi",
+		Prefix + "something-new", Prefix + "runtime-runc-v1", ""}
+	for _, tt := range []struct {
+		from, to    string
+		wantRemoved []string
+	}{
+		{from: "1.6.20", to: "1.7.36", wantRemoved: nil},
+		{from: "1.7.36", to: "2.0.14", wantRemoved: []string{"cri-api-v1alpha2", "runtime-runc-v1"}},
+		{from: "2.2.10", to: "2.3.7", wantRemoved: []string{"cri-api-v1alpha2", "runtime-runc-v1"}},
+		{from: "2.3.7", to: "2.4.2", wantRemoved: []string{"cri-api-v1alpha2", "enable-cdi", "runtime-runc-v1"}},
+	} {
+		removed, unknown := step(tt.from, tt.to).Removed(inUse)
+		var ids []string
+		for _, d := range removed {
+			ids = append(ids, d.ID)
+		}
+		assert.Check(t, is.DeepEqual(ids, tt.wantRemoved), "%s -> %s", tt.from, tt.to)
+		assert.Check(t, is.DeepEqual(unknown, []string{Prefix + "something-new"}))
+	}
+}
+
+// TestParseDeprecations reads ctr's table as 1.7.36's and 2.4.2's
+// cmd/ctr/commands/deprecations print it (tabwriter, header "ID").
+func TestParseDeprecations(t *testing.T) {
+	out := "ID                                              LAST OCCURRENCE                   MESSAGE    \n" +
+		"io.containerd.deprecation/cri-registry-mirrors    2026-12-07T10:00:00.123456789Z    The `mirrors` property of ... is deprecated since containerd v1.5 and will be removed in containerd v2.1. Use `config_path` instead.\n" +
+		"io.containerd.deprecation/runtime-runc-v1    2026-12-07T10:00:01Z    The `io.containerd.runc.v1` runtime is deprecated\n"
+	assert.DeepEqual(t, ParseDeprecations(out), []string{Prefix + "cri-registry-mirrors", Prefix + "runtime-runc-v1"})
+	assert.Check(t, is.Len(ParseDeprecations(""), 0))
+}
+
+// TestDeprecationsKnown: every ID once, each with the prefix's form.
+func TestDeprecationsKnown(t *testing.T) {
+	seen := map[string]bool{}
+	for _, d := range Deprecations {
+		assert.Check(t, !seen[d.ID], "%s twice", d.ID)
+		seen[d.ID] = true
+		assert.Check(t, d.What != "", d.ID)
+		if d.RemovedIn != (Minor{}) {
+			assert.Check(t, indexOf(d.RemovedIn) >= 0, "%s removed in %s, not a minor of the road", d.ID, d.RemovedIn)
+		}
+	}
+}
