@@ -2,6 +2,8 @@ package cri
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -30,6 +32,7 @@ type runtimeService interface {
 	RemovePodSandbox(context.Context, *runtimev1.RemovePodSandboxRequest, ...grpc.CallOption) (*runtimev1.RemovePodSandboxResponse, error)
 	ListContainers(context.Context, *runtimev1.ListContainersRequest, ...grpc.CallOption) (*runtimev1.ListContainersResponse, error)
 	ContainerStatus(context.Context, *runtimev1.ContainerStatusRequest, ...grpc.CallOption) (*runtimev1.ContainerStatusResponse, error)
+	Status(context.Context, *runtimev1.StatusRequest, ...grpc.CallOption) (*runtimev1.StatusResponse, error)
 }
 
 // Client talks to one runtime over its CRI socket. Every call is bounded by
@@ -198,7 +201,7 @@ func (c *Client) ListSandboxes(ctx context.Context) ([]Sandbox, error) {
 	return out, nil
 }
 
-// SandboxStatus returns a sandbox's network.
+// SandboxStatus returns a sandbox's network and runtime handler.
 func (c *Client) SandboxStatus(ctx context.Context, id string) (SandboxStatus, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
@@ -208,8 +211,9 @@ func (c *Client) SandboxStatus(ctx context.Context, id string) (SandboxStatus, e
 	}
 	st := resp.GetStatus()
 	return SandboxStatus{
-		IP:          st.GetNetwork().GetIp(),
-		HostNetwork: st.GetLinux().GetNamespaces().GetOptions().GetNetwork() == runtimev1.NamespaceMode_NODE,
+		IP:             st.GetNetwork().GetIp(),
+		HostNetwork:    st.GetLinux().GetNamespaces().GetOptions().GetNetwork() == runtimev1.NamespaceMode_NODE,
+		RuntimeHandler: st.GetRuntimeHandler(),
 	}, nil
 }
 
@@ -325,4 +329,43 @@ func unixNano(ns int64) time.Time {
 		return time.Time{}
 	}
 	return time.Unix(0, ns)
+}
+
+// RuntimeHandlers are the runtime handlers containerd's CRI plugin is
+// configured with, each with its runtime type (io.containerd.runc.v2),
+// and the handler a sandbox without one runs under: read from the verbose
+// Status's "config" (containerd 1.x's CRI configuration as JSON). An
+// error when the runtime sends no such configuration.
+func (c *Client) RuntimeHandlers(ctx context.Context) (handlers map[string]string, def string, err error) {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	resp, err := c.rt.Status(ctx, &runtimev1.StatusRequest{Verbose: true})
+	if err != nil {
+		return nil, "", c.wrap("Status", err)
+	}
+	return parseRuntimeHandlers(resp.GetInfo()["config"])
+}
+
+// parseRuntimeHandlers reads containerd 1.x's CRI configuration as its
+// verbose Status sends it.
+func parseRuntimeHandlers(config string) (map[string]string, string, error) {
+	if config == "" {
+		return nil, "", errors.New("the runtime's verbose Status has no \"config\": not containerd's CRI plugin of 1.x")
+	}
+	var cfg struct {
+		Containerd struct {
+			DefaultRuntimeName string `json:"defaultRuntimeName"`
+			Runtimes           map[string]struct {
+				Type string `json:"runtimeType"`
+			} `json:"runtimes"`
+		} `json:"containerd"`
+	}
+	if err := json.Unmarshal([]byte(config), &cfg); err != nil {
+		return nil, "", fmt.Errorf("the runtime's verbose Status \"config\": %w", err)
+	}
+	handlers := map[string]string{}
+	for name, rt := range cfg.Containerd.Runtimes {
+		handlers[name] = rt.Type
+	}
+	return handlers, cfg.Containerd.DefaultRuntimeName, nil
 }

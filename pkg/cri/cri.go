@@ -62,6 +62,9 @@ type SandboxStatus struct {
 	IP string
 	// HostNetwork is true for a pod in the node's network namespace.
 	HostNetwork bool
+	// RuntimeHandler is the handler (a RuntimeClass's) the sandbox runs
+	// under; empty: the runtime's default.
+	RuntimeHandler string
 }
 
 // ContainerStatus is what ContainerStatus adds to a listed container.

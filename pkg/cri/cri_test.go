@@ -128,7 +128,7 @@ func TestStatusStopRemove(t *testing.T) {
 			srv.Set([]cri.Sandbox{{ID: "sb1", Name: "web", Namespace: "kc-e2e", Ready: true}, {ID: "sb2", Name: "host", Namespace: "kc-e2e", Ready: true}},
 				[]cri.Container{{ID: "c1", SandboxID: "sb1", Name: "nginx", Image: "sha256:abc", State: cri.ContainerRunning, CreatedAt: started}})
 			srv.SetSandboxNetwork("sb1", cri.SandboxStatus{IP: "10.88.0.5"})
-			srv.SetSandboxNetwork("sb2", cri.SandboxStatus{HostNetwork: true})
+			srv.SetSandboxNetwork("sb2", cri.SandboxStatus{HostNetwork: true, RuntimeHandler: "runc-v1"})
 			c, err := cri.Dial(context.Background(), srv.Endpoint, cri.Options{})
 			if err != nil {
 				t.Fatal(err)
@@ -137,7 +137,7 @@ func TestStatusStopRemove(t *testing.T) {
 			if c.APIVersion() != api || c.Runtime().RuntimeAPIVersion != api {
 				t.Errorf("speaking %s, runtime %+v, want %s", c.APIVersion(), c.Runtime(), api)
 			}
-			for id, want := range map[string]cri.SandboxStatus{"sb1": {IP: "10.88.0.5"}, "sb2": {HostNetwork: true}} {
+			for id, want := range map[string]cri.SandboxStatus{"sb1": {IP: "10.88.0.5"}, "sb2": {HostNetwork: true, RuntimeHandler: "runc-v1"}} {
 				if got, err := c.SandboxStatus(context.Background(), id); err != nil || got != want {
 					t.Errorf("SandboxStatus(%s) = %+v, %v; want %+v", id, got, err, want)
 				}
@@ -163,6 +163,36 @@ func TestStatusStopRemove(t *testing.T) {
 			srv.FailFor("StopPodSandbox", "sb2", status.Error(codes.Internal, "stuck"))
 			if err := c.StopSandbox(context.Background(), "sb2"); err == nil || !strings.Contains(err.Error(), "CRI StopPodSandbox sb2 at unix://") {
 				t.Errorf("StopSandbox error = %v", err)
+			}
+		})
+	}
+}
+
+// TestRuntimeHandlers reads the handlers from the verbose Status's
+// "config" as containerd 1.7.36's CRI plugin sends it (its
+// criconfig.Config as JSON; trimmed), on both APIs.
+func TestRuntimeHandlers(t *testing.T) {
+	config := `{"containerd":{"snapshotter":"overlayfs","defaultRuntimeName":"runc","runtimes":{"runc":{"runtimeType":"io.containerd.runc.v2","options":{"SystemdCgroup":false}},"legacy":{"runtimeType":"io.containerd.runc.v1"}}},"cni":{"binDir":"/opt/cni/bin"}}`
+	for _, api := range []string{cri.APIv1, cri.APIv1alpha2} {
+		t.Run(api, func(t *testing.T) {
+			srv := fake.Start(t, api)
+			c, err := cri.Dial(context.Background(), srv.Endpoint, cri.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if _, _, err := c.RuntimeHandlers(context.Background()); err == nil || !strings.Contains(err.Error(), `has no "config"`) {
+				t.Errorf("without a config: %v", err)
+			}
+			srv.SetConfig(config)
+			handlers, def, err := c.RuntimeHandlers(context.Background())
+			want := map[string]string{"runc": "io.containerd.runc.v2", "legacy": "io.containerd.runc.v1"}
+			if err != nil || def != "runc" || len(handlers) != 2 || handlers["runc"] != want["runc"] || handlers["legacy"] != want["legacy"] {
+				t.Errorf("RuntimeHandlers = %v, %q, %v; want %v, runc", handlers, def, err, want)
+			}
+			srv.SetConfig("{not json")
+			if _, _, err := c.RuntimeHandlers(context.Background()); err == nil || !strings.Contains(err.Error(), `"config"`) {
+				t.Errorf("bad config: %v", err)
 			}
 		})
 	}

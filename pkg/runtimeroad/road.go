@@ -154,6 +154,21 @@ func find(id string) (Deprecation, bool) {
 	return Deprecation{}, false
 }
 
+// RemovedRuntimeTypes are the runtime types (a CRI runtime handler's
+// runtime_type in containerd's configuration) a release removes: a pod
+// whose RuntimeClass names such a handler cannot be started again there.
+var RemovedRuntimeTypes = map[string]Minor{
+	"io.containerd.runtime.v1.linux": {2, 0},
+	"io.containerd.runc.v1":          {2, 0},
+}
+
+// RemovesRuntimeType says whether the step's target has no runtime of
+// that type any more.
+func (s Step) RemovesRuntimeType(runtimeType string) bool {
+	m, ok := RemovedRuntimeTypes[runtimeType]
+	return ok && !minorOf(s.To).less(m)
+}
+
 // ParseDeprecations reads `ctr deprecations list`'s table (its first
 // column, the IDs under the header "ID"), the form every ctr since 1.7
 // prints; `ctr` of 1.6 has no such command, which the caller tells by its

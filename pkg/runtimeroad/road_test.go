@@ -91,3 +91,18 @@ func TestDeprecationsKnown(t *testing.T) {
 		}
 	}
 }
+
+func TestRemovesRuntimeType(t *testing.T) {
+	for _, tt := range []struct {
+		from, to, runtimeType string
+		want                  bool
+	}{
+		{from: "1.7.36", to: "2.0.14", runtimeType: "io.containerd.runc.v1", want: true},
+		{from: "1.7.36", to: "2.0.14", runtimeType: "io.containerd.runtime.v1.linux", want: true},
+		{from: "1.7.36", to: "2.0.14", runtimeType: "io.containerd.runc.v2"},
+		{from: "1.6.20", to: "1.7.36", runtimeType: "io.containerd.runc.v1"},
+		{from: "1.7.36", to: "2.0.14", runtimeType: "io.containerd.kata.v2"},
+	} {
+		assert.Check(t, is.Equal(step(tt.from, tt.to).RemovesRuntimeType(tt.runtimeType), tt.want), "%s -> %s %s", tt.from, tt.to, tt.runtimeType)
+	}
+}

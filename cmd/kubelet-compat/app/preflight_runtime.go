@@ -3,11 +3,13 @@ package app
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 
 	kubeletcompat "github.com/kubelet-compat/kubelet-compat/kubelet-compat"
 	"github.com/kubelet-compat/kubelet-compat/pkg/cri"
 	"github.com/kubelet-compat/kubelet-compat/pkg/runtimecompat"
+	"github.com/kubelet-compat/kubelet-compat/pkg/runtimeroad"
 	"github.com/kubelet-compat/kubelet-compat/pkg/shimgroups"
 	"github.com/kubelet-compat/kubelet-compat/pkg/versions"
 	"github.com/spf13/pflag"
@@ -80,6 +82,13 @@ func (o *preflightOptions) checkRuntime(ctx context.Context, env Env, from, to k
 	if err := verdict.Err(); err != nil {
 		return nil, fmt.Errorf("runtime: %w", err)
 	}
+	if o.runtime != "" && o.onNode {
+		note, err := o.checkRoad(ctx, rt)
+		if err != nil {
+			return nil, err
+		}
+		notes = append(notes, note)
+	}
 	if o.runtime != "" && o.onNode && runtimecompat.KillsShimsWithoutProcesses(rt.Name, rt.Version) {
 		out, err := escapedTasks(ctx, env, o.cgroups.runcRoot, &o.nodeOptions)
 		if err != nil {
@@ -105,6 +114,69 @@ func (o *preflightOptions) checkRuntime(ctx context.Context, env Env, from, to k
 		notes = append(notes, "runtime: "+n)
 	}
 	return notes, nil
+}
+
+// checkRoad refuses a move of the node's containerd to --runtime off the
+// road containerd supports (pkg/runtimeroad: one minor at a time), and one
+// to a release without the runtime type of a handler a running pod's
+// sandbox runs under (its RuntimeClass: io.containerd.runc.v1 and
+// io.containerd.runtime.v1.linux are gone in 2.0), naming those pods.
+func (o *preflightOptions) checkRoad(ctx context.Context, to runtimecompat.Runtime) (string, error) {
+	c, err := o.dial(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	running := c.Runtime()
+	if running.RuntimeName != "containerd" || to.Name != "containerd" {
+		return fmt.Sprintf("runtime: the road from %s %s to %s is not checked (containerd's only)", running.RuntimeName, running.RuntimeVersion, o.runtime), nil
+	}
+	from, ok := versions.Leading(running.RuntimeVersion)
+	target, err := versions.ParseRelease(to.Version)
+	if !ok || err != nil {
+		return "", fmt.Errorf("runtime: cannot place containerd %s -> %s on the road", running.RuntimeVersion, to.Version)
+	}
+	step := runtimeroad.Step{From: from, To: target}
+	if err := step.Check(); err != nil {
+		return "", fmt.Errorf("runtime: %w (docs/runtime.md, the road)", err)
+	}
+	removed := false
+	for t := range runtimeroad.RemovedRuntimeTypes {
+		removed = removed || step.RemovesRuntimeType(t)
+	}
+	if !removed {
+		return fmt.Sprintf("runtime: containerd %s -> %s is a step of the road (one minor at a time)", running.RuntimeVersion, to.Version), nil
+	}
+	handlers, def, err := c.RuntimeHandlers(ctx)
+	if err != nil {
+		return "", fmt.Errorf("runtime: containerd %s removes runtime types; which handler runs which type: %w", to.Version, err)
+	}
+	sandboxes, err := c.ListSandboxes(ctx)
+	if err != nil {
+		return "", err
+	}
+	var pods []string
+	for _, sb := range sandboxes {
+		if !sb.Ready {
+			continue
+		}
+		st, err := c.SandboxStatus(ctx, sb.ID)
+		if err != nil {
+			return "", err
+		}
+		handler := st.RuntimeHandler
+		if handler == "" {
+			handler = def
+		}
+		if t := handlers[handler]; step.RemovesRuntimeType(t) {
+			pods = append(pods, fmt.Sprintf("%s/%s (handler %s: %s)", sb.Namespace, sb.Name, handler, t))
+		}
+	}
+	if len(pods) > 0 {
+		sort.Strings(pods)
+		return "", fmt.Errorf("runtime: containerd %s has no runtime of the type %d running pod(s) run under, which it could not start again: %s; move them to a RuntimeClass of io.containerd.runc.v2 first", to.Version, len(pods), strings.Join(pods, ", "))
+	}
+	return fmt.Sprintf("runtime: containerd %s -> %s is a step of the road; no running pod runs under a runtime type %s removes", running.RuntimeVersion, to.Version, to.Version), nil
 }
 
 // checkShimGroups refuses the runtime while a running container's shim is

@@ -91,3 +91,54 @@ func TestPreflightRuntimeServed(t *testing.T) {
 		})
 	}
 }
+
+// runcV2Config is containerd 1.7's CRI configuration as its verbose Status
+// sends it (trimmed): runc.v2 only.
+const runcV2Config = `{"containerd":{"defaultRuntimeName":"runc","runtimes":{"runc":{"runtimeType":"io.containerd.runc.v2"}}}}`
+
+// TestPreflightRuntimeRoad: --runtime on a node follows the road
+// containerd supports, one minor at a time, and names the running pods
+// whose RuntimeClass's handler runs a runtime type the target removes.
+func TestPreflightRuntimeRoad(t *testing.T) {
+	legacy := `{"containerd":{"defaultRuntimeName":"runc","runtimes":{"runc":{"runtimeType":"io.containerd.runc.v2"},"legacy":{"runtimeType":"io.containerd.runc.v1"}}}}`
+	for _, tc := range []struct {
+		name, running, runtime, config string
+		handlers                       map[string]string // sandbox ID -> its handler
+		wantErr, wantNote              string
+	}{
+		{name: "1.6 to 1.7: a step of the road", running: "1.6.20~ds1", runtime: "containerd@1.7.36+compat.1",
+			wantNote: "note: runtime: containerd 1.6.20~ds1 -> 1.7.36+compat.1 is a step of the road (one minor at a time)"},
+		{name: "1.7 to 2.4 skips four minors", running: "v1.7.36+compat.1", runtime: "containerd@2.4.2",
+			wantErr: "runtime: containerd 1.7.36 -> 2.4.2 skips 2.0, 2.1, 2.2, 2.3: containerd supports one minor at a time (RELEASES.md: no compatibility guarantees across minors); go through 2.0 first (docs/runtime.md, the road)"},
+		{name: "going down is a rollback", running: "v2.1.9", runtime: "containerd@2.0.14",
+			wantErr: "runtime: containerd 2.1.9 -> 2.0.14 goes down a minor: a step back is a rollback, not a step of the road (docs/runtime.md, the road)"},
+		{name: "1.7 to 2.0, every pod on runc.v2", running: "v1.7.35", runtime: "containerd@2.0.14", config: legacy,
+			wantNote: "note: runtime: containerd v1.7.35 -> 2.0.14 is a step of the road; no running pod runs under a runtime type 2.0.14 removes"},
+		{name: "1.7 to 2.0, a pod under a runc.v1 RuntimeClass", running: "v1.7.35", runtime: "containerd@2.0.14", config: legacy,
+			handlers: map[string]string{"sb-web": "legacy"},
+			wantErr:  "runtime: containerd 2.0.14 has no runtime of the type 1 running pod(s) run under, which it could not start again: default/web-0 (handler legacy: io.containerd.runc.v1); move them to a RuntimeClass of io.containerd.runc.v2 first"},
+		{name: "1.7 to 2.0, the default handler is runc.v1", running: "v1.7.35", runtime: "containerd@2.0.14",
+			config:  `{"containerd":{"defaultRuntimeName":"old","runtimes":{"old":{"runtimeType":"io.containerd.runtime.v1.linux"}}}}`,
+			wantErr: "runtime: containerd 2.0.14 has no runtime of the type 2 running pod(s) run under, which it could not start again: default/web-0 (handler old: io.containerd.runtime.v1.linux), kube-system/kube-proxy-7sh5b (handler old: io.containerd.runtime.v1.linux)"},
+		{name: "1.7 to 2.0, no configuration to read", running: "v1.7.35", runtime: "containerd@2.0.14",
+			wantErr: `runtime: containerd 2.0.14 removes runtime types; which handler runs which type: the runtime's verbose Status has no "config": not containerd's CRI plugin of 1.x`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, cri.APIv1, cri.APIv1alpha2)
+			f.srv.SetVersion("containerd", tc.running)
+			f.kubeProxyPod()
+			f.srv.SetConfig(tc.config)
+			for id, h := range tc.handlers {
+				f.srv.SetSandboxNetwork(id, cri.SandboxStatus{RuntimeHandler: h})
+			}
+			code := f.run("preflight", "--node", "--from", "v1.30.14", "--to", "v1.31.14", "--runtime", tc.runtime)
+			if tc.wantErr != "" {
+				assert.Equal(t, code, ExitError, f.stdout.String())
+				assertOneErrorLine(t, f.stderr.String(), tc.wantErr)
+				return
+			}
+			assert.Equal(t, code, ExitOK, f.stderr.String())
+			assert.Check(t, is.Contains(f.stdout.String(), tc.wantNote))
+		})
+	}
+}

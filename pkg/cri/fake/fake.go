@@ -32,6 +32,8 @@ type Runtime struct {
 	// name and version are what Version reports (SetVersion); empty:
 	// crifake 1.0.0.
 	name, version string
+	// config is the verbose Status's "config" (SetConfig).
+	config string
 }
 
 // Server is a running fake runtime.
@@ -89,7 +91,16 @@ func (r *Runtime) SetStatusImage(containerID, image string) {
 	r.images[containerID] = image
 }
 
-// SetSandboxNetwork sets what PodSandboxStatus reports for a sandbox.
+// SetConfig sets what the verbose Status sends as "config" (containerd
+// 1.x's CRI configuration as JSON; empty: none).
+func (r *Runtime) SetConfig(config string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.config = config
+}
+
+// SetSandboxNetwork sets what PodSandboxStatus reports for a sandbox (its
+// network and runtime handler).
 func (r *Runtime) SetSandboxNetwork(sandboxID string, network cri.SandboxStatus) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -56,8 +56,9 @@ func (s *v1Server) PodSandboxStatus(_ context.Context, req *runtimev1.PodSandbox
 	}
 	return &runtimev1.PodSandboxStatusResponse{Status: &runtimev1.PodSandboxStatus{
 		Id: sb.Id, Metadata: sb.Metadata, State: sb.State, CreatedAt: sb.CreatedAt, Labels: sb.Labels, Annotations: sb.Annotations,
-		Network: &runtimev1.PodSandboxNetworkStatus{Ip: network.IP},
-		Linux:   &runtimev1.LinuxPodSandboxStatus{Namespaces: &runtimev1.Namespace{Options: &runtimev1.NamespaceOption{Network: mode}}},
+		RuntimeHandler: network.RuntimeHandler,
+		Network:        &runtimev1.PodSandboxNetworkStatus{Ip: network.IP},
+		Linux:          &runtimev1.LinuxPodSandboxStatus{Namespaces: &runtimev1.Namespace{Options: &runtimev1.NamespaceOption{Network: mode}}},
 	}}, nil
 }
 
@@ -107,6 +108,19 @@ func (s *v1Server) ListContainers(context.Context, *runtimev1.ListContainersRequ
 	resp := &runtimev1.ListContainersResponse{}
 	for _, c := range s.rt.containers {
 		resp.Containers = append(resp.Containers, containerToV1(c))
+	}
+	return resp, nil
+}
+
+func (s *v1Server) Status(_ context.Context, req *runtimev1.StatusRequest) (*runtimev1.StatusResponse, error) {
+	if err := s.rt.answer("Status", ""); err != nil {
+		return nil, err
+	}
+	s.rt.mu.Lock()
+	defer s.rt.mu.Unlock()
+	resp := &runtimev1.StatusResponse{Status: &runtimev1.RuntimeStatus{}}
+	if req.Verbose && s.rt.config != "" {
+		resp.Info = map[string]string{"config": s.rt.config}
 	}
 	return resp, nil
 }

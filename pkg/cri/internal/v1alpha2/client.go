@@ -44,6 +44,10 @@ func (c Client) ListContainers(ctx context.Context, req *runtimev1.ListContainer
 	return call(ctx, req, &runtimev1alpha2.ListContainersRequest{}, c.rt.ListContainers, &runtimev1.ListContainersResponse{})
 }
 
+func (c Client) Status(ctx context.Context, req *runtimev1.StatusRequest, _ ...grpc.CallOption) (*runtimev1.StatusResponse, error) {
+	return call(ctx, req, &runtimev1alpha2.StatusRequest{}, c.rt.Status, &runtimev1.StatusResponse{})
+}
+
 func (c Client) ContainerStatus(ctx context.Context, req *runtimev1.ContainerStatusRequest, _ ...grpc.CallOption) (*runtimev1.ContainerStatusResponse, error) {
 	return call(ctx, req, &runtimev1alpha2.ContainerStatusRequest{}, c.rt.ContainerStatus, &runtimev1.ContainerStatusResponse{})
 }

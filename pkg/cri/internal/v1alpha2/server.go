@@ -41,6 +41,10 @@ func (s *Server) ListContainers(ctx context.Context, req *runtimev1alpha2.ListCo
 	return serve(ctx, req, &runtimev1.ListContainersRequest{}, s.v1.ListContainers, &runtimev1alpha2.ListContainersResponse{})
 }
 
+func (s *Server) Status(ctx context.Context, req *runtimev1alpha2.StatusRequest) (*runtimev1alpha2.StatusResponse, error) {
+	return serve(ctx, req, &runtimev1.StatusRequest{}, s.v1.Status, &runtimev1alpha2.StatusResponse{})
+}
+
 func (s *Server) ContainerStatus(ctx context.Context, req *runtimev1alpha2.ContainerStatusRequest) (*runtimev1alpha2.ContainerStatusResponse, error) {
 	return serve(ctx, req, &runtimev1.ContainerStatusRequest{}, s.v1.ContainerStatus, &runtimev1alpha2.ContainerStatusResponse{})
 }
