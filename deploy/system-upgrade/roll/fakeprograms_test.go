@@ -20,6 +20,9 @@ func (f *fakeNode) program(argv []string) Result {
 	if filepath.Base(argv[0]) == "ctr" {
 		return f.ctrRun(argv[0], args)
 	}
+	if strings.HasPrefix(argv[0], "/usr/local/runtime/containerd/") && filepath.Base(argv[0]) == "containerd" {
+		return f.containerdMigrate(args)
+	}
 	switch argv[0] {
 	case "kubernetes-select":
 		return f.kubernetesSelect(args)
@@ -108,6 +111,10 @@ func (f *fakeNode) runtimeSelect(args []string) Result {
 		}
 		if f.containerd == v {
 			return ok("containerd: " + v + " already selected\n")
+		}
+		if cfg, _ := os.ReadFile(f.hostFile(ContainerdConfig)); (v == "system" || strings.HasPrefix(v, "1.")) && strings.HasPrefix(string(cfg), "version = 3") {
+			f.containerdRuns = f.containerd
+			return exit(1, "runtime-select: containerd "+v+" does not start (failed to load TOML: unsupported config version 3): switch undone\n")
 		}
 		if f.getenv("RUNTIME_RESTART_FAILS") == v {
 			f.containerdRuns = f.containerd
@@ -369,4 +376,24 @@ func (f *fakeNode) ctrRun(path string, args []string) Result {
 		b.WriteString("io.containerd.deprecation/" + id + "    2026-12-07T10:00:00Z    deprecated\n")
 	}
 	return ok(b.String())
+}
+
+// containerdMigrate is a 2.x containerd's config migrate of
+// ContainerdConfig: version 3 (the file as it was, under a version 3
+// line); a file in that form already, as it is. MIGRATE_FAILS=1: an error.
+func (f *fakeNode) containerdMigrate(args []string) Result {
+	if strings.Join(args, " ") != "--config "+ContainerdConfig+" config migrate" {
+		return exit(2, "")
+	}
+	if f.getenv("MIGRATE_FAILS") != "" {
+		return exit(1, "containerd: failed to load TOML: toml: line 3: expected '.' or '=', but got 'x' instead\n")
+	}
+	data, err := os.ReadFile(f.hostFile(ContainerdConfig))
+	if err != nil {
+		return exit(1, err.Error()+"\n")
+	}
+	if strings.HasPrefix(string(data), "version = 3\n") {
+		return ok(string(data))
+	}
+	return ok("version = 3\n" + strings.TrimPrefix(string(data), "version = 2\n"))
 }

@@ -25,6 +25,9 @@ type killScenario struct {
 
 const oldConfig = "the 1.30 configuration\n"
 
+// containerdConfig17 is containerd's configuration of 1.7 (version 2).
+const containerdConfig17 = "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\"]\n"
+
 func killScenarios() []killScenario {
 	restarted := func(s string) string {
 		return strings.Replace(s, "          \"c-pinned-uid-app\"\n", "          \"c-pinned-uid-app-2\"\n", 1)
@@ -36,6 +39,11 @@ func killScenarios() []killScenario {
 		"etc/kubernetes/manifests/etcd.yaml":           "image: registry.k8s.io/etcd:3.5.15-0\n"}
 	etcd36 := map[string]string{"var/lib/kubelet/config.yaml": oldConfig, "etc/kubernetes/manifests/etcd.yaml": "image: registry.k8s.io/etcd:3.6.8-0\n"}
 	runtime := []string{"KC_RUNTIME=containerd@1.7.35"}
+	// A step into 2.0 from 1.7: containerd's configuration migrated to
+	// version 3, which 1.7 cannot read, and put back by a rollback.
+	runtime2 := []string{"KC_RUNTIME=containerd@2.0.14"}
+	installed2 := "containerd 1.7.35\ncontainerd 2.0.14\nrunc 1.5.3\n"
+	worker2 := map[string]string{"var/lib/kubelet/config.yaml": oldConfig, "etc/containerd/config.toml": containerdConfig17}
 	return []killScenario{
 		{name: "worker, passes", want: PhasePassed, tc: rollCase{preflight: preflight, host: worker}},
 		{name: "worker, the gate fails", want: PhaseRolledBack, tc: rollCase{preflight: preflight, host: worker, after: restarted, gate: gateLost}},
@@ -51,6 +59,10 @@ func killScenarios() []killScenario {
 			afterRuntime: restarted, gate: gateLost}},
 		{name: "runtime step passes, the kubelet's gate fails", want: PhaseRolledBack, mixed: true, tc: rollCase{preflight: preflight,
 			host: worker, env: runtime, after: restarted, gate: "0 passed\n" + gateLost}},
+		{name: "runtime step into 2.0 (the configuration migrated), then the kubelet's, passes", want: PhasePassed,
+			tc: rollCase{preflight: preflight, host: worker2, env: runtime2, containerd: "1.7.35", runtimeInstalled: installed2}},
+		{name: "runtime step into 2.0, its gate fails (the configuration put back)", want: PhaseRolledBack,
+			tc: rollCase{preflight: preflight, host: worker2, env: runtime2, containerd: "1.7.35", runtimeInstalled: installed2, afterRuntime: restarted, gate: gateLost}},
 		{name: "an unfinished roll to another version, rolled back first, then this one passes", want: PhasePassed,
 			tc: rollCase{preflight: preflight, host: worker, stage1Before: "1.31.13", stage2Before: "1.31.13",
 				state: "target=1.31.13\nprevious=1.30.14\nstage1=1.30.14\nphase=swapping\nswapped_at=2026-12-03T10:00:00Z\n"}},
@@ -158,8 +170,15 @@ func checkProven(t *testing.T, f *fakeNode, sc killScenario, j jobRun, unkilled 
 		assert.Check(t, is.Equal(f.stage1, targetVersion))
 		assert.Check(t, gatedAfter(f, "kubernetes-select --restart-kubelet stage2 "+targetVersion, "--step kubelet"), "passed without a passed gate after the swap: %q", f.calls)
 		if st.Runtime != "" {
-			assert.Check(t, is.Equal(f.containerd, "1.7.35"))
-			assert.Check(t, gatedAfter(f, "runtime-select --restart-containerd containerd 1.7.35", "--step runtime"), "no passed gate after the runtime switch: %q", f.calls)
+			rt, _ := runtimeVersion(st.Runtime)
+			assert.Check(t, is.Equal(f.containerd, rt))
+			assert.Check(t, gatedAfter(f, "runtime-select --restart-containerd containerd "+rt, "--step runtime"), "no passed gate after the runtime switch: %q", f.calls)
+			if before, ok := sc.tc.host["etc/containerd/config.toml"]; ok && strings.HasPrefix(rt, "2.") {
+				cfg, _ := os.ReadFile(f.hostFile(ContainerdConfig))
+				backup, _ := os.ReadFile(f.hostFile(containerdConfigBackup(f.containerdInitial)))
+				assert.Check(t, is.Equal(string(cfg), "version = 3\n"+strings.TrimPrefix(before, "version = 2\n")), "containerd's configuration after a step into 2.x")
+				assert.Check(t, is.Equal(string(backup), before), "the configuration of before, kept for a rollback")
+			}
 		}
 	case PhaseRolledBack:
 		var failure *Failure
@@ -168,7 +187,7 @@ func checkProven(t *testing.T, f *fakeNode, sc killScenario, j jobRun, unkilled 
 		assert.Check(t, is.Equal(f.stage1, prevVersion))
 		wantContainerd := f.containerdInitial
 		if st.RuntimePassedAt != "" {
-			wantContainerd = "1.7.35"
+			wantContainerd, _ = runtimeVersion(st.Runtime)
 		}
 		assert.Check(t, is.Equal(f.containerd, wantContainerd))
 		assert.Check(t, is.Equal(f.containerdRuns, wantContainerd))

@@ -1,9 +1,15 @@
 package roll
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"io/fs"
 	"strconv"
 	"strings"
+
+	"github.com/kubelet-compat/kubelet-compat/pkg/layout"
+	"github.com/kubelet-compat/kubelet-compat/pkg/versions"
 )
 
 // beginRuntimeStep writes the roll's state: runtime-swapping, with the
@@ -46,6 +52,7 @@ func (r *run) runtimeSwap() []action {
 			}
 			return nil
 		}},
+		{"runtime: containerd's configuration", r.migrateConfig},
 		{"runtime: switch", func(ctx context.Context) error {
 			r.log("runtime: runtime-select --restart-containerd containerd %s (containerd stopped alone: its shims, and so the containers, go on)", r.rt.version)
 			if res := r.onHostLogged(ctx, "runtime-select", "--restart-containerd", "containerd", r.rt.version); !res.OK() {
@@ -140,6 +147,7 @@ func (r *run) rerunRuntime(ctx context.Context) error {
 func (r *run) runtimeRollback(why string) []action {
 	return []action{
 		r.saveAction("state: runtime-rolling-back", func(s *State) { s.Phase, s.Reason = PhaseRuntimeRollingBack, why }),
+		{"runtime rollback: containerd's configuration of before", r.restoreConfig},
 		{"runtime rollback: select the previous containerd", func(ctx context.Context) error {
 			r.log("rolling the runtime back to containerd %s (%s)", r.rt.prev, why)
 			sel, _, ok := r.runtimeSelected(ctx)
@@ -173,4 +181,87 @@ func (r *run) runtimeRollback(why string) []action {
 			return nil
 		}},
 	}
+}
+
+// ContainerdConfig is containerd's configuration on the node, which every
+// selection reads (runtime-select's drop-in changes the binary, not -c).
+const ContainerdConfig = "/etc/containerd/config.toml"
+
+// containerdConfigBackup is where the runtime step keeps the file it
+// migrates, for a rollback to prev (the selection before the step).
+func containerdConfigBackup(prev string) string { return ContainerdConfig + ".kc-" + prev }
+
+// migrateConfig writes containerd's configuration in the form the new
+// containerd's own `config migrate` gives (2.x: version 3, 2.3 and later:
+// version 4, which 2.0-2.2 cannot read; 1.x reads version 2 only, so a
+// step to 1.x migrates nothing), keeping the file of before for the
+// rollback. The state names the backup before either file is written, the
+// backup is written only once and before the new file: a Job killed at any
+// point leaves the file of before at one of the two names, and the next
+// Job ends the same.
+func (r *run) migrateConfig(ctx context.Context) error {
+	to, err := versions.ParseRelease(r.rt.version)
+	if err != nil || to.Major < 2 {
+		return nil
+	}
+	old, err := r.files.ReadFile(ContainerdConfig)
+	if errors.Is(err, fs.ErrNotExist) {
+		r.log("runtime: no %s: containerd %s runs on its defaults, nothing to migrate", ContainerdConfig, r.rt.version)
+		return nil
+	}
+	if err != nil {
+		return failRollf("reading %s: %v", ContainerdConfig, err)
+	}
+	bin := layout.RuntimeRoot + "/containerd/" + r.rt.version + "/bin/containerd"
+	res := r.onHost(ctx, bin, "--config", ContainerdConfig, "config", "migrate")
+	if !res.OK() || len(bytes.TrimSpace(res.Stdout)) == 0 {
+		return failRollf("%s --config %s config migrate failed (exit %d: %s): containerd %s's configuration not written", bin, ContainerdConfig, res.Code, firstLine(string(res.Stderr)), r.rt.version)
+	}
+	if bytes.Equal(res.Stdout, old) {
+		r.log("runtime: %s is already in containerd %s's form (config migrate): kept", ContainerdConfig, r.rt.version)
+		return nil
+	}
+	backup := containerdConfigBackup(r.rt.prev)
+	if err := r.save(func(s *State) { s.RuntimeConfigBackup = backup }); err != nil {
+		return dief("%v", err)
+	}
+	if _, err := r.files.Stat(backup); errors.Is(err, fs.ErrNotExist) {
+		if err := copyFile(r.files, ContainerdConfig, backup); err != nil {
+			return dief("keeping %s as %s: %v", ContainerdConfig, backup, err)
+		}
+	} else if err != nil {
+		return dief("%s: %v", backup, err)
+	}
+	if err := put(r.files, ContainerdConfig, res.Stdout); err != nil {
+		return dief("writing %s: %v", ContainerdConfig, err)
+	}
+	r.log("runtime: %s migrated by containerd %s's config migrate; the file of before kept as %s for a rollback", ContainerdConfig, r.rt.version, backup)
+	return nil
+}
+
+// restoreConfig puts back the configuration migrateConfig kept, before
+// the containerd of before starts on it again (1.7 cannot read the
+// version 3 a 2.x step wrote). Idempotent; nothing to do when the step
+// migrated nothing or was killed before the backup was written (the file
+// of before is then still in place).
+func (r *run) restoreConfig(context.Context) error {
+	backup := r.st.RuntimeConfigBackup
+	if backup == "" {
+		return nil
+	}
+	data, err := r.files.ReadFile(backup)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return dief("the rollback failed: reading %s: %v (the next Job tries again)", backup, err)
+	}
+	if cur, err := r.files.ReadFile(ContainerdConfig); err == nil && bytes.Equal(cur, data) {
+		return nil
+	}
+	if err := put(r.files, ContainerdConfig, data); err != nil {
+		return dief("the rollback failed: writing %s: %v (the next Job tries again)", ContainerdConfig, err)
+	}
+	r.log("rollback: %s put back from %s", ContainerdConfig, backup)
+	return nil
 }

@@ -72,6 +72,10 @@ type State struct {
 	// RuntimeRejections is the kubelet's admission rejections count at the
 	// runtime step's picture.
 	RuntimeRejections string
+	// RuntimeConfigBackup is where the runtime step kept containerd's
+	// configuration before migrating it, set before either file is
+	// written; the runtime's rollback puts it back.
+	RuntimeConfigBackup string
 
 	BeganAt, SwappedAt, PassedAt, RolledBackAt       string
 	RuntimeSwappedAt, RuntimeBackAt, RuntimePassedAt string
@@ -96,6 +100,7 @@ var stateKeys = []struct {
 	{"phase", func(s *State) *string { return (*string)(&s.Phase) }},
 	{"began_at", func(s *State) *string { return &s.BeganAt }},
 	{"runtime_rejections", func(s *State) *string { return &s.RuntimeRejections }},
+	{"runtime_config_backup", func(s *State) *string { return &s.RuntimeConfigBackup }},
 	{"runtime_swapped_at", func(s *State) *string { return &s.RuntimeSwappedAt }},
 	{"runtime_back_at", func(s *State) *string { return &s.RuntimeBackAt }},
 	{"runtime_passed_at", func(s *State) *string { return &s.RuntimePassedAt }},
