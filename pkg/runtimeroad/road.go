@@ -8,7 +8,11 @@
 package runtimeroad
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
+	"path"
 	"sort"
 	"strings"
 
@@ -46,9 +50,11 @@ type Step struct {
 }
 
 // Check says whether the step is on the supported road: a patch release
-// of the same minor, or the next minor up. Going down, skipping a minor
-// or a minor this package does not know is refused with the reason and,
-// for a skip, the minors to go through.
+// of the same minor, the next minor up, or (a rollback) the minor before.
+// Skipping a minor either way or a minor this package does not know is
+// refused with the reason and, for a skip, the minors to go through. A
+// step from 2.x down to 1.7 is on the road only while no task runs on a
+// shim containerd 2.x started (TasksOnShimV3): the caller checks that.
 func (s Step) Check() error {
 	from, to := minorOf(s.From), minorOf(s.To)
 	i, j := indexOf(from), indexOf(to)
@@ -57,14 +63,23 @@ func (s Step) Check() error {
 		return fmt.Errorf("containerd %s: minor %s is not on the road this project knows (%s)", s.From, from, list(Minors))
 	case j < 0:
 		return fmt.Errorf("containerd %s: minor %s is not on the road this project knows (%s)", s.To, to, list(Minors))
-	case j < i:
-		return fmt.Errorf("containerd %s -> %s goes down a minor: a step back is a rollback, not a step of the road", s.From, s.To)
+	case j < i-1:
+		return fmt.Errorf("containerd %s -> %s goes down %d minors: roll back one minor at a time (%s first)", s.From, s.To, i-j, Minors[i-1])
 	case j > i+1:
 		return fmt.Errorf("containerd %s -> %s skips %s: containerd supports one minor at a time (RELEASES.md: no compatibility guarantees across minors); go through %s first",
 			s.From, s.To, list(Minors[i+1:j]), Minors[i+1])
 	}
 	return nil
 }
+
+// Down says whether the step goes to an older minor (a rollback).
+func (s Step) Down() bool { return minorOf(s.To).less(minorOf(s.From)) }
+
+// LeavesTaskAPIv3 says whether the step goes from containerd 2.x, whose
+// shims serve the task API v3, down to 1.x, which reaches a shim only
+// through v2: a task such a shim runs would be orphaned
+// (containerd/containerd#11720).
+func (s Step) LeavesTaskAPIv3() bool { return s.From.Major >= 2 && s.To.Major < 2 }
 
 func list(ms []Minor) string {
 	var out []string
@@ -182,4 +197,57 @@ func ParseDeprecations(out string) []string {
 		}
 	}
 	return ids
+}
+
+// DirReader reads the node's files (the roll's Files, or the host's root).
+type DirReader interface {
+	ReadDir(name string) ([]fs.DirEntry, error)
+	ReadFile(name string) ([]byte, error)
+}
+
+// TaskState is where containerd keeps its runtime v2 tasks' bundles, a
+// directory per namespace.
+const TaskState = "/run/containerd/io.containerd.runtime.v2.task"
+
+// TasksOnShimV3 are the tasks (NAMESPACE/ID) whose bundle says its shim
+// serves the task API v3: the bootstrap.json containerd 2.x writes for a
+// shim it starts, version 3 (containerd 1.x writes none). No task state:
+// none.
+func TasksOnShimV3(r DirReader, taskState string) ([]string, error) {
+	namespaces, err := r.ReadDir(taskState)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, ns := range namespaces {
+		if !ns.IsDir() {
+			continue
+		}
+		tasks, err := r.ReadDir(path.Join(taskState, ns.Name()))
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range tasks {
+			data, err := r.ReadFile(path.Join(taskState, ns.Name(), t.Name(), "bootstrap.json"))
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			var params struct {
+				Version int `json:"version"`
+			}
+			if err := json.Unmarshal(data, &params); err != nil {
+				return nil, fmt.Errorf("%s: %w", path.Join(taskState, ns.Name(), t.Name(), "bootstrap.json"), err)
+			}
+			if params.Version >= 3 {
+				out = append(out, ns.Name()+"/"+t.Name())
+			}
+		}
+	}
+	return out, nil
 }

@@ -1,6 +1,9 @@
 package runtimeroad
 
 import (
+	"io/fs"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/kubelet-compat/kubelet-compat/pkg/versions"
@@ -34,7 +37,10 @@ func TestStepCheck(t *testing.T) {
 		{from: "2.4.2", to: "2.4.2+compat.1"},
 		{from: "1.7.35", to: "2.4.2", wantErr: "containerd 1.7.35 -> 2.4.2 skips 2.0, 2.1, 2.2, 2.3: containerd supports one minor at a time (RELEASES.md: no compatibility guarantees across minors); go through 2.0 first"},
 		{from: "1.6.20", to: "2.0.14", wantErr: "skips 1.7:"},
-		{from: "2.4.2", to: "2.3.7", wantErr: "containerd 2.4.2 -> 2.3.7 goes down a minor: a step back is a rollback, not a step of the road"},
+		{from: "2.4.2", to: "2.3.7"},
+		{from: "1.7.36+compat.1", to: "1.7.35"},
+		{from: "2.0.14", to: "1.7.36+compat.1"},
+		{from: "2.4.2", to: "2.2.10", wantErr: "containerd 2.4.2 -> 2.2.10 goes down 2 minors: roll back one minor at a time (2.3 first)"},
 		{from: "1.5.18", to: "1.6.20", wantErr: "containerd 1.5.18: minor 1.5 is not on the road this project knows (1.6, 1.7, 2.0, 2.1, 2.2, 2.3, 2.4)"},
 		{from: "2.4.2", to: "2.5.0", wantErr: "containerd 2.5.0: minor 2.5 is not on the road"},
 	} {
@@ -105,4 +111,47 @@ func TestRemovesRuntimeType(t *testing.T) {
 	} {
 		assert.Check(t, is.Equal(step(tt.from, tt.to).RemovesRuntimeType(tt.runtimeType), tt.want), "%s -> %s %s", tt.from, tt.to, tt.runtimeType)
 	}
+}
+
+func TestTasksOnShimV3(t *testing.T) {
+	root := t.TempDir()
+	write := func(name, data string) {
+		p := filepath.Join(root, filepath.FromSlash(name))
+		assert.NilError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		assert.NilError(t, os.WriteFile(p, []byte(data), 0o600))
+	}
+	r := hostRoot(root)
+	got, err := TasksOnShimV3(r, TaskState)
+	assert.NilError(t, err)
+	assert.Check(t, is.Len(got, 0), "no task state")
+	// containerd 1.7's bundles: an address file, no bootstrap.json.
+	write(TaskState+"/k8s.io/c17/address", "unix:///run/containerd/s/abc")
+	// containerd 2.x's: bootstrap.json, version 3 (or 2, for a shim binary
+	// that answered as a v2 shim).
+	write(TaskState+"/k8s.io/c20/bootstrap.json", `{"version":3,"address":"unix:///run/containerd/s/def","protocol":"ttrpc"}`)
+	write(TaskState+"/moby/old/bootstrap.json", `{"version":2,"address":"unix:///run/containerd/s/ghi","protocol":"ttrpc"}`)
+	got, err = TasksOnShimV3(r, TaskState)
+	assert.NilError(t, err)
+	assert.Check(t, is.DeepEqual(got, []string{"k8s.io/c20"}))
+	write(TaskState+"/k8s.io/bad/bootstrap.json", `{not json`)
+	_, err = TasksOnShimV3(r, TaskState)
+	assert.Check(t, is.ErrorContains(err, "k8s.io/bad/bootstrap.json"))
+}
+
+func TestStepDirections(t *testing.T) {
+	assert.Check(t, step("2.0.14", "1.7.36").Down())
+	assert.Check(t, step("2.0.14", "1.7.36").LeavesTaskAPIv3())
+	assert.Check(t, !step("2.1.9", "2.0.14").LeavesTaskAPIv3())
+	assert.Check(t, !step("1.7.36", "2.0.14").Down())
+}
+
+// hostRoot reads the node's paths under a directory.
+type hostRoot string
+
+func (h hostRoot) ReadDir(name string) ([]fs.DirEntry, error) {
+	return os.ReadDir(filepath.Join(string(h), filepath.FromSlash(name)))
+}
+
+func (h hostRoot) ReadFile(name string) ([]byte, error) {
+	return os.ReadFile(filepath.Join(string(h), filepath.FromSlash(name)))
 }

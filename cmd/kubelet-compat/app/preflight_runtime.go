@@ -3,6 +3,9 @@ package app
 import (
 	"context"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -83,7 +86,7 @@ func (o *preflightOptions) checkRuntime(ctx context.Context, env Env, from, to k
 		return nil, fmt.Errorf("runtime: %w", err)
 	}
 	if o.runtime != "" && o.onNode {
-		note, err := o.checkRoad(ctx, rt)
+		note, err := o.checkRoad(ctx, env, rt)
 		if err != nil {
 			return nil, err
 		}
@@ -121,7 +124,7 @@ func (o *preflightOptions) checkRuntime(ctx context.Context, env Env, from, to k
 // to a release without the runtime type of a handler a running pod's
 // sandbox runs under (its RuntimeClass: io.containerd.runc.v1 and
 // io.containerd.runtime.v1.linux are gone in 2.0), naming those pods.
-func (o *preflightOptions) checkRoad(ctx context.Context, to runtimecompat.Runtime) (string, error) {
+func (o *preflightOptions) checkRoad(ctx context.Context, env Env, to runtimecompat.Runtime) (string, error) {
 	c, err := o.dial(ctx)
 	if err != nil {
 		return "", err
@@ -139,6 +142,21 @@ func (o *preflightOptions) checkRoad(ctx context.Context, to runtimecompat.Runti
 	step := runtimeroad.Step{From: from, To: target}
 	if err := step.Check(); err != nil {
 		return "", fmt.Errorf("runtime: %w (docs/runtime.md, the road)", err)
+	}
+	if step.LeavesTaskAPIv3() {
+		// A step down from 2.x: containerd 1.x cannot reach a shim 2.x
+		// started.
+		tasks, err := runtimeroad.TasksOnShimV3(hostFiles(env.FSRoot), filepath.Dir(o.cgroups.taskState))
+		if err != nil {
+			return "", fmt.Errorf("runtime: the tasks' bundles: %w", err)
+		}
+		if len(tasks) > 0 {
+			return "", fmt.Errorf("runtime: containerd %s cannot reach the %d task(s) containerd %s started (their shims serve the task API v3 only; containerd/containerd#11720: their containers would be orphaned): %s; a step back to 1.x is lossless only before 2.x started any",
+				to.Version, len(tasks), running.RuntimeVersion, strings.Join(tasks, " "))
+		}
+	}
+	if step.Down() {
+		return fmt.Sprintf("runtime: containerd %s -> %s is a step back of the road (one minor at a time); no task runs on a shim the version it leaves started", running.RuntimeVersion, to.Version), nil
 	}
 	removed := false
 	for t := range runtimeroad.RemovedRuntimeTypes {
@@ -177,6 +195,17 @@ func (o *preflightOptions) checkRoad(ctx context.Context, to runtimecompat.Runti
 		return "", fmt.Errorf("runtime: containerd %s has no runtime of the type %d running pod(s) run under, which it could not start again: %s; move them to a RuntimeClass of io.containerd.runc.v2 first", to.Version, len(pods), strings.Join(pods, ", "))
 	}
 	return fmt.Sprintf("runtime: containerd %s -> %s is a step of the road; no running pod runs under a runtime type %s removes", running.RuntimeVersion, to.Version, to.Version), nil
+}
+
+// hostFiles reads the node's paths under root (Env.FSRoot, "" is /).
+type hostFiles string
+
+func (h hostFiles) ReadDir(name string) ([]fs.DirEntry, error) {
+	return os.ReadDir(filepath.Join(string(h), filepath.FromSlash(name)))
+}
+
+func (h hostFiles) ReadFile(name string) ([]byte, error) {
+	return os.ReadFile(filepath.Join(string(h), filepath.FromSlash(name)))
 }
 
 // checkShimGroups refuses the runtime while a running container's shim is

@@ -1,10 +1,12 @@
 package app
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/kubelet-compat/kubelet-compat/pkg/cri"
+	"github.com/kubelet-compat/kubelet-compat/pkg/shimgroups"
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
 )
@@ -104,14 +106,25 @@ func TestPreflightRuntimeRoad(t *testing.T) {
 	for _, tc := range []struct {
 		name, running, runtime, config string
 		handlers                       map[string]string // sandbox ID -> its handler
-		wantErr, wantNote              string
+		// bootstrap: task ID -> its bundle's bootstrap.json ("": none, a
+		// 1.x bundle).
+		bootstrap         map[string]string
+		wantErr, wantNote string
 	}{
 		{name: "1.6 to 1.7: a step of the road", running: "1.6.20~ds1", runtime: "containerd@1.7.36+compat.1",
 			wantNote: "note: runtime: containerd 1.6.20~ds1 -> 1.7.36+compat.1 is a step of the road (one minor at a time)"},
 		{name: "1.7 to 2.4 skips four minors", running: "v1.7.36+compat.1", runtime: "containerd@2.4.2",
 			wantErr: "runtime: containerd 1.7.36 -> 2.4.2 skips 2.0, 2.1, 2.2, 2.3: containerd supports one minor at a time (RELEASES.md: no compatibility guarantees across minors); go through 2.0 first (docs/runtime.md, the road)"},
-		{name: "going down is a rollback", running: "v2.1.9", runtime: "containerd@2.0.14",
-			wantErr: "runtime: containerd 2.1.9 -> 2.0.14 goes down a minor: a step back is a rollback, not a step of the road (docs/runtime.md, the road)"},
+		{name: "one minor down: a step back", running: "v2.1.9", runtime: "containerd@2.0.14",
+			wantNote: "note: runtime: containerd v2.1.9 -> 2.0.14 is a step back of the road (one minor at a time); no task runs on a shim the version it leaves started"},
+		{name: "two minors down", running: "v2.4.2", runtime: "containerd@2.2.10",
+			wantErr: "runtime: containerd 2.4.2 -> 2.2.10 goes down 2 minors: roll back one minor at a time (2.3 first) (docs/runtime.md, the road)"},
+		{name: "2.0 down to 1.7, no task on a shim 2.0 started", running: "v2.0.14", runtime: "containerd@1.7.36+compat.1",
+			bootstrap: map[string]string{"c17": ""},
+			wantNote:  "note: runtime: containerd v2.0.14 -> 1.7.36+compat.1 is a step back of the road (one minor at a time); no task runs on a shim the version it leaves started"},
+		{name: "2.0 down to 1.7, a task on a shim 2.0 started", running: "v2.0.14", runtime: "containerd@1.7.36+compat.1",
+			bootstrap: map[string]string{"c17": "", "c20": `{"version":3,"address":"unix:///run/containerd/s/def","protocol":"ttrpc"}`},
+			wantErr:   "runtime: containerd 1.7.36+compat.1 cannot reach the 1 task(s) containerd v2.0.14 started (their shims serve the task API v3 only; containerd/containerd#11720: their containers would be orphaned): k8s.io/c20; a step back to 1.x is lossless only before 2.x started any"},
 		{name: "1.7 to 2.0, every pod on runc.v2", running: "v1.7.35", runtime: "containerd@2.0.14", config: legacy,
 			wantNote: "note: runtime: containerd v1.7.35 -> 2.0.14 is a step of the road; no running pod runs under a runtime type 2.0.14 removes"},
 		{name: "1.7 to 2.0, a pod under a runc.v1 RuntimeClass", running: "v1.7.35", runtime: "containerd@2.0.14", config: legacy,
@@ -130,6 +143,13 @@ func TestPreflightRuntimeRoad(t *testing.T) {
 			f.srv.SetConfig(tc.config)
 			for id, h := range tc.handlers {
 				f.srv.SetSandboxNetwork(id, cri.SandboxStatus{RuntimeHandler: h})
+			}
+			for id, b := range tc.bootstrap {
+				dir := filepath.Join(f.hostRoot(), shimgroups.DefaultTaskState, id)
+				f.write(filepath.Join(dir, "address"), "unix:///run/containerd/s/"+id)
+				if b != "" {
+					f.write(filepath.Join(dir, "bootstrap.json"), b)
+				}
 			}
 			code := f.run("preflight", "--node", "--from", "v1.30.14", "--to", "v1.31.14", "--runtime", tc.runtime)
 			if tc.wantErr != "" {

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"strconv"
 	"strings"
 
 	"github.com/kubelet-compat/kubelet-compat/pkg/layout"
+	"github.com/kubelet-compat/kubelet-compat/pkg/runtimeroad"
 	"github.com/kubelet-compat/kubelet-compat/pkg/versions"
 )
 
@@ -157,6 +159,9 @@ func (r *run) runtimeRollback(why string) []action {
 			if sel == r.rt.prev {
 				return nil
 			}
+			if why := r.orphansOnRollback(); why != "" {
+				return dief("the rollback failed: %s (the next Job tries again)", why)
+			}
 			r.log("rollback: runtime-select --restart-containerd containerd %s", r.rt.prev)
 			if res := r.onHostLogged(ctx, "runtime-select", "--restart-containerd", "containerd", r.rt.prev); !res.OK() {
 				return dief("the rollback failed: runtime-select --restart-containerd containerd %s failed (the next Job tries again)", r.rt.prev)
@@ -264,4 +269,29 @@ func (r *run) restoreConfig(context.Context) error {
 	}
 	r.log("rollback: %s put back from %s", ContainerdConfig, backup)
 	return nil
+}
+
+// orphansOnRollback says why the runtime's rollback from a 2.x to a 1.x
+// (or Debian's 1.6) would orphan containers, or "": containerd 1.x reaches
+// a shim only through the task API v2, and a shim containerd 2.x started
+// (during the gate: a container the kubelet started) serves v3 only
+// (containerd/containerd#11720). The node then stays on the new
+// containerd, its pods running; the operator decides.
+func (r *run) orphansOnRollback() string {
+	from, err := versions.ParseRelease(r.rt.version)
+	if err != nil || from.Major < 2 {
+		return ""
+	}
+	if prev, err := versions.ParseRelease(r.rt.prev); err == nil && prev.Major >= 2 {
+		return ""
+	}
+	tasks, err := runtimeroad.TasksOnShimV3(r.files, runtimeroad.TaskState)
+	if err != nil {
+		return fmt.Sprintf("the tasks' bundles: %v", err)
+	}
+	if len(tasks) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("containerd %s cannot reach the %d task(s) containerd %s started (their shims serve the task API v3 only; containerd/containerd#11720: their containers would be orphaned): %s; containerd %s stays selected and its pods run on",
+		r.rt.prev, len(tasks), r.rt.version, strings.Join(tasks, " "), r.rt.version)
 }

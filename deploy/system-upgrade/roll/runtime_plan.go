@@ -112,6 +112,15 @@ func (r *run) onTheRoad(ctx context.Context, sel, runs string) string {
 	if err := step.Check(); err != nil {
 		return err.Error() + " (docs/runtime.md, the road)"
 	}
+	if step.LeavesTaskAPIv3() {
+		// The configuration 2.x wrote and the tasks it started are not
+		// 1.x's: only the failed gate's rollback, which kept both, goes
+		// back (runtimeRollback).
+		return fmt.Sprintf("containerd %s -> %s leaves 2.x for 1.x, which is not a step of a roll: only the rollback of a failed runtime gate goes back, with the configuration it kept", runs, r.rt.version)
+	}
+	if step.Down() {
+		return ""
+	}
 	if from.Major == 1 && from.Minor < 7 {
 		r.log("runtime: containerd %s has no deprecations API (1.7 and later): no deprecated feature to check", runs)
 		return ""
