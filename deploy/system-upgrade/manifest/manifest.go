@@ -32,7 +32,7 @@ const (
 	SUCVersion = "v0.20.1"
 	// RollPath is where the upgrade image holds the Job's program, kc-roll
 	// (cmd/kc-roll, the engine of package roll).
-	RollPath = "/bin/kc-roll"
+	RollPath           = "/bin/kc-roll"
 	Namespace          = "system-upgrade"
 	ServiceAccount     = "system-upgrade"
 	ControlPlanePlan   = "kubelet-compat-control-plane"
@@ -275,24 +275,19 @@ func Controller(o Options) ([]interface{}, error) {
 		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}}
 	}
 	no, yes, nobody := false, true, int64(65534)
+	ns, sa, binding := JobAccess()
 	return []interface{}{
-		corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
-			ObjectMeta: metav1.ObjectMeta{Name: Namespace, Labels: map[string]string{"pod-security.kubernetes.io/enforce": "privileged"}}},
-		corev1.ServiceAccount{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"}, ObjectMeta: meta(ServiceAccount)},
-		rbacv1.ClusterRoleBinding{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"},
-			ObjectMeta: metav1.ObjectMeta{Name: "system-upgrade"},
-			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "cluster-admin"},
-			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: ServiceAccount, Namespace: Namespace}}},
+		ns, sa, binding,
 		corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: meta("default-controller-env"),
 			Data: map[string]string{
 				"SYSTEM_UPGRADE_CONTROLLER_DEBUG":             "false",
 				"SYSTEM_UPGRADE_CONTROLLER_THREADS":           "2",
 				"SYSTEM_UPGRADE_CONTROLLER_LEADER_ELECT":      "true",
 				"SYSTEM_UPGRADE_JOB_ACTIVE_DEADLINE_SECONDS":  strconv.FormatInt(o.JobDeadline, 10),
-				"SYSTEM_UPGRADE_JOB_BACKOFF_LIMIT":            "0",
-				"SYSTEM_UPGRADE_JOB_IMAGE_PULL_POLICY":        "IfNotPresent",
-				"SYSTEM_UPGRADE_JOB_KUBECTL_IMAGE":            o.ImageName() + ":" + o.Version,
-				"SYSTEM_UPGRADE_JOB_PRIVILEGED":               "true",
+				"SYSTEM_UPGRADE_JOB_BACKOFF_LIMIT":            strconv.Itoa(jobBackoffLimit),
+				"SYSTEM_UPGRADE_JOB_IMAGE_PULL_POLICY":        string(jobPullPolicy),
+				"SYSTEM_UPGRADE_JOB_KUBECTL_IMAGE":            o.kubectlImage(),
+				"SYSTEM_UPGRADE_JOB_PRIVILEGED":               strconv.FormatBool(jobPrivileged),
 				"SYSTEM_UPGRADE_JOB_TTL_SECONDS_AFTER_FINISH": strconv.FormatInt(o.jobTTL(), 10),
 				"SYSTEM_UPGRADE_PLAN_POLLING_INTERVAL":        "15m",
 			}},
@@ -324,6 +319,21 @@ func Controller(o Options) ([]interface{}, error) {
 				},
 			}},
 	}, nil
+}
+
+// JobAccess are what a node's Job needs in the cluster before it runs: its
+// namespace (pod security privileged: the Jobs are), its service account,
+// and that account's binding to cluster-admin (kc-roll reads nodes, pods,
+// events, kubeadm's ConfigMap and the kubelet's metrics; SUC creates Jobs).
+func JobAccess() (corev1.Namespace, corev1.ServiceAccount, rbacv1.ClusterRoleBinding) {
+	return corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
+			ObjectMeta: metav1.ObjectMeta{Name: Namespace, Labels: map[string]string{"pod-security.kubernetes.io/enforce": "privileged"}}},
+		corev1.ServiceAccount{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
+			ObjectMeta: metav1.ObjectMeta{Name: ServiceAccount, Namespace: Namespace}},
+		rbacv1.ClusterRoleBinding{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"},
+			ObjectMeta: metav1.ObjectMeta{Name: "system-upgrade"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "cluster-admin"},
+			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: ServiceAccount, Namespace: Namespace}}}
 }
 
 // Render writes the controller's manifest and the Plans as one multi-document
