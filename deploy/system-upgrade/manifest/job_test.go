@@ -59,3 +59,23 @@ func TestSafeConcatName(t *testing.T) {
 		assert.Check(t, is.Equal(safeConcatName(tc.parts...), tc.want))
 	}
 }
+
+// TestImage: another upgrade image (the Cluster API extension's flag) is
+// the Jobs' image, tagged with the version; a tagged one is refused.
+func TestImage(t *testing.T) {
+	o := DefaultOptions("1.31.14")
+	o.Image = "registry.example/kc/upgrade"
+	plans, err := Plans(o)
+	assert.NilError(t, err)
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}
+	job := o.NodeJob(plans[0], node, "h")
+	assert.Check(t, is.Equal(job.Spec.Template.Spec.Containers[0].Image, "registry.example/kc/upgrade:1.31.14"))
+	for _, bad := range []string{"registry.example/kc/upgrade:1.31.14", "registry.example:5000/kc/upgrade@sha256:00", "a b"} {
+		o.Image = bad
+		_, err := Plans(o)
+		assert.Check(t, is.ErrorContains(err, "want an image name without a tag"), bad)
+	}
+	o.Image = "registry.example:5000/kc/upgrade"
+	_, err = Plans(o)
+	assert.Check(t, err, "a registry's port is no tag")
+}

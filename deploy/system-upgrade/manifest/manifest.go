@@ -101,6 +101,10 @@ type Options struct {
 	// the node as it gates the kubelet's swap, then swaps the kubelet. Empty:
 	// no runtime step. Not for the naive roll.
 	Runtime string
+	// Image is the upgrade image, untagged, where it is not UpgradeImageName
+	// (NaiveImageName for the naive roll): the Cluster API extension's
+	// -upgrade-image. The generator leaves it empty.
+	Image string
 }
 
 // kubeadmArg is a flag the script's word splitting passes as it is: no
@@ -118,6 +122,9 @@ func (o Options) PlanNames() (controlPlane, workers string) {
 // ImageName is the Plans' upgrade image, untagged (the controller tags it
 // with the Plan's version).
 func (o Options) ImageName() string {
+	if o.Image != "" {
+		return o.Image
+	}
 	if o.Naive {
 		return NaiveImageName
 	}
@@ -185,6 +192,9 @@ func (o Options) validate() error {
 	}
 	if o.Runtime != "" && !slices.Contains(runtimecompat.Steps, o.Runtime) {
 		return fmt.Errorf("runtime %q: want one of %s (the runtime builds: make runtime, runtime-containerd-VERSION packages)", o.Runtime, strings.Join(runtimecompat.Steps, ", "))
+	}
+	if o.Image != "" && (withTag(o.Image, "x") == o.Image || strings.ContainsAny(o.Image, " \t\n")) {
+		return fmt.Errorf("upgrade image %q: want an image name without a tag (the Job tags it with the version)", o.Image)
 	}
 	if o.JobTTL < 0 {
 		return fmt.Errorf("job TTL %d: want 0 (SUC's 900 s) or more seconds", o.JobTTL)
