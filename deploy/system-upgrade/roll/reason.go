@@ -17,12 +17,13 @@ var gateVerdicts = []string{
 // a reason is a condition's message, not the log.
 const maxEvidence = 3
 
-// FailureReason is why a failed Job's roll failed, read from the Job's log:
-// kc-roll's last word (a refusal, a failed step and its rollback, a failed
-// gate and its rollback) and, for a failed gate, the gate's verdict that
-// came before the rollback with its first lines of evidence. It is "" when
-// the log has no last word of kc-roll's (a pod that died before kc-roll
-// ended, a log cut short).
+// FailureReason is why a failed Job's roll failed, read from the log of a
+// kc-roll that ended with status 1 (its last line of its own is then its
+// last word; a killed kc-roll's last line is any line of its log): the last
+// word (a refusal, a failed step and its rollback, a failed gate and its
+// rollback) and, for a failed gate, the gate's verdict that came before the
+// rollback with its first lines of evidence. It is "" when the log has no
+// line of kc-roll's.
 func FailureReason(log string) string {
 	all := lines(log)
 	last := -1
