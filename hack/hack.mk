@@ -1,7 +1,8 @@
 # Generators and verifiers (owned by hack/), and the test entry points.
 #
 # `make test` (CI's first step): formatting, vet, unit tests (with the
-# compat-file parser's and the sock_diag parser's fuzz seeds) and the
+# compat-file parser's and the sock_diag parser's fuzz seeds; the Cluster
+# API extension's module, deploy/cluster-api, on its own) and the
 # runtime's patch series (generated, applying to their modules' source; the
 # module zips, 3.3 MB for containerd v1.7.36, come through the module cache);
 # nothing in it needs a Kubernetes tree or an old Go toolchain, nor builds the runtime.
@@ -16,7 +17,7 @@ GO_PACKAGES := ./...
 
 .PHONY: test verify verify-gofmt vet unit race verify-runtime-patches check-library verify-generated generate fuzz bench
 
-test: deps verify-gofmt vet unit verify-runtime-patches
+test: deps verify-gofmt vet unit unit-cluster-api verify-runtime-patches
 
 verify: deps race check-library verify-generated
 
