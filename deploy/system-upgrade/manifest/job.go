@@ -88,24 +88,7 @@ func (o Options) NodeJob(p Plan, node *corev1.Node, hash string) batchv1.Job {
 		{Name: "SYSTEM_UPGRADE_PLAN_LATEST_VERSION", Value: version},
 	}
 	container := func(name string, c ContainerSpec, sc *corev1.SecurityContext) corev1.Container {
-		field := func(name, path string) corev1.EnvVar {
-			return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}}
-		}
-		env := append([]corev1.EnvVar{
-			field("SYSTEM_UPGRADE_NODE_NAME", "spec.nodeName"),
-			field("SYSTEM_UPGRADE_POD_NAME", "metadata.name"),
-			field("SYSTEM_UPGRADE_POD_UID", "metadata.uid"),
-		}, c.Env...)
-		return corev1.Container{
-			Name: name, Image: c.Image, Command: c.Command, Args: c.Args,
-			Env: append(env, planEnv...),
-			VolumeMounts: []corev1.VolumeMount{
-				{Name: "host-root", MountPath: "/host"},
-				{Name: "pod-info", MountPath: "/run/system-upgrade/pod", ReadOnly: true},
-			},
-			ImagePullPolicy: jobPullPolicy,
-			SecurityContext: sc,
-		}
+		return sucContainer(name, c, sc, planEnv)
 	}
 	tagged := func(c ContainerSpec) ContainerSpec {
 		c.Image = withTag(c.Image, version)
@@ -177,6 +160,31 @@ func (o Options) NodeJob(p Plan, node *corev1.Node, hash string) batchv1.Job {
 				},
 			},
 		},
+	}
+}
+
+// sucContainer is SUC's container of a step (pkg/upgrade/container.New and
+// the options job.New gives it): the step's image, command, arguments and
+// environment after the node's, the pod's and the Plan's; the node's root
+// at /host, the pod's labels and annotations at /run/system-upgrade/pod.
+func sucContainer(name string, c ContainerSpec, sc *corev1.SecurityContext, planEnv []corev1.EnvVar) corev1.Container {
+	field := func(name, path string) corev1.EnvVar {
+		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}}
+	}
+	env := append([]corev1.EnvVar{
+		field("SYSTEM_UPGRADE_NODE_NAME", "spec.nodeName"),
+		field("SYSTEM_UPGRADE_POD_NAME", "metadata.name"),
+		field("SYSTEM_UPGRADE_POD_UID", "metadata.uid"),
+	}, c.Env...)
+	return corev1.Container{
+		Name: name, Image: c.Image, Command: c.Command, Args: c.Args,
+		Env: append(env, planEnv...),
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: "host-root", MountPath: "/host"},
+			{Name: "pod-info", MountPath: "/run/system-upgrade/pod", ReadOnly: true},
+		},
+		ImagePullPolicy: jobPullPolicy,
+		SecurityContext: sc,
 	}
 }
 
