@@ -26,5 +26,6 @@ include rpm/rpm.mk
 include deb/deb.mk
 include e2e/e2e.mk
 include deploy/system-upgrade/system-upgrade.mk
+include deploy/cluster-api/cluster-api.mk
 include runtime/runtime.mk
 include hack/hack.mk

@@ -6,7 +6,9 @@
 # module zips, 3.3 MB for containerd v1.7.36, come through the module cache);
 # nothing in it needs a Kubernetes tree or an old Go toolchain, nor builds the runtime.
 # `make verify` (CI's next step): go vet (every check, compiling every
-# package again for its analysis), the race detector on the library (its
+# package again for its analysis), the Cluster API extension's module
+# (deploy/cluster-api, vetted and tested on its own: controller-runtime and
+# CAPI compiled cold alone take minutes), the race detector on the library (its
 # dependencies compiled again with -race: over a minute cold, so out of the
 # newcomer's `make test`), the tree-level checks, the library's build
 # with the oldest supported tree's Go (go1.13.15, downloaded) and the
@@ -19,7 +21,7 @@ GO_PACKAGES := ./...
 
 test: deps verify-gofmt unit verify-runtime-patches
 
-verify: deps vet race check-library verify-generated
+verify: deps vet unit-cluster-api race check-library verify-generated
 
 # Debian packages the tests need (rpmbuild for the RPM tests, dpkg-deb and
 # lintian for the .deb tests, patch for verify-patches, busybox for

@@ -15,10 +15,6 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/pkg/versions"
 )
 
-// RollPath is where the upgrade image holds the Job's program, kc-roll
-// (cmd/kc-roll, the engine of package roll).
-const RollPath = "/bin/kc-roll"
-
 // RollPackage is kc-roll's main package.
 const RollPackage = "github.com/kubelet-compat/kubelet-compat/deploy/system-upgrade/cmd/kc-roll"
 

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/kubelet-compat/kubelet-compat/deploy/system-upgrade/manifest"
 	"github.com/kubelet-compat/kubelet-compat/pkg/exec"
 	"github.com/kubelet-compat/kubelet-compat/pkg/modfetch"
 )
@@ -21,7 +22,7 @@ const (
 	// SUCModule is the controller's main module (main.go at its root).
 	SUCModule = "github.com/rancher/system-upgrade-controller"
 	// SUCVersion is the release built and named in the manifests.
-	SUCVersion = "v0.20.1"
+	SUCVersion = manifest.SUCVersion
 	// SUCCommit is the commit SUCVersion tags.
 	SUCCommit = "f1362a3fe1a8"
 	// SUCAPIs is the API module, which SUC's go.mod replaces with ./pkg/apis
