@@ -52,6 +52,32 @@ func TestFixVariants(t *testing.T) {
 	}
 }
 
+// TestContainerdFixes: which fix each of the project's containerds
+// carries. Fix 1 (containerd#13790) ends where upstream released it, 2.3;
+// fix 2 has no upstream fix and serves every 2.x minor with one variant.
+func TestContainerdFixes(t *testing.T) {
+	g := generator{patchesDir: filepath.Join("..", "..", runtimebuild.PatchesDir)}
+	fixes := filepath.Join(g.patchesDir, "containerd", "fixes")
+	for version, want := range map[string][]string{
+		"v1.7.36": {"1-shim-leaked-only-without-pids/v1.7.patch", "2-keep-live-shim-group-socket/v1.7.patch"},
+		"v2.0.14": {"1-shim-leaked-only-without-pids/v2.0.patch", "2-keep-live-shim-group-socket/v2.0.patch"},
+		"v2.1.9":  {"1-shim-leaked-only-without-pids/v2.0.patch", "2-keep-live-shim-group-socket/v2.0.patch"},
+		"v2.2.10": {"1-shim-leaked-only-without-pids/v2.2.patch", "2-keep-live-shim-group-socket/v2.0.patch"},
+		"v2.3.7":  {"2-keep-live-shim-group-socket/v2.0.patch"},
+		"v2.4.2":  {"2-keep-live-shim-group-socket/v2.0.patch"},
+	} {
+		got, err := g.fixPatches(runtimebuild.Component{Name: "containerd", Version: version})
+		assert.NilError(t, err)
+		var names []string
+		for _, v := range got {
+			rel, err := filepath.Rel(fixes, v.path)
+			assert.NilError(t, err)
+			names = append(names, filepath.ToSlash(rel))
+		}
+		assert.Check(t, is.DeepEqual(names, want), version)
+	}
+}
+
 func TestLoadFixesRejects(t *testing.T) {
 	for _, tc := range []struct {
 		name    string

@@ -170,15 +170,29 @@ func patched(c Component, build, series string) Component {
 	return c
 }
 
+// containerd242 is built as released and, as the project's 2.4, patched.
+var containerd242 = containerd("github.com/containerd/containerd/v2", "v2.4.2", "h1:p6Qg+xbEz8lvwdhHDx0U469xENvp4LgGBx+E7djXkGw=",
+	"1.26.6", "h1:owmNw4SPM9h46FGOeGJVUWzFEEDSmO6g7gAtWoXp28s=", []string{"no_grpc"})
+
 // Components are the buildable components, by name, newest first (a
 // patched build before the stock one it is compared with). The sums are
 // what the proxy served (go mod download -json) when they were added.
 var Components = []Component{
-	containerd("github.com/containerd/containerd/v2", "v2.4.2", "h1:p6Qg+xbEz8lvwdhHDx0U469xENvp4LgGBx+E7djXkGw=",
-		"1.26.6", "h1:owmNw4SPM9h46FGOeGJVUWzFEEDSmO6g7gAtWoXp28s=", []string{"no_grpc"}),
-	// The project's containerd 1.7 (docs/runtime.md): 1.7.36 with the fixes
-	// of runtime/patches/containerd/fixes; 1.7.35 stays beside it as
-	// released, to compare with.
+	// The project's containerds (docs/runtime.md), one per minor of the
+	// road 1.7 -> 2.0 -> ... -> 2.4, the newest release of each the proxy
+	// serves, each with the fixes of runtime/patches/containerd/fixes that
+	// upstream lacks there; 2.4.2 and 1.7.35 stay beside them as released,
+	// to compare with.
+	patched(containerd242, "compat.1", "containerd/v2.4"),
+	containerd242,
+	patched(containerd("github.com/containerd/containerd/v2", "v2.3.7", "h1:7PGbgAVKE4ieQjFPv7+kwAv7f9dCtRpExZwjExHD/Fk=",
+		"1.26.8", "h1:ZOmGe1OnfREDMIdb1Qi4G9JSuDPBLGExZMQ4nis1RXM=", []string{"no_grpc"}), "compat.1", "containerd/v2.3"),
+	patched(containerd("github.com/containerd/containerd/v2", "v2.2.10", "h1:sZ70S6CLnQHa9tu7xTRJAbJUBl57FqdYYRb7Fh4u73A=",
+		"1.25.0", "h1:wVC9wx2XOcP5gHiN8ZzfyTfjlrDLSS7Hu1wjI01n68U=", []string{"no_grpc"}), "compat.1", "containerd/v2.2"),
+	patched(containerd("github.com/containerd/containerd/v2", "v2.1.9", "h1:lOQQ3qVEtauZCHKh8S2Xph5fGXFX2uZxMHmaslOZtW0=",
+		"1.24.2", "h1:R9IIB2RUnzzL1V20iFM8ThvETQpC28HLmNVkchhyjb0=", []string{"no_grpc"}), "compat.1", "containerd/v2.1"),
+	patched(containerd("github.com/containerd/containerd/v2", "v2.0.14", "h1:f+wIN6XMP+EsDTD8eKc4aCTMxmb184p/ICs0KQYCYBg=",
+		"1.23.0", "h1:dJ4WHShePJ10jZAlYVrNhSlHddBaYNLcvYjmswtQYLg=", []string{"no_grpc"}), "compat.1", "containerd/v2.0"),
 	patched(containerd("github.com/containerd/containerd", "v1.7.36", "h1:HyMsOG5kmp1LQsGzqwI6Ts06T4VpYZbszfDZYB0bW5w=",
 		"1.25.0", "h1:wVC9wx2XOcP5gHiN8ZzfyTfjlrDLSS7Hu1wjI01n68U=", nil), "compat.1", "containerd/v1.7"),
 	containerd("github.com/containerd/containerd", "v1.7.35", "h1:7AU2T1qI2OdNBmKkreWZ7kASHUNFItN5Hgejd9sY938=",

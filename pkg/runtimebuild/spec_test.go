@@ -1,6 +1,7 @@
 package runtimebuild
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -23,8 +24,17 @@ func TestParseRequest(t *testing.T) {
 		in, wantID, wantErr string
 	}{
 		{in: "containerd@1.7.35", wantID: "containerd-1.7.35"},
+		// 2.4.2 as released, beside the project's patched 2.4.2.
 		{in: "containerd@v2.4.2", wantID: "containerd-2.4.2"},
-		{in: "containerd", wantID: "containerd-2.4.2"},
+		{in: "containerd@2.4.2+compat.1", wantID: "containerd-2.4.2+compat.1"},
+		// The newest containerd is the project's: the patched 2.4.2.
+		{in: "containerd", wantID: "containerd-2.4.2+compat.1"},
+		{in: "containerd@2.0.14+compat.1", wantID: "containerd-2.0.14+compat.1"},
+		{in: "containerd@2.1.9+compat.1", wantID: "containerd-2.1.9+compat.1"},
+		{in: "containerd@2.2.10+compat.1", wantID: "containerd-2.2.10+compat.1"},
+		{in: "containerd@2.3.7+compat.1", wantID: "containerd-2.3.7+compat.1"},
+		// 2.0-2.3 are built only with the fixes.
+		{in: "containerd@2.3.7", wantErr: `component "containerd@2.3.7" is not known`},
 		{in: " runc@1.5.3 ", wantID: "runc-1.5.3"},
 		{in: "crictl@1.34.0", wantID: "crictl-1.34.0"},
 		{in: "cni-plugins@1.10.0", wantID: "cni-plugins-1.10.0"},
@@ -32,7 +42,7 @@ func TestParseRequest(t *testing.T) {
 		{in: "containerd@1.7.36+compat.1", wantID: "containerd-1.7.36+compat.1"},
 		{in: "containerd@v1.7.36+compat.1", wantID: "containerd-1.7.36+compat.1"},
 		// 1.7.36 is built only with the fixes: the name must say so.
-		{in: "containerd@1.7.36", wantErr: `component "containerd@1.7.36" is not known (known: cni-plugins@1.10.0, containerd@1.7.35, containerd@1.7.36+compat.1, containerd@2.4.2, `},
+		{in: "containerd@1.7.36", wantErr: `component "containerd@1.7.36" is not known (known: cni-plugins@1.10.0, containerd@1.7.35, containerd@1.7.36+compat.1, containerd@2.0.14+compat.1, containerd@2.1.9+compat.1, containerd@2.2.10+compat.1, containerd@2.3.7+compat.1, containerd@2.4.2, containerd@2.4.2+compat.1, `},
 		{in: "containerd@1.7.36+compat.2", wantErr: `component "containerd@1.7.36+compat.2" is not known`},
 		{in: "docker@1.0.0", wantErr: `component "docker@1.0.0" is not known`},
 		{in: "@1.0.0", wantErr: `component "@1.0.0": want NAME@VERSION`},
@@ -58,7 +68,7 @@ func TestParseRequests(t *testing.T) {
 	}{
 		{in: "containerd@1.7.35,runc@1.5.3", want: []string{"containerd@1.7.35", "runc@1.5.3"}},
 		{in: "runc@1.5.3,runc@v1.5.3,", want: []string{"runc@1.5.3"}},
-		{in: "all", want: []string{"containerd@2.4.2", "containerd@1.7.36+compat.1", "containerd@1.7.35", "runc@1.5.3", "crictl@1.37.0", "crictl@1.34.0", "cni-plugins@1.10.0"}},
+		{in: "all", want: []string{"containerd@2.4.2+compat.1", "containerd@2.4.2", "containerd@2.3.7+compat.1", "containerd@2.2.10+compat.1", "containerd@2.1.9+compat.1", "containerd@2.0.14+compat.1", "containerd@1.7.36+compat.1", "containerd@1.7.35", "runc@1.5.3", "crictl@1.37.0", "crictl@1.34.0", "cni-plugins@1.10.0"}},
 		{in: "containerd@1.7.35,containerd@1.7.36+compat.1", want: []string{"containerd@1.7.35", "containerd@1.7.36+compat.1"}},
 		{in: "", wantErr: "no components given"},
 		{in: "runc@1.5.3,nope@1.0.0", wantErr: `"nope@1.0.0" is not known`},
@@ -119,6 +129,9 @@ func TestBuildArgs(t *testing.T) {
 		{req: "containerd@2.4.2", binary: "containerd-shim-runc-v2", wantEnv: "CGO_ENABLED=0", want: []string{"build", "-trimpath", "-buildvcs=false", "-tags", "urfave_cli_no_docs no_grpc",
 			"-ldflags=-X github.com/containerd/containerd/v2/version.Version=v2.4.2 -X github.com/containerd/containerd/v2/version.Revision=h1:p6Qg+xbEz8lvwdhHDx0U469xENvp4LgGBx+E7djXkGw= -X github.com/containerd/containerd/v2/version.Package=github.com/containerd/containerd/v2 -s -w -buildid=",
 			"-o", "/o/containerd-shim-runc-v2", "github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2"}},
+		{req: "containerd@2.0.14+compat.1", binary: "containerd-shim-runc-v2", wantEnv: "CGO_ENABLED=0", want: []string{"build", "-trimpath", "-buildvcs=false", "-tags", "urfave_cli_no_docs no_grpc",
+			"-ldflags=-X github.com/containerd/containerd/v2/version.Version=v2.0.14+compat.1 -X github.com/containerd/containerd/v2/version.Revision=h1:f+wIN6XMP+EsDTD8eKc4aCTMxmb184p/ICs0KQYCYBg= -X github.com/containerd/containerd/v2/version.Package=github.com/containerd/containerd/v2 -s -w -buildid=",
+			"-o", "/o/containerd-shim-runc-v2", "github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2"}},
 		{req: "runc@1.5.3", binary: "runc", wantEnv: "CGO_ENABLED=1", want: []string{"build", "-trimpath", "-buildvcs=false", "-buildmode=pie", "-tags", "seccomp urfave_cli_no_docs",
 			"-ldflags=-X main.gitCommit=h1:y3GUIW7J0Gxd+tCFfWR6L1YDnhHiNR1BGRx1J50+VnA= -buildid=", "-o", "/o/runc", "github.com/opencontainers/runc"}},
 		{req: "crictl@1.37.0", binary: "crictl", wantEnv: "CGO_ENABLED=0", want: []string{"build", "-trimpath", "-buildvcs=false",
@@ -169,6 +182,11 @@ func TestSpecsAreComplete(t *testing.T) {
 				patches, err := Series(filepath.Join("..", "..", PatchesDir), c)
 				assert.Check(t, err)
 				assert.Check(t, len(patches) > 0)
+				// One series per minor, as hack/update-runtime-patches
+				// generates it from the fixes' variants.
+				v, err := versions.ParseRelease(c.Version)
+				assert.Check(t, err)
+				assert.Check(t, is.Equal(c.Patches, fmt.Sprintf("%s/v%d.%d", c.Name, v.Major, v.Minor)))
 			}
 		})
 	}

@@ -41,6 +41,9 @@ func TestList(t *testing.T) {
 	for _, want := range []string{
 		"containerd@1.7.35\tgithub.com/containerd/containerd@v1.7.35\tgo1.25.0\tcontainerd containerd-shim-runc-v2 ctr\n",
 		"containerd@1.7.36+compat.1\tgithub.com/containerd/containerd@v1.7.36\tgo1.25.0\tcontainerd containerd-shim-runc-v2 ctr\tpatched: runtime/patches/containerd/v1.7\n",
+		"containerd@2.0.14+compat.1\tgithub.com/containerd/containerd/v2@v2.0.14\tgo1.23.0\tcontainerd containerd-shim-runc-v2 ctr\tpatched: runtime/patches/containerd/v2.0\n",
+		"containerd@2.4.2+compat.1\tgithub.com/containerd/containerd/v2@v2.4.2\tgo1.26.6\tcontainerd containerd-shim-runc-v2 ctr\tpatched: runtime/patches/containerd/v2.4\n",
+		"containerd@2.4.2\tgithub.com/containerd/containerd/v2@v2.4.2\tgo1.26.6\tcontainerd containerd-shim-runc-v2 ctr\n",
 		"runc@1.5.3\tgithub.com/opencontainers/runc@v1.5.3\tgo1.25.0\trunc\n",
 		"kubernetes 1.26\tcrictl v1.34.0\n",
 		"kubernetes 1.35\tcrictl v1.37.0\n",
