@@ -353,7 +353,7 @@ func TestRuntimeModePlan(t *testing.T) {
 		{name: "kind", args: []string{"-mode", "runtime", "-provider", "kind"}, wantErr: "local provider only"},
 		{name: "with kubelet steps", args: []string{"-mode", "steps", "-steps", "1.36.5:1.37.2", "-runtime-steps", "containerd@1.6.20:containerd@1.7.35"}, wantErr: "not with -steps or -versions"},
 		{name: "API mode", args: []string{"-mode", "runtime", "-api"}, wantErr: "static pods alone"},
-		{name: "down", args: []string{"-mode", "runtime", "-runtime-steps", "containerd@2.4.2:containerd@1.7.35"}, wantErr: "does not go up"},
+		{name: "down", args: []string{"-mode", "runtime", "-runtime-steps", "containerd@2.4.2:containerd@1.7.35"}, wantErr: "is not a step back of the road"},
 		{name: "kubelet 2.x cannot serve", args: []string{"-mode", "runtime", "-runtime-kubelet", "1.21.14"}, wantErr: "kubelet 1.21 speaks only CRI v1alpha2"},
 		{name: "chain with a gap", args: []string{"-mode", "runtime", "-runtime-chain", "-runtime-steps", "containerd@1.6.20:containerd@1.7.35,containerd@1.6.20:containerd@2.4.2"}, wantErr: "does not start where"},
 		{name: "other mode", args: []string{"-mode", "ci", "-runtime-steps", "containerd@1.6.20:containerd@1.7.35"}, wantErr: "go with -mode runtime or steps"},

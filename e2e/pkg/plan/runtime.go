@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/kubelet-compat/kubelet-compat/pkg/runtimecompat"
+	"github.com/kubelet-compat/kubelet-compat/pkg/runtimeroad"
 	"github.com/kubelet-compat/kubelet-compat/pkg/versions"
 )
 
@@ -55,8 +56,9 @@ func ParseRuntime(s string) (Runtime, error) {
 }
 
 // ParseRuntimeSteps reads from:to,... (e.g. DefaultRuntimeSteps). A step
-// goes up: a containerd started on a newer one's root (its metadata
-// migrated) is not a case the e2e makes.
+// goes up, or is a step back of the road (pkg/runtimeroad: one minor or a
+// patch release down, the rollback an operator makes), but not from 2.x
+// down to 1.x, which the project refuses once 2.x started a shim.
 func ParseRuntimeSteps(list string) ([]RuntimeStep, error) {
 	var steps []RuntimeStep
 	for _, st := range strings.Split(list, ",") {
@@ -73,7 +75,12 @@ func ParseRuntimeSteps(list string) ([]RuntimeStep, error) {
 			return nil, err
 		}
 		if !f.release().Less(t.release()) {
-			return nil, fmt.Errorf("runtime step %s does not go up: only upgrades of the runtime are run", RuntimeStep{f, t})
+			back := runtimeroad.Step{From: f.release(), To: t.release()}
+			if t.release().Less(f.release()) && back.Check() == nil && !back.LeavesTaskAPIv3() {
+				steps = append(steps, RuntimeStep{From: f, To: t})
+				continue
+			}
+			return nil, fmt.Errorf("runtime step %s does not go up and is not a step back of the road (one minor or a patch release down, not from 2.x to 1.x)", RuntimeStep{f, t})
 		}
 		steps = append(steps, RuntimeStep{From: f, To: t})
 	}
