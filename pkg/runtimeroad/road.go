@@ -12,7 +12,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -203,6 +205,18 @@ func ParseDeprecations(out string) []string {
 type DirReader interface {
 	ReadDir(name string) ([]fs.DirEntry, error)
 	ReadFile(name string) ([]byte, error)
+}
+
+// HostRoot reads the node's paths under a directory ("": /), as a tool
+// that may run with the host mounted elsewhere does.
+type HostRoot string
+
+func (h HostRoot) ReadDir(name string) ([]fs.DirEntry, error) {
+	return os.ReadDir(filepath.Join(string(h), filepath.FromSlash(name)))
+}
+
+func (h HostRoot) ReadFile(name string) ([]byte, error) {
+	return os.ReadFile(filepath.Join(string(h), filepath.FromSlash(name)))
 }
 
 // TaskState is where containerd keeps its runtime v2 tasks' bundles, a

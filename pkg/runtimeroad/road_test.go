@@ -1,7 +1,6 @@
 package runtimeroad
 
 import (
-	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -120,7 +119,7 @@ func TestTasksOnShimV3(t *testing.T) {
 		assert.NilError(t, os.MkdirAll(filepath.Dir(p), 0o755))
 		assert.NilError(t, os.WriteFile(p, []byte(data), 0o600))
 	}
-	r := hostRoot(root)
+	r := HostRoot(root)
 	got, err := TasksOnShimV3(r, TaskState)
 	assert.NilError(t, err)
 	assert.Check(t, is.Len(got, 0), "no task state")
@@ -143,15 +142,4 @@ func TestStepDirections(t *testing.T) {
 	assert.Check(t, step("2.0.14", "1.7.36").LeavesTaskAPIv3())
 	assert.Check(t, !step("2.1.9", "2.0.14").LeavesTaskAPIv3())
 	assert.Check(t, !step("1.7.36", "2.0.14").Down())
-}
-
-// hostRoot reads the node's paths under a directory.
-type hostRoot string
-
-func (h hostRoot) ReadDir(name string) ([]fs.DirEntry, error) {
-	return os.ReadDir(filepath.Join(string(h), filepath.FromSlash(name)))
-}
-
-func (h hostRoot) ReadFile(name string) ([]byte, error) {
-	return os.ReadFile(filepath.Join(string(h), filepath.FromSlash(name)))
 }

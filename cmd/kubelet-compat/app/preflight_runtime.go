@@ -3,8 +3,6 @@ package app
 import (
 	"context"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -146,7 +144,7 @@ func (o *preflightOptions) checkRoad(ctx context.Context, env Env, to runtimecom
 	if step.LeavesTaskAPIv3() {
 		// A step down from 2.x: containerd 1.x cannot reach a shim 2.x
 		// started.
-		tasks, err := runtimeroad.TasksOnShimV3(hostFiles(env.FSRoot), filepath.Dir(o.cgroups.taskState))
+		tasks, err := runtimeroad.TasksOnShimV3(runtimeroad.HostRoot(env.FSRoot), filepath.Dir(o.cgroups.taskState))
 		if err != nil {
 			return "", fmt.Errorf("runtime: the tasks' bundles: %w", err)
 		}
@@ -195,17 +193,6 @@ func (o *preflightOptions) checkRoad(ctx context.Context, env Env, to runtimecom
 		return "", fmt.Errorf("runtime: containerd %s has no runtime of the type %d running pod(s) run under, which it could not start again: %s; move them to a RuntimeClass of io.containerd.runc.v2 first", to.Version, len(pods), strings.Join(pods, ", "))
 	}
 	return fmt.Sprintf("runtime: containerd %s -> %s is a step of the road; no running pod runs under a runtime type %s removes", running.RuntimeVersion, to.Version, to.Version), nil
-}
-
-// hostFiles reads the node's paths under root (Env.FSRoot, "" is /).
-type hostFiles string
-
-func (h hostFiles) ReadDir(name string) ([]fs.DirEntry, error) {
-	return os.ReadDir(filepath.Join(string(h), filepath.FromSlash(name)))
-}
-
-func (h hostFiles) ReadFile(name string) ([]byte, error) {
-	return os.ReadFile(filepath.Join(string(h), filepath.FromSlash(name)))
 }
 
 // checkShimGroups refuses the runtime while a running container's shim is

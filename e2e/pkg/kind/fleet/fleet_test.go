@@ -235,18 +235,23 @@ func TestCanaryProbe(t *testing.T) {
 				}
 				assert.NilError(t, os.Symlink(target, filepath.Join(root, "current", "stage2")))
 			}
-			args := canaryProbe(root, "1.31.14")
-			// The pod's shell is busybox's (where Debian's busybox-static is installed).
-			shells := [][]string{{args[0]}}
-			if _, err := os.Stat("/bin/busybox"); err == nil {
-				shells = append(shells, []string{"/bin/busybox", args[0]})
-			}
-			for _, sh := range shells {
-				cmd := append(append([]string{}, sh...), args[1:]...)
-				err := exec.Command(cmd[0], cmd[1:]...).Run()
-				assert.Check(t, is.Equal(err == nil, tt.ready), "%v: %v", sh, err)
-			}
+			checkProbe(t, canaryProbe(root, "1.31.14"), tt.ready)
 		})
+	}
+}
+
+// checkProbe runs a readiness check's command under the system shell and,
+// where Debian's busybox-static is installed, under busybox's (the pod's).
+func checkProbe(t *testing.T, args []string, ready bool) {
+	t.Helper()
+	shells := [][]string{{args[0]}}
+	if _, err := os.Stat("/bin/busybox"); err == nil {
+		shells = append(shells, []string{"/bin/busybox", args[0]})
+	}
+	for _, sh := range shells {
+		cmd := append(append([]string{}, sh...), args[1:]...)
+		err := exec.Command(cmd[0], cmd[1:]...).Run()
+		assert.Check(t, is.Equal(err == nil, ready), "%v: %v", sh, err)
 	}
 }
 
@@ -280,16 +285,7 @@ func TestRuntimeCanaryProbe(t *testing.T) {
 				}
 				assert.NilError(t, os.Symlink(target, filepath.Join(root, "current", "containerd")))
 			}
-			args := runtimeCanaryProbe(root, "containerd", "1.7.35")
-			shells := [][]string{{args[0]}}
-			if _, err := os.Stat("/bin/busybox"); err == nil {
-				shells = append(shells, []string{"/bin/busybox", args[0]})
-			}
-			for _, sh := range shells {
-				cmd := append(append([]string{}, sh...), args[1:]...)
-				err := exec.Command(cmd[0], cmd[1:]...).Run()
-				assert.Check(t, is.Equal(err == nil, tt.ready), "%v: %v", sh, err)
-			}
+			checkProbe(t, runtimeCanaryProbe(root, "containerd", "1.7.35"), tt.ready)
 		})
 	}
 }
