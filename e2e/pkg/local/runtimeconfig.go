@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/kubelet-compat/kubelet-compat/pkg/versions"
 )
 
 // ContainerdSpec is the one description of the run's containerd
@@ -21,6 +23,11 @@ type ContainerdSpec struct {
 	SandboxImage string
 	// CNIBinDir holds the CNI plugins (bridge, host-local, loopback).
 	CNIBinDir string
+	// CNIBinDirSingle writes version 3's CNI directory as bin_dir, the
+	// only key containerd 2.0 reads; 2.1 added bin_dirs and deprecated
+	// bin_dir, 2.4 removed it (the road's step into 2.0 found it: 2.0 read
+	// bin_dirs as nothing and looked in /opt/cni/bin).
+	CNIBinDirSingle bool
 	// RestrictOOMScoreAdj is needed where the process lacks
 	// CAP_SYS_RESOURCE.
 	RestrictOOMScoreAdj bool
@@ -153,7 +160,7 @@ func (c ContainerdSpec) criV3() []string {
 	lines = append(lines, c.runcOptions(runtime+`.containerd.runtimes.runc.options`, "      ")...)
 	return append(lines,
 		`  [`+runtime+`.cni]`,
-		`    bin_dirs = [`+q(c.CNIBinDir)+`]`,
+		c.cniBinDirV3(),
 		`    conf_dir = `+q(c.Paths.CNIConfDir()),
 		`    max_conf_num = 1`,
 		``,
@@ -162,6 +169,20 @@ func (c ContainerdSpec) criV3() []string {
 		`  stream_server_port = "0"`,
 		``,
 	)
+}
+
+func (c ContainerdSpec) cniBinDirV3() string {
+	if c.CNIBinDirSingle {
+		return `    bin_dir = ` + q(c.CNIBinDir)
+	}
+	return `    bin_dirs = [` + q(c.CNIBinDir) + `]`
+}
+
+// CNIBinDirSingle says whether containerd version reads its CNI directory
+// only as bin_dir in configuration version 3 (2.0).
+func CNIBinDirSingle(containerdVersion string) bool {
+	v, ok := versions.Leading(containerdVersion)
+	return ok && v.Major == 2 && v.Minor == 0
 }
 
 func (c ContainerdSpec) opt() []string {

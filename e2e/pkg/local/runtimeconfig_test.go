@@ -74,6 +74,12 @@ func TestContainerdSpecBothVersions(t *testing.T) {
 	assert.Assert(t, strings.Contains(v3, "[plugins.\"io.containerd.cri.v1.images\".pinned_images]\n    sandbox = \"kubelet-compat.local/e2e/pause:1\""))
 	assert.Assert(t, strings.Contains(v2, `bin_dir = "/usr/lib/cni"`))
 	assert.Assert(t, strings.Contains(v3, `bin_dirs = ["/usr/lib/cni"]`))
+	// containerd 2.0 reads only bin_dir.
+	s.CNIBinDirSingle = true
+	v3for20, err := s.Render(3)
+	assert.NilError(t, err)
+	assert.Assert(t, strings.Contains(v3for20, `    bin_dir = "/usr/lib/cni"`) && !strings.Contains(v3for20, "bin_dirs"))
+	assert.Assert(t, CNIBinDirSingle("2.0.14+compat.1") && CNIBinDirSingle("v2.0.0") && !CNIBinDirSingle("2.1.9") && !CNIBinDirSingle("1.7.35"))
 	// 2.x has no CRI setting left in the old table but the stream server's.
 	assert.Assert(t, !strings.Contains(v3, `plugins."io.containerd.grpc.v1.cri".containerd`))
 	_, err = s.Render(1)

@@ -160,7 +160,7 @@ func (n *Node) writeConfig(d RuntimeDist) error {
 		}
 	}
 	spec := n.spec
-	spec.CNIBinDir, spec.RuncBinary = d.CNIBinDir, d.Runc
+	spec.CNIBinDir, spec.RuncBinary, spec.CNIBinDirSingle = d.CNIBinDir, d.Runc, CNIBinDirSingle(d.Version)
 	text, err := spec.Render(v)
 	if err != nil {
 		return err
