@@ -29,7 +29,7 @@ func TestRuntimeRPMs(t *testing.T) {
 		names = append(names, filepath.Base(p))
 	}
 	assert.Check(t, is.DeepEqual(names, []string{
-		"runtime-unversioned-1.0.0-2.kc.noarch.rpm",
+		"runtime-unversioned-1.0.0-3.kc.noarch.rpm",
 		"runtime-containerd-1.7.35-1.7.35-1.kc.x86_64.rpm",
 		"runtime-runc-1.5.3-1.5.3-1.kc.x86_64.rpm",
 	}))
@@ -77,7 +77,7 @@ func TestPatchedRuntimeRPM(t *testing.T) {
 		names = append(names, filepath.Base(p))
 	}
 	assert.Check(t, is.DeepEqual(names, []string{
-		"runtime-unversioned-1.0.0-2.kc.noarch.rpm",
+		"runtime-unversioned-1.0.0-3.kc.noarch.rpm",
 		"runtime-containerd-1.7.36+compat.1-1.7.36+compat.1-1.kc.x86_64.rpm",
 	}))
 	query := func(args ...string) string {

@@ -53,13 +53,13 @@ func TestRuntimeGoldenChecksums(t *testing.T) {
 	assert.Check(t, is.Contains(stdout, "built 6 RPMs into "))
 	assert.Check(t, is.Contains(stdout, "built 6 .debs into "))
 	for _, name := range []string{
-		"rpms/runtime-unversioned-1.0.0-2.kc.noarch.rpm",
+		"rpms/runtime-unversioned-1.0.0-3.kc.noarch.rpm",
 		"rpms/runtime-containerd-1.7.35-1.7.35-1.kc.x86_64.rpm",
 		"rpms/runtime-containerd-2.4.2-2.4.2-1.kc.x86_64.rpm",
 		"rpms/runtime-runc-1.5.3-1.5.3-1.kc.x86_64.rpm",
 		"rpms/runtime-crictl-1.34.0-1.34.0-1.kc.x86_64.rpm",
 		"rpms/runtime-cni-1.10.0-1.10.0-1.kc.x86_64.rpm",
-		"debs/runtime-unversioned_1.0.0-2_all.deb",
+		"debs/runtime-unversioned_1.0.0-3_all.deb",
 		"debs/runtime-containerd-1.7.35_1.7.35-1_amd64.deb",
 		"debs/runtime-containerd-2.4.2_2.4.2-1_amd64.deb",
 		"debs/runtime-runc-1.5.3_1.5.3-1_amd64.deb",

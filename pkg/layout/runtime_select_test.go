@@ -138,6 +138,16 @@ func TestRuntimeSelectRefuses(t *testing.T) {
 		{name: "bad version", args: []string{"runc", "v1.5.3"}, wantCode: 2, wantErr: "VERSION must look like 1.7.35 or 1.7.36+compat.1, or be system"},
 		{name: "bad build metadata", args: []string{"containerd", "1.7.36+compat..1"}, wantCode: 2, wantErr: "VERSION must look like 1.7.35 or 1.7.36+compat.1, or be system, not 1.7.36+compat..1"},
 		{name: "patched build not installed", args: []string{"containerd", "1.7.36+compat.2"}, wantCode: 1, wantErr: "containerd 1.7.36+compat.2 is not installed (no /usr/local/runtime/containerd/1.7.36+compat.2/bin/containerd; install runtime-containerd-1.7.36+compat.2)"},
+		{name: "down from 2.x to 1.x while a task runs on a shim 2.x started", args: []string{"containerd", "1.7.36+compat.1"}, wantCode: 1,
+			wantErr: "containerd 1.7.36+compat.1 cannot reach the task(s) containerd 2.4.2 started (their shims serve the task API v3 only; containerd/containerd#11720: their containers would be orphaned): k8s.io/c-new; restart those pods first",
+			prepare: func(t *testing.T, root string) {
+				assert.NilError(t, os.Symlink("../containerd/2.4.2", filepath.Join(root, RuntimeCurrent, "containerd")))
+				tasks := filepath.Join(root, "run/containerd/io.containerd.runtime.v2.task/k8s.io")
+				assert.NilError(t, os.MkdirAll(filepath.Join(tasks, "c-old"), 0o755))
+				assert.NilError(t, os.WriteFile(filepath.Join(tasks, "c-old", "address"), []byte("unix:///run/containerd/s/old"), 0o644))
+				assert.NilError(t, os.MkdirAll(filepath.Join(tasks, "c-new"), 0o755))
+				assert.NilError(t, os.WriteFile(filepath.Join(tasks, "c-new", "bootstrap.json"), []byte(`{"version":3,"address":"unix:///run/containerd/s/new","protocol":"ttrpc"}`), 0o644))
+			}},
 		{name: "restart under --root", args: []string{"--restart-containerd", "runc", "1.5.3"}, wantCode: 2, wantErr: "use one or the other"},
 		{name: "empty --root", noRoot: true, args: []string{"--root", "", "status"}, wantCode: 2, wantErr: "--root needs a directory"},
 	} {
@@ -281,4 +291,18 @@ func TestRuntimeSelectLock(t *testing.T) {
 	assert.Check(t, is.Equal(r.Code, 1))
 	assert.Check(t, is.Contains(r.Stderr, "still holds the lock on /usr/local/runtime/current after 1s; nothing changed"))
 	assert.Check(t, is.Equal(serves(root, "containerd", "containerd"), ""))
+}
+
+// TestRuntimeSelectDownFrom2WithoutV3Shims: down from 2.x to 1.x is a
+// switch like another while no task runs on a shim 2.x started (the
+// tasks' bundles are 1.x's: an address file, no bootstrap.json).
+func TestRuntimeSelectDownFrom2WithoutV3Shims(t *testing.T) {
+	root := runtimeTree(t)
+	assert.NilError(t, os.Symlink("../containerd/2.4.2", filepath.Join(root, RuntimeCurrent, "containerd")))
+	tasks := filepath.Join(root, "run/containerd/io.containerd.runtime.v2.task/k8s.io/c-old")
+	assert.NilError(t, os.MkdirAll(tasks, 0o755))
+	assert.NilError(t, os.WriteFile(filepath.Join(tasks, "address"), []byte("unix:///run/containerd/s/old"), 0o644))
+	r := selectRuntime(t, nil, root, "containerd", "1.7.36+compat.1")
+	assert.Equal(t, r.Code, 0, r.Stderr)
+	assert.Check(t, is.Contains(r.Stdout, "containerd: selected 1.7.36+compat.1"))
 }
