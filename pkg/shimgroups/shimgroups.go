@@ -30,6 +30,7 @@
 package shimgroups
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -139,14 +140,11 @@ func (h Host) check(id string, listeners []Listener) (Task, finding, error) {
 	if !running {
 		return Task{}, notRunning, nil
 	}
-	addr, err := os.ReadFile(h.path(filepath.Join(h.TaskState, id, "address")))
-	if errors.Is(err, os.ErrNotExist) {
-		return Task{}, notRunning, nil
-	}
-	if err != nil {
+	addr, ok, err := h.address(id)
+	if err != nil || !ok {
 		return Task{}, notRunning, err
 	}
-	t := Task{ID: id, Shim: init.PPID, Address: strings.TrimSpace(string(addr))}
+	t := Task{ID: id, Shim: init.PPID, Address: addr}
 	sock, ok := strings.CutPrefix(t.Address, "unix://")
 	if !ok {
 		return Task{}, notRunning, fmt.Errorf("task %s: address %q is not a unix socket", short(id), t.Address)
@@ -160,6 +158,35 @@ func (h Host) check(id string, listeners []Listener) (Task, finding, error) {
 	}
 	t.Listener = h.holder(inodes)
 	return t, strandedTask, nil
+}
+
+// address is the shim address id's bundle names: its address file
+// (containerd 1.x), else the address of its bootstrap.json (2.x writes
+// only that). ok is false without either (a bundle being created or
+// deleted).
+func (h Host) address(id string) (addr string, ok bool, err error) {
+	dir := filepath.Join(h.TaskState, id)
+	data, err := os.ReadFile(h.path(filepath.Join(dir, "address")))
+	if err == nil {
+		return strings.TrimSpace(string(data)), true, nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return "", false, err
+	}
+	data, err = os.ReadFile(h.path(filepath.Join(dir, "bootstrap.json")))
+	if errors.Is(err, os.ErrNotExist) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	var params struct {
+		Address string `json:"address"`
+	}
+	if err := json.Unmarshal(data, &params); err != nil || params.Address == "" {
+		return "", false, fmt.Errorf("task %s: %s names no address", short(id), filepath.Join(dir, "bootstrap.json"))
+	}
+	return params.Address, true, nil
 }
 
 // boundAt returns the socket inode of the listener bound at path now:

@@ -107,6 +107,16 @@ func TestStranded(t *testing.T) {
 			f.shim(10, "501", sockA, false) // its file removed, none made since
 			f.container("sandboxa", 11, 10, 7, "unix://"+sockA)
 		}, want: []Task{{ID: "sandboxa", Shim: 10, Address: "unix://" + sockA}}, checked: 1},
+		{name: "containerd 2.x's bundles: the address in bootstrap.json, no address file", setup: func(f *fakeHost) {
+			f.shim(10, "501", sockA, true)
+			f.shim(20, "502", sockB, false) // its file removed, none made since
+			f.container("sandboxa", 11, 10, 7, "unix://"+sockA)
+			f.container("sandboxb", 21, 20, 9, "unix://"+sockB)
+			for id, sock := range map[string]string{"sandboxa": sockA, "sandboxb": sockB} {
+				assert.NilError(t, os.Remove(filepath.Join(f.root, DefaultTaskState, id, "address")))
+				f.write(filepath.Join(DefaultTaskState, id, "bootstrap.json"), `{"version":3,"address":"unix://`+sock+`","protocol":"ttrpc"}`)
+			}
+		}, want: []Task{{ID: "sandboxb", Shim: 20, Address: "unix://" + sockB}}, checked: 2},
 		{name: "a container that does not run is left out", setup: func(f *fakeHost) {
 			f.shim(10, "501", sockA, false)
 			f.container("gone", 11, 10, 7, "unix://"+sockA)
