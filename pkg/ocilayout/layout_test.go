@@ -1,4 +1,4 @@
-package images
+package ocilayout
 
 import (
 	"archive/tar"
