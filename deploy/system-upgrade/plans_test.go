@@ -241,7 +241,7 @@ func TestRuntime(t *testing.T) {
 		{name: "containerd 2.4.2", runtime: "containerd@2.4.2", want: "containerd@2.4.2"},
 		{name: "the naive roll runs no runtime step", runtime: "containerd@1.7.35", naive: true},
 		{name: "a containerd the project does not build", runtime: "containerd@1.7.99",
-			wantErr: `runtime "containerd@1.7.99": want one of containerd@1.7.35, containerd@2.4.2 (the runtime builds: make runtime, runtime-containerd-VERSION packages)`},
+			wantErr: `runtime "containerd@1.7.99": want one of containerd@1.7.35, containerd@1.7.36+compat.1, containerd@2.0.14+compat.1, containerd@2.1.9+compat.1, containerd@2.2.10+compat.1, containerd@2.3.7+compat.1, containerd@2.4.2, containerd@2.4.2+compat.1 (the runtime builds: make runtime, runtime-containerd-VERSION packages)`},
 		{name: "not NAME@VERSION", runtime: "1.7.35", wantErr: `runtime "1.7.35": want one of`},
 		{name: "another runtime", runtime: "cri-o@1.31.0", wantErr: `runtime "cri-o@1.31.0": want one of`},
 	} {

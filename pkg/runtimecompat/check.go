@@ -10,10 +10,13 @@ import (
 )
 
 // Steps are the runtimes a runtime step can select: the containerd builds
-// of pkg/runtimebuild (`make runtime`), as NAME@VERSION. Kept here, not
+// of pkg/runtimebuild (`make runtime`), as NAME@VERSION: ours (+compat.N,
+// with the fixes upstream lacks), which a refusal recommends, and the
+// stock releases they are compared with. Kept here, not
 // imported, so that the CLI does not link the build code;
 // TestStepsAreBuildable keeps them in step.
-var Steps = []string{"containerd@1.7.35", "containerd@2.4.2"}
+var Steps = []string{"containerd@1.7.35", "containerd@1.7.36+compat.1", "containerd@2.0.14+compat.1", "containerd@2.1.9+compat.1",
+	"containerd@2.2.10+compat.1", "containerd@2.3.7+compat.1", "containerd@2.4.2", "containerd@2.4.2+compat.1"}
 
 // Verdict says whether a runtime serves a kubelet upgrade's target.
 type Verdict struct {
@@ -58,7 +61,7 @@ func Check(from, to int, rt Runtime, cgroupV1 bool) Verdict {
 	fromProblem := problem(from, rt.String(), apis, runtimeConfig)
 	if len(v.Problems) > 0 {
 		v.Step, v.NoStep = step(from, to, rt.Version)
-		if cur, ok := versions.Leading(rt.Version); ok && v.Step != "" && versions.MustParseRef(v.Step).Version == cur {
+		if cur, ok := versions.Leading(rt.Version); ok && v.Step != "" && versions.MustParseRef(v.Step).Version.Compare(cur) == 0 {
 			// The probe contradicts the matrix for this very release.
 			v.Step, v.NoStep = "", fmt.Sprintf("the matrix says %s serves it (%s): check how the runtime is configured", line.Label, line.Source)
 		}
@@ -102,7 +105,8 @@ func (v Verdict) Err() error {
 
 // step picks the runtime to move to first: of Steps that serve both
 // kubelets, the oldest not older than the current runtime (the smallest
-// upgrade), else the newest older one (a rollback's downgrade).
+// upgrade, the next step of the road), else the newest older one (a
+// rollback's downgrade); of this project's builds when one serves.
 func step(from, to int, current string) (string, string) {
 	type cand struct {
 		step  string
@@ -125,6 +129,15 @@ func step(from, to int, current string) (string, string) {
 	}
 	if len(cands) == 0 {
 		return "", fmt.Sprintf("no runtime of the matrix serves both kubelet 1.%d and 1.%d: upgrade the kubelet in steps", from, to)
+	}
+	var ours []cand
+	for _, c := range cands {
+		if c.patch.Build != "" {
+			ours = append(ours, c)
+		}
+	}
+	if len(ours) > 0 {
+		cands = ours
 	}
 	sort.Slice(cands, func(i, j int) bool { return cands[i].patch.Less(cands[j].patch) })
 	cur, ok := versions.Leading(current)

@@ -25,10 +25,10 @@ func TestPreflightRuntimeRefusals(t *testing.T) {
 	}{
 		{name: "a 1.26+ kubelet on a runtime without CRI v1", apis: []string{cri.APIv1alpha2}, runtime: "containerd", ver: "v1.5.18",
 			args: []string{"--node", "--from", "v1.25.16", "--to", "v1.26.15"},
-			want: "runtime: kubelet 1.26 needs CRI v1, which containerd v1.5.18 does not serve (it answers v1alpha2): first move the runtime to containerd 1.7.35 (make runtime RUNTIME_COMPONENTS=containerd@1.7.35)"},
+			want: "runtime: kubelet 1.26 needs CRI v1, which containerd v1.5.18 does not serve (it answers v1alpha2): first move the runtime to containerd 1.7.36+compat.1 (make runtime RUNTIME_COMPONENTS=containerd@1.7.36+compat.1)"},
 		{name: "a kubelet <= 1.22 on containerd 2.x", apis: []string{cri.APIv1}, runtime: "containerd", ver: "v2.4.2",
 			args: []string{"--node", "--from", "v1.23.17", "--to", "v1.22.17"},
-			want: "runtime: kubelet 1.22 speaks only CRI v1alpha2, which containerd v2.4.2 does not serve (it answers v1): first move the runtime to containerd 1.7.35"},
+			want: "runtime: kubelet 1.22 speaks only CRI v1alpha2, which containerd v2.4.2 does not serve (it answers v1): first move the runtime to containerd 1.7.36+compat.1"},
 		{name: "without --node, --runtime names the runtime", apis: []string{cri.APIv1},
 			args: []string{"-f", "testdata/corpus", "--runtime", "containerd@2.4.2", "--from", "v1.23.17", "--to", "v1.22.17"},
 			want: "runtime: kubelet 1.22 speaks only CRI v1alpha2, which containerd 2.4.2 does not serve (it answers v1)"},
