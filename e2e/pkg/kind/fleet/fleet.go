@@ -50,7 +50,7 @@ const (
 // FleetRuntime is the runtime roll's containerd: the first move off
 // Debian's 1.6.20, the one that kills shims whose task reports no
 // process at its start (kubelet-compat cgroups).
-var FleetRuntime = plan.Runtime{Name: "containerd", Version: "1.7.35"}
+var FleetRuntime = plan.Runtime{Name: "containerd", Version: "1.7.36+compat.1"}
 
 // Runs are every roll of one step, the default.
 var Runs = []string{Concurrency1, Concurrency2, Drain, Naive, Fault}

@@ -752,12 +752,12 @@ func TestFleetRolls(t *testing.T) {
 				"worker 3 rolled back with its configuration, re-runs refused; the roll stopped there",
 				"the operator's retry: the canary deleted, worker 3's roll state and marker removed",
 				"the retry: worker 3 upgraded through its gate"}},
-		{roll: Runtime, cluster: "kc-e2e-fleet-rt", variant: "patched", name: "SUC, concurrency 1, containerd 1.7.35 first (KC_RUNTIME), runtime gate fails on worker 3", concurrency: 1,
-			want: []string{"stage the runtime's .debs (containerd 1.7.35, runc) on every node; Debian's containerd 1.6.20 runs",
-				"apply the Plans (1.31.14, concurrency 1, KC_RUNTIME containerd@1.7.35: each node's Job moves containerd first) and follow the roll: the runtime step's gate failing on worker 3",
+		{roll: Runtime, cluster: "kc-e2e-fleet-rt", variant: "patched", name: "SUC, concurrency 1, containerd 1.7.36+compat.1 first (KC_RUNTIME), runtime gate fails on worker 3", concurrency: 1,
+			want: []string{"stage the runtime's .debs (containerd 1.7.36+compat.1, runc) on every node; Debian's containerd 1.6.20 runs",
+				"apply the Plans (1.31.14, concurrency 1, KC_RUNTIME containerd@1.7.36+compat.1: each node's Job moves containerd first) and follow the roll: the runtime step's gate failing on worker 3",
 				"the fault: worker 3's containerd rolled back, its kubelet untouched, re-runs refused; the roll stopped there",
 				"the operator's retry: the canary deleted, worker 3's roll state and marker removed",
-				"every node runs containerd 1.7.35, each runtime gate passed on the kubelet's syncs of every pod",
+				"every node runs containerd 1.7.36+compat.1, each runtime gate passed on the kubelet's syncs of every pod",
 				"the retry: worker 3 upgraded through its gate"},
 			wantNot: []string{"drain", "naive", "the faults", "killed"}},
 	} {
@@ -915,7 +915,7 @@ func TestFleetRuntimePlans(t *testing.T) {
 		f := newFleetRun(nil, kind.ScenarioOptions{}, nil, roll, []kind.Step{st})
 		want := ""
 		if roll == Runtime {
-			want = "containerd@1.7.35"
+			want = "containerd@1.7.36+compat.1"
 		}
 		assert.Check(t, is.Equal(f.planOptions().Runtime, want), roll)
 	}
