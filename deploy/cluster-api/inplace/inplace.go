@@ -237,49 +237,42 @@ var ignoredMachineFields = [][]string{
 	{"taints"},
 }
 
-// machineLeft are the spec fields still different once the answer's
-// patches are applied to the current objects, as CAPI will apply them.
-func machineLeft(req *runtimehooksv1.CanUpdateMachineRequest, resp *runtimehooksv1.CanUpdateMachineResponse) ([]string, error) {
-	var left []string
-	for _, o := range []struct {
-		name             string
-		current, desired any
-		patch            runtimehooksv1.Patch
-		ignored          [][]string
-	}{
-		{"Machine", req.Current.Machine, req.Desired.Machine, resp.MachinePatch, ignoredMachineFields},
-		{"BootstrapConfig", req.Current.BootstrapConfig, req.Desired.BootstrapConfig, resp.BootstrapConfigPatch, nil},
-		{"InfrastructureMachine", req.Current.InfrastructureMachine, req.Desired.InfrastructureMachine, resp.InfrastructureMachinePatch, nil},
-	} {
-		diff, err := specLeft(o.name, o.current, o.desired, o.patch, []string{"spec"}, o.ignored)
+// compared is one object of a request, as it is, as desired, the patch
+// the answer gives it and the fields CAPI does not compare.
+type compared struct {
+	name             string
+	current, desired any
+	patch            runtimehooksv1.Patch
+	ignored          [][]string
+}
+
+// fieldsLeft are the fields under spec (path) still different once the
+// answer's patches are applied to the current objects, as CAPI will apply
+// them.
+func fieldsLeft(spec []string, objects ...compared) ([]string, error) {
+	var out []string
+	for _, o := range objects {
+		diff, err := specLeft(o.name, o.current, o.desired, o.patch, spec, o.ignored)
 		if err != nil {
 			return nil, err
 		}
-		left = append(left, diff...)
+		out = append(out, diff...)
 	}
-	return left, nil
+	return out, nil
+}
+
+func machineLeft(req *runtimehooksv1.CanUpdateMachineRequest, resp *runtimehooksv1.CanUpdateMachineResponse) ([]string, error) {
+	return fieldsLeft([]string{"spec"},
+		compared{"Machine", req.Current.Machine, req.Desired.Machine, resp.MachinePatch, ignoredMachineFields},
+		compared{"BootstrapConfig", req.Current.BootstrapConfig, req.Desired.BootstrapConfig, resp.BootstrapConfigPatch, nil},
+		compared{"InfrastructureMachine", req.Current.InfrastructureMachine, req.Desired.InfrastructureMachine, resp.InfrastructureMachinePatch, nil})
 }
 
 func machineSetLeft(req *runtimehooksv1.CanUpdateMachineSetRequest, resp *runtimehooksv1.CanUpdateMachineSetResponse) ([]string, error) {
-	var left []string
-	tmpl := []string{"spec", "template", "spec"}
-	for _, o := range []struct {
-		name             string
-		current, desired any
-		patch            runtimehooksv1.Patch
-		ignored          [][]string
-	}{
-		{"MachineSet", req.Current.MachineSet, req.Desired.MachineSet, resp.MachineSetPatch, ignoredMachineFields},
-		{"BootstrapConfigTemplate", req.Current.BootstrapConfigTemplate, req.Desired.BootstrapConfigTemplate, resp.BootstrapConfigTemplatePatch, nil},
-		{"InfrastructureMachineTemplate", req.Current.InfrastructureMachineTemplate, req.Desired.InfrastructureMachineTemplate, resp.InfrastructureMachineTemplatePatch, nil},
-	} {
-		diff, err := specLeft(o.name, o.current, o.desired, o.patch, tmpl, o.ignored)
-		if err != nil {
-			return nil, err
-		}
-		left = append(left, diff...)
-	}
-	return left, nil
+	return fieldsLeft([]string{"spec", "template", "spec"},
+		compared{"MachineSet", req.Current.MachineSet, req.Desired.MachineSet, resp.MachineSetPatch, ignoredMachineFields},
+		compared{"BootstrapConfigTemplate", req.Current.BootstrapConfigTemplate, req.Desired.BootstrapConfigTemplate, resp.BootstrapConfigTemplatePatch, nil},
+		compared{"InfrastructureMachineTemplate", req.Current.InfrastructureMachineTemplate, req.Desired.InfrastructureMachineTemplate, resp.InfrastructureMachineTemplatePatch, nil})
 }
 
 // specLeft applies patch to current and lists the fields under path (the
