@@ -158,6 +158,13 @@ func (f *fleetRun) afterRoll(ctx context.Context) error {
 	if _, err := f.Cluster.WaitPodsReady(ctx, 5*time.Minute, fleetPods(len(f.Cluster.Nodes), len(f.Statics.Pods), canary), kind.Namespace); err != nil {
 		return err
 	}
+	return f.afterRollNoWait(ctx)
+}
+
+// afterRollNoWait is afterRoll once the pods are back (or, after a
+// replacement, as they are): two quiet sync periods, the runtimes and the
+// API, the watchers ended.
+func (f *fleetRun) afterRollNoWait(ctx context.Context) error {
 	if err := ctxtime.Sleep(ctx, 2*f.Options.SyncFrequency); err != nil {
 		return err
 	}
