@@ -300,8 +300,22 @@ func (c *Cluster) loadNodes(ctx context.Context) error {
 // ControlPlane is the cluster's control-plane node.
 func (c *Cluster) ControlPlane() *Node { return c.Nodes[0] }
 
+// ControlPlanes are the control-plane nodes (more than one: a Cluster
+// API control plane of three), ControlPlane first.
+func (c *Cluster) ControlPlanes() []*Node { return c.withRole("control-plane") }
+
 // Workers are the others.
-func (c *Cluster) Workers() []*Node { return c.Nodes[1:] }
+func (c *Cluster) Workers() []*Node { return c.withRole("worker") }
+
+func (c *Cluster) withRole(role string) []*Node {
+	var out []*Node
+	for _, n := range c.Nodes {
+		if n.role == role {
+			out = append(out, n)
+		}
+	}
+	return out
+}
 
 // Delete removes the cluster's containers: those kind labelled with its
 // name that are on the run's network (as `kind delete cluster`, which

@@ -72,6 +72,12 @@ const (
 	// capiWorkers: the first MachineDeployment's two machines and the
 	// second's one (worker 3, FaultWorker, sorts last: md-1).
 	capiWorkers = 3
+	// capiControlPlanes: KCP v1.13 updates a Machine in place only where
+	// it would otherwise delete one, i.e. without a surge Machine
+	// (maxSurge 0), which its webhook refuses below 3 replicas ("when
+	// KubeadmControlPlane is configured to scale-in, replica count needs
+	// to be at least 3"): a control plane of 1 is always replaced.
+	capiControlPlanes = 3
 )
 
 // CAPISettings are the ExtensionConfig's settings the e2e needs (make
@@ -105,7 +111,9 @@ type capiManagement struct {
 }
 
 // startCAPI creates the management cluster on the node image of version
-// with the engine's socket mounted (CAPD makes the workload clusters'
+// (the step's target: CAPI v1.13 supports management clusters from 1.32,
+// and the newer of the two is the nearer; its CRDs' validation rules
+// need a recent API server) with the engine's socket mounted (CAPD makes the workload clusters'
 // containers through it), loads the providers' images, applies make
 // capi-images' manifest (retried while the webhooks come up), waits for
 // every manager and for the ExtensionConfig's discovery, and builds the
@@ -149,6 +157,12 @@ func startCAPI(ctx context.Context, p *kind.Provider, o Options, version string,
 	}
 	logf("loading %d images into %s", len(tars), capiMgmtCluster)
 	if err := importLayouts(ctx, c.ControlPlane(), tars); err != nil {
+		return nil, err
+	}
+	// The extension's Role and RoleBinding (the clusters' kubeconfig
+	// Secrets) live in the namespaces it serves: they must exist.
+	ns := []byte(fmt.Sprintf("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: %s\n", CAPINamespace))
+	if err := m.kubectl(ctx, "namespace", ns, "apply", "-f", "-"); err != nil {
 		return nil, err
 	}
 	logf("applying %s (%d bytes)", filepath.Join(dir, "cluster-api.yaml"), len(manifestYAML))
@@ -360,7 +374,7 @@ func capiWorkload(roll string, o Options, haproxy string) capiCluster {
 	from := o.Steps[0].From
 	return capiCluster{Name: fleetCluster(roll), Namespace: ns, Version: from, Image: kind.NodeImage(from),
 		HAProxyImageRepository: nodeimage.HAProxyRepository, HAProxyImageTag: strings.TrimPrefix(haproxy, nodeimage.HAProxyRepository+"/haproxy:"),
-		SyncFrequency: o.SyncFrequency.String(), MachineDeployments: capiMDs, InPlace: roll == CAPI}
+		SyncFrequency: o.SyncFrequency.String(), ControlPlanes: capiControlPlanes, MachineDeployments: capiMDs, InPlace: roll == CAPI}
 }
 
 // capiCreate makes the workload cluster through CAPI (its name journaled
@@ -375,12 +389,12 @@ func (f *fleetRun) capiCreate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	f.Logf("creating workload cluster %s/%s through Cluster API: 1 control-plane machine, %d workers, on %s", c.Namespace, c.Name, capiWorkers, c.Image)
+	f.Logf("creating workload cluster %s/%s through Cluster API: %d control-plane machines, %d workers, on %s", c.Namespace, c.Name, c.ControlPlanes, capiWorkers, c.Image)
 	start := time.Now()
 	if err := kind.Poll(ctx, 2*time.Minute, func() error { return m.kubectl(ctx, "cluster-"+c.Name, objs, "apply", "-f", "-") }); err != nil {
 		return err
 	}
-	want := 1 + capiWorkers
+	want := c.ControlPlanes + capiWorkers
 	var kubeconfig []byte
 	if err := kind.Poll(ctx, 15*time.Minute, func() error {
 		ms, err := m.machines(ctx, c.Namespace, c.Name)
@@ -405,8 +419,8 @@ func (f *fleetRun) capiCreate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if len(cl.Workers()) != capiWorkers {
-		return fmt.Errorf("cluster %s: %d workers among its containers, want %d", c.Name, len(cl.Workers()), capiWorkers)
+	if len(cl.Workers()) != capiWorkers || len(cl.ControlPlanes()) != c.ControlPlanes {
+		return fmt.Errorf("cluster %s: %d control-plane nodes and %d workers among its containers, want %d and %d", c.Name, len(cl.ControlPlanes()), len(cl.Workers()), c.ControlPlanes, capiWorkers)
 	}
 	f.Cluster, f.StaticNode = cl, cl.Workers()[0]
 	f.Logf("workload cluster %s: %d machines with nodes in %.0fs", c.Name, want, time.Since(start).Seconds())

@@ -14,7 +14,7 @@ import (
 
 func testCAPICluster() capiCluster {
 	return capiCluster{Name: "kc-e2e-capi", Namespace: CAPINamespace, Version: "1.30.14", Image: "kubelet-compat/kind-node:v1.30.14",
-		HAProxyImageRepository: "kubelet-compat", HAProxyImageTag: "0123456789ab", SyncFrequency: "10s", MachineDeployments: capiMDs, InPlace: true}
+		HAProxyImageRepository: "kubelet-compat", HAProxyImageTag: "0123456789ab", SyncFrequency: "10s", ControlPlanes: 3, MachineDeployments: capiMDs, InPlace: true}
 }
 
 // docs decodes a YAML stream strictly enough to catch a template's
@@ -45,8 +45,14 @@ func TestCAPIObjects(t *testing.T) {
 	for _, d := range docs(t, stream) {
 		kinds = append(kinds, d["kind"].(string))
 	}
-	assert.DeepEqual(t, kinds, []string{"Namespace", "Cluster", "DockerCluster", "DockerMachineTemplate", "KubeadmControlPlane",
+	assert.DeepEqual(t, kinds, []string{"Namespace", "Cluster", "ConfigMap", "DockerCluster", "DockerMachineTemplate", "KubeadmControlPlane",
 		"DockerMachineTemplate", "KubeadmConfigTemplate", "MachineDeployment", "DockerMachineTemplate", "KubeadmConfigTemplate", "MachineDeployment"})
+	// The load balancer's template as CAPD's default but for maxconn.
+	var cm struct {
+		Data map[string]string `json:"data"`
+	}
+	assert.NilError(t, yaml.Unmarshal([]byte(strings.Split(string(stream), "\n---\n")[2]), &cm))
+	assert.Check(t, is.Equal(strings.TrimRight(cm.Data["value"], "\n"), strings.TrimRight(capiHAProxyTemplate, "\n")))
 	// Every node gets the kubelets' periods through kubeadm's patches.
 	assert.Check(t, is.Equal(strings.Count(string(stream), "kubeletconfiguration0+merge.yaml"), 3))
 	assert.Check(t, is.Equal(strings.Count(string(stream), "syncFrequency: 10s"), 3))

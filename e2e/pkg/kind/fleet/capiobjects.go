@@ -25,12 +25,15 @@ type capiCluster struct {
 	// SyncFrequency is the kubelets' syncFrequency (the fleet's, as kind
 	// clusters get it).
 	SyncFrequency string
+	// ControlPlanes is the KubeadmControlPlane's replicas.
+	ControlPlanes int
 	// MachineDeployments are the workers' sets: each name's replicas.
 	MachineDeployments []capiMD
 	// InPlace: rollouts that update a Machine in place (no surge: KCP and
 	// a MachineDeployment create a new Machine first whenever they may,
-	// and try in place only on a Machine they would otherwise delete);
-	// else CAPI's defaults (a surge Machine, then the old one deleted).
+	// and try in place only on a Machine they would otherwise delete;
+	// KCP v1.13 takes maxSurge 0 from 3 replicas only); else CAPI's
+	// defaults (a surge Machine, then the old one deleted).
 	InPlace bool
 }
 
@@ -80,6 +83,15 @@ spec:
     kind: KubeadmControlPlane
     name: {{.Name}}-control-plane
 ---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{.Name}}-haproxy
+  namespace: {{.Namespace}}
+data:
+  value: |
+{{haproxyTemplate}}
+---
 apiVersion: infrastructure.cluster.x-k8s.io/v1beta2
 kind: DockerCluster
 metadata:
@@ -89,6 +101,8 @@ spec:
   loadBalancer:
     imageRepository: {{.HAProxyImageRepository}}
     imageTag: {{.HAProxyImageTag}}
+    customHAProxyConfigTemplateRef:
+      name: {{.Name}}-haproxy
 ---
 {{template "machineTemplate" (args . "control-plane")}}
 ---
@@ -98,7 +112,7 @@ metadata:
   name: {{.Name}}-control-plane
   namespace: {{.Namespace}}
 spec:
-  replicas: 1
+  replicas: {{.ControlPlanes}}
   version: v{{.Version}}
 {{- if .InPlace}}
   rollout:
@@ -206,10 +220,58 @@ spec:
           fileCheckFrequency: 5s{{end}}
 `
 
+// capiHAProxyTemplate is the load balancer's configuration template
+// (DockerCluster's customHAProxyConfigTemplateRef): CAPD v1.13.8's
+// default (test/infrastructure/docker/internal/loadbalancer/config.go)
+// but for maxconn, whose 100000 makes haproxy raise its open-files limit
+// to 200030, which this machine's hard limit (20000, no CAP_SYS_RESOURCE)
+// refuses: the reload fails, the control plane is never behind it. 8000
+// needs 16030.
+const capiHAProxyTemplate = `global
+  log /dev/log local0
+  log /dev/log local1 notice
+  daemon
+  maxconn 8000
+
+resolvers docker
+  nameserver dns 127.0.0.11:53
+
+defaults
+  log global
+  mode tcp
+  option dontlognull
+  timeout connect 5000
+  timeout client 50000
+  timeout server 50000
+  default-server init-addr none
+
+frontend stats
+  mode http
+  bind *:8404
+  stats enable
+  stats uri /stats
+  stats refresh 1s
+  stats admin if TRUE
+
+frontend control-plane
+  bind *:{{ .FrontendControlPlanePort }}
+  {{ if .IPv6 -}}
+  bind :::{{ .FrontendControlPlanePort }};
+  {{- end }}
+  default_backend kube-apiservers
+
+backend kube-apiservers
+  option httpchk GET /healthz
+  {{range $server, $backend := .BackendServers}}
+  server {{ $server }} {{ JoinHostPort $backend.Address $.BackendControlPlanePort }} weight {{ $backend.Weight }} check check-ssl verify none resolvers docker resolve-prefer {{ if $.IPv6 -}} ipv6 {{- else -}} ipv4 {{- end }}
+  {{- end}}
+`
+
 // objects is the cluster's YAML stream.
 func (c capiCluster) objects() ([]byte, error) {
 	funcs := template.FuncMap{
-		"templateName": capiTemplateName,
+		"haproxyTemplate": func() string { return indent(capiHAProxyTemplate, "    ") },
+		"templateName":    capiTemplateName,
 		"args":         func(c capiCluster, role string) map[string]any { return map[string]any{"C": c, "Role": role} },
 	}
 	t, err := template.New("objects").Funcs(funcs).Option("missingkey=error").Parse(capiObjectsTemplate + capiSubTemplates)
@@ -252,4 +314,15 @@ func capiVersionPatch(kcp bool, version, template string) []byte {
 		return []byte(fmt.Sprintf(`{"spec":{"version":"v%s"}}`, version))
 	}
 	return []byte(fmt.Sprintf(`{"spec":{"template":{"spec":{"version":"v%s"%s}}}}`, version, ref))
+}
+
+// indent prefixes every non-empty line of s (a YAML block scalar's body).
+func indent(s, prefix string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	for i, l := range lines {
+		if l != "" {
+			lines[i] = prefix + l
+		}
+	}
+	return strings.Join(lines, "\n")
 }

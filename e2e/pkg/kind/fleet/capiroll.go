@@ -21,7 +21,7 @@ func (f *fleetRun) capiActions() []kind.Action {
 	st := f.Steps[0]
 	c := f.capi.cluster
 	out := []kind.Action{
-		{Name: fmt.Sprintf("create the workload cluster %s/%s through Cluster API (CAPD) on %s: 1 control-plane machine, MachineDeployments md-0 (2) and md-1 (1)", c.Namespace, c.Name, c.Image), Do: f.do(f.capiCreate)},
+		{Name: fmt.Sprintf("create the workload cluster %s/%s through Cluster API (CAPD) on %s: %d control-plane machines, MachineDeployments md-0 (2) and md-1 (1)", c.Namespace, c.Name, c.Image, c.ControlPlanes), Do: f.do(f.capiCreate)},
 		{Name: "install the pod network", Do: func(r *kind.ClusterRun, ctx context.Context) error { return r.Cluster.InstallCNI(ctx) }},
 		{Name: "import the workload images into every node", Do: (*kind.ClusterRun).ImportImages},
 	}
@@ -117,7 +117,7 @@ func (f *fleetRun) capiInPlaceRoll(ctx context.Context) error {
 	steps := []struct {
 		owner string
 		want  int
-	}{{"control-plane", 1}, {"md-0", capiMDs[0].Replicas}}
+	}{{"control-plane", f.capi.cluster.ControlPlanes}, {"md-0", capiMDs[0].Replicas}}
 	for _, s := range steps {
 		md := s.owner
 		if md == "control-plane" {
@@ -202,6 +202,7 @@ func (f *fleetRun) capiFault(ctx context.Context) error {
 		return err
 	}
 	mc, kept := after[machine]
+	f.saveCAPILogs(ctx)
 	coreLog := f.capiCoreLog()
 	reasoned := strings.Contains(coreLog, "health gate failed") && strings.Contains(coreLog, machine)
 	f.recordCAPI(fmt.Sprintf("md-1's Machine %s kept (no replacement), its in-place update failed with the gate's reason", machine),
@@ -245,7 +246,7 @@ func (f *fleetRun) capiReplaceRoll(ctx context.Context) error {
 	steps := []struct {
 		owner string
 		want  int
-	}{{"control-plane", 1}}
+	}{{"control-plane", f.capi.cluster.ControlPlanes}}
 	for _, md := range capiMDs {
 		steps = append(steps, struct {
 			owner string

@@ -232,7 +232,7 @@ func Run(ctx context.Context, p *kind.Provider, o Options, stack *cleanup.Stack,
 		}
 		if mgmt == nil {
 			var err error
-			if mgmt, err = startCAPI(ctx, p, o, o.Steps[0].From, stack); err != nil {
+			if mgmt, err = startCAPI(ctx, p, o, o.Steps[0].To, stack); err != nil {
 				return fmt.Errorf("the CAPI management cluster: %w", err)
 			}
 		}
