@@ -18,6 +18,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -448,3 +449,36 @@ func (p *Provider) EngineSocket() string {
 
 // Private says whether the run started its own dockerd.
 func (p *Provider) Private() bool { return p.Engine.Private }
+
+// RaiseSysctl sets a host sysctl to at least min, its value before the run
+// journaled first so that the undo (and make e2e-cleanup) writes it back:
+// e.g. fs.inotify.max_user_instances, which a dozen node containers'
+// systemd and kubelets exhaust at its default of 128 (a new node's
+// systemd then exits: "Failed to create control group inotify object:
+// Too many open files").
+func (p *Provider) RaiseSysctl(name string, min int) error {
+	path := filepath.Join(p.machine.SysctlDir, strings.ReplaceAll(name, ".", "/"))
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	cur, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return fmt.Errorf("sysctl %s: %q is not a number", name, strings.TrimSpace(string(b)))
+	}
+	if cur >= min {
+		return nil
+	}
+	if err := p.Journal.Update(func(st *journal.State) {
+		for _, s := range st.Sysctls {
+			if s.Name == name {
+				return
+			}
+		}
+		st.Sysctls = append(st.Sysctls, journal.Sysctl{Name: name, Before: strconv.Itoa(cur)})
+	}); err != nil {
+		return err
+	}
+	p.logf("sysctl %s: %d -> %d (written back at the end of the run)", name, cur, min)
+	return os.WriteFile(path, []byte(strconv.Itoa(min)), 0o644)
+}

@@ -128,6 +128,12 @@ func startCAPI(ctx context.Context, p *kind.Provider, o Options, version string,
 	if err != nil {
 		return nil, fmt.Errorf("%w (make capi-images)", err)
 	}
+	// Some ten node containers (their systemd, kubelets, containerd)
+	// exhaust the default 128 inotify instances: a replacement machine's
+	// systemd then exits at once.
+	if err := p.RaiseSysctl("fs.inotify.max_user_instances", 1024); err != nil {
+		return nil, err
+	}
 	m := &capiManagement{logDir: o.LogDir}
 	logf := func(format string, args ...any) {
 		fmt.Fprintf(o.Log, "%s capi: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))

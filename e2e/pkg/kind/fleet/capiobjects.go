@@ -272,7 +272,7 @@ func (c capiCluster) objects() ([]byte, error) {
 	funcs := template.FuncMap{
 		"haproxyTemplate": func() string { return indent(capiHAProxyTemplate, "    ") },
 		"templateName":    capiTemplateName,
-		"args":         func(c capiCluster, role string) map[string]any { return map[string]any{"C": c, "Role": role} },
+		"args":            func(c capiCluster, role string) map[string]any { return map[string]any{"C": c, "Role": role} },
 	}
 	t, err := template.New("objects").Funcs(funcs).Option("missingkey=error").Parse(capiObjectsTemplate + capiSubTemplates)
 	if err != nil {
