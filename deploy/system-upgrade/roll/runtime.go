@@ -285,11 +285,14 @@ func (r *run) orphansOnRollback() string {
 	if prev, err := versions.ParseRelease(r.rt.prev); err == nil && prev.Major >= 2 {
 		return ""
 	}
-	tasks, err := runtimeroad.TasksOnShimV3(r.files, runtimeroad.TaskState)
+	all, tasks, err := runtimeroad.TaskShims(r.files, runtimeroad.TaskState)
 	if err != nil {
 		return fmt.Sprintf("the tasks' bundles: %v", err)
 	}
 	if len(tasks) == 0 {
+		// Said, not only done: the e2e reads that the rollback looked.
+		r.log("rollback: looked for tasks on shims of the task API v3 in %s (containerd %s could not reach them): none of %d task(s)",
+			runtimeroad.TaskState, r.rt.prev, len(all))
 		return ""
 	}
 	return fmt.Sprintf("containerd %s cannot reach the %d task(s) containerd %s started (their shims serve the task API v3 only; containerd/containerd#11720: their containers would be orphaned): %s; containerd %s stays selected and its pods run on",
