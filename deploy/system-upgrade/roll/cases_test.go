@@ -750,7 +750,11 @@ func rollCases() []rollCase {
 			host: map[string]string{"etc/containerd/config.toml": "version = 2\n",
 				"run/containerd/io.containerd.runtime.v2.task/k8s.io/c-new/bootstrap.json": `{"version":3,"address":"unix:///run/containerd/s/new","protocol":"ttrpc"}`},
 			runtimeInstalled: "containerd 1.7.35\ncontainerd 2.0.14\nrunc 1.5.3\n", containerd: "1.7.35", stage2: prev, wantContainerd: "2.0.14", wantPhase: "runtime-rolling-back",
-			wantErr: "the rollback failed: containerd 1.7.35 cannot reach the 1 task(s) containerd 2.0.14 started (their shims serve the task API v3 only; containerd/containerd#11720: their containers would be orphaned): k8s.io/c-new; containerd 2.0.14 stays selected and its pods run on (the next Job tries again)"},
+			// 2.0 stays selected and running: its configuration stays too
+			// (the refusal comes before the file of before is put back).
+			wantHost:   map[string]string{"etc/containerd/config.toml": "version = 3\n", "etc/containerd/config.toml.kc-1.7.35": "version = 2\n"},
+			wantNotOut: []string{"put back from"},
+			wantErr:    "the rollback failed: containerd 1.7.35 cannot reach the 1 task(s) containerd 2.0.14 started (their shims serve the task API v3 only; containerd/containerd#11720: their containers would be orphaned): k8s.io/c-new; containerd 2.0.14 stays selected and its pods run on (the next Job tries again)"},
 		{name: "runtime step into 2.0, its gate fails while every task runs on a shim 1.x started: rolled back to 1.7, the configuration put back",
 			preflight: "preflight-1.30-1.31.table.golden", env: []string{"KC_RUNTIME=containerd@2.0.14"}, afterRuntime: restarted, gate: gateLost,
 			host: map[string]string{"etc/containerd/config.toml": "version = 2\n",

@@ -350,7 +350,8 @@ func TestParseRuntimeRollback(t *testing.T) {
 		ok        bool
 		tasks     int
 	}{
-		{name: "looked, none, put back, selected", log: gate + config + looked + sel + done, ok: true, tasks: 27},
+		{name: "looked, none, put back, selected", log: gate + looked + config + sel + done, ok: true, tasks: 27},
+		{name: "put back before the look (kc-roll before the refusal came first, as on kind 2026-12-08)", log: gate + config + looked + sel + done, ok: true, tasks: 27},
 		{name: "no look logged (an older kc-roll)", log: gate + config + sel + done},
 		{name: "looked after selecting", log: gate + config + sel + looked + done, tasks: 27},
 		{name: "looked among no task (the wrong directory)", log: gate + config + strings.Replace(looked, "none of 27", "none of 0", 1) + sel + done},
