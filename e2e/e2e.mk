@@ -82,6 +82,14 @@
 #   make e2e E2E_PROVIDER=kind E2E=fleet E2E_ARGS='-fleet-runs runtime'
 #                                 our roll whose Plans carry KC_RUNTIME containerd@1.7.35: each node's Job runs
 #                                 kubelet-compat cgroups --repair and moves containerd first, gated, then the kubelet
+#   make e2e E2E_PROVIDER=kind E2E=capi
+#                                 Cluster API (issue 49): a management cluster on kind with CAPI v1.13 (core, kubeadm
+#                                 bootstrap and control plane), CAPD and this project's in-place extension, all built by
+#                                 make capi-images; workload clusters CAPD makes of our node images (1 control plane,
+#                                 MachineDeployments md-0 of 2 and md-1 of 1) bumped 1.30.14 -> 1.31.14 in place through
+#                                 the extension (kc-roll per machine; the gate failing on md-1's machine: rolled back, its
+#                                 Machine's update failed) and by CAPI's default rollout (every machine replaced);
+#                                 E2E_ARGS='-fleet-runs capi' for one of them
 #   make e2e E2E_PROVIDER=kind E2E=fleet E2E_VERSIONS=1.33.13,1.34.12,1.35.8,1.36.5,1.37.2 E2E_ARGS='-fleet-runs minors -controls=false'
 #                                 one cluster (1 control plane, 2 workers) born at the first version and rolled by
 #                                 our Plans minor after minor, unattended; the etcd bridge on the step to etcd 3.7

@@ -13,20 +13,6 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/deploy/system-upgrade/manifest"
 )
 
-// The Job's own labels and annotation: SUC's are taken off (a
-// system-upgrade-controller in the same cluster would take the Job for
-// one of its Plans').
-const (
-	LabelManagedBy = "app.kubernetes.io/managed-by"
-	ManagedBy      = "kc-capi-extension"
-	// LabelKey is the Job's key, Key(machine, version).
-	LabelKey = "kubelet-compat.io/machine-key"
-	// LabelVersion is the roll's target version.
-	LabelVersion = "kubelet-compat.io/version"
-	// AnnotationMachine is the Machine, NAMESPACE/NAME, in the management cluster.
-	AnnotationMachine = "kubelet-compat.io/machine"
-)
-
 // Role is a Machine's kc-roll role (KC_ROLE): control-plane for a
 // Machine of a control plane (KCP's label), worker for the others.
 func Role(labels map[string]string) string {
@@ -69,7 +55,8 @@ func Job(o manifest.Options, role string, node *corev1.Node, machine types.Names
 	key := Key(machine, o.Version)
 	job := o.NodeJob(plan, node, key)
 	own := func(m map[string]string) map[string]string {
-		out := map[string]string{LabelManagedBy: ManagedBy, LabelKey: key, LabelVersion: o.Version}
+		out := map[string]string{manifest.CAPILabelManagedBy: manifest.CAPIManagedBy, manifest.CAPILabelKey: key,
+			manifest.CAPILabelVersion: o.Version, manifest.CAPILabelNode: node.Name}
 		for k, v := range m {
 			if !strings.Contains(k, "cattle.io/") {
 				out[k] = v
@@ -79,6 +66,6 @@ func Job(o manifest.Options, role string, node *corev1.Node, machine types.Names
 	}
 	job.Labels = own(job.Labels)
 	job.Spec.Template.Labels = own(job.Spec.Template.Labels)
-	job.Annotations = map[string]string{AnnotationMachine: machine.String()}
+	job.Annotations = map[string]string{manifest.CAPIAnnotationMachine: machine.String()}
 	return job, nil
 }

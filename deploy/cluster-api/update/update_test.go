@@ -339,8 +339,9 @@ func TestJobIsThePlans(t *testing.T) {
 			for k := range got.Labels {
 				assert.Check(t, !strings.Contains(k, "cattle.io/"), "SUC's label %s", k)
 			}
-			assert.Check(t, is.Equal(got.Labels[LabelKey], key))
-			assert.Check(t, is.Equal(got.Annotations[AnnotationMachine], "default/"+tc.machine))
+			assert.Check(t, is.Equal(got.Labels[manifest.CAPILabelKey], key))
+			assert.Check(t, is.Equal(got.Labels[manifest.CAPILabelNode], node.Name), "the node the Job rolls, for an operator's kubectl get jobs -l")
+			assert.Check(t, is.Equal(got.Annotations[manifest.CAPIAnnotationMachine], "default/"+tc.machine))
 
 			ns, err := c.workload.CoreV1().Namespaces().Get(context.Background(), manifest.Namespace, metav1.GetOptions{})
 			assert.NilError(t, err)

@@ -42,6 +42,23 @@ const (
 	sucControllerName = "system-upgrade-controller"
 )
 
+// The Cluster API extension's labels and annotation on its Jobs
+// (deploy/cluster-api/update), in place of SUC's: a system-upgrade-controller
+// in the same cluster would take a Job with SUC's for one of its Plans'.
+const (
+	CAPILabelManagedBy = "app.kubernetes.io/managed-by"
+	CAPIManagedBy      = "kc-capi-extension"
+	// CAPILabelKey is the Job's key (update.Key of the Machine and version).
+	CAPILabelKey = "kubelet-compat.io/machine-key"
+	// CAPILabelVersion is the roll's target version.
+	CAPILabelVersion = "kubelet-compat.io/version"
+	// CAPILabelNode is the node the Job rolls.
+	CAPILabelNode = "kubelet-compat.io/node"
+	// CAPIAnnotationMachine is the Machine, NAMESPACE/NAME, in the
+	// management cluster.
+	CAPIAnnotationMachine = "kubelet-compat.io/machine"
+)
+
 // NodeJob is the Job SUC (SUCVersion, pkg/upgrade/job.New) makes of Plan p
 // for node under Controller(o)'s settings, once the node is in the Plan's
 // applying list (parallelism 1), hash standing for the Plan's latest hash.

@@ -270,6 +270,17 @@ func rollCases() []rollCase {
 		{name: "next control-plane node: kubeadm upgrade node", env: []string{"KC_ROLE=control-plane"}, cluster: target,
 			preflight: "preflight-1.30-1.31.table.golden", stage2: target,
 			wantCalls: cat(upgradeNode[:9], []string{configmapCall}, upgradeNode[9:], gateOK)},
+		// Seen on a Cluster API control plane of three behind a load
+		// balancer: right after kubeadm upgrade node restarted this node's
+		// API server and etcd, the kubelet's webhook authentication of the
+		// Job's token failed twice; a roll that took the first failure for
+		// the kubelet's silence rolled a healthy node back.
+		{name: "settle: the kubelet's own server fails twice after kubeadm (its token review through an API server restarting), answers the third time: the roll goes on",
+			env: []string{"KC_ROLE=control-plane", "PROBES_FLAKY=2"}, cluster: target,
+			preflight: "preflight-1.30-1.31.table.golden", stage2: target,
+			// (normalCalls drops the repeats of a poll)
+			wantCalls: cat(upgradeNode[:9], []string{configmapCall}, upgradeNode[9:], gateOK),
+			wantOut:   []string{"the kubelet's https://127.0.0.1:10250/metrics/probes did not answer (flaky: Unauthorized); asking again", "gate: passed"}},
 		{name: "kubernetes-unversioned as the node has it: not installed again (dpkg would put its directories in place of the links)",
 			preflight: "preflight-1.30-1.31.table.golden", unversioned: "1.0.0-4", stage2: target,
 			wantCalls: cat(upgradeNode[:6], []string{"dpkg -i /var/lib/kubelet-compat/upgrade/1.31.14/kubernetes-1.31.14-node_1.31.14-2_amd64.deb"}, upgradeNode[7:], gateOK),

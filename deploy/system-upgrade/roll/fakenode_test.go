@@ -21,18 +21,18 @@ type fakeNode struct {
 	now   time.Time
 	calls []string
 
-	stage1, stage2                                string
-	containerd, containerdRuns, containerdInitial string
-	runtimeInstalled, unversioned                 string
-	nodeReady                                     string
-	recorded                                      bool
-	preflight                                     string
-	statusBefore, statusAfter, statusRuntime      string
-	probesBefore, probesAfter                     string
-	crictl, events, apiPods, kubeletMetrics       string
-	plan                                          string
-	gate                                          []string
-	gateCalls, cgroupsCalls, probeReads           int
+	stage1, stage2                                  string
+	containerd, containerdRuns, containerdInitial   string
+	runtimeInstalled, unversioned                   string
+	nodeReady                                       string
+	recorded                                        bool
+	preflight                                       string
+	statusBefore, statusAfter, statusRuntime        string
+	probesBefore, probesAfter                       string
+	crictl, events, apiPods, kubeletMetrics         string
+	plan                                            string
+	gate                                            []string
+	gateCalls, cgroupsCalls, probeReads, probeFails int
 
 	// locked: another Job holds the roll's lock, until unlockAfter (when
 	// set) has passed on the clock.

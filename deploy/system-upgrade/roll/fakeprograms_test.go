@@ -280,6 +280,12 @@ func (f *fakeNode) kubectl(args []string) Result {
 	switch {
 	case strings.HasPrefix(all, "--kubeconfig ") && strings.HasSuffix(all, " get --raw /metrics/probes"):
 		probes := f.probesBefore
+		if n, _ := strconv.Atoi(f.getenv("PROBES_FLAKY")); f.probeFails < n && f.probeReads > 0 {
+			// The reads after the first (the check before anything
+			// changed) fail n times.
+			f.probeFails++
+			return exit(1, "error: flaky: Unauthorized\n")
+		}
 		if f.stage2 != prevVersion {
 			if f.getenv("PROBES_FAIL") != "" {
 				return exit(1, "")

@@ -3,6 +3,7 @@ package roll
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -154,12 +155,45 @@ func probeEvidence(base, sample probeSample, now []runningPod, pods []podLine) [
 	return out
 }
 
+// The kubelet's own server answers the Job once it has reviewed the
+// Job's token with the API server (webhook authentication): right after
+// kubeadm upgrade restarted an API server, or behind a load balancer that
+// still sends to one restarting, a review fails now and then. probeSample
+// asks again every probeAskEvery for up to probeAnswerWithin before it
+// takes the kubelet for silent.
+const (
+	probeAnswerWithin = 30 * time.Second
+	probeAskEvery     = 2 * time.Second
+)
+
 // probeSample reads the kubelet's readiness probe counters from its own
-// server; false when it does not answer.
+// server; false when it does not answer within probeAnswerWithin.
 func (r *run) probeSample(ctx context.Context) (probeSample, bool) {
-	res := r.kubeletGet(ctx, "/metrics/probes")
-	if !res.OK() {
-		return nil, false
+	deadline := r.Host.Now().Add(probeAnswerWithin)
+	for {
+		res := r.kubeletGet(ctx, "/metrics/probes")
+		if res.OK() {
+			return parseProbeMetrics(string(res.Stdout)), true
+		}
+		if aborted(ctx, res.Err) || !r.Host.Now().Add(probeAskEvery).Before(deadline) {
+			return nil, false
+		}
+		r.log("the kubelet's %s/metrics/probes did not answer (%s); asking again", r.cfg.KubeletURL, lastErrorLine(res))
+		if err := r.sleep(ctx, probeAskEvery); err != nil {
+			return nil, false
+		}
 	}
-	return parseProbeMetrics(string(res.Stdout)), true
+}
+
+// lastErrorLine is what a failed program said last (kubectl's error
+// without its "error: " prefix), or how it ended.
+func lastErrorLine(res Result) string {
+	lines := strings.Split(strings.TrimSpace(string(res.Stderr)), "\n")
+	if last := strings.TrimPrefix(strings.TrimSpace(lines[len(lines)-1]), "error: "); last != "" {
+		return last
+	}
+	if res.Err != nil {
+		return res.Err.Error()
+	}
+	return fmt.Sprintf("exit status %d", res.Code)
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind/fleet"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/plan"
 )
 
@@ -50,6 +51,9 @@ func buildList(provider string, pl modePlan, runner plan.Runner, p plan.Plan) ([
 	if provider == "kind" {
 		all := plan.Union(patched, unpatched)
 		out := []string{build(all, false, kindPatched), build(all, true, kindReleased)}
+		if pl.capi {
+			out = append(out, fmt.Sprintf("capi-images CAPI_NAMESPACES=%s CAPI_SETTINGS=%s", fleet.CAPINamespace, strings.Join(fleet.CAPISettings, ",")))
+		}
 		if len(p.RuntimeMoves) > 0 {
 			var rts []string
 			for _, m := range p.RuntimeMoves {

@@ -63,7 +63,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fl.StringVar(&o.resizePending, "resize-pending", "", "API mode, a step to 1.33+: raise the resize pod's cpu limit by 100m (100m -> 200m; a chain's next step 200m -> 300m) through the running kube-apiserver (pods/resize) before the new kubelet starts: while-old-kubelet (kubelet vN still runs) or between-kubelets (none runs); the patched kubelet must then run that container, not restarted, at 200m (the control's outcome is reported)")
 	fl.BoolVar(&o.readiness, "readiness", true, "API mode (not admission, devices), local provider: run kube-controller-manager (endpointslice only), pods with readiness probes of period 10 s and 30 s behind a Service, and watch every pod's Ready condition and the Service's EndpointSlices across each swap (patched: no Ready->NotReady, no endpoint removed before 1.35; a probe failing from the swap on: NotReady within a period); kind provider: watch the Ready condition of the workloads' pods and the EndpointSlices of their Services across each node's swap, counting each pod for its own node's swap (patched: no Ready->NotReady of a static pod at any step, and no Ready->NotReady, no endpoint removed for API pods before 1.35; the control reported); false: without them")
 	fl.StringVar(&o.cpVersion, "control-plane-version", "", "API mode (not admission, devices), local provider: hold kube-apiserver and kube-controller-manager at this version for every step instead of upgrading them to the step's (for a step whose control plane the harness cannot build; a kubelet newer than kube-apiserver is outside upstream's skew policy)")
-	fl.StringVar(&o.fleetRuns, "fleet-runs", strings.Join(fleet.Runs, ","), "-mode fleet: the rolls to run, each on a cluster of its own (concurrency-1, concurrency-2: our roll by system-upgrade-controller's Plans; drain: the anchor; naive: the second anchor, SUC's Plans with the released kubelets and no drain, the in-place roll k3s/rke2 users run; fault: the control plane's Job killed after its swap, the gate failing on worker 3, the operator's retry; runtime, not in the default: our roll whose Plans carry KC_RUNTIME "+fleet.FleetRuntime.String()+", each node's Job moving containerd first (make runtime-deb); minors, alone and with -versions: one cluster of 2 workers born at the chain's first version rolled Plan after Plan through the chain, e.g. -versions 1.33.13,1.34.12,1.35.8,1.36.5,1.37.2, the etcd bridge on the step to etcd 3.7; no controls)")
+	fl.StringVar(&o.fleetRuns, "fleet-runs", "", "-mode fleet (default "+strings.Join(fleet.Runs, ",")+") and -mode capi (default "+strings.Join(fleet.CAPIRuns, ",")+"): the rolls to run, each on a cluster of its own (concurrency-1, concurrency-2: our roll by system-upgrade-controller's Plans; drain: the anchor; naive: the second anchor, SUC's Plans with the released kubelets and no drain, the in-place roll k3s/rke2 users run; fault: the control plane's Job killed after its swap, the gate failing on worker 3, the operator's retry; runtime, not in the default: our roll whose Plans carry KC_RUNTIME "+fleet.FleetRuntime.String()+", each node's Job moving containerd first (make runtime-deb); minors, alone and with -versions: one cluster of 2 workers born at the chain's first version rolled Plan after Plan through the chain, e.g. -versions 1.33.13,1.34.12,1.35.8,1.36.5,1.37.2, the etcd bridge on the step to etcd 3.7; no controls; capi: a Cluster API workload cluster (CAPD) bumped in place through this project's extension, the gate failing on md-1's machine; capi-replace: the same bump by CAPI's default rollout; both on a management cluster of make capi-images)")
 	fl.DurationVar(&o.pluginGap, "device-plugin-gap", 0, "-mode devices: stop the device plugin before each swap and start it again this long after the new kubelet started (0: it runs throughout)")
 	fl.StringVar(&o.recordAfterSwap, "record-after-swap", "auto", "local provider, static pods: after each swap's settling, `kubelet-compat record` against the NEW kubelet and three more sync periods before the snapshot (as an operator records after every swap), and in the patched chain a static pod born under each kubelet but the last, carried by the later steps; auto: on when a step goes down (a rollback), true, false")
 	fl.StringVar(&o.toGates, "to-feature-gates", "", "local provider: feature gates of the kubelet each step swaps in (patched and control), e.g. RestartAllContainersOnContainerExits=false: that target refuses the corpus's restartall pod (plans whose kubelets are all 1.36+), and both variants must lose it")
@@ -105,7 +105,7 @@ func (o *options) modePlan() (modePlan, []string, error) {
 		pl.controls, pl.extras = false, false
 	}
 	if !ok {
-		return pl, nil, fmt.Errorf("unknown mode %q (ci, steps, full, api, admission, devices, bench, fleet, node, try, cleanup; node with -provider local; fleet, try, images and versions with -provider kind)", o.mode)
+		return pl, nil, fmt.Errorf("unknown mode %q (ci, steps, full, api, admission, devices, bench, fleet, capi, node, try, cleanup; node with -provider local; fleet, capi, try, images and versions with -provider kind)", o.mode)
 	}
 	if o.pods > 0 {
 		pl.pods = o.pods
@@ -143,9 +143,16 @@ func (o *options) modePlan() (modePlan, []string, error) {
 		return pl, nil, err
 	}
 	var rolls []string
-	if pl.fleet && o.mode == "fleet" {
+	if pl.fleet && (o.mode == "fleet" || o.mode == "capi") {
+		runs := o.fleetRuns
+		if runs == "" {
+			runs = strings.Join(fleet.Runs, ",")
+			if pl.capi {
+				runs = strings.Join(fleet.CAPIRuns, ",")
+			}
+		}
 		var err error
-		if rolls, err = fleet.ParseRuns(o.fleetRuns); err != nil {
+		if rolls, err = fleet.ParseRuns(runs); err != nil {
 			return pl, nil, err
 		}
 		if len(rolls) == 1 && rolls[0] == fleet.Minors {
@@ -175,8 +182,8 @@ func (o *options) checkModeFlags(pl modePlan) error {
 		return fmt.Errorf("-resize-pending is %s or %s", scenario.ResizeWhileOldKubelet, scenario.ResizeBetweenKubelets)
 	case o.cpVersion != "" && (!pl.api || !local || pl.admission || pl.devices || !releaseVersion(o.cpVersion)):
 		return errors.New("-control-plane-version 1.<minor>.<patch> needs API mode (-mode api, or -api) on the local provider, not admission or devices")
-	case pl.fleet && o.provider != "kind" && o.mode == "fleet":
-		return errors.New("-mode fleet runs on the kind provider only (-provider kind)")
+	case pl.fleet && o.provider != "kind" && (o.mode == "fleet" || o.mode == "capi"):
+		return fmt.Errorf("-mode %s runs on the kind provider only (-provider kind)", o.mode)
 	}
 	return nil
 }
@@ -225,6 +232,14 @@ func (o *options) planAndRunner(pl modePlan, rolls []string, rootPath, repoRoot 
 		if len(rolls) > 0 {
 			// The fleet: kind's runner, its clusters of fleet.Workers.
 			k.Workers = fleet.Workers
+			if fleet.NeedsCAPI(rolls) {
+				// CAPD's containers go on the network named "kind"; its
+				// replacement machines boot the target's node image.
+				k.NetworkName = kind.CAPDNetwork
+				for _, st := range pl.steps {
+					k.MoreNodeImages = append(k.MoreNodeImages, st.To)
+				}
+			}
 			runner = &fleet.Runner{Runner: k, Runs: rolls}
 		}
 	default:

@@ -42,6 +42,8 @@ type modePlan struct {
 	// fleet: the kind fleet roll-out (its controls are the drain roll's
 	// kubelet as released).
 	fleet bool
+	// capi: the fleet's Cluster API rolls (make capi-images first).
+	capi bool
 	// runtime: the container runtime swapped under a running kubelet
 	// (-runtime-steps, -runtime-kubelet; runtimeSteps once parsed).
 	runtime      bool
@@ -82,6 +84,11 @@ var plans = map[string]modePlan{
 	// Plans at concurrency 1 and 2, the drain-based roll as the anchor (the
 	// target's kubelet as released), and a roll whose gate fails on worker 3.
 	"fleet": {steps: []scenario.Step{{From: "1.30.14", To: "1.31.14"}}, controls: true, fleet: true},
+	// Cluster API (issue 49): a management cluster on kind with CAPI,
+	// CAPD and this project's extension (make capi-images), a workload
+	// cluster bumped 1.30.14 -> 1.31.14 in place through the extension
+	// (the gate failing on one machine), and one by CAPI's rollout.
+	"capi": {steps: []scenario.Step{{From: "1.30.14", To: "1.31.14"}}, fleet: true, capi: true},
 	// The container runtime swapped in place under a running kubelet
 	// (issue 35 §3): -runtime-steps (default plan.DefaultRuntimeSteps)
 	// under -runtime-kubelet, patched then the control per step.

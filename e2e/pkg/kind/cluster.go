@@ -31,6 +31,14 @@ type Cluster struct {
 // Kubernetes version (1.30.14): one control-plane node and workers, no
 // default CNI (the e2e installs a bridge network of its own, see cni.go).
 func ClusterConfig(version string, workers int, syncFrequency time.Duration) string {
+	return clusterConfig(version, workers, syncFrequency, nil)
+}
+
+// Mount is a host path mounted into every node of a cluster (kind's
+// extraMounts).
+type Mount struct{ HostPath, ContainerPath string }
+
+func clusterConfig(version string, workers int, syncFrequency time.Duration, mounts []Mount) string {
 	var b strings.Builder
 	b.WriteString("kind: Cluster\napiVersion: kind.x-k8s.io/v1alpha4\nnetworking:\n  disableDefaultCNI: true\n  podSubnet: 10.244.0.0/16\n  serviceSubnet: 10.96.0.0/16\n")
 	// kubeadm keeps the cluster's KubeletConfiguration in a ConfigMap and
@@ -42,9 +50,19 @@ func ClusterConfig(version string, workers int, syncFrequency time.Duration) str
 		// there (older clusters get it at the upgrade: allowCgroupV1).
 		b.WriteString("  failCgroupV1: false\n")
 	}
-	b.WriteString("nodes:\n- role: control-plane\n")
+	node := func(role string) {
+		fmt.Fprintf(&b, "- role: %s\n", role)
+		if len(mounts) > 0 {
+			b.WriteString("  extraMounts:\n")
+		}
+		for _, m := range mounts {
+			fmt.Fprintf(&b, "  - hostPath: %s\n    containerPath: %s\n", m.HostPath, m.ContainerPath)
+		}
+	}
+	b.WriteString("nodes:\n")
+	node("control-plane")
 	for i := 0; i < workers; i++ {
-		b.WriteString("- role: worker\n")
+		node("worker")
 	}
 	return b.String()
 }
@@ -52,13 +70,18 @@ func ClusterConfig(version string, workers int, syncFrequency time.Duration) str
 // CreateCluster creates a cluster on the node image of version (1.30.14),
 // recording its name in the journal before kind makes anything.
 func (p *Provider) CreateCluster(ctx context.Context, name, version string, workers int, syncFrequency time.Duration) (*Cluster, error) {
+	return p.CreateClusterWithMounts(ctx, name, version, workers, syncFrequency, nil)
+}
+
+// CreateClusterWithMounts is CreateCluster with mounts in every node.
+func (p *Provider) CreateClusterWithMounts(ctx context.Context, name, version string, workers int, syncFrequency time.Duration, mounts []Mount) (*Cluster, error) {
 	image := NodeImage(version)
 	c := &Cluster{Name: name, Image: image, Kubeconfig: filepath.Join(p.opts.Root, name+".kubeconfig"), p: p}
 	if err := p.claimCluster(ctx, name); err != nil {
 		return nil, err
 	}
 	cfg := filepath.Join(p.opts.Root, name+".yaml")
-	if err := os.WriteFile(cfg, []byte(ClusterConfig(version, workers, syncFrequency)), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte(clusterConfig(version, workers, syncFrequency, mounts)), 0o644); err != nil {
 		return nil, err
 	}
 	p.logf("creating cluster %s: 1 control-plane node and %d workers on %s", name, workers, image)
@@ -90,6 +113,39 @@ func (p *Provider) CreateCluster(ctx context.Context, name, version string, work
 	}
 	return c, nil
 }
+
+// AdoptCluster is a cluster another program makes on the run's engine
+// with kind's labels (Cluster API's Docker provider, CAPD, names its
+// containers' cluster and role as kind does): its nodes by those labels,
+// its API through kubeconfig (written to the run's root). Claim its name
+// first (ClaimCluster), before that program makes anything.
+func (p *Provider) AdoptCluster(ctx context.Context, name string, kubeconfig []byte) (*Cluster, error) {
+	c := &Cluster{Name: name, Kubeconfig: filepath.Join(p.opts.Root, name+".kubeconfig"), p: p}
+	if err := os.WriteFile(c.Kubeconfig, kubeconfig, 0o600); err != nil {
+		return nil, err
+	}
+	if err := c.Reload(ctx); err != nil {
+		return nil, err
+	}
+	restCfg, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	restCfg.Timeout = 30 * time.Second
+	if c.Client, err = kubernetes.NewForConfig(restCfg); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// ClaimCluster journals a cluster's name before anything makes it
+// (claimCluster): the undo then removes its containers.
+func (p *Provider) ClaimCluster(ctx context.Context, name string) error {
+	return p.claimCluster(ctx, name)
+}
+
+// Reload lists the cluster's nodes again (machines replaced).
+func (c *Cluster) Reload(ctx context.Context) error { return c.loadNodes(ctx) }
 
 // The KubeletConfiguration field failCgroupV1: known from 1.31, and true
 // by default from 1.35 (a kubelet on cgroup v1 then refuses to start).
@@ -199,7 +255,7 @@ func (p *Provider) clusterContainers(ctx context.Context, name string) ([]string
 // kindCommand runs kind against the provider's engine and network.
 func (p *Provider) kindCommand(args ...string) *exec.Cmd {
 	cmd := exec.Command(p.Kind, args...)
-	cmd.Env = append(append([]string{}, p.Engine.Env...), "KIND_EXPERIMENTAL_DOCKER_NETWORK="+Network.Name, "KIND_EXPERIMENTAL_PROVIDER=docker")
+	cmd.Env = append(append([]string{}, p.Engine.Env...), "KIND_EXPERIMENTAL_DOCKER_NETWORK="+p.net.Name, "KIND_EXPERIMENTAL_PROVIDER=docker")
 	return cmd
 }
 
@@ -223,7 +279,8 @@ func (c *Cluster) loadNodes(ctx context.Context) error {
 	c.Nodes = nil
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		f := strings.Fields(line)
-		if len(f) != 2 {
+		if len(f) != 2 || (f[1] != "control-plane" && f[1] != "worker") {
+			// An external load balancer is not a node.
 			continue
 		}
 		c.Nodes = append(c.Nodes, NewNode(f[0], f[1], c.p.Engine))
@@ -243,8 +300,22 @@ func (c *Cluster) loadNodes(ctx context.Context) error {
 // ControlPlane is the cluster's control-plane node.
 func (c *Cluster) ControlPlane() *Node { return c.Nodes[0] }
 
+// ControlPlanes are the control-plane nodes (more than one: a Cluster
+// API control plane of three), ControlPlane first.
+func (c *Cluster) ControlPlanes() []*Node { return c.withRole("control-plane") }
+
 // Workers are the others.
-func (c *Cluster) Workers() []*Node { return c.Nodes[1:] }
+func (c *Cluster) Workers() []*Node { return c.withRole("worker") }
+
+func (c *Cluster) withRole(role string) []*Node {
+	var out []*Node
+	for _, n := range c.Nodes {
+		if n.role == role {
+			out = append(out, n)
+		}
+	}
+	return out
+}
 
 // Delete removes the cluster's containers: those kind labelled with its
 // name that are on the run's network (as `kind delete cluster`, which

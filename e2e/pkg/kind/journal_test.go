@@ -73,3 +73,39 @@ func TestKindJournalsTheKubeletsSysctls(t *testing.T) {
 		})
 	}
 }
+
+// TestRaiseSysctlJournalsTheValueBefore: a sysctl the run raises (the
+// CAPI rolls' inotify instances) is journaled with its value before,
+// once, and the undo writes that back; one already high enough is left.
+func TestRaiseSysctlJournalsTheValueBefore(t *testing.T) {
+	f := newFirstRun(t, none)
+	p, dp := f.second(t, true)
+	stack := cleanup.New(io.Discard)
+	_, err := journal.TakeRoot(p.opts.Root, stack, func() bool { return p.Journal != nil })
+	assert.NilError(t, err)
+	assert.NilError(t, p.journalRun(context.Background(), true, dp, f.lock, stack))
+	path := filepath.Join(p.machine.SysctlDir, "fs", "inotify", "max_user_instances")
+	assert.NilError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+	assert.NilError(t, os.WriteFile(path, []byte("128\n"), 0o644))
+
+	assert.NilError(t, p.RaiseSysctl("fs.inotify.max_user_instances", 1024))
+	assert.NilError(t, p.RaiseSysctl("fs.inotify.max_user_instances", 1024))
+	assert.NilError(t, p.RaiseSysctl("fs.inotify.max_user_instances", 512))
+	b, err := os.ReadFile(path)
+	assert.NilError(t, err)
+	assert.Equal(t, string(b), "1024")
+	st, err := journal.Load(p.opts.Root)
+	assert.NilError(t, err)
+	var journaled []journal.Sysctl
+	for _, s := range st.Sysctls {
+		if s.Name == "fs.inotify.max_user_instances" {
+			journaled = append(journaled, s)
+		}
+	}
+	assert.DeepEqual(t, journaled, []journal.Sysctl{{Name: "fs.inotify.max_user_instances", Before: "128"}})
+
+	assert.NilError(t, stack.Run(context.Background(), 30*time.Second))
+	b, err = os.ReadFile(path)
+	assert.NilError(t, err)
+	assert.Equal(t, string(b), "128")
+}

@@ -18,6 +18,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -40,7 +41,17 @@ var (
 
 // Network is the docker network the run's clusters share (kind uses an
 // existing network named by KIND_EXPERIMENTAL_DOCKER_NETWORK).
-var Network = struct{ Name, Bridge, Subnet string }{"kc-e2e-kind", "kce2ekind0", "10.217.78.0/24"}
+var Network = DockerNetwork{"kc-e2e-kind", "kce2ekind0", "10.217.78.0/24"}
+
+// DockerNetwork is a docker network the run makes: its name, its bridge's
+// interface name and its subnet.
+type DockerNetwork struct{ Name, Bridge, Subnet string }
+
+// CAPDNetwork is the name Cluster API's Docker provider (CAPD) puts every
+// container on (its DefaultNetwork): a run whose management cluster runs
+// CAPD names its network so (Options.NetworkName), with Network's bridge
+// and subnet.
+const CAPDNetwork = "kind"
 
 // Options configure the provider.
 type Options struct {
@@ -54,6 +65,8 @@ type Options struct {
 	RepoRoot string
 	LogDir   string
 	Log      io.Writer
+	// NetworkName names the run's network (empty: Network.Name).
+	NetworkName string
 }
 
 // Provider is an engine ready for the run's clusters.
@@ -62,6 +75,8 @@ type Provider struct {
 	Journal *journal.Journal
 	Kind    string // the kind binary
 	opts    Options
+	// net is the run's network: Network, named by Options.NetworkName.
+	net     DockerNetwork
 	daemon  *docker.Daemon
 	machine Machine
 	// docker runs the docker CLI against Engine; undoHost is where the
@@ -116,7 +131,10 @@ func Up(ctx context.Context, opts Options, stack *cleanup.Stack) (*Provider, err
 	if err := hostdeps.Ensure(ctx, opts.Log, hostdeps.Kind); err != nil {
 		return nil, err
 	}
-	p := &Provider{opts: opts, machine: HostMachine(), undoHost: leftovers.Machine(opts.Log)}
+	p := &Provider{opts: opts, net: Network, machine: HostMachine(), undoHost: leftovers.Machine(opts.Log)}
+	if opts.NetworkName != "" {
+		p.net.Name = opts.NetworkName
+	}
 	p.docker = func(ctx context.Context, args ...string) ([]byte, error) {
 		return p.Engine.Command(args...).Output(ctx)
 	}
@@ -177,7 +195,7 @@ func Up(ctx context.Context, opts Options, stack *cleanup.Stack) (*Provider, err
 	if err := p.ensureNetwork(ctx); err != nil {
 		return nil, err
 	}
-	stack.Push("remove the docker network "+Network.Name, func(ctx context.Context) error {
+	stack.Push("remove the docker network "+p.net.Name, func(ctx context.Context) error {
 		_, err := p.docker(ctx, "network", "rm", p.Journal.State().Docker.NetworkID)
 		return err
 	})
@@ -210,7 +228,7 @@ func (p *Provider) journalRun(ctx context.Context, private bool, dp docker.Paths
 	})
 	if !private {
 		return j.Update(func(st *journal.State) {
-			st.Docker.Network = Network.Name
+			st.Docker.Network = p.net.Name
 			st.Sysctls = journal.ReadSysctls(p.machine.SysctlDir, journal.KubeletSysctls)
 		})
 	}
@@ -231,9 +249,9 @@ func (p *Provider) journalRun(ctx context.Context, private bool, dp docker.Paths
 // default bridge and containers' cgroup parent, the user's engine's
 // network.
 func (p *Provider) checkFree(ctx context.Context, private bool) error {
-	links := []string{Network.Bridge}
+	links := []string{p.net.Bridge}
 	if private {
-		links = []string{docker.DefaultBridge.Name, Network.Bridge}
+		links = []string{docker.DefaultBridge.Name, p.net.Bridge}
 	}
 	for _, l := range links {
 		if p.machine.LinkExists(l) {
@@ -255,7 +273,7 @@ func (p *Provider) checkFree(ctx context.Context, private bool) error {
 		return err
 	}
 	if found {
-		return fmt.Errorf("docker network %s exists already (label %s=%q): another e2e runs, or a killed one left it (make e2e-cleanup, or docker network rm %s)", Network.Name, journal.RunLabel, n.Labels[journal.RunLabel], Network.Name)
+		return fmt.Errorf("docker network %s exists already (label %s=%q): another e2e runs, or a killed one left it (make e2e-cleanup, or docker network rm %s)", p.net.Name, journal.RunLabel, n.Labels[journal.RunLabel], p.net.Name)
 	}
 	return nil
 }
@@ -294,14 +312,14 @@ func (p *Provider) claimPrivate(dp docker.Paths) error {
 		return err
 	}
 	if err := p.Journal.Update(func(st *journal.State) {
-		st.Docker.Network = Network.Name
+		st.Docker.Network = p.net.Name
 		st.Docker.DataRoot = DataRoot(p.opts.CacheDir)
 		st.Docker.ExecRoot = dp.ExecRoot()
 		st.Docker.DefaultBridge = docker.DefaultBridge.Name
 		st.Containerd = &journal.Containerd{Config: dp.ContainerdConfig(), Root: dp.ContainerdRoot(), State: dp.ContainerdState(), Socket: dp.ContainerdSocket()}
 		// The network's bridge stays when dockerd dies: the undo deletes
 		// it (with the run's tag).
-		st.Bridge = Network.Bridge
+		st.Bridge = p.net.Bridge
 		st.Cgroups = &cg
 		for _, d := range p.machine.OutsideDirs {
 			if _, err := os.Lstat(d); os.IsNotExist(err) {
@@ -350,19 +368,19 @@ type dockerNetwork struct {
 
 // inspectNetwork reads the run's network by name from the engine.
 func (p *Provider) inspectNetwork(ctx context.Context) (n dockerNetwork, found bool, err error) {
-	out, err := p.docker(ctx, "network", "inspect", Network.Name)
+	out, err := p.docker(ctx, "network", "inspect", p.net.Name)
 	if err != nil {
 		if strings.Contains(err.Error(), "No such network") || strings.Contains(err.Error(), "not found") {
 			return n, false, nil
 		}
-		return n, false, fmt.Errorf("checking docker network %s is free: %w", Network.Name, err)
+		return n, false, fmt.Errorf("checking docker network %s is free: %w", p.net.Name, err)
 	}
 	var list []dockerNetwork
 	if err := json.Unmarshal(out, &list); err != nil {
-		return n, false, fmt.Errorf("docker network inspect %s: %w", Network.Name, err)
+		return n, false, fmt.Errorf("docker network inspect %s: %w", p.net.Name, err)
 	}
 	for _, x := range list {
-		if x.Name == Network.Name {
+		if x.Name == p.net.Name {
 			return x, true, nil
 		}
 	}
@@ -382,19 +400,19 @@ func (p *Provider) ensureNetwork(ctx context.Context) error {
 	}
 	if found {
 		if !p.Engine.Private {
-			return fmt.Errorf("docker network %s exists already (label %s=%q): another e2e runs, or a killed one left it (make e2e-cleanup, or docker network rm %s)", Network.Name, journal.RunLabel, n.Labels[journal.RunLabel], Network.Name)
+			return fmt.Errorf("docker network %s exists already (label %s=%q): another e2e runs, or a killed one left it (make e2e-cleanup, or docker network rm %s)", p.net.Name, journal.RunLabel, n.Labels[journal.RunLabel], p.net.Name)
 		}
-		p.logf("removing a killed run's network %s (label %s=%q) from the private engine's store", Network.Name, journal.RunLabel, n.Labels[journal.RunLabel])
+		p.logf("removing a killed run's network %s (label %s=%q) from the private engine's store", p.net.Name, journal.RunLabel, n.Labels[journal.RunLabel])
 		if _, err := p.docker(ctx, "network", "rm", n.ID); err != nil {
-			return fmt.Errorf("removing a killed run's network %s: %w", Network.Name, err)
+			return fmt.Errorf("removing a killed run's network %s: %w", p.net.Name, err)
 		}
 	}
-	if p.machine.LinkExists(Network.Bridge) {
-		return fmt.Errorf("network interface %s exists already (ifalias %q): another e2e runs, or a killed one left it (make e2e-cleanup)", Network.Bridge, p.machine.LinkAlias(Network.Bridge))
+	if p.machine.LinkExists(p.net.Bridge) {
+		return fmt.Errorf("network interface %s exists already (ifalias %q): another e2e runs, or a killed one left it (make e2e-cleanup)", p.net.Bridge, p.machine.LinkAlias(p.net.Bridge))
 	}
-	out, err := p.docker(ctx, "network", "create", "--driver", "bridge", "--subnet", Network.Subnet,
-		"--opt", "com.docker.network.bridge.name="+Network.Bridge,
-		"--label", journal.RunLabel+"="+st.RunID, "--label", journal.RootLabel+"="+st.Root, Network.Name)
+	out, err := p.docker(ctx, "network", "create", "--driver", "bridge", "--subnet", p.net.Subnet,
+		"--opt", "com.docker.network.bridge.name="+p.net.Bridge,
+		"--label", journal.RunLabel+"="+st.RunID, "--label", journal.RootLabel+"="+st.Root, p.net.Name)
 	if err != nil {
 		return err
 	}
@@ -403,8 +421,8 @@ func (p *Provider) ensureNetwork(ctx context.Context) error {
 		return err
 	}
 	if p.Engine.Private {
-		if err := p.machine.SetLinkAlias(ctx, Network.Bridge, st.Tag()); err != nil {
-			return fmt.Errorf("tagging the bridge %s: %w", Network.Bridge, err)
+		if err := p.machine.SetLinkAlias(ctx, p.net.Bridge, st.Tag()); err != nil {
+			return fmt.Errorf("tagging the bridge %s: %w", p.net.Bridge, err)
 		}
 	}
 	return nil
@@ -416,4 +434,51 @@ func firstLine(err error) string {
 		s = s[:i]
 	}
 	return s
+}
+
+// EngineSocket is the Docker engine's socket on this host: what a
+// management cluster's CAPD mounts to make its containers.
+func (p *Provider) EngineSocket() string {
+	for _, e := range append(append([]string(nil), p.Engine.Env...), "DOCKER_HOST="+os.Getenv("DOCKER_HOST")) {
+		if v, ok := strings.CutPrefix(e, "DOCKER_HOST=unix://"); ok {
+			return v
+		}
+	}
+	return "/var/run/docker.sock"
+}
+
+// Private says whether the run started its own dockerd.
+func (p *Provider) Private() bool { return p.Engine.Private }
+
+// RaiseSysctl sets a host sysctl to at least min, its value before the run
+// journaled first so that the undo (and make e2e-cleanup) writes it back:
+// e.g. fs.inotify.max_user_instances, which a dozen node containers'
+// systemd and kubelets exhaust at its default of 128 (a new node's
+// systemd then exits: "Failed to create control group inotify object:
+// Too many open files").
+func (p *Provider) RaiseSysctl(name string, min int) error {
+	path := filepath.Join(p.machine.SysctlDir, strings.ReplaceAll(name, ".", "/"))
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	cur, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return fmt.Errorf("sysctl %s: %q is not a number", name, strings.TrimSpace(string(b)))
+	}
+	if cur >= min {
+		return nil
+	}
+	if err := p.Journal.Update(func(st *journal.State) {
+		for _, s := range st.Sysctls {
+			if s.Name == name {
+				return
+			}
+		}
+		st.Sysctls = append(st.Sysctls, journal.Sysctl{Name: name, Before: strconv.Itoa(cur)})
+	}); err != nil {
+		return err
+	}
+	p.logf("sysctl %s: %d -> %d (written back at the end of the run)", name, cur, min)
+	return os.WriteFile(path, []byte(strconv.Itoa(min)), 0o644)
 }

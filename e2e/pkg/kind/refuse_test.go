@@ -140,7 +140,7 @@ func (f *firstRun) second(t *testing.T, private bool) (*Provider, docker.Paths) 
 	if private {
 		host = "unix://" + dp.Socket()
 	}
-	p := &Provider{opts: Options{Root: root, CacheDir: f.cache, Log: io.Discard}, machine: f.m, undoHost: f.undoHost(),
+	p := &Provider{opts: Options{Root: root, CacheDir: f.cache, Log: io.Discard}, net: Network, machine: f.m, undoHost: f.undoHost(),
 		Engine: &docker.Engine{Env: []string{"DOCKER_HOST=" + host}, Private: private}}
 	p.docker = func(ctx context.Context, args ...string) ([]byte, error) { return f.h.Docker(ctx, host, args...) }
 	return p, dp

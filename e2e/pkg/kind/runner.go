@@ -28,6 +28,12 @@ type Runner struct {
 	// (ScenarioOptions.Faults).
 	Faults  bool
 	Workers int
+	// NetworkName names the run's network (Options.NetworkName; empty:
+	// Network.Name).
+	NetworkName string
+	// MoreNodeImages are versions that get a node image beyond
+	// NodeVersions (Cluster API's replacement machines boot the target's).
+	MoreNodeImages []string
 }
 
 var _ plan.Runner = (*Runner)(nil)
@@ -91,7 +97,8 @@ func NodeVersions(p plan.Plan) []string {
 // Up brings the engine up and, with BuildImages, the images of p: what
 // Run and Images do first, and the fleet's runner (package fleet).
 func (k *Runner) Up(ctx context.Context, p plan.Plan, stack *cleanup.Stack) (*Provider, error) {
-	prov, err := Up(ctx, Options{Root: k.Root, CacheDir: k.CacheDir, RepoRoot: k.RepoRoot, LogDir: filepath.Join(p.ReportDir, "logs"), Log: p.Log}, stack)
+	prov, err := Up(ctx, Options{Root: k.Root, CacheDir: k.CacheDir, RepoRoot: k.RepoRoot, LogDir: filepath.Join(p.ReportDir, "logs"), Log: p.Log,
+		NetworkName: k.NetworkName}, stack)
 	if err != nil {
 		return nil, err
 	}
@@ -102,7 +109,7 @@ func (k *Runner) Up(ctx context.Context, p plan.Plan, stack *cleanup.Stack) (*Pr
 	if err != nil {
 		return nil, err
 	}
-	if err := nodeimage.Build(ctx, nodeimage.Options{Versions: patched, UnpatchedVersions: unpatched, NodeVersions: NodeVersions(p), DockerEnv: prov.Engine.Env,
+	if err := nodeimage.Build(ctx, nodeimage.Options{Versions: patched, UnpatchedVersions: unpatched, NodeVersions: plan.Union(NodeVersions(p), k.MoreNodeImages), DockerEnv: prov.Engine.Env,
 		RepoRoot: k.RepoRoot, OutputDir: p.Output, CacheDir: k.CacheDir, Log: p.Log}); err != nil {
 		return nil, fmt.Errorf("kind images: %w", err)
 	}

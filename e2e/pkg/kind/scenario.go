@@ -419,6 +419,12 @@ func (r *ClusterRun) Create(ctx context.Context) error {
 // ImportImages loads the workloads' busybox images into every node's
 // containerd (the node images hold only what kubeadm needs).
 func (r *ClusterRun) ImportImages(ctx context.Context) error {
+	return r.ImportImagesInto(ctx, r.Cluster.Nodes)
+}
+
+// ImportImagesInto loads the workloads' images into nodes (a replacement
+// machine's new node).
+func (r *ClusterRun) ImportImagesInto(ctx context.Context, nodes []*Node) error {
 	bb1, err := images.Busybox(corpus.BusyboxImage, hostdeps.Busybox.Name, 1)
 	if err != nil {
 		return err
@@ -431,7 +437,7 @@ func (r *ClusterRun) ImportImages(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, n := range r.Cluster.Nodes {
+	for _, n := range nodes {
 		pid, err := n.PID(ctx)
 		if err != nil {
 			return err

@@ -137,6 +137,11 @@ func (f *fleetRun) retryDue(now time.Time) ([]*jobRecord, error) {
 // retryFailed does the operator's retry for every failed Job retryDue
 // names: the annotation the README gives, on the Job's Plan.
 func (f *fleetRun) retryFailed(ctx context.Context) error {
+	if f.capi != nil {
+		// The extension makes the Job again itself when CAPI calls after
+		// the failed one's TTL (capiFault waits for it).
+		return nil
+	}
 	due, err := f.retryDue(time.Now())
 	if err != nil {
 		return err

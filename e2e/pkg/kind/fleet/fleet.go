@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	systemupgrade "github.com/kubelet-compat/kubelet-compat/deploy/system-upgrade"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/cleanup"
@@ -69,7 +70,7 @@ var FleetRuntime20 = plan.Runtime{Name: "containerd", Version: "2.0.14+compat.1"
 var Runs = []string{Concurrency1, Concurrency2, Drain, Naive, Fault}
 
 // rolls are every roll -fleet-runs takes, in the order they run.
-var rolls = append(append([]string(nil), Runs...), Runtime, Runtime20, Minors)
+var rolls = append(append([]string(nil), Runs...), Runtime, Runtime20, Minors, CAPI, CAPIReplace)
 
 // Workers is the fleet clusters' worker count.
 const Workers = 4
@@ -159,6 +160,10 @@ func fleetCluster(roll string) string {
 		return "kc-e2e-fleet-rt"
 	case Runtime20:
 		return "kc-e2e-fleet-rt2"
+	case CAPI:
+		return "kc-e2e-capi"
+	case CAPIReplace:
+		return "kc-e2e-capi-replace"
 	}
 	return "kc-e2e-fleet-fault"
 }
@@ -172,6 +177,9 @@ type Options struct {
 	ControllerBinary string
 	// RollBinary is the Job's program, kc-roll (systemupgrade.BuildRoll).
 	RollBinary string
+	// CacheDir is KC_CACHE (the CAPI rolls' load balancer image is built
+	// from a debootstrap cached there).
+	CacheDir string
 }
 
 // fleetRun is one roll on its cluster; it reuses the scenario's cluster
@@ -220,6 +228,8 @@ type fleetRun struct {
 	jobs map[string]*jobRecord
 	// faults: the fault roll's (fault.go).
 	faults faultState
+	// capi: a Cluster API roll's (capi.go), else nil.
+	capi *capiState
 }
 
 // Run runs o.Runs, each on a cluster of its own, one after the other.
@@ -233,6 +243,19 @@ func Run(ctx context.Context, p *kind.Provider, o Options, stack *cleanup.Stack,
 	}
 	if err := fleetPreflight(ctx, p, o, fleetNeeds(runs)); err != nil {
 		return err
+	}
+	var mgmt *capiManagement
+	for _, f := range runs {
+		if f.capi == nil {
+			continue
+		}
+		if mgmt == nil {
+			var err error
+			if mgmt, err = startCAPI(ctx, p, o, o.Steps[0].To, stack); err != nil {
+				return fmt.Errorf("the CAPI management cluster: %w", err)
+			}
+		}
+		f.capi.mgmt, f.capi.cluster = mgmt, capiWorkload(f.roll, o, mgmt.haproxy)
 	}
 	// One layout per target for the patched SUC rolls, one for the naive
 	// roll.
@@ -266,7 +289,7 @@ func Run(ctx context.Context, p *kind.Provider, o Options, stack *cleanup.Stack,
 // minors roll takes steps, a chain, on MinorsWorkers workers; the others
 // the one step on Workers.
 func newFleetRun(p *kind.Provider, o kind.ScenarioOptions, rep *report.Report, roll string, steps []kind.Step) *fleetRun {
-	released := roll == Drain || roll == Naive
+	released := roll == Drain || roll == Naive || roll == CAPIReplace
 	o.Workers = Workers
 	if roll == Minors {
 		o.Workers = MinorsWorkers
@@ -285,6 +308,13 @@ func newFleetRun(p *kind.Provider, o kind.ScenarioOptions, rep *report.Report, r
 		f.runtime, f.canary = FleetRuntime, runtimeCanary
 	case Runtime20:
 		f.runtime, f.runtimeFrom, f.canary = FleetRuntime20, FleetRuntime, runtimeCanary
+	case CAPI:
+		f.capi, f.canary = &capiState{}, kubeletCanary
+	case CAPIReplace:
+		f.capi = &capiState{replace: true}
+	}
+	if f.capi != nil {
+		f.ClusterRun.Options.Workers = capiWorkers
 	}
 	return f
 }
@@ -309,7 +339,7 @@ func fleetNeeds(runs []*fleetRun) buildNeeds {
 	for _, f := range runs {
 		n.patched = n.patched || f.Patched
 		n.kubectl = n.kubectl || !f.drain
-		n.unpatched = n.unpatched || !f.Patched
+		n.unpatched = n.unpatched || f.drain || f.naive
 		for _, rt := range []plan.Runtime{f.runtimeFrom, f.runtime} {
 			if rt != (plan.Runtime{}) && !slices.Contains(n.runtimes, rt) {
 				n.runtimes = append(n.runtimes, rt)
@@ -353,6 +383,9 @@ func (f *fleetRun) do(fn func(ctx context.Context) error) func(*kind.ClusterRun,
 }
 
 func (f *fleetRun) actions() []kind.Action {
+	if f.capi != nil {
+		return f.capiActions()
+	}
 	if f.minors {
 		return f.minorsActions()
 	}
@@ -423,7 +456,18 @@ func (f *fleetRun) actions() []kind.Action {
 // Run runs the roll's actions on its cluster, then deletes the cluster
 // (kind.ClusterRunner).
 func (f *fleetRun) Run(ctx context.Context, stack *cleanup.Stack) error {
-	return f.RunThenDelete(ctx, stack, f.actions(), f.stopWatchers)
+	done := f.stopWatchers
+	if f.capi != nil {
+		// CAPI deletes its Cluster first: CAPD would make the machines'
+		// containers again.
+		done = func() {
+			f.stopWatchers()
+			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+			defer cancel()
+			f.capiDelete(ctx)
+		}
+	}
+	return f.RunThenDelete(ctx, stack, f.actions(), done)
 }
 
 // stopWatchers ends the ledger and the readiness watchers, whatever ended
@@ -482,6 +526,6 @@ func (r *Runner) Run(ctx context.Context, p plan.Plan, stack *cleanup.Stack, rep
 		}
 	}
 	o := Options{ScenarioOptions: kind.ScenarioOptions{Plan: p, LogDir: filepath.Join(p.ReportDir, "logs")},
-		Runs: r.Runs, ControllerBinary: bin, RollBinary: roll}
+		Runs: r.Runs, ControllerBinary: bin, RollBinary: roll, CacheDir: r.CacheDir}
 	return Run(ctx, prov, o, stack, rep)
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	systemupgrade "github.com/kubelet-compat/kubelet-compat/deploy/system-upgrade"
+	"github.com/kubelet-compat/kubelet-compat/deploy/system-upgrade/manifest"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind"
 	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
@@ -89,9 +90,13 @@ func nextJob(rec *jobRecord, j *batchv1.Job, node string) (*jobRecord, bool) {
 func (f *fleetRun) followJobs(ctx context.Context) error {
 	cp, workers := f.planOptions().PlanNames()
 	// The Jobs of the Plans' version: the minors roll's earlier Plans
-	// leave theirs until their TTL.
-	list, err := f.Cluster.Client.BatchV1().Jobs(systemupgrade.Namespace).List(ctx, metav1.ListOptions{
-		LabelSelector: fmt.Sprintf("%s in (%s,%s),%s=%s", sucLabelPlan, cp, workers, sucLabelVersion, f.cur().To)})
+	// leave theirs until their TTL. The CAPI extension's Jobs carry its
+	// own labels.
+	selector, nodeLabel := fmt.Sprintf("%s in (%s,%s),%s=%s", sucLabelPlan, cp, workers, sucLabelVersion, f.cur().To), sucLabelNode
+	if f.capi != nil {
+		selector, nodeLabel = capiJobSelector(f.cur().To), manifest.CAPILabelNode
+	}
+	list, err := f.Cluster.Client.BatchV1().Jobs(systemupgrade.Namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
 		return err
 	}
@@ -99,7 +104,7 @@ func (f *fleetRun) followJobs(ctx context.Context) error {
 	for i := range list.Items {
 		j := &list.Items[i]
 		listed[j.UID] = true
-		node := j.Labels[sucLabelNode]
+		node := j.Labels[nodeLabel]
 		rec, created := nextJob(f.jobs[node], j, node)
 		if created {
 			f.jobs[node] = rec

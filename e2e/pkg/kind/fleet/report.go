@@ -59,12 +59,27 @@ func (f *fleetRun) reportRoll(ctx context.Context) error {
 	}
 	var wrong []string
 	for _, w := range f.data.windows {
+		if w.Outcome == outcomeReplaced {
+			// Gone with its Machine; its replacement is checked below.
+			if v, still := versions[w.Node]; still {
+				wrong = append(wrong, fmt.Sprintf("%s %s (replaced: still in the API)", w.Node, v))
+			}
+			continue
+		}
 		want, patched := f.cur().To, f.Patched
 		if w.Outcome != outcomeUpgraded {
 			want, patched = f.cur().From, true
 		}
 		if !isKubelet(versions[w.Node], want, patched) {
 			wrong = append(wrong, fmt.Sprintf("%s %s (%s: want v%s)", w.Node, versions[w.Node], w.Outcome, want))
+		}
+	}
+	if f.capi != nil && f.capi.replace {
+		// The new machines boot the target's node image (its kubelet patched).
+		for node, v := range versions {
+			if !isKubelet(v, f.cur().To, true) {
+				wrong = append(wrong, fmt.Sprintf("%s %s (a replacement: want v%s)", node, v, f.cur().To))
+			}
 		}
 	}
 	sort.Strings(wrong)
@@ -116,6 +131,8 @@ func (f *fleetRun) label() string {
 
 func (f *fleetRun) rollName() string {
 	switch {
+	case f.capi != nil:
+		return f.capiRollName()
 	case f.drain:
 		return "drain (cordon, kubectl drain, swap, uncordon)"
 	case f.naive:

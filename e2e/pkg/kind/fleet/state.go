@@ -74,13 +74,15 @@ func (f *fleetRun) createWorkloads(ctx context.Context) error {
 }
 
 // waitReady waits until every pod of the workloads and of kube-system is
-// Ready: the control plane's four, kube-proxy per node, two CoreDNS.
+// Ready.
 func (f *fleetRun) waitReady(ctx context.Context) error {
 	nodes := len(f.Cluster.Nodes)
 	if _, err := f.Cluster.WaitPodsReady(ctx, 5*time.Minute, fleetPods(nodes, len(f.Statics.Pods), f.canary != noCanary), kind.Namespace); err != nil {
 		return err
 	}
-	_, err := f.Cluster.WaitPodsReady(ctx, 5*time.Minute, 4+nodes+2, "kube-system")
+	// kubeadm's four static pods per control-plane node, kube-proxy per
+	// node, two CoreDNS.
+	_, err := f.Cluster.WaitPodsReady(ctx, 5*time.Minute, 4*len(f.Cluster.ControlPlanes())+nodes+2, "kube-system")
 	return err
 }
 
@@ -158,6 +160,13 @@ func (f *fleetRun) afterRoll(ctx context.Context) error {
 	if _, err := f.Cluster.WaitPodsReady(ctx, 5*time.Minute, fleetPods(len(f.Cluster.Nodes), len(f.Statics.Pods), canary), kind.Namespace); err != nil {
 		return err
 	}
+	return f.afterRollNoWait(ctx)
+}
+
+// afterRollNoWait is afterRoll once the pods are back (or, after a
+// replacement, as they are): two quiet sync periods, the runtimes and the
+// API, the watchers ended.
+func (f *fleetRun) afterRollNoWait(ctx context.Context) error {
 	if err := ctxtime.Sleep(ctx, 2*f.Options.SyncFrequency); err != nil {
 		return err
 	}
