@@ -369,6 +369,9 @@ type capiState struct {
 	// networked are the nodes the pod network was written onto
 	// (keepCNI).
 	networked map[string]bool
+	// deleting and gone: when each Machine of the baseline was first seen
+	// being deleted and gone (the replacement roll, trackReplaced).
+	deleting, gone map[string]time.Time
 }
 
 // capiWorkload is the cluster of a CAPI roll.

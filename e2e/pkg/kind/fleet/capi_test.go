@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"gotest.tools/v3/assert"
 	is "gotest.tools/v3/assert/cmp"
@@ -114,4 +115,20 @@ func TestConditionsOf(t *testing.T) {
 
 func unstructuredOf(m map[string]any) unstructured.Unstructured {
 	return unstructured.Unstructured{Object: m}
+}
+
+// TestReplaceWindows: a replaced Machine's window runs from its deletion
+// (its drain) to its end, in the order CAPI took them.
+func TestReplaceWindows(t *testing.T) {
+	t0 := time.Date(2026, 12, 8, 2, 0, 0, 0, time.UTC)
+	f := &fleetRun{capi: &capiState{
+		machinesBefore: map[string]capiMachine{"cp-a": {Name: "cp-a", Node: "cp-a"}, "md-0-b": {Name: "md-0-b", Node: "md-0-b"}},
+		deleting:       map[string]time.Time{"cp-a": t0.Add(time.Minute), "md-0-b": t0.Add(5 * time.Minute)},
+		gone:           map[string]time.Time{"cp-a": t0.Add(3 * time.Minute), "md-0-b": t0.Add(6 * time.Minute)},
+	}}
+	f.replaceWindows()
+	assert.DeepEqual(t, f.order, []string{"cp-a", "md-0-b"})
+	assert.DeepEqual(t, f.data.windows, []nodeWindow{
+		{Node: "cp-a", Start: t0.Add(time.Minute), End: t0.Add(3 * time.Minute), Outcome: outcomeReplaced},
+		{Node: "md-0-b", Start: t0.Add(5 * time.Minute), End: t0.Add(6 * time.Minute), Outcome: outcomeReplaced}})
 }

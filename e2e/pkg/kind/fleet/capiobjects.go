@@ -190,35 +190,38 @@ spec:
   template:
     spec:
       customImage: {{.C.Image}}{{end}}
-{{define "patchFile"}}    files:
-    - path: /etc/kubernetes/patches/kubeletconfiguration0+merge.yaml
-      owner: root:root
-      permissions: "0644"
-      content: |
-        apiVersion: kubelet.config.k8s.io/v1beta1
-        kind: KubeletConfiguration
-        syncFrequency: {{.SyncFrequency}}
-        fileCheckFrequency: 5s{{end}}
 {{define "kubeadm"}}    initConfiguration:
       patches:
         directory: /etc/kubernetes/patches
     joinConfiguration:
       patches:
         directory: /etc/kubernetes/patches
-{{template "patchFile" .}}{{end}}
+{{kubeletPatch .SyncFrequency "    "}}{{end}}
 {{define "kubeadmJoin"}}      joinConfiguration:
         patches:
           directory: /etc/kubernetes/patches
-      files:
-      - path: /etc/kubernetes/patches/kubeletconfiguration0+merge.yaml
-        owner: root:root
-        permissions: "0644"
-        content: |
-          apiVersion: kubelet.config.k8s.io/v1beta1
-          kind: KubeletConfiguration
-          syncFrequency: {{.SyncFrequency}}
-          fileCheckFrequency: 5s{{end}}
+{{kubeletPatch .SyncFrequency "      "}}{{end}}
 `
+
+// kubeletPatchFile is a KubeadmConfigSpec's files entry of kubeadm's patch
+// of the node's KubeletConfiguration, at syncFrequency %s.
+const kubeletPatchFile = `files:
+- path: /etc/kubernetes/patches/kubeletconfiguration0+merge.yaml
+  owner: root:root
+  permissions: "0644"
+  content: |
+    apiVersion: kubelet.config.k8s.io/v1beta1
+    kind: KubeletConfiguration
+    syncFrequency: %s
+    fileCheckFrequency: 5s`
+
+// capiFuncs are the templates' functions.
+var capiFuncs = template.FuncMap{
+	"haproxyTemplate": func() string { return indent(capiHAProxyTemplate, "    ") },
+	"templateName":    capiTemplateName,
+	"kubeletPatch":    func(sync, prefix string) string { return indent(fmt.Sprintf(kubeletPatchFile, sync), prefix) },
+	"args":            func(c capiCluster, role string) map[string]any { return map[string]any{"C": c, "Role": role} },
+}
 
 // capiHAProxyTemplate is the load balancer's configuration template
 // (DockerCluster's customHAProxyConfigTemplateRef): CAPD v1.13.8's
@@ -269,12 +272,7 @@ backend kube-apiservers
 
 // objects is the cluster's YAML stream.
 func (c capiCluster) objects() ([]byte, error) {
-	funcs := template.FuncMap{
-		"haproxyTemplate": func() string { return indent(capiHAProxyTemplate, "    ") },
-		"templateName":    capiTemplateName,
-		"args":            func(c capiCluster, role string) map[string]any { return map[string]any{"C": c, "Role": role} },
-	}
-	t, err := template.New("objects").Funcs(funcs).Option("missingkey=error").Parse(capiObjectsTemplate + capiSubTemplates)
+	t, err := template.New("objects").Funcs(capiFuncs).Option("missingkey=error").Parse(capiObjectsTemplate + capiSubTemplates)
 	if err != nil {
 		return nil, err
 	}
@@ -289,7 +287,7 @@ func (c capiCluster) objects() ([]byte, error) {
 // (a replacement roll's templates of the target's node image).
 func (c capiCluster) machineTemplate(role, version, image string) ([]byte, error) {
 	c.Version, c.Image = version, image
-	t, err := template.New("t").Funcs(template.FuncMap{"templateName": capiTemplateName}).Parse(capiSubTemplates + `{{template "machineTemplate" .}}`)
+	t, err := template.New("t").Funcs(capiFuncs).Parse(capiSubTemplates + `{{template "machineTemplate" .}}`)
 	if err != nil {
 		return nil, err
 	}

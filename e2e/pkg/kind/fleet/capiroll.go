@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -266,6 +267,9 @@ func (f *fleetRun) capiReplaceRoll(ctx context.Context) error {
 			if err := f.keepCNI(ctx); err != nil {
 				return err
 			}
+			if err := f.trackReplaced(ctx); err != nil {
+				return err
+			}
 			return f.machinesDone(ctx, s.owner, s.want)
 		}); err != nil {
 			return fmt.Errorf("CAPI's rollout of %s: %w", s.owner, err)
@@ -328,14 +332,46 @@ func nodeNames(nodes []*kind.Node) string {
 	return strings.Join(out, " ")
 }
 
+// trackReplaced notes when each Machine of the baseline was first seen
+// being deleted (CAPI drains its node) and first seen gone.
+func (f *fleetRun) trackReplaced(ctx context.Context) error {
+	ms, err := f.capi.mgmt.machines(ctx, f.capi.cluster.Namespace, f.capi.cluster.Name)
+	if err != nil {
+		return err
+	}
+	if f.capi.deleting == nil {
+		f.capi.deleting, f.capi.gone = map[string]time.Time{}, map[string]time.Time{}
+	}
+	now := time.Now()
+	for name, before := range f.capi.machinesBefore {
+		mc, ok := ms[name]
+		if ok && mc.UID != before.UID {
+			ok = false
+		}
+		if ok && mc.Deleting && f.capi.deleting[name].IsZero() {
+			f.capi.deleting[name] = now
+		}
+		if !ok && f.capi.gone[name].IsZero() {
+			f.capi.gone[name] = now
+			if f.capi.deleting[name].IsZero() {
+				f.capi.deleting[name] = now
+			}
+		}
+	}
+	return nil
+}
+
 // replaceWindows are the replacement roll's windows: one per Machine at
-// the baseline, from the roll's start to when the Machine was gone (its
-// node drained, deleted), outcome "replaced".
+// the baseline, from when it was first seen being deleted (its node
+// drained) to when it was gone, outcome "replaced", in that order.
 func (f *fleetRun) replaceWindows() {
 	f.data.windows, f.order = nil, nil
-	for _, mc := range f.capi.machinesBefore {
-		f.data.windows = append(f.data.windows, nodeWindow{Node: mc.Node, Outcome: outcomeReplaced})
-		f.order = append(f.order, mc.Node)
+	for name, mc := range f.capi.machinesBefore {
+		f.data.windows = append(f.data.windows, nodeWindow{Node: mc.Node, Start: f.capi.deleting[name], End: f.capi.gone[name], Outcome: outcomeReplaced})
+	}
+	sort.Slice(f.data.windows, func(i, j int) bool { return f.data.windows[i].Start.Before(f.data.windows[j].Start) })
+	for _, w := range f.data.windows {
+		f.order = append(f.order, w.Node)
 	}
 }
 

@@ -495,6 +495,16 @@ type Runner struct {
 
 var _ plan.Runner = (*Runner)(nil)
 
+// Describe is the run's header; the CAPI rolls' clusters are CAPI's.
+func (r *Runner) Describe(p plan.Plan) string {
+	for _, roll := range r.Runs {
+		if !contains(CAPIRuns, roll) {
+			return r.Runner.Describe(p)
+		}
+	}
+	return fmt.Sprintf("kind provider: a management cluster and Cluster API workload clusters (CAPD: %d control-plane machines, %d workers), state in %s", capiControlPlanes, capiWorkers, r.Root)
+}
+
 // Check refuses what kind's runner refuses (rollback steps, a record
 // after the swap), then a plan the fleet cannot roll (Check).
 func (r *Runner) Check(p plan.Plan) error {
