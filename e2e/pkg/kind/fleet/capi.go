@@ -30,6 +30,7 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind/nodeimage"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
 	"github.com/kubelet-compat/kubelet-compat/pkg/images"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -372,6 +373,9 @@ type capiState struct {
 	// deleting and gone: when each Machine of the baseline was first seen
 	// being deleted and gone (the replacement roll, trackReplaced).
 	deleting, gone map[string]time.Time
+	// nodeReady and podsUnready: what logNodeReadiness logged last.
+	nodeReady   map[string]string
+	podsUnready string
 }
 
 // capiWorkload is the cluster of a CAPI roll.
@@ -506,7 +510,7 @@ func (f *fleetRun) saveCAPILogs(ctx context.Context) {
 			continue
 		}
 		for _, p := range list.Items {
-			out, err := m.cluster.Client.CoreV1().Pods(ns).GetLogs(p.Name, nil).DoRaw(ctx)
+			out, err := m.cluster.Client.CoreV1().Pods(ns).GetLogs(p.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
 			if err != nil {
 				out = []byte(err.Error())
 			}

@@ -15,6 +15,8 @@ import (
 
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // capiActions are a CAPI roll's actions on its workload cluster.
@@ -128,7 +130,10 @@ func (f *fleetRun) capiInPlaceRoll(ctx context.Context) error {
 			return err
 		}
 		start := time.Now()
-		err := f.followRoll(ctx, func() error { return f.machinesDone(ctx, s.owner, s.want) })
+		err := f.followRoll(ctx, func() error {
+			f.logNodeReadiness(ctx)
+			return f.machinesDone(ctx, s.owner, s.want)
+		})
 		f.data.rollEnd = time.Now()
 		f.setWindows()
 		if err != nil {
@@ -137,6 +142,52 @@ func (f *fleetRun) capiInPlaceRoll(ctx context.Context) error {
 		f.Logf("%s: every machine updated in place in %.0fs", s.owner, time.Since(start).Seconds())
 	}
 	return nil
+}
+
+// logNodeReadiness logs each change of a node's Ready condition (status,
+// reason) and of the workloads' pods that are not Ready, as the roll's
+// polls see them: what lies behind an endpoint removal.
+func (f *fleetRun) logNodeReadiness(ctx context.Context) {
+	nodes, err := f.Cluster.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return
+	}
+	if f.capi.nodeReady == nil {
+		f.capi.nodeReady = map[string]string{}
+	}
+	for _, n := range nodes.Items {
+		state := "no Ready condition"
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				state = fmt.Sprintf("%s (%s, heartbeat %s)", c.Status, c.Reason, c.LastHeartbeatTime.Format("15:04:05"))
+				if c.Status == corev1.ConditionTrue {
+					state = "True"
+				}
+			}
+		}
+		if prev := f.capi.nodeReady[n.Name]; prev != state {
+			if prev != "" || state != "True" {
+				f.Logf("node %s Ready: %s", n.Name, state)
+			}
+			f.capi.nodeReady[n.Name] = state
+		}
+	}
+	pods, err := f.Cluster.Client.CoreV1().Pods(kind.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return
+	}
+	var unready []string
+	for _, p := range pods.Items {
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status != corev1.ConditionTrue {
+				unready = append(unready, fmt.Sprintf("%s (%s %s)", p.Name, c.Reason, c.Message))
+			}
+		}
+	}
+	if s := strings.Join(unready, ", "); s != f.capi.podsUnready {
+		f.Logf("workload pods not Ready: %s", list(unready))
+		f.capi.podsUnready = s
+	}
 }
 
 // capiFault bumps md-1, whose one machine holds the canary: its Job's
@@ -206,8 +257,10 @@ func (f *fleetRun) capiFault(ctx context.Context) error {
 	f.saveCAPILogs(ctx)
 	coreLog := f.capiCoreLog()
 	reasoned := strings.Contains(coreLog, "health gate failed") && strings.Contains(coreLog, machine)
+	// (CAPI writes the desired version into the Machine's spec when it
+	// starts the update: the spec says the target, its status does not.)
 	f.recordCAPI(fmt.Sprintf("md-1's Machine %s kept (no replacement), its in-place update failed with the gate's reason", machine),
-		kept && !mc.Deleting && mc.Version == "v"+f.Steps[0].From && mc.Updating.Reason == "InPlaceUpdateFailed" && reasoned,
+		kept && !mc.Deleting && mc.UpToDate.Status != "True" && mc.Updating.Reason == "InPlaceUpdateFailed" && reasoned,
 		fmt.Sprintf("Machine %s; the core controller's log names the failed gate for it: %t", mc, reasoned))
 	return nil
 }
@@ -414,13 +467,13 @@ func (f *fleetRun) capiCheckMachines(ctx context.Context) error {
 		if !beforeUIDs[mc.UID] {
 			created = append(created, mc.Name)
 		}
-		if mc.Version == "v"+f.Steps[0].To {
+		if mc.Version == "v"+f.Steps[0].To && mc.UpToDate.Status == "True" {
 			atTarget = append(atTarget, mc.Name)
 		}
 	}
 	total := f.data.rollEnd.Sub(f.data.rollStart).Seconds()
 	perMachine := total / float64(len(f.capi.machinesBefore))
-	detail := fmt.Sprintf("%d Machines before; created %d (%s), deleted %d (%s); at v%s: %d; %.0fs in all, %.0fs per machine",
+	detail := fmt.Sprintf("%d Machines before; created %d (%s), deleted %d (%s); at v%s and up to date: %d; %.0fs in all, %.0fs per machine",
 		len(f.capi.machinesBefore), len(created), list(created), len(deleted), list(deleted), f.Steps[0].To, len(atTarget), total, perMachine)
 	if f.capi.replace {
 		f.recordCAPI("CAPI's rollout (reported): Machines replaced", true, detail)
