@@ -228,40 +228,51 @@ const TaskState = "/run/containerd/io.containerd.runtime.v2.task"
 // shim it starts, version 3 (containerd 1.x writes none). No task state:
 // none.
 func TasksOnShimV3(r DirReader, taskState string) ([]string, error) {
+	_, v3, err := TaskShims(r, taskState)
+	return v3, err
+}
+
+// TaskShims are every task (NAMESPACE/ID) with a bundle under taskState,
+// and of them those whose shim serves the task API v3 (TasksOnShimV3):
+// what a rollback to containerd 1.x looked at, not only what it found.
+func TaskShims(r DirReader, taskState string) (all, v3 []string, err error) {
 	namespaces, err := r.ReadDir(taskState)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var out []string
 	for _, ns := range namespaces {
 		if !ns.IsDir() {
 			continue
 		}
 		tasks, err := r.ReadDir(path.Join(taskState, ns.Name()))
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for _, t := range tasks {
+			if !t.IsDir() {
+				continue
+			}
+			all = append(all, ns.Name()+"/"+t.Name())
 			data, err := r.ReadFile(path.Join(taskState, ns.Name(), t.Name(), "bootstrap.json"))
 			if errors.Is(err, fs.ErrNotExist) {
 				continue
 			}
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			var params struct {
 				Version int `json:"version"`
 			}
 			if err := json.Unmarshal(data, &params); err != nil {
-				return nil, fmt.Errorf("%s: %w", path.Join(taskState, ns.Name(), t.Name(), "bootstrap.json"), err)
+				return nil, nil, fmt.Errorf("%s: %w", path.Join(taskState, ns.Name(), t.Name(), "bootstrap.json"), err)
 			}
 			if params.Version >= 3 {
-				out = append(out, ns.Name()+"/"+t.Name())
+				v3 = append(v3, ns.Name()+"/"+t.Name())
 			}
 		}
 	}
-	return out, nil
+	return all, v3, nil
 }

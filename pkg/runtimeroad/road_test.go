@@ -137,6 +137,34 @@ func TestTasksOnShimV3(t *testing.T) {
 	assert.Check(t, is.ErrorContains(err, "k8s.io/bad/bootstrap.json"))
 }
 
+// TestTaskShims: every task looked at, and of them those on a v3 shim;
+// a file beside the tasks is none.
+func TestTaskShims(t *testing.T) {
+	root := t.TempDir()
+	write := func(name, data string) {
+		p := filepath.Join(root, filepath.FromSlash(name))
+		assert.NilError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		assert.NilError(t, os.WriteFile(p, []byte(data), 0o600))
+	}
+	r := HostRoot(root)
+	all, v3, err := TaskShims(r, TaskState)
+	assert.NilError(t, err)
+	assert.Check(t, is.Len(all, 0))
+	assert.Check(t, is.Len(v3, 0))
+	write(TaskState+"/k8s.io/c16/address", "unix:///run/containerd/s/abc")
+	write(TaskState+"/k8s.io/c17/bootstrap.json", `{"version":2,"address":"unix:///run/containerd/s/def","protocol":"ttrpc"}`)
+	write(TaskState+"/k8s.io/stray", "not a task")
+	all, v3, err = TaskShims(r, TaskState)
+	assert.NilError(t, err)
+	assert.Check(t, is.DeepEqual(all, []string{"k8s.io/c16", "k8s.io/c17"}))
+	assert.Check(t, is.Len(v3, 0), "tasks on v2 shims only")
+	write(TaskState+"/k8s.io/c20/bootstrap.json", `{"version":3,"address":"unix:///run/containerd/s/ghi","protocol":"ttrpc"}`)
+	all, v3, err = TaskShims(r, TaskState)
+	assert.NilError(t, err)
+	assert.Check(t, is.DeepEqual(all, []string{"k8s.io/c16", "k8s.io/c17", "k8s.io/c20"}))
+	assert.Check(t, is.DeepEqual(v3, []string{"k8s.io/c20"}))
+}
+
 func TestStepDirections(t *testing.T) {
 	assert.Check(t, step("2.0.14", "1.7.36").Down())
 	assert.Check(t, step("2.0.14", "1.7.36").LeavesTaskAPIv3())

@@ -147,20 +147,33 @@ func (r *run) rerunRuntime(ctx context.Context) error {
 // runtime-rolling-back, and the next one does it again. As the kubelet's rollback, the marker of a failed
 // gate is written before the verdict.
 func (r *run) runtimeRollback(why string) []action {
+	// selected: the previous containerd is selected already (a Job killed
+	// in the rollback after its switch), read once, before anything.
+	selected := false
 	return []action{
 		r.saveAction("state: runtime-rolling-back", func(s *State) { s.Phase, s.Reason = PhaseRuntimeRollingBack, why }),
-		{"runtime rollback: containerd's configuration of before", r.restoreConfig},
-		{"runtime rollback: select the previous containerd", func(ctx context.Context) error {
+		// The refusal comes before anything changes: a refused rollback
+		// leaves the new containerd selected and running on its own
+		// configuration (the kind e2e found the 1.x file put back under a
+		// 2.0 that stayed).
+		{"runtime rollback: the tasks the previous containerd must reach", func(ctx context.Context) error {
 			r.log("rolling the runtime back to containerd %s (%s)", r.rt.prev, why)
 			sel, _, ok := r.runtimeSelected(ctx)
 			if !ok {
 				return dief("the rollback failed: runtime-select status failed (the next Job tries again)")
 			}
-			if sel == r.rt.prev {
+			if selected = sel == r.rt.prev; selected {
 				return nil
 			}
 			if why := r.orphansOnRollback(); why != "" {
 				return dief("the rollback failed: %s (the next Job tries again)", why)
+			}
+			return nil
+		}},
+		{"runtime rollback: containerd's configuration of before", r.restoreConfig},
+		{"runtime rollback: select the previous containerd", func(ctx context.Context) error {
+			if selected {
+				return nil
 			}
 			r.log("rollback: runtime-select --restart-containerd containerd %s", r.rt.prev)
 			if res := r.onHostLogged(ctx, "runtime-select", "--restart-containerd", "containerd", r.rt.prev); !res.OK() {
@@ -285,11 +298,14 @@ func (r *run) orphansOnRollback() string {
 	if prev, err := versions.ParseRelease(r.rt.prev); err == nil && prev.Major >= 2 {
 		return ""
 	}
-	tasks, err := runtimeroad.TasksOnShimV3(r.files, runtimeroad.TaskState)
+	all, tasks, err := runtimeroad.TaskShims(r.files, runtimeroad.TaskState)
 	if err != nil {
 		return fmt.Sprintf("the tasks' bundles: %v", err)
 	}
 	if len(tasks) == 0 {
+		// Said, not only done: the e2e reads that the rollback looked.
+		r.log("rollback: looked for tasks on shims of the task API v3 in %s (containerd %s could not reach them): none of %d task(s)",
+			runtimeroad.TaskState, r.rt.prev, len(all))
 		return ""
 	}
 	return fmt.Sprintf("containerd %s cannot reach the %d task(s) containerd %s started (their shims serve the task API v3 only; containerd/containerd#11720: their containers would be orphaned): %s; containerd %s stays selected and its pods run on",

@@ -29,6 +29,7 @@ import (
 
 	systemupgrade "github.com/kubelet-compat/kubelet-compat/deploy/system-upgrade"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/plan"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
 	"github.com/kubelet-compat/kubelet-compat/pkg/snapshot"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -49,6 +50,9 @@ type faultState struct {
 	killed *killedJob
 	// config: the faulty worker's kubeletFiles before the roll.
 	config map[string][]byte
+	// containerdConfig: the faulty worker's containerd configuration
+	// before the roll (the runtime-2.0 roll).
+	containerdConfig []byte
 	// canaryRetired: the retry deleted the canary (left out of the
 	// figures: the fault's instrument, not a workload).
 	canaryRetired bool
@@ -165,6 +169,15 @@ func (f *fleetRun) saveFaultyConfig(ctx context.Context) error {
 			return fmt.Errorf("%s: %w", f.faultyWorker().Name(), err)
 		}
 		f.faults.config[p] = b
+	}
+	if f.runtimeFrom != (plan.Runtime{}) {
+		// The runtime-2.0 roll's step migrates containerd's configuration;
+		// its rollback must put this file back.
+		b, err := f.faultyWorker().ReadFile(ctx, containerdConfig)
+		if err != nil {
+			return fmt.Errorf("%s: %w", f.faultyWorker().Name(), err)
+		}
+		f.faults.containerdConfig = b
 	}
 	return nil
 }
@@ -305,6 +318,9 @@ func (f *fleetRun) checkRolledBack(ctx context.Context) error {
 			Passed: back && s2 == st.From && verr == nil && diff.Restarts == 0 && diff.RecreatedPods == 0 && len(changed) == 0,
 			Detail: fmt.Sprintf("%s; stage2 %s; kubelet: %s; %d restarts, %d pods recreated (the runtime); %s not as before the roll: %s",
 				detail, s2, errText(verr), diff.Restarts, diff.RecreatedPods, strings.Join(kubeletFiles, " "), list(changed))})
+		if f.runtimeFrom != (plan.Runtime{}) {
+			f.checkRuntimeRollbackFrom2(ctx, logText)
+		}
 	} else {
 		f.Record(report.Check{Name: fmt.Sprintf("%s: %s rolled back to %s and its kubelet configuration, 0 restarts", prefix, faulty.Name(), st.From),
 			Passed: s2 == st.From && verr == nil && diff.Restarts == 0 && diff.RecreatedPods == 0 && len(changed) == 0,

@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -43,6 +44,13 @@ const (
 	// (FleetRuntime): each node's Job moves containerd first, then the
 	// kubelet. Not in Runs: run it with -fleet-runs runtime.
 	Runtime = "runtime"
+	// Runtime20: the road's next step on a cluster of its own, whose
+	// nodes run FleetRuntime (selected before the workloads, as the
+	// runtime roll leaves them): Plans with KC_RUNTIME FleetRuntime20, the
+	// canary breaking under 2.0 on worker FaultWorker, whose failed gate's
+	// rollback 2.0 -> 1.7 must find no task on a v3 shim. Not in Runs: run
+	// it with -fleet-runs runtime-2.0.
+	Runtime20 = "runtime-2.0"
 	// Minors: a chain of steps (-versions 1.33.13,...,1.37.2), one Plan
 	// after the other on one cluster; a plan of its own, so alone.
 	Minors = "minors"
@@ -53,11 +61,16 @@ const (
 // process at its start (kubelet-compat cgroups).
 var FleetRuntime = plan.Runtime{Name: "containerd", Version: "1.7.36+compat.1"}
 
+// FleetRuntime20 is the runtime-2.0 roll's containerd: the road's step
+// after FleetRuntime, the first whose shims serve the task API v3, which
+// containerd 1.x cannot reach (a rollback to 1.7 must find none).
+var FleetRuntime20 = plan.Runtime{Name: "containerd", Version: "2.0.14+compat.1"}
+
 // Runs are every roll of one step, the default.
 var Runs = []string{Concurrency1, Concurrency2, Drain, Naive, Fault}
 
 // rolls are every roll -fleet-runs takes, in the order they run.
-var rolls = append(append([]string(nil), Runs...), Runtime, Minors, CAPI, CAPIReplace)
+var rolls = append(append([]string(nil), Runs...), Runtime, Runtime20, Minors, CAPI, CAPIReplace)
 
 // Workers is the fleet clusters' worker count.
 const Workers = 4
@@ -145,6 +158,8 @@ func fleetCluster(roll string) string {
 		return "kc-e2e-fleet-minors"
 	case Runtime:
 		return "kc-e2e-fleet-rt"
+	case Runtime20:
+		return "kc-e2e-fleet-rt2"
 	case CAPI:
 		return "kc-e2e-capi"
 	case CAPIReplace:
@@ -187,6 +202,10 @@ type fleetRun struct {
 	// runtime is the containerd the Plans move each node to first
 	// (KC_RUNTIME; the runtime roll), else zero.
 	runtime plan.Runtime
+	// runtimeFrom is the containerd every node runs before the roll,
+	// selected before the workloads (the runtime-2.0 roll: the road's
+	// step before runtime's); zero: Debian's.
+	runtimeFrom plan.Runtime
 	// step is the index in Steps of the step the roll is at (the minors
 	// roll goes through each; the others have one).
 	step int
@@ -287,6 +306,8 @@ func newFleetRun(p *kind.Provider, o kind.ScenarioOptions, rep *report.Report, r
 		f.canary = kubeletCanary
 	case Runtime:
 		f.runtime, f.canary = FleetRuntime, runtimeCanary
+	case Runtime20:
+		f.runtime, f.runtimeFrom, f.canary = FleetRuntime20, FleetRuntime, runtimeCanary
 	case CAPI:
 		f.capi, f.canary = &capiState{}, kubeletCanary
 	case CAPIReplace:
@@ -308,8 +329,9 @@ type buildNeeds struct {
 	// upgrade Job's image (every SUC roll); unpatched: the target's
 	// packages as released (the drain and naive rolls).
 	patched, kubectl, unpatched bool
-	// runtime: the runtime roll's packages (make runtime-deb).
-	runtime plan.Runtime
+	// runtimes: the runtime rolls' packages (make runtime-deb): the
+	// containerd they select before the roll and the one they roll to.
+	runtimes []plan.Runtime
 }
 
 func fleetNeeds(runs []*fleetRun) buildNeeds {
@@ -318,8 +340,10 @@ func fleetNeeds(runs []*fleetRun) buildNeeds {
 		n.patched = n.patched || f.Patched
 		n.kubectl = n.kubectl || !f.drain
 		n.unpatched = n.unpatched || f.drain || f.naive
-		if f.runtime != (plan.Runtime{}) {
-			n.runtime = f.runtime
+		for _, rt := range []plan.Runtime{f.runtimeFrom, f.runtime} {
+			if rt != (plan.Runtime{}) && !slices.Contains(n.runtimes, rt) {
+				n.runtimes = append(n.runtimes, rt)
+			}
 		}
 	}
 	return n
@@ -346,9 +370,9 @@ func fleetPreflight(ctx context.Context, p *kind.Provider, o Options, needs buil
 			need(exists(filepath.Join(nodeimage.PackageDir(o.Output, "unpatched"), nodeimage.NodePackages(st.To)[0])), "unpatched packages of "+st.To)
 		}
 	}
-	if needs.runtime != (plan.Runtime{}) {
-		_, _, err := kind.RuntimeDebs(kind.RuntimeDebDir(o.Output), needs.runtime)
-		need(err == nil, fmt.Sprintf("the runtime packages of %s (%v)", needs.runtime, err))
+	for _, rt := range needs.runtimes {
+		_, _, err := kind.RuntimeDebs(kind.RuntimeDebDir(o.Output), rt)
+		need(err == nil, fmt.Sprintf("the runtime packages of %s (%v)", rt, err))
 	}
 	return m.Err("make kind-images E2E=fleet")
 }
@@ -375,8 +399,19 @@ func (f *fleetRun) actions() []kind.Action {
 	if !f.drain {
 		out = append(out, kind.Action{Name: "import system-upgrade-controller's and the upgrade Job's images into every node", Do: f.do(f.importSUCImages)})
 	}
+	if f.runtimeFrom != (plan.Runtime{}) {
+		out = append(out,
+			kind.Action{Name: fmt.Sprintf("stage the runtime's .debs (containerd %s, runc) on every node", f.runtimeFrom.Version),
+				Do: func(r *kind.ClusterRun, ctx context.Context) error { return r.StageRuntime(ctx, f.runtimeFrom) }},
+			kind.Action{Name: fmt.Sprintf("every node's containerd moved from Debian's 1.6.20 to %s before the workloads (cgroups --repair, runtime-select --restart-containerd), as the runtime roll leaves them", f.runtimeFrom.Version),
+				Do: f.do(f.selectRuntimeFrom)})
+	}
 	if f.runtime != (plan.Runtime{}) {
-		out = append(out, kind.Action{Name: fmt.Sprintf("stage the runtime's .debs (containerd %s, runc) on every node; Debian's containerd 1.6.20 runs", f.runtime.Version),
+		runs := "Debian's containerd 1.6.20 runs"
+		if f.runtimeFrom != (plan.Runtime{}) {
+			runs = "containerd " + f.runtimeFrom.Version + " runs"
+		}
+		out = append(out, kind.Action{Name: fmt.Sprintf("stage the runtime's .debs (containerd %s, runc) on every node; %s", f.runtime.Version, runs),
 			Do: func(r *kind.ClusterRun, ctx context.Context) error { return r.StageRuntime(ctx, f.runtime) }})
 	}
 	out = append(out,
@@ -400,7 +435,7 @@ func (f *fleetRun) actions() []kind.Action {
 		out = append(out,
 			kind.Action{Name: "apply system-upgrade-controller (Jobs kept " + fmt.Sprint(JobTTL) + " s after they end)", Do: f.do(f.applyController)},
 			kind.Action{Name: fmt.Sprintf("apply the Plans (%s, concurrency %d, KC_RUNTIME %s: each node's Job moves containerd first) and follow the roll: the runtime step's gate failing on worker %d", st.To, f.concurrency, f.runtime, FaultWorker), Do: f.do(f.sucRoll)},
-			kind.Action{Name: fmt.Sprintf("the fault: worker %d's containerd rolled back, its kubelet untouched, re-runs refused; the roll stopped there", FaultWorker), Do: f.do(f.checkFault)},
+			kind.Action{Name: fmt.Sprintf("the fault: worker %d's containerd rolled back%s, its kubelet untouched, re-runs refused; the roll stopped there", FaultWorker, f.rollbackTo()), Do: f.do(f.checkFault)},
 			kind.Action{Name: fmt.Sprintf("the operator's retry: the canary deleted, worker %d's roll state and marker removed; the roll goes on to its end", FaultWorker), Do: f.do(f.retryRoll)},
 			kind.Action{Name: "every node runs containerd " + f.runtime.Version + ", each runtime gate passed on the kubelet's syncs of every pod", Do: f.do(f.checkRuntimeMoved)})
 	default:

@@ -13,6 +13,7 @@ import (
 	systemupgrade "github.com/kubelet-compat/kubelet-compat/deploy/system-upgrade"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind/nodeimage"
+	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/plan"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/readiness"
 	"github.com/kubelet-compat/kubelet-compat/pkg/hostdeps"
 	"github.com/kubelet-compat/kubelet-compat/pkg/snapshot"
@@ -44,6 +45,7 @@ func TestParseRuns(t *testing.T) {
 		{in: "minors", want: []string{Minors}},
 		{in: "runtime", want: []string{Runtime}},
 		{in: "runtime,concurrency-1", want: []string{Concurrency1, Runtime}},
+		{in: "runtime-2.0,runtime", want: []string{Runtime, Runtime20}},
 		{in: "minors,concurrency-1", wantErr: "run it alone"},
 	} {
 		got, err := ParseRuns(tt.in)
@@ -328,6 +330,64 @@ func TestRuntimeGateEvidence(t *testing.T) {
 		assert.Check(t, is.DeepEqual(got, tt.want, gocmp.AllowUnexported(gateEvidence{})), tt.name)
 		assert.Check(t, is.Equal(got.ok(), tt.ok), tt.name)
 	}
+}
+
+// TestParseRuntimeRollback: the runtime rollback kc-roll logs (the lines
+// of deploy/system-upgrade/roll's runtime rollback, 2.0 -> 1.7), and what
+// fails the check.
+func TestParseRuntimeRollback(t *testing.T) {
+	const p = "kubelet-compat-upgrade: "
+	gate := p + "rolling the runtime back to containerd 1.7.36+compat.1 (the runtime step's health gate failed)\n"
+	config := p + "rollback: /etc/containerd/config.toml put back from /etc/containerd/config.toml.kc-1.7.36+compat.1\n"
+	looked := p + "rollback: looked for tasks on shims of the task API v3 in /run/containerd/io.containerd.runtime.v2.task (containerd 1.7.36+compat.1 could not reach them): none of 27 task(s)\n"
+	sel := p + "rollback: runtime-select --restart-containerd containerd 1.7.36+compat.1\n"
+	done := p + "runtime: containerd 1.7.36+compat.1 answers the CRI (crictl version: v1.7.36+compat.1, 3s)\n" +
+		p + "rolled back: containerd 1.7.36+compat.1 is selected and answers the CRI; the kubelet was not touched (stage2 and stage1 serve 1.30.14 and 1.30.14)\n"
+	refused := p + "the rollback failed: containerd 1.7.36+compat.1 cannot reach the 1 task(s) containerd 2.0.14+compat.1 started (their shims serve the task API v3 only; containerd/containerd#11720: their containers would be orphaned): k8s.io/abc; containerd 2.0.14+compat.1 stays selected and its pods run on (the next Job tries again)\n"
+	const want = "1.7.36+compat.1"
+	for _, tt := range []struct {
+		name, log string
+		ok        bool
+		tasks     int
+	}{
+		{name: "looked, none, put back, selected", log: gate + looked + config + sel + done, ok: true, tasks: 27},
+		{name: "put back before the look (kc-roll before the refusal came first, as on kind 2026-12-08)", log: gate + config + looked + sel + done, ok: true, tasks: 27},
+		{name: "no look logged (an older kc-roll)", log: gate + config + sel + done},
+		{name: "looked after selecting", log: gate + config + sel + looked + done, tasks: 27},
+		{name: "looked among no task (the wrong directory)", log: gate + config + strings.Replace(looked, "none of 27", "none of 0", 1) + sel + done},
+		{name: "the configuration not put back", log: gate + looked + sel + done, tasks: 27},
+		{name: "put back from another backup", log: gate + strings.Replace(config, "kc-1.7.36+compat.1", "kc-system", 1) + looked + sel + done, tasks: 27},
+		{name: "refused: a task on a v3 shim", log: gate + config + refused},
+		{name: "selected another", log: gate + config + looked + strings.Replace(sel, want, "system", 1) + done, tasks: 27},
+		{name: "never answered", log: gate + config + looked + sel, tasks: 27},
+	} {
+		got := parseRuntimeRollback(tt.log)
+		assert.Check(t, is.Equal(got.ok(want), tt.ok), "%s: %s", tt.name, got)
+		assert.Check(t, is.Equal(got.tasks, tt.tasks), tt.name)
+	}
+	got := parseRuntimeRollback(gate + config + refused)
+	assert.Check(t, is.Contains(got.String(), "cannot reach the 1 task(s)"))
+	got = parseRuntimeRollback(gate + config + looked + sel + done)
+	assert.Check(t, is.Equal(got.String(), "looked for tasks on v3 shims: none of 27; configuration put back from /etc/containerd/config.toml.kc-1.7.36+compat.1; runtime-select containerd 1.7.36+compat.1; rolled back to 1.7.36+compat.1"))
+}
+
+// TestParseTaskShims: the node's task bundles (taskShimsScript), those on
+// a v3 shim by their bootstrap.json.
+func TestParseTaskShims(t *testing.T) {
+	got, err := parseTaskShims("")
+	assert.NilError(t, err)
+	assert.Check(t, is.Equal(got.tasks, 0))
+	out := "k8s.io/a -\n" +
+		`k8s.io/b {"version":2,"address":"unix:///run/containerd/s/b","protocol":"ttrpc"}` + "\n" +
+		`k8s.io/c {"version":3,"address":"unix:///run/containerd/s/c","protocol":"ttrpc"}` + "\n"
+	got, err = parseTaskShims(out)
+	assert.NilError(t, err)
+	assert.Check(t, is.Equal(got.tasks, 3))
+	assert.Check(t, is.DeepEqual(got.v3, []string{"k8s.io/c"}))
+	_, err = parseTaskShims("k8s.io/d {not json\n")
+	assert.Check(t, is.ErrorContains(err, "k8s.io/d/bootstrap.json"))
+	_, err = parseTaskShims("garbage\n")
+	assert.Check(t, is.ErrorContains(err, "task bundles"))
 }
 
 var t0 = time.Date(2026, 12, 2, 1, 0, 0, 0, time.UTC)
@@ -760,6 +820,15 @@ func TestFleetRolls(t *testing.T) {
 				"every node runs containerd 1.7.36+compat.1, each runtime gate passed on the kubelet's syncs of every pod",
 				"the retry: worker 3 upgraded through its gate"},
 			wantNot: []string{"drain", "naive", "the faults", "killed"}},
+		{roll: Runtime20, cluster: "kc-e2e-fleet-rt2", variant: "patched", name: "SUC, concurrency 1, containerd 1.7.36+compat.1 -> 2.0.14+compat.1 first (KC_RUNTIME), runtime gate fails on worker 3", concurrency: 1,
+			want: []string{"stage the runtime's .debs (containerd 1.7.36+compat.1, runc) on every node",
+				"every node's containerd moved from Debian's 1.6.20 to 1.7.36+compat.1 before the workloads",
+				"stage the runtime's .debs (containerd 2.0.14+compat.1, runc) on every node; containerd 1.7.36+compat.1 runs",
+				"apply the Plans (1.31.14, concurrency 1, KC_RUNTIME containerd@2.0.14+compat.1: each node's Job moves containerd first)",
+				"the fault: worker 3's containerd rolled back to 1.7.36+compat.1 (no task on a v3 shim, its configuration put back), its kubelet untouched",
+				"every node runs containerd 2.0.14+compat.1, each runtime gate passed on the kubelet's syncs of every pod",
+				"the retry: worker 3 upgraded through its gate"},
+			wantNot: []string{"drain", "naive", "the faults", "killed", "Debian's containerd 1.6.20 runs"}},
 	} {
 		t.Run(tt.roll, func(t *testing.T) {
 			f := newFleetRun(nil, kind.ScenarioOptions{}, nil, tt.roll, []kind.Step{st})
@@ -796,13 +865,15 @@ func TestFleetNeeds(t *testing.T) {
 		{rolls: []string{Naive}, want: buildNeeds{kubectl: true, unpatched: true}},
 		{rolls: []string{Drain}, want: buildNeeds{unpatched: true}},
 		{rolls: []string{Concurrency1, Fault}, want: buildNeeds{patched: true, kubectl: true}},
-		{rolls: []string{Runtime}, want: buildNeeds{patched: true, kubectl: true, runtime: FleetRuntime}},
+		{rolls: []string{Runtime}, want: buildNeeds{patched: true, kubectl: true, runtimes: []plan.Runtime{FleetRuntime}}},
+		{rolls: []string{Runtime20}, want: buildNeeds{patched: true, kubectl: true, runtimes: []plan.Runtime{FleetRuntime, FleetRuntime20}}},
+		{rolls: []string{Runtime, Runtime20}, want: buildNeeds{patched: true, kubectl: true, runtimes: []plan.Runtime{FleetRuntime, FleetRuntime20}}},
 	} {
 		var runs []*fleetRun
 		for _, r := range tt.rolls {
 			runs = append(runs, newFleetRun(nil, kind.ScenarioOptions{}, nil, r, []kind.Step{st}))
 		}
-		assert.Check(t, is.Equal(fleetNeeds(runs), tt.want), "%v", tt.rolls)
+		assert.Check(t, is.DeepEqual(fleetNeeds(runs), tt.want, gocmp.AllowUnexported(buildNeeds{})), "%v", tt.rolls)
 	}
 }
 
@@ -911,11 +982,14 @@ func testNodes(names ...string) []*kind.Node {
 // TestFleetRuntimePlans: only the runtime roll's Plans carry KC_RUNTIME.
 func TestFleetRuntimePlans(t *testing.T) {
 	st := kind.Step{From: "1.30.14", To: "1.31.14"}
-	for _, roll := range append(append([]string(nil), Runs...), Runtime) {
+	for _, roll := range append(append([]string(nil), Runs...), Runtime, Runtime20) {
 		f := newFleetRun(nil, kind.ScenarioOptions{}, nil, roll, []kind.Step{st})
 		want := ""
-		if roll == Runtime {
+		switch roll {
+		case Runtime:
 			want = "containerd@1.7.36+compat.1"
+		case Runtime20:
+			want = "containerd@2.0.14+compat.1"
 		}
 		assert.Check(t, is.Equal(f.planOptions().Runtime, want), roll)
 	}
