@@ -12,6 +12,7 @@ import (
 
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/docker"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/node"
+	"github.com/kubelet-compat/kubelet-compat/pkg/images"
 	"github.com/kubelet-compat/kubelet-compat/pkg/snapshot"
 )
 
@@ -149,4 +150,18 @@ func (n *Node) waitKubeletActive(ctx context.Context) error {
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
+}
+
+// ImportLayout loads an OCI layout tar into the node's containerd (the
+// k8s.io namespace), through its socket under /proc/<pid>/root: no
+// registry, as air-gapped nodes are loaded.
+func (n *Node) ImportLayout(ctx context.Context, layout []byte) error {
+	pid, err := n.PID(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := images.Import(ctx, fmt.Sprintf("/proc/%d/root/run/containerd/containerd.sock", pid), layout, "overlayfs"); err != nil {
+		return fmt.Errorf("%s: %w", n.name, err)
+	}
+	return nil
 }

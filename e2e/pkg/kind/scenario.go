@@ -438,12 +438,8 @@ func (r *ClusterRun) ImportImagesInto(ctx context.Context, nodes []*Node) error 
 		return err
 	}
 	for _, n := range nodes {
-		pid, err := n.PID(ctx)
-		if err != nil {
+		if err := n.ImportLayout(ctx, layout); err != nil {
 			return err
-		}
-		if _, err := images.Import(ctx, fmt.Sprintf("/proc/%d/root/run/containerd/containerd.sock", pid), layout, "overlayfs"); err != nil {
-			return fmt.Errorf("%s: %w", n.name, err)
 		}
 	}
 	return nil

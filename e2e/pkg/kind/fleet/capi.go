@@ -29,7 +29,6 @@ import (
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind/nodeimage"
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
-	"github.com/kubelet-compat/kubelet-compat/pkg/images"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -192,17 +191,13 @@ func startCAPI(ctx context.Context, p *kind.Provider, o Options, version string,
 
 // importLayouts loads OCI layout tars into a node's containerd.
 func importLayouts(ctx context.Context, n *kind.Node, tars []string) error {
-	pid, err := n.PID(ctx)
-	if err != nil {
-		return err
-	}
 	for _, t := range tars {
 		layout, err := os.ReadFile(t)
 		if err != nil {
 			return err
 		}
-		if _, err := images.Import(ctx, fmt.Sprintf("/proc/%d/root/run/containerd/containerd.sock", pid), layout, "overlayfs"); err != nil {
-			return fmt.Errorf("%s: importing %s: %w", n.Name(), t, err)
+		if err := n.ImportLayout(ctx, layout); err != nil {
+			return fmt.Errorf("importing %s: %w", t, err)
 		}
 	}
 	return nil

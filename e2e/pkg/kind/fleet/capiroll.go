@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/kind"
-	"github.com/kubelet-compat/kubelet-compat/e2e/pkg/report"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -490,7 +489,5 @@ func (f *fleetRun) capiRollName() string {
 	if f.capi.replace {
 		return "Cluster API's default rollout (every machine replaced)"
 	}
-	return fmt.Sprintf("Cluster API in place through the extension (kc-roll per machine), the gate failing on md-1's machine")
+	return "Cluster API in place through the extension (kc-roll per machine), the gate failing on md-1's machine"
 }
-
-var _ = report.Check{}

@@ -61,12 +61,8 @@ func sucImages(controller, roll, target, output string, naive bool) ([]byte, err
 // controller runs on the control-plane node, a Job on every node.
 func (f *fleetRun) importSUCImages(ctx context.Context) error {
 	for _, n := range f.Cluster.Nodes {
-		pid, err := n.PID(ctx)
-		if err != nil {
+		if err := n.ImportLayout(ctx, f.sucImages[f.cur().To]); err != nil {
 			return err
-		}
-		if _, err := images.Import(ctx, fmt.Sprintf("/proc/%d/root/run/containerd/containerd.sock", pid), f.sucImages[f.cur().To], "overlayfs"); err != nil {
-			return fmt.Errorf("%s: %w", n.Name(), err)
 		}
 	}
 	return nil
