@@ -64,34 +64,13 @@ func Build(ctx context.Context, opts Options) error {
 			return err
 		}
 	}
-	if opts.Log == nil {
-		opts.Log = io.Discard
-	}
-	for _, p := range []*string{&opts.RepoRoot, &opts.OutputDir, &opts.CacheDir} {
-		abs, err := filepath.Abs(*p)
-		if err != nil {
-			return err
-		}
-		*p = abs
-	}
-	b := &builder{opts: opts, kindDir: filepath.Join(opts.OutputDir, "kind")}
-	if err := os.MkdirAll(filepath.Join(b.kindDir, "logs"), 0o755); err != nil {
-		return err
-	}
-	b.logPath = filepath.Join(b.kindDir, "logs", "build.log")
-	// debootstrap, dpkg-deb (build-packages -format deb), the docker CLI...: the
-	// kind path's programs, whoever calls Build.
-	if err := hostdeps.Ensure(ctx, opts.Log, hostdeps.Kind); err != nil {
-		return err
-	}
-	logFile, err := os.OpenFile(b.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	b, done, err := newBuilder(ctx, opts)
 	if err != nil {
 		return err
 	}
-	defer logFile.Close()
-	b.cmdLog = logFile
-	b.docker = docker{env: opts.DockerEnv, log: logFile}
-	fmt.Fprintf(logFile, "=== kind-images %s versions %v unpatched %v\n", time.Now().UTC().Format(time.RFC3339), opts.Versions, opts.UnpatchedVersions)
+	defer done()
+	logFile := b.cmdLog
+	fmt.Fprintf(logFile, "=== kind-images %s versions %v unpatched %v\n", time.Now().UTC().Format(time.RFC3339), b.opts.Versions, b.opts.UnpatchedVersions)
 	b.logf("command output goes to %s", b.logPath)
 
 	base, err := b.buildBase(ctx)
@@ -115,6 +94,37 @@ func Build(ctx context.Context, opts Options) error {
 		}
 	}
 	return nil
+}
+
+// newBuilder is a builder of opts (paths made absolute, the log opened
+// in <OutputDir>/kind/logs/build.log) once the kind path's programs are
+// installed (debootstrap, dpkg-deb for build-packages -format deb, the
+// docker CLI...), whoever calls it; done closes the log.
+func newBuilder(ctx context.Context, opts Options) (*builder, func(), error) {
+	if opts.Log == nil {
+		opts.Log = io.Discard
+	}
+	for _, p := range []*string{&opts.RepoRoot, &opts.OutputDir, &opts.CacheDir} {
+		abs, err := filepath.Abs(*p)
+		if err != nil {
+			return nil, nil, err
+		}
+		*p = abs
+	}
+	b := &builder{opts: opts, kindDir: filepath.Join(opts.OutputDir, "kind")}
+	if err := os.MkdirAll(filepath.Join(b.kindDir, "logs"), 0o755); err != nil {
+		return nil, nil, err
+	}
+	b.logPath = filepath.Join(b.kindDir, "logs", "build.log")
+	if err := hostdeps.Ensure(ctx, opts.Log, hostdeps.Kind); err != nil {
+		return nil, nil, err
+	}
+	logFile, err := os.OpenFile(b.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, nil, err
+	}
+	b.cmdLog, b.docker = logFile, docker{env: opts.DockerEnv, log: logFile}
+	return b, func() { logFile.Close() }, nil
 }
 
 // wantsNode says whether v gets a node image.

@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"os"
-	"path/filepath"
 	"text/template"
 )
 
@@ -70,28 +68,20 @@ func HAProxyRef() string { return HAProxyRepository + "/haproxy:" + HAProxyTag()
 // workload cluster's control plane (HAProxyRef; no registry: CAPD's
 // default, kindest/haproxy, is pulled) from a debootstrap of Debian's
 // haproxy, unless it exists. Of opts it reads DockerEnv, OutputDir,
-// CacheDir and Log.
+// CacheDir and Log; it installs debootstrap and the docker CLI when
+// missing (hostdeps.Kind).
 func BuildHAProxy(ctx context.Context, opts Options) (string, error) {
-	if opts.Log == nil {
-		opts.Log = io.Discard
-	}
-	b := &builder{opts: opts, kindDir: filepath.Join(opts.OutputDir, "kind")}
-	if err := os.MkdirAll(filepath.Join(b.kindDir, "logs"), 0o755); err != nil {
-		return "", err
-	}
-	b.logPath = filepath.Join(b.kindDir, "logs", "build.log")
-	logFile, err := os.OpenFile(b.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	b, done, err := newBuilder(ctx, opts)
 	if err != nil {
 		return "", err
 	}
-	defer logFile.Close()
-	b.cmdLog, b.docker = logFile, docker{env: opts.DockerEnv, log: logFile}
+	defer done()
 	ref, hash := HAProxyRef(), haproxyHash()
 	if h, ok := b.docker.imageHash(ctx, ref); ok && h == hash {
 		b.logf("load balancer image %s is up to date", ref)
 		return ref, nil
 	}
-	done := b.step("load balancer image " + ref)
+	stepDone := b.step("load balancer image " + ref)
 	rootfs, err := b.importRootfs(ctx, HAProxyRepository+"/haproxy-rootfs", haproxyPackages)
 	if err != nil {
 		return "", err
@@ -112,6 +102,6 @@ func BuildHAProxy(ctx context.Context, opts Options) (string, error) {
 	if err := b.docker.run(ctx, "build", "--network", "none", "-t", ref, ctxDir); err != nil {
 		return "", fmt.Errorf("building the load balancer image: %w", err)
 	}
-	done()
+	stepDone()
 	return ref, nil
 }
